@@ -1,0 +1,14 @@
+"""okoco: online learning with kernels and convex losses.
+
+Second-order kernel learners with regret guarantees (KONS, Sketched-KONS), first-order and
+least-squares baselines (functional gradient descent, OKS-KRLS), the ridge-leverage-score
+dictionaries they share, a regret tracker against offline comparators, progressive validation
+and the ``okoco`` command line.
+"""
+
+from okoco import kernels, losses
+from okoco.learners import BinaryClassifier
+
+__version__ = "0.1.0"
+
+__all__ = ["kernels", "losses", "BinaryClassifier", "__version__"]

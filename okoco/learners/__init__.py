@@ -1,0 +1,7 @@
+"""Online kernel learners sharing one ``predict_one`` / ``learn_one`` protocol."""
+
+from okoco.learners.base import KernelLearner
+from okoco.learners.binary import BinaryClassifier
+from okoco.learners.fgd import FunctionalGD
+
+__all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD"]

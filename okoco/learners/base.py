@@ -1,0 +1,231 @@
+r"""The small base every okoco learner stands on.
+
+It owns what the papers leave implicit: the river ``dict`` boundary (features appear and
+vanish, missing = 0), input validation that leaves the state untouched on error, the clipped
+projection :math:`h(z) = \mathrm{sign}(z)\max(|z| - C, 0)`, the step-size policy and the seeded
+random generator. A learner subclass implements two array methods:
+
+``_predict_vec(v) -> float``
+    the unclipped prediction :math:`\bar y` of the current function at ``v``;
+``_learn_vec(v, y, eta)``
+    one protocol step (predict, observe :math:`\dot g`, update) on a validated vector.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from river import base
+
+from okoco import kernels as _kernels
+from okoco import losses as _losses
+from okoco.learners.features import MAX_ABS_VALUE, FeatureMap, check_target, check_value
+
+__all__ = ["KernelLearner", "StepSize", "clip_excess"]
+
+
+def clip_excess(z: float, C: float) -> float:
+    """The paper's :math:`h(z)`: how far ``z`` lies outside ``[-C, C]`` (signed), else 0.
+
+    >>> clip_excess(1.5, 1.0), clip_excess(-3.0, 1.0), clip_excess(0.2, 1.0)
+    (0.5, -2.0, 0.0)
+    """
+    if z > C:
+        return z - C
+    if z < -C:
+        return z + C
+    return 0.0
+
+
+class StepSize:
+    r"""Resolve an ``eta`` parameter into :math:`\eta_t`, ``t = 1, 2, ...``.
+
+    ``"exp-concave"``
+        :math:`\eta_t = \sigma`, the loss's curvature on :math:`[-C, C]` (Theorem 1);
+    ``"sqrt"``
+        :math:`\eta_t = 1/(L C \sqrt t)` with :math:`L` the loss's Lipschitz constant;
+    a positive float
+        constant;
+    a callable
+        :math:`\eta_t` = ``eta(t)``, checked to be finite and positive at every step.
+
+    >>> from okoco.losses import Squared
+    >>> StepSize("exp-concave", Squared(), C=1.0)(7)
+    0.125
+    >>> StepSize("sqrt", Squared(), C=1.0)(4)
+    0.125
+    """
+
+    def __init__(self, eta, loss, C: float):
+        self.eta = eta
+        self.decreasing = False
+        if isinstance(eta, str):
+            if eta == "exp-concave":
+                sigma = loss.curvature(C, None)
+                if not sigma > 0:
+                    raise ValueError(
+                        f"eta='exp-concave' needs a curved loss, but {loss!r} has sigma = "
+                        f"{sigma!r} on [-C, C]; use eta='sqrt' or a number"
+                    )
+                self._const = float(sigma)
+            elif eta == "sqrt":
+                self._scale = 1.0 / (loss.lipschitz(C, None) * C)
+                self.decreasing = True
+            else:
+                raise ValueError(
+                    f"unknown eta policy {eta!r}; use 'exp-concave', 'sqrt', a number or a callable"
+                )
+        elif callable(eta):
+            self.decreasing = True
+        elif isinstance(eta, numbers.Real) and not isinstance(eta, bool):
+            if not (math.isfinite(eta) and eta > 0):
+                raise ValueError(f"eta must be finite and > 0, got {eta!r}")
+            self._const = float(eta)
+        else:
+            raise TypeError(f"eta must be a policy name, a number or a callable, got {eta!r}")
+
+    def __call__(self, t: int) -> float:
+        if isinstance(self.eta, str):
+            return self._const if self.eta == "exp-concave" else self._scale / math.sqrt(t)
+        if callable(self.eta):
+            value = self.eta(t)
+            if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
+                raise ValueError(f"eta({t}) returned {value!r}; it must be finite and > 0")
+            return float(value)
+        return self._const
+
+
+class KernelLearner(base.MiniBatchRegressor):
+    """Base class of the okoco regressors (a river ``MiniBatchRegressor``).
+
+    Subclasses call :meth:`_setup` at the end of ``__init__`` and implement
+    ``_reset_state``, ``_predict_vec`` and ``_learn_vec``; those with a step size set
+    ``self._eta`` (a :class:`StepSize`). Predictions are always in
+    ``[-C, C]``. ``learn_many`` is exactly a sequence of ``learn_one`` calls.
+    """
+
+    def _setup(self) -> None:
+        if self.kernel is not None and not callable(self.kernel):
+            raise TypeError(f"kernel must be an okoco kernel, got {self.kernel!r}")
+        if self.loss is not None and not hasattr(self.loss, "derivative"):
+            raise TypeError(f"loss must follow the okoco loss protocol, got {self.loss!r}")
+        if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real):
+            raise TypeError(f"C must be a number, got {self.C!r}")
+        if not (math.isfinite(self.C) and self.C > 0):
+            raise ValueError(f"C must be finite and > 0, got {self.C!r}")
+        self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
+        self._loss = self.loss if self.loss is not None else _losses.Squared()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._features = FeatureMap()
+        self._rng = np.random.default_rng(getattr(self, "seed", None))
+        self.n_seen = 0
+        self._reset_state()
+
+    # -- river protocol -------------------------------------------------------------------
+
+    def predict_one(self, x: dict) -> float:
+        """Predict ``clip(f(x), -C, C)`` without changing any state."""
+        return self._clip(self._predict_vec(self._features.vector(x, register=False)))
+
+    def learn_one(self, x: dict, y: float) -> None:
+        """One test-then-train step: predict, observe the loss derivative, update.
+
+        Invalid ``x`` or ``y`` raises before anything is changed.
+        """
+        y = check_target(y, self._loss)
+        self._features.vector(x, register=False)  # validates every value first
+        eta = self._step(self.n_seen + 1)
+        vec = self._features.vector(x, register=True)
+        self.n_seen += 1
+        self._learn_vec(vec, y, eta)
+
+    def learn_many(self, X, y) -> None:
+        """``learn_one`` over the rows of a DataFrame or a 2-D array, in order.
+
+        The whole batch is validated first; on an error nothing is learned.
+        """
+        names, values = self._batch(X)
+        targets = [check_target(v, self._loss) for v in np.asarray(y, dtype=object).ravel()]
+        if len(targets) != values.shape[0]:
+            raise ValueError(f"X has {values.shape[0]} rows but y has {len(targets)} targets")
+        present = ~np.isnan(values)
+        cols = self._features.indices(names, register=True)
+        width = self._features.width
+        for i, target in enumerate(targets):
+            eta = self._step(self.n_seen + 1)
+            vec = np.zeros(width)
+            vec[cols[present[i]]] = values[i, present[i]]  # NaN = absent (DataFrame rows)
+            self.n_seen += 1
+            self._learn_vec(vec, target, eta)
+
+    def predict_many(self, X):
+        """Predictions of the current model for each row (a Series for a DataFrame input)."""
+        names, values = self._batch(X)
+        cols = self._features.indices(names, register=False)
+        width = max(self._features.width, int(cols.max()) + 1 if cols.size else 0)
+        V = np.zeros((values.shape[0], width))
+        filled = np.nan_to_num(values, nan=0.0)
+        V[:, cols] = filled
+        preds = np.clip(self._predict_vecs(V), -self.C, self.C)
+        if hasattr(X, "index"):
+            import pandas as pd
+
+            return pd.Series(preds, index=X.index, dtype=float)
+        return preds
+
+    # -- helpers for subclasses -----------------------------------------------------------
+
+    def _batch(self, X) -> tuple[list, np.ndarray]:
+        """Column names and float values of a batch, validated without a per-cell loop.
+
+        In a DataFrame NaN means "absent from that row" (as when it is built from dicts); in an
+        array every cell must be a finite number. A bad cell raises naming its row and feature.
+        """
+        is_frame = hasattr(X, "columns")
+        raw = X.to_numpy() if is_frame else np.asarray(X)
+        if raw.ndim != 2:
+            raise ValueError(f"X must be 2-D, got shape {raw.shape}")
+        names = list(X.columns) if is_frame else list(range(raw.shape[1]))
+        try:
+            values = raw.astype(float)
+            ok = np.isfinite(values) & (np.abs(values) <= MAX_ABS_VALUE)
+            if is_frame:
+                ok |= np.isnan(values)
+        except (TypeError, ValueError):  # strings or objects somewhere: find the culprit
+            values, ok = None, np.zeros(raw.shape, dtype=bool)
+        for i, j in zip(*np.nonzero(~ok)):
+            cell = raw[i, j]
+            if is_frame and cell is None:
+                continue
+            try:
+                check_value(names[j], cell)
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"row {i}: {error}") from None
+        if values is None:  # only missing cells were non-numeric
+            values = np.array(
+                [[np.nan if c is None else float(c) for c in row] for row in raw], dtype=float
+            )
+        return names, values
+
+    def _step(self, t: int) -> float | None:
+        """Step size of step ``t``, computed (and checked) before any state changes."""
+        return self._eta(t) if hasattr(self, "_eta") else None
+
+    def _clip(self, z: float) -> float:
+        return float(min(max(z, -self.C), self.C))
+
+    def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
+        return np.array([self._predict_vec(v) for v in V])
+
+    @property
+    def dictionary_size(self) -> int:
+        """Number of stored points the predictor uses."""
+        return self._store.size
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}

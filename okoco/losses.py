@@ -1,0 +1,169 @@
+r"""Convex losses of a scalar prediction, with the constants the regret bounds need.
+
+The loss protocol
+-----------------
+A loss is any object with these four methods (all vectorised over numpy arrays):
+
+``value(y, z)``
+    the loss :math:`\ell(z)` of prediction ``z`` for target ``y``;
+``derivative(y, z)``
+    :math:`\dot g = \partial\ell/\partial z`, the only thing an online learner observes;
+``curvature(C, y_max)``
+    a :math:`\sigma \ge 0` for which Assumption 2 of Calandriello et al. (2017) holds on
+    :math:`[-C, C]`: :math:`\ell(z') \ge \ell(z) + \ell'(z)(z'-z) + \frac\sigma2(\ell'(z)(z'-z))^2`
+    for all :math:`z, z' \in [-C, C]` (``0`` is always valid and means "no curvature");
+``lipschitz(C, y_max)``
+    an :math:`L` with :math:`|\ell'(z)| \le L` for :math:`|z| \le C` (Assumption 1).
+
+``y_max`` bounds :math:`|y|`; classification losses ignore it (labels are :math:`\pm1`).
+Optionally a loss may define ``check_target(y)`` that raises ``ValueError`` for a target outside
+its domain; learners call it before touching their state.
+
+The constants follow ``spec/kons-kors-sketched-kons.md`` section 1, including the corrected
+squared-hinge curvature for ``C > 1`` (the naive :math:`1/(2(1+C)^2)` is not valid there).
+
+Examples
+--------
+>>> from okoco import losses
+>>> loss = losses.Squared()
+>>> float(loss.value(1.0, 0.5)), float(loss.derivative(1.0, 0.5))
+(0.25, -1.0)
+>>> loss.curvature(C=1.0, y_max=1.0)  # 1 / (8 C^2)
+0.125
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["Loss", "Squared", "Logistic", "SquaredHinge"]
+
+
+def _check_C(C: float) -> float:
+    if not (isinstance(C, (int, float)) and math.isfinite(C) and C > 0):
+        raise ValueError(f"C must be a finite number > 0, got {C!r}")
+    return float(C)
+
+
+class Loss:
+    """Base class: a readable ``repr`` and equality by type; see the module docstring."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other)
+
+    def __hash__(self) -> int:
+        return hash(type(self).__name__)
+
+    def check_target(self, y: float) -> None:
+        """Raise ``ValueError`` if ``y`` is outside the loss's domain (any real by default)."""
+
+
+class Squared(Loss):
+    r"""Squared loss :math:`\ell(z) = (y - z)^2`.
+
+    :math:`\sigma = 1/(2(C+Y)^2)` and :math:`L = 2(C+Y)` for :math:`|y| \le Y`; with
+    :math:`Y = C` this is the paper's :math:`\sigma = 1/(8C^2)`, and it is tight.
+
+    Examples
+    --------
+    >>> from okoco.losses import Squared
+    >>> Squared().lipschitz(C=1.0, y_max=1.0)
+    4.0
+    """
+
+    def value(self, y, z):
+        return (np.asarray(y, dtype=float) - z) ** 2
+
+    def derivative(self, y, z):
+        return 2.0 * (np.asarray(z, dtype=float) - y)
+
+    def curvature(self, C: float, y_max: float | None = None) -> float:
+        C = _check_C(C)
+        Y = C if y_max is None else float(y_max)
+        return 1.0 / (2.0 * (C + Y) ** 2)
+
+    def lipschitz(self, C: float, y_max: float | None = None) -> float:
+        C = _check_C(C)
+        Y = C if y_max is None else float(y_max)
+        return 2.0 * (C + Y)
+
+
+def _check_label(y) -> None:
+    if y not in (-1, 1) or isinstance(y, bool):
+        raise ValueError(
+            f"this loss needs targets in {{-1, +1}}, got {y!r}; "
+            "wrap the learner in okoco.BinaryClassifier to use any two labels"
+        )
+
+
+class Logistic(Loss):
+    r"""Logistic loss :math:`\ell(z) = \log(1 + e^{-yz})`, :math:`y \in \{-1, +1\}`.
+
+    :math:`\sigma = e^{-C}` (from :math:`\ell'' \ge e^C/(1+e^C)^2` and
+    :math:`|\ell'| \le e^C/(1+e^C)` on :math:`[-C, C]`), :math:`L = e^C/(1+e^C)`.
+
+    Examples
+    --------
+    >>> from okoco.losses import Logistic
+    >>> round(float(Logistic().value(1, 0.0)), 6)  # log 2
+    0.693147
+    """
+
+    def value(self, y, z):
+        return np.logaddexp(0.0, -np.asarray(y, dtype=float) * z)
+
+    def derivative(self, y, z):
+        y = np.asarray(y, dtype=float)
+        # -y * sigmoid(-y z), written with expit for stability at large |z|
+        return -y / (1.0 + np.exp(np.clip(y * z, -700, 700)))
+
+    def curvature(self, C: float, y_max: float | None = None) -> float:
+        return math.exp(-_check_C(C))
+
+    def lipschitz(self, C: float, y_max: float | None = None) -> float:
+        C = _check_C(C)
+        return 1.0 / (1.0 + math.exp(-C))
+
+    def check_target(self, y) -> None:
+        _check_label(y)
+
+
+class SquaredHinge(Loss):
+    r"""Squared hinge loss :math:`\ell(z) = \max(0, 1 - yz)^2`, :math:`y \in \{-1, +1\}`.
+
+    :math:`\sigma = 1/(2(1+C)^2)` for :math:`C \le 1` and
+    :math:`\sigma = (3C-1)/(8C^2(1+C))` for :math:`C > 1` (the best constant of the scalar
+    Assumption 2; the naive first form fails for :math:`C > 1`); :math:`L = 2(1+C)`.
+
+    Examples
+    --------
+    >>> from okoco.losses import SquaredHinge
+    >>> SquaredHinge().curvature(C=1.0)
+    0.125
+    >>> round(SquaredHinge().curvature(C=3.0), 6)  # (3C - 1) / (8 C^2 (1 + C))
+    0.027778
+    """
+
+    def value(self, y, z):
+        return np.maximum(0.0, 1.0 - np.asarray(y, dtype=float) * z) ** 2
+
+    def derivative(self, y, z):
+        y = np.asarray(y, dtype=float)
+        return -2.0 * y * np.maximum(0.0, 1.0 - y * z)
+
+    def curvature(self, C: float, y_max: float | None = None) -> float:
+        C = _check_C(C)
+        if C <= 1.0:
+            return 1.0 / (2.0 * (1.0 + C) ** 2)
+        return (3.0 * C - 1.0) / (8.0 * C**2 * (1.0 + C))
+
+    def lipschitz(self, C: float, y_max: float | None = None) -> float:
+        return 2.0 * (1.0 + _check_C(C))
+
+    def check_target(self, y) -> None:
+        _check_label(y)

@@ -1,0 +1,10 @@
+import numpy as np
+
+
+def unit_rows(n, d, seed=0):
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def as_dicts(X):
+    return [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]

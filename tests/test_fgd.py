@@ -1,0 +1,119 @@
+import numpy as np
+import pytest
+from river import checks, datasets, evaluate, metrics, preprocessing
+from streams import as_dicts, unit_rows
+
+from okoco import BinaryClassifier, kernels, losses
+from okoco.learners import FunctionalGD
+
+
+def primal_projected_ogd(X, y, loss, C, eta, lam=0.0, budget=None):
+    """Projected OGD with explicit features: the reference FunctionalGD must reproduce."""
+    d = X.shape[1]
+    w = np.zeros(d)
+    terms = []  # (x, coef) pairs, for the budget variant
+    preds, active = [], 0
+    for t, (x, target) in enumerate(zip(X, y), start=1):
+        w = sum((c * xi for xi, c in terms), np.zeros(d)) if budget else w
+        ybar = w @ x
+        excess = np.sign(ybar) * max(abs(ybar) - C, 0.0)
+        active += excess != 0
+        yhat = ybar - excess
+        preds.append(yhat)
+        e = eta(t) if callable(eta) else eta
+        g = loss.derivative(target, yhat)
+        if budget:
+            terms = [(xi, (1 - e * lam) * c) for xi, c in terms]
+            terms.append((x, -(1 - e * lam) * excess / (x @ x) - e * g))
+            terms = terms[-budget:]
+        else:
+            w = (1 - e * lam) * (w - excess / (x @ x) * x) - e * g * x
+    return np.array(preds), active / len(X)
+
+
+@pytest.mark.parametrize(
+    ("loss", "eta", "lam", "budget"),
+    [
+        (losses.Squared(), 0.3, 0.0, None),
+        (losses.Squared(), lambda t: 0.8 / np.sqrt(t), 0.05, None),
+        (losses.Logistic(), 0.7, 0.0, None),
+        (losses.Squared(), 0.3, 0.1, 25),
+    ],
+)
+def test_linear_kernel_equals_primal_projected_ogd(loss, eta, lam, budget):
+    X = unit_rows(400, 6, seed=3)
+    y = np.sign(X @ np.arange(1.0, 7.0))
+    if isinstance(loss, losses.Squared):
+        y = 2.0 * np.sin(4 * X[:, 0])
+    C = 0.3
+    expected, active = primal_projected_ogd(X, y, loss, C, eta, lam, budget)
+    model = FunctionalGD(kernel=kernels.Linear(), loss=loss, C=C, eta=eta, lam=lam, budget=budget)
+    got = []
+    for x, target in zip(as_dicts(X), y):
+        got.append(model.predict_one(x))
+        model.learn_one(x, target)
+    assert active > 0.2  # the projection must be exercised
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
+    assert model.dictionary_size == (budget or len(X))
+    assert np.all(np.abs(got) <= C)
+
+
+def test_step_size_policies():
+    model = FunctionalGD(loss=losses.Squared(), C=2.0, eta="sqrt")
+    assert model._eta(4) == pytest.approx(1 / (losses.Squared().lipschitz(2.0) * 2.0 * 2))
+    model = FunctionalGD(loss=losses.Logistic(), C=2.0, eta="exp-concave")
+    assert model._eta(10) == pytest.approx(np.exp(-2.0))
+    with pytest.raises(ValueError, match="policy"):
+        FunctionalGD(eta="fast")
+    with pytest.raises(ValueError):
+        FunctionalGD(eta=-1.0)
+    with pytest.raises(ValueError, match="C must"):
+        FunctionalGD(C=0.0)
+    with pytest.raises(ValueError, match="budget"):
+        FunctionalGD(budget=0)
+
+
+def test_callable_eta_failing_leaves_state_untouched():
+    model = FunctionalGD(eta=lambda t: 0.1 if t < 3 else float("nan"))
+    model.learn_one({"a": 1.0}, 0.5)
+    model.learn_one({"a": 0.0}, 0.5)
+    before = model.predict_one({"a": 0.3, "b": 1.0})
+    with pytest.raises(ValueError, match="eta"):
+        model.learn_one({"b": 1.0}, 0.1)
+    assert model.n_seen == 2 and model.dictionary_size == 2
+    assert model.predict_one({"a": 0.3, "b": 1.0}) == before
+    assert "b" not in model._features.columns
+
+
+@pytest.mark.parametrize(
+    "model", [FunctionalGD(), FunctionalGD(budget=30, lam=0.1),
+              BinaryClassifier(FunctionalGD(loss=losses.Logistic()))],
+)
+def test_river_check_estimator(model):
+    checks.check_estimator(model)
+
+
+def test_progressive_validation_on_river_datasets():
+    reg = preprocessing.TargetStandardScaler(
+        preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2)
+    )
+    mae = evaluate.progressive_val_score(datasets.TrumpApproval(), reg, metrics.MAE())
+    clf = preprocessing.StandardScaler() | BinaryClassifier(
+        FunctionalGD(loss=losses.Logistic(), C=3.0, eta=0.5)
+    )
+    acc = evaluate.progressive_val_score(datasets.Phishing(), clf, metrics.Accuracy())
+    # Predicting the running mean scores MAE ~ 1.3 on TrumpApproval and Phishing is ~55/45.
+    assert mae.get() < 1.0
+    assert acc.get() > 0.8
+
+
+def test_predict_many_and_learn_many_match_one_at_a_time():
+    X = unit_rows(60, 3, seed=5)
+    y = X[:, 0] - X[:, 1]
+    one, many = FunctionalGD(eta=0.5), FunctionalGD(eta=0.5)
+    for x, target in zip(as_dicts(X), y):
+        one.learn_one(x, target)
+    many.learn_many(X, y)
+    Q = unit_rows(10, 3, seed=6)
+    np.testing.assert_allclose(many.predict_many(Q), [one.predict_one(x) for x in as_dicts(Q)],
+                               rtol=1e-12)

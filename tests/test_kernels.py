@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+from sklearn.metrics import pairwise
+
+from okoco import kernels
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(30, 4)), rng.normal(size=(20, 4))
+
+
+@pytest.mark.parametrize(
+    ("kernel", "reference"),
+    [
+        (kernels.RBF(gamma=0.3), lambda X, Y: pairwise.rbf_kernel(X, Y, gamma=0.3)),
+        (kernels.Laplacian(gamma=0.7), lambda X, Y: pairwise.laplacian_kernel(X, Y, gamma=0.7)),
+        (
+            kernels.Polynomial(degree=3, gamma=0.5, coef0=2.0),
+            lambda X, Y: pairwise.polynomial_kernel(X, Y, degree=3, gamma=0.5, coef0=2.0),
+        ),
+        (kernels.Linear(), pairwise.linear_kernel),
+    ],
+)
+def test_kernels_match_sklearn_and_are_psd(kernel, reference, data):
+    X, Y = data
+    np.testing.assert_allclose(kernel(X, Y), reference(X, Y), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(kernel.diag(X), np.diag(reference(X, X)), rtol=1e-12)
+    K = kernel(X)
+    np.testing.assert_allclose(K, K.T, atol=1e-12)
+    assert np.linalg.eigvalsh(K).min() > -1e-8 * np.abs(K).max()
+
+
+def test_single_row_is_a_row(data):
+    X, _ = data
+    k = kernels.RBF(gamma=0.2)
+    np.testing.assert_allclose(k(X, X[3])[:, 0], k(X, X)[:, 3])
+    assert k(X[0], X[1]).shape == (1, 1)
+
+
+@pytest.mark.parametrize(
+    "kernel", [kernels.Polynomial(degree=2, gamma=1.0, coef0=1.0, normalize=True),
+               kernels.Linear(normalize=True)]
+)
+def test_normalize_gives_unit_diagonal(kernel, data):
+    X, Y = data
+    np.testing.assert_allclose(np.diag(kernel(X)), 1.0)
+    np.testing.assert_allclose(kernel.diag(X), 1.0)
+    raw = type(kernel)(**{k: v for k, v in vars(kernel).items() if k != "normalize"})
+    expected = raw(X, Y) / np.sqrt(np.outer(raw.diag(X), raw.diag(Y)))
+    np.testing.assert_allclose(kernel(X, Y), expected, rtol=1e-12)
+    assert np.linalg.eigvalsh(kernel(X)).min() > -1e-10
+
+
+@pytest.mark.parametrize(
+    ("factory", "error"),
+    [
+        (lambda: kernels.RBF(gamma=0), ValueError),
+        (lambda: kernels.RBF(gamma=-1.0), ValueError),
+        (lambda: kernels.RBF(gamma=float("nan")), ValueError),
+        (lambda: kernels.RBF(gamma="1"), TypeError),
+        (lambda: kernels.Laplacian(gamma=0.0), ValueError),
+        (lambda: kernels.Polynomial(degree=0), ValueError),
+        (lambda: kernels.Polynomial(degree=2.5), ValueError),
+        (lambda: kernels.Polynomial(coef0=-1.0), ValueError),
+        (lambda: kernels.Polynomial(coef0=0.0, normalize=True), ValueError),
+    ],
+)
+def test_bad_parameters_are_rejected(factory, error):
+    with pytest.raises(error):
+        factory()
+
+
+def test_shape_mismatch_and_repr():
+    with pytest.raises(ValueError, match="features"):
+        kernels.RBF()(np.zeros((2, 3)), np.zeros((2, 4)))
+    assert repr(kernels.Polynomial(degree=2)) == "Polynomial(degree=2, gamma=1.0, coef0=1.0)"
+    assert kernels.RBF(gamma=2.0) == kernels.RBF(gamma=2.0) != kernels.RBF(gamma=1.0)

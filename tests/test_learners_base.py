@@ -1,0 +1,144 @@
+import pickle
+
+import numpy as np
+import pytest
+from streams import as_dicts, unit_rows
+
+from okoco import BinaryClassifier, kernels, losses
+from okoco.learners import FunctionalGD
+from okoco.learners.base import clip_excess
+from okoco.learners.features import FeatureMap, PointStore
+
+LEARNERS = [
+    lambda: FunctionalGD(eta=0.3),
+    lambda: FunctionalGD(kernel=kernels.Laplacian(gamma=0.5), budget=10, lam=0.01),
+]
+
+
+def trained(factory, n=20):
+    model = factory()
+    for x, y in zip(as_dicts(unit_rows(n, 3)), np.linspace(-1, 1, n)):
+        model.learn_one(x, y)
+    return model
+
+
+BAD_X = [
+    ({"x0": float("nan")}, ValueError, "x0"),
+    ({"x1": float("inf")}, ValueError, "x1"),
+    ({"x2": -float("inf")}, ValueError, "x2"),
+    ({"x0": None}, TypeError, "x0"),
+    ({"x0": "3.1"}, TypeError, "x0"),
+    ({"x0": [1.0]}, TypeError, "x0"),
+    ({"x0": 1e300}, ValueError, "x0"),
+    ({"x0": 0.1, "new": float("nan")}, ValueError, "new"),
+]
+
+
+@pytest.mark.parametrize("factory", LEARNERS)
+@pytest.mark.parametrize(("x", "error", "name"), BAD_X)
+def test_bad_features_raise_and_leave_state_unchanged(factory, x, error, name):
+    model = trained(factory)
+    probe = {"x0": 0.2, "x1": -0.4, "x2": 0.1}
+    before, state = model.predict_one(probe), pickle.dumps(model)
+    with pytest.raises(error, match=name):
+        model.learn_one(x, 0.5)
+    with pytest.raises(error, match=name):
+        model.predict_one(x)
+    assert pickle.dumps(model) == state
+    assert model.predict_one(probe) == before
+
+
+@pytest.mark.parametrize("factory", LEARNERS)
+@pytest.mark.parametrize("y", [float("nan"), float("inf"), None, "1.0", True])
+def test_bad_targets_raise_and_leave_state_unchanged(factory, y):
+    model = trained(factory)
+    state = pickle.dumps(model)
+    with pytest.raises((TypeError, ValueError), match="target"):
+        model.learn_one({"x0": 0.1}, y)
+    assert pickle.dumps(model) == state
+
+
+def test_not_a_dict_is_a_type_error():
+    with pytest.raises(TypeError, match="dict"):
+        FunctionalGD().learn_one([1.0, 2.0], 1.0)
+
+
+def test_target_outside_the_loss_domain():
+    model = trained(lambda: FunctionalGD(loss=losses.Logistic()), n=0)
+    with pytest.raises(ValueError, match="BinaryClassifier"):
+        model.learn_one({"a": 1.0}, 0.5)
+    assert model.n_seen == 0
+
+
+def test_bad_batch_is_rejected_whole():
+    model = trained(LEARNERS[0])
+    state = pickle.dumps(model)
+    X = np.array([[0.1, 0.2], [0.3, np.nan]])
+    with pytest.raises(ValueError, match="row 1"):
+        model.learn_many(X, [0.0, 1.0])
+    with pytest.raises(ValueError, match="rows"):
+        model.learn_many(X[:1], [0.0, 1.0])
+    assert pickle.dumps(model) == state
+
+
+def test_bools_are_zero_one_and_key_order_does_not_matter():
+    a, b = FunctionalGD(eta=0.5), FunctionalGD(eta=0.5)
+    a.learn_one({"p": True, "q": 2.0}, 1.0)
+    b.learn_one({"q": 2.0, "p": 1.0}, 1.0)
+    assert a.predict_one({"q": 1.0, "p": False}) == b.predict_one({"p": 0.0, "q": 1.0})
+
+
+def test_emerging_and_vanishing_features_are_zero():
+    model = FunctionalGD(kernel=kernels.RBF(gamma=0.5), eta=0.5)
+    model.learn_one({"a": 1.0}, 1.0)
+    model.learn_one({"b": 2.0}, -1.0)
+    # f(x) = c1 k((1,0), x) + c2 k((0,2), x) for x = (a, b, c) with c unseen
+    c1 = -0.5 * losses.Squared().derivative(1.0, 0.0)
+    ybar2 = c1 * np.exp(-0.5 * 5.0)
+    c2 = -0.5 * losses.Squared().derivative(-1.0, np.clip(ybar2, -1, 1))
+    x = np.array([0.3, -0.2, 0.7])
+    expected = c1 * np.exp(-0.5 * np.sum((x - [1, 0, 0]) ** 2)) + c2 * np.exp(
+        -0.5 * np.sum((x - [0, 2, 0]) ** 2)
+    )
+    assert model.predict_one({"c": 0.7, "b": -0.2, "a": 0.3}) == pytest.approx(expected, rel=1e-12)
+    assert "c" not in model._features.columns  # prediction registers nothing
+
+
+def test_clip_excess_and_point_store_ring():
+    assert clip_excess(2.0, 1.0) == 1.0 and clip_excess(-0.5, 1.0) == 0.0
+    store = PointStore(fields=("c",), max_size=3)
+    for i in range(5):
+        store.append(np.array([float(i)] * (1 + i % 2)), c=float(i))
+    assert store.size == 3 and store.n_added == 5
+    assert sorted(store.field("c")) == [2.0, 3.0, 4.0]
+    assert sorted(store.points[:, 0]) == [2.0, 3.0, 4.0]
+    fm = FeatureMap()
+    np.testing.assert_array_equal(fm.vector({"a": 1, "b": 2}, register=True), [1, 2])
+    np.testing.assert_array_equal(fm.vector({"c": 3, "a": 1}, register=False), [1, 0, 3])
+    assert fm.width == 2
+
+
+def test_binary_classifier_label_mapping_and_third_label():
+    clf = BinaryClassifier(FunctionalGD(loss=losses.Logistic(), eta=0.5))
+    assert set(clf.predict_proba_one({"a": 1.0})) == {False, True}
+    clf.learn_one({"a": 1.0}, "spam")
+    assert clf.predict_proba_one({"a": 1.0}) == {"spam": 1.0}
+    clf.learn_one({"a": -1.0}, "ham")
+    proba = clf.predict_proba_one({"a": 1.0})
+    assert set(proba) == {"spam", "ham"} and proba["spam"] > 0.5  # first label seen is +1
+    assert clf.predict_one({"a": 1.0}) == "spam" and clf.predict_one({"a": -1.0}) == "ham"
+    state = pickle.dumps(clf)
+    with pytest.raises(ValueError, match="third"):
+        clf.learn_one({"a": 0.0}, "eggs")
+    assert pickle.dumps(clf) == state
+
+    natural = BinaryClassifier(FunctionalGD(loss=losses.SquaredHinge(), eta=0.5))
+    natural.learn_one({"a": 1.0}, 0)
+    natural.learn_one({"a": -1.0}, 1)
+    assert natural.predict_one({"a": -1.0}) == 1 and natural.predict_one({"a": 1.0}) == 0
+    f = natural.learner.predict_one({"a": -1.0})
+    assert natural.predict_proba_one({"a": -1.0})[1] == pytest.approx(np.clip((1 + f) / 2, 0, 1))
+
+    pinned = BinaryClassifier(FunctionalGD(loss=losses.Logistic()), pos_label="b")
+    pinned.learn_one({"a": 1.0}, "a")
+    assert pinned.learner.predict_one({"a": 1.0}) < 0

@@ -1,0 +1,76 @@
+import numpy as np
+import pytest
+
+from okoco import losses
+
+GRID = np.linspace(-1.0, 1.0, 161)
+
+
+def min_assumption2_ratio(loss, y, C):
+    """min over z != z' of (l(z') - l(z) - l'(z)(z'-z)) / (0.5 (l'(z)(z'-z))^2) on [-C, C]."""
+    z, zp = np.meshgrid(C * GRID, C * GRID, indexing="ij")
+    g = loss.derivative(y, z)
+    lin = g * (zp - z)
+    gap = loss.value(y, zp) - loss.value(y, z) - lin
+    mask = np.abs(lin) > 1e-9
+    return np.min(gap[mask] / (0.5 * lin[mask] ** 2))
+
+
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic(), losses.SquaredHinge()])
+@pytest.mark.parametrize("y", [-1.0, 1.0, 0.3])
+def test_derivative_matches_finite_differences(loss, y):
+    if y == 0.3 and not isinstance(loss, losses.Squared):
+        return
+    z = np.linspace(-3, 3, 41) + 0.013
+    h = 1e-6
+    numeric = (loss.value(y, z + h) - loss.value(y, z - h)) / (2 * h)
+    np.testing.assert_allclose(loss.derivative(y, z), numeric, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("C", [0.3, 1.0, 1.5, 3.0, 10.0])
+def test_curvature_satisfies_assumption_2(C):
+    for y in (-C, -0.4 * C, 0.0, C):
+        assert min_assumption2_ratio(losses.Squared(), y, C) >= losses.Squared().curvature(C) - 1e-9
+    for loss in (losses.Logistic(), losses.SquaredHinge()):
+        sigma = loss.curvature(C)
+        for y in (-1.0, 1.0):
+            assert min_assumption2_ratio(loss, y, C) >= sigma * (1 - 1e-6)
+
+
+def test_squared_curvature_is_tight_and_matches_paper():
+    C = 2.0
+    sigma = losses.Squared().curvature(C)
+    assert sigma == 1 / (8 * C**2)
+    assert min_assumption2_ratio(losses.Squared(), C, C) == pytest.approx(sigma, rel=1e-3)
+    assert losses.Squared().lipschitz(C) == 4 * C
+    assert losses.Squared().curvature(1.0, y_max=3.0) == 1 / (2 * 4.0**2)
+
+
+@pytest.mark.parametrize("C", [1.5, 3.0, 10.0])
+def test_squared_hinge_corrected_sigma_is_tight_and_naive_one_fails(C):
+    loss = losses.SquaredHinge()
+    ratio = min(min_assumption2_ratio(loss, y, C) for y in (-1.0, 1.0))
+    assert ratio == pytest.approx((3 * C - 1) / (8 * C**2 * (1 + C)), rel=2e-3)
+    naive = 1 / (2 * (1 + C) ** 2)
+    assert ratio < naive  # the C <= 1 formula is not valid for C > 1
+
+
+def test_lipschitz_bounds_the_derivative():
+    for C in (0.5, 2.0):
+        z = C * GRID
+        for loss in (losses.Logistic(), losses.SquaredHinge()):
+            for y in (-1.0, 1.0):
+                assert np.abs(loss.derivative(y, z)).max() <= loss.lipschitz(C) + 1e-12
+        for y in (-C, C):
+            assert np.abs(losses.Squared().derivative(y, z)).max() <= losses.Squared().lipschitz(C)
+
+
+def test_label_domain_and_bad_C():
+    with pytest.raises(ValueError, match="-1, \\+1"):
+        losses.Logistic().check_target(0.5)
+    with pytest.raises(ValueError):
+        losses.SquaredHinge().check_target(True)
+    losses.Logistic().check_target(-1)
+    with pytest.raises(ValueError, match="C must be"):
+        losses.Logistic().curvature(0.0)
+    assert np.isfinite(losses.Logistic().derivative(1.0, -1e4))
