@@ -3,5 +3,6 @@
 from okoco.learners.base import KernelLearner
 from okoco.learners.binary import BinaryClassifier
 from okoco.learners.fgd import FunctionalGD
+from okoco.learners.kons import KONS, SketchedKONS
 
-__all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD"]
+__all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS"]

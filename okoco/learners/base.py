@@ -123,6 +123,7 @@ class KernelLearner(base.MiniBatchRegressor):
         self._features = FeatureMap()
         self._rng = np.random.default_rng(getattr(self, "seed", None))
         self.n_seen = 0
+        self._cache = None
         self._reset_state()
 
     # -- river protocol -------------------------------------------------------------------
@@ -140,8 +141,9 @@ class KernelLearner(base.MiniBatchRegressor):
         self._features.vector(x, register=False)  # validates every value first
         eta = self._step(self.n_seen + 1)
         vec = self._features.vector(x, register=True)
-        self.n_seen += 1
         self._learn_vec(vec, y, eta)
+        self.n_seen += 1
+        self._cache = None
 
     def learn_many(self, X, y) -> None:
         """``learn_one`` over the rows of a DataFrame or a 2-D array, in order.
@@ -159,8 +161,9 @@ class KernelLearner(base.MiniBatchRegressor):
             eta = self._step(self.n_seen + 1)
             vec = np.zeros(width)
             vec[cols[present[i]]] = values[i, present[i]]  # NaN = absent (DataFrame rows)
-            self.n_seen += 1
             self._learn_vec(vec, target, eta)
+            self.n_seen += 1
+            self._cache = None
 
     def predict_many(self, X):
         """Predictions of the current model for each row (a Series for a DataFrame input)."""
@@ -214,6 +217,24 @@ class KernelLearner(base.MiniBatchRegressor):
     def _step(self, t: int) -> float | None:
         """Step size of step ``t``, computed (and checked) before any state changes."""
         return self._eta(t) if hasattr(self, "_eta") else None
+
+    def _cached(self, v: np.ndarray, compute):
+        """``compute(v)``, reused when ``learn_one`` follows ``predict_one`` on the same row.
+
+        Test-then-train calls both on each row; the expensive part (kernel row, solves) is the
+        same, so it is kept for the current state only (keyed by ``n_seen`` and the vector).
+        """
+        cache = self._cache
+        if cache is not None and cache[0] == self.n_seen and np.array_equal(cache[1], v):
+            return cache[2]
+        result = compute(v)
+        self._cache = (self.n_seen, v.copy(), result)
+        return result
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_cache"] = None  # a prediction cache is not model state
+        return state
 
     def _clip(self, z: float) -> float:
         return float(min(max(z, -self.C), self.C))

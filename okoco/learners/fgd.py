@@ -88,8 +88,11 @@ class FunctionalGD(KernelLearner):
     def _reset_state(self) -> None:
         self._store = PointStore(fields=("coef",), max_size=self.budget)
 
+    def _row(self, v: np.ndarray) -> np.ndarray:
+        return self._cached(v, lambda u: self._store.kernel_row(self._kernel, u))
+
     def _predict_vec(self, v: np.ndarray) -> float:
-        return float(self._store.kernel_row(self._kernel, v) @ self._store.field("coef"))
+        return float(self._row(v) @ self._store.field("coef"))
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         return self._store.field("coef") @ self._store.kernel_block(self._kernel, V)
@@ -103,7 +106,7 @@ class FunctionalGD(KernelLearner):
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
         shrink = 1.0 - eta * self.lam
         coef = self._store.field("coef")
-        ybar = float(self._store.kernel_row(self._kernel, v) @ coef)
+        ybar = float(self._row(v) @ coef)
         excess = clip_excess(ybar, self.C)
         gdot = float(self._loss.derivative(y, ybar - excess))
         kappa = float(self._kernel.diag(v)[0])

@@ -1,0 +1,136 @@
+"""ALD: approximate-linear-dependence dictionary (Engel, Mannor & Meir 2004; Sun et al. 2012)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from okoco.dictionary._base import Dictionary, _integer, _real
+from okoco.linalg import IncrementalCholesky
+
+__all__ = ["ALD"]
+
+
+class ALD(Dictionary):
+    """Online kernel sparsification by approximate linear dependence (the OKS / KRLS dictionary).
+
+    A point ``x`` joins the dictionary ``D`` iff its squared distance to ``span{phi(d): d in D}``
+
+    ``delta = k(x, x) - g^T G_D^{-1} g = det G_{D + x} / det G_D``,  ``g = k_D(x)``
+
+    exceeds the threshold ``nu`` (Sun, Gomez & Schmidhuber 2012, Sect. 2, who call it ``alpha``;
+    ``spec/ridge-leverage-scores-oks-krls.md`` §B.2.1). The ALD coefficients ``a = G_D^{-1} g`` and
+    ``delta`` are what KRLS needs at every step, so both are left in ``last_coefficients`` and
+    ``last_residual``, and :meth:`project` computes them for any point without changing anything.
+    The Gram matrix ``G_D`` is kept as an :class:`okoco.linalg.IncrementalCholesky` (``O(m^2)`` per
+    step), so ``log det G_D = sum_j log delta_j`` (the insertion residuals) and
+    ``det G_D > nu^m``.
+
+    With ``max_size`` the dictionary stops growing once full (Engel et al.'s budget): later points
+    are only projected.
+
+    Parameters
+    ----------
+    kernel
+        Kernel object (``kernel(X, Y)``, ``kernel.diag(X)``).
+    nu
+        ALD threshold ``> 0``.
+    max_size
+        Optional maximum number of atoms.
+
+    Attributes
+    ----------
+    last_coefficients : numpy.ndarray
+        ``a_t = G_D^{-1} g`` against the dictionary *before* the last point (so, if the point was
+        added, its own ALD row afterwards is the unit vector ``e_m``, Engel et al.).
+    last_residual : float
+        ``delta_t`` of the last point.
+    last_kernel_column : numpy.ndarray
+        ``g = k_D(x_t)`` of the last point (before it was added).
+    last_added : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.kernels import RBF
+    >>> from okoco.dictionary import ALD
+    >>> ald = ALD(RBF(gamma=0.5), nu=0.01)
+    >>> _ = ald.update_many(np.random.default_rng(0).uniform(size=(1000, 1)))
+    >>> ald.size
+    3
+    >>> bool(np.isclose(ald.logdet(), np.sum(np.log(ald.residuals))))
+    True
+    >>> a, delta = ald.project(np.array([0.5]))
+    >>> bool(delta <= 0.01)
+    True
+    """
+
+    def __init__(self, kernel, nu: float, max_size: int | None = None):
+        if kernel is None:
+            raise TypeError("ALD needs a kernel")
+        super().__init__(kernel)
+        self.nu = _real("nu", nu, low=0.0, low_open=True)
+        self.max_size = None if max_size is None else _integer("max_size", max_size)
+        self._chol = IncrementalCholesky()
+        self._residuals = np.zeros(16)
+        self.last_coefficients = np.zeros(0)
+        self.last_residual = float("nan")
+        self.last_kernel_column = np.zeros(0)
+        self.last_added = False
+
+    @property
+    def cholesky(self) -> IncrementalCholesky:
+        """Incremental Cholesky factor of the dictionary Gram matrix ``G_D`` (read-only use)."""
+        return self._chol
+
+    @property
+    def residuals(self) -> np.ndarray:
+        """Insertion residuals ``delta_j`` of the atoms (each ``> nu``)."""
+        return self._residuals[: self.size].copy()
+
+    def gram(self) -> np.ndarray:
+        """The dictionary Gram matrix ``G_D`` (a copy)."""
+        return self._chol.matrix()
+
+    def gram_inverse(self) -> np.ndarray:
+        """Explicit ``G_D^{-1}`` (``O(m^3)``; prefer ``cholesky.solve``)."""
+        return self._chol.inverse()
+
+    def logdet(self) -> float:
+        """``log det G_D``, ``O(m)``."""
+        return self._chol.logdet()
+
+    def _project(self, vec: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+        g = self._kernel_column(vec)
+        kxx = float(np.asarray(self.kernel.diag(vec[None, :]))[0])
+        h = self._chol.half_solve(g)
+        delta = kxx - float(h @ h)
+        a = self._chol.back_solve(h)
+        return a, delta, g, h
+
+    def project(self, x) -> tuple[np.ndarray, float]:
+        """ALD coefficients and residual of ``x`` against the current dictionary (no state change).
+
+        Returns ``(a, delta)`` with ``a = G_D^{-1} k_D(x)`` and ``delta = k(x, x) - k_D(x)^T a``.
+        """
+        vec, _ = self._vectorize(x)
+        a, delta, _, _ = self._project(vec)
+        return a, delta
+
+    def update(self, x) -> bool:
+        """Process one point; return whether it joined the dictionary (``delta > nu``)."""
+        vec, new = self._vectorize(x)
+        a, delta, g, h = self._project(vec)
+        self._commit(x, vec, new)
+        full = self.max_size is not None and self.size >= self.max_size
+        added = bool(delta > self.nu and not full)
+        if added:
+            m = self.size
+            self._chol.append(g, float(np.asarray(self.kernel.diag(vec[None, :]))[0]), half=h)
+            if m == self._residuals.shape[0]:
+                self._residuals = np.concatenate([self._residuals, np.zeros(m)])
+            self._residuals[m] = delta
+            self._store(self.n_seen, 1.0, vec)
+        self.n_seen += 1
+        self.last_coefficients, self.last_residual = a, delta
+        self.last_kernel_column, self.last_added = g, added
+        return added

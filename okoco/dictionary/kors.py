@@ -1,0 +1,211 @@
+"""KORS: Kernel Online Row Sampling (Calandriello, Lazaric & Valko, ICML 2017, Algorithm 2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from okoco.dictionary._base import Dictionary, _integer, _real
+from okoco.linalg import IncrementalCholesky
+
+__all__ = ["KORS", "beta_paper", "beta_proof"]
+
+
+def _beta_args(T, delta, eps) -> tuple[int, float, float]:
+    T = _integer("T", T)
+    delta = _real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    eps = _real("eps", eps, low=0.0, high=1.0, low_open=True)
+    return T, delta, eps
+
+
+def beta_paper(T: int, delta: float, eps: float) -> float:
+    """Oversampling ``beta = 3 log(T / delta) / eps^2`` as printed in Theorem 2 of KORS.
+
+    The proof of Theorem 2 actually needs :func:`beta_proof` (union bound over ``T`` steps and
+    ``2T`` martingale events); see ``spec/kons-kors-sketched-kons.md`` §3.
+
+    Examples
+    --------
+    >>> from okoco.dictionary import beta_paper
+    >>> round(beta_paper(T=10_000, delta=0.1, eps=0.5), 2)
+    138.16
+    """
+    T, delta, eps = _beta_args(T, delta, eps)
+    return 3.0 * math.log(T / delta) / eps**2
+
+
+def beta_proof(T: int, delta: float, eps: float) -> float:
+    """Oversampling ``beta = 3 log(4 T^2 / delta) / eps^2`` that the proof of Theorem 2 requires.
+
+    Step 2 of the proof needs ``2T exp(-eps^2 beta / 3) <= delta / (2T)``.
+
+    Examples
+    --------
+    >>> from okoco.dictionary import beta_proof
+    >>> round(beta_proof(T=10_000, delta=0.1, eps=0.5), 2)
+    265.31
+    """
+    T, delta, eps = _beta_args(T, delta, eps)
+    return 3.0 * math.log(4.0 * T * T / delta) / eps**2
+
+
+class KORS(Dictionary):
+    """Kernel Online Row Sampling (Calandriello et al. 2017, Algorithm 2, incremental form).
+
+    For each new point the ridge leverage score is over-estimated against the current weighted
+    dictionary ``I`` plus the point itself at weight 1 (Eq. 4):
+
+    ``tau~_t = (1 + eps) phi_t^T (Phi S S^T Phi^T + phi_t phi_t^T + alpha I)^{-1} phi_t
+    = (1 + eps) q / (1 + q)``, with
+    ``q = (k_tt - a^T (S K_II S + alpha I)^{-1} a) / alpha``, ``a = S k_{I,t}`` (Sherman–Morrison),
+
+    then ``p~_t = max(min(beta tau~_t, 1), gamma)``, a coin ``z_t ~ Bernoulli(p~_t)`` and, if it
+    lands, the point joins with weight ``1 / p~_t``. Weights never change afterwards, so the
+    factor of ``S K_II S + alpha I`` is only ever bordered: ``O(m^2)`` per step with
+    :class:`okoco.linalg.IncrementalCholesky`.
+
+    With probability ``1 - delta`` and ``beta >= beta_proof(T, delta, eps)`` (Theorem 2, corrected):
+    ``(1 - eps) A_t <= A_t^I <= (1 + eps) A_t`` for all ``t``,
+    ``tau_{t,t} <= tau~_t <= rho tau_{t,t}`` with ``rho = (1 + eps) / (1 - eps)``, and
+    ``|I_t| <= 3 rho beta d_onl(alpha)`` (plus ``3 gamma t`` with the floor).
+
+    Parameters
+    ----------
+    kernel
+        Kernel object (``kernel(X, Y)``, ``kernel.diag(X)``), or ``None`` when the dictionary is
+        driven only through :meth:`update_column` (Sketched-KONS, with the rescaled kernel).
+    alpha
+        Ridge ``> 0`` of ``A = Phi S S^T Phi^T + alpha I``.
+    eps
+        Accuracy ``in (0, 1]``.
+    beta
+        Oversampling ``>= 0``; see :func:`beta_paper` and :func:`beta_proof`.
+    gamma
+        Probability floor ``in [0, 1]`` (Sketched-KONS, Algorithm 3); ``gamma = 1`` keeps all.
+    seed
+        Seed or ``numpy.random.Generator`` for the coins.
+
+    Attributes
+    ----------
+    last_tau, last_p, last_q : float
+        ``tau~_t``, ``p~_t`` and ``q`` of the last point (``nan`` before any).
+    last_added : bool
+        Whether the last point was added.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.kernels import RBF
+    >>> from okoco.dictionary import KORS
+    >>> kors = KORS(RBF(gamma=1.0), alpha=1.0, eps=0.5, beta=2.0, seed=0)
+    >>> X = np.random.default_rng(0).uniform(size=(300, 1))
+    >>> added = kors.update_many(X)
+    >>> int(added.sum()) == kors.size, kors.size < 300
+    (True, True)
+    >>> bool(np.all(kors.weights >= 1.0))
+    True
+    """
+
+    def __init__(
+        self,
+        kernel=None,
+        alpha: float = 1.0,
+        eps: float = 0.5,
+        beta: float = 10.0,
+        gamma: float = 0.0,
+        seed=None,
+    ):
+        super().__init__(kernel)
+        self.alpha = _real("alpha", alpha, low=0.0, low_open=True)
+        self.eps = _real("eps", eps, low=0.0, high=1.0, low_open=True)
+        self.beta = _real("beta", beta, low=0.0)
+        self.gamma = _real("gamma", gamma, low=0.0, high=1.0)
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+        self._chol = IncrementalCholesky()
+        self._column_mode = False
+        self.last_tau = float("nan")
+        self.last_p = float("nan")
+        self.last_q = float("nan")
+        self.last_added = False
+
+    @property
+    def _nystrom_gamma(self) -> float:  # type: ignore[override]
+        return self.alpha
+
+    @property
+    def rho(self) -> float:
+        """``(1 + eps) / (1 - eps)``, the over-estimation factor of Theorem 2 (``inf`` at eps=1)."""
+        return math.inf if self.eps >= 1.0 else (1.0 + self.eps) / (1.0 - self.eps)
+
+    @property
+    def cholesky(self) -> IncrementalCholesky:
+        """Factor of ``S K_II S + alpha I`` over the atoms (read-only use, please)."""
+        return self._chol
+
+    @property
+    def atoms(self) -> np.ndarray:
+        if self._column_mode:
+            raise RuntimeError("KORS driven by update_column stores no points; use indices")
+        return super().atoms
+
+    def update(self, x) -> bool:
+        """Process one point (dict or 1-D array); return whether it joined the dictionary."""
+        self._require_kernel()
+        if self._column_mode:
+            raise RuntimeError("this KORS is driven by update_column; do not mix with update")
+        vec, new = self._vectorize(x)
+        k_col = self._kernel_column(vec)
+        k_diag = float(np.asarray(self.kernel.diag(vec[None, :]))[0])
+        self._commit(x, vec, new)
+        added, _, _ = self._step(k_col, k_diag, vec)
+        return added
+
+    def update_column(self, k_col, k_diag: float) -> tuple[bool, float, float]:
+        """Process one point given its kernel column against the current atoms.
+
+        This is the entry point of Sketched-KONS (Algorithm 3), where KORS runs on the rescaled
+        kernel ``K-bar(x_i, x_j) = d_i d_j K(x_i, x_j)``: pass
+        ``k_col[j] = d_t d_{i_j} K(x_{i_j}, x_t)`` for the atoms ``i_j = indices[j]`` (storage
+        order, **unweighted**: KORS applies ``S`` itself) and ``k_diag = d_t^2 K(x_t, x_t)``.
+        The same coin decides membership and the caller's ``z_t`` (single-coin reading of §4).
+
+        Parameters
+        ----------
+        k_col
+            Length-``size`` kernel column of the new point against the atoms.
+        k_diag
+            Kernel value of the new point with itself (``>= 0``).
+
+        Returns
+        -------
+        (added, tau_tilde, p) : (bool, float, float)
+            The coin ``z_t``, the estimate ``tau~_t`` (Eq. 4) and ``p~_t`` (with the floor).
+            The same values are left in ``last_added``, ``last_tau`` and ``last_p``.
+        """
+        if self.size and not self._column_mode:
+            raise RuntimeError("this KORS is driven by update(x); do not mix with update_column")
+        k_col = np.asarray(k_col, dtype=float).reshape(-1)
+        if k_col.shape[0] != self.size:
+            raise ValueError(f"k_col must have length {self.size} (the size), got {k_col.shape[0]}")
+        if not np.all(np.isfinite(k_col)):
+            raise ValueError("k_col contains non-finite values")
+        k_diag = _real("k_diag", k_diag, low=0.0)
+        self._column_mode = True
+        return self._step(k_col, k_diag, None)
+
+    def _step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
+        a = np.sqrt(self._weights[: self._size]) * k_col
+        h = self._chol.half_solve(a)
+        q = max(k_diag - float(h @ h), 0.0) / self.alpha
+        tau = (1.0 + self.eps) * q / (1.0 + q)
+        p = max(min(self.beta * tau, 1.0), self.gamma)
+        added = bool(self._rng.random() < p)
+        if added:
+            scale = 1.0 / math.sqrt(p)
+            self._chol.append(a * scale, k_diag / p + self.alpha, half=h * scale)
+            self._store(self.n_seen, 1.0 / p, vec)
+        self.n_seen += 1
+        self.last_tau, self.last_p, self.last_q, self.last_added = tau, p, q, added
+        return added, tau, p

@@ -1,0 +1,284 @@
+r"""Kernel Online Newton Step and its sketched variant (Calandriello, Lazaric & Valko, ICML 2017).
+
+Both learners share one core written in the unscaled-coefficient form of
+``spec/kons-kors-sketched-kons.md`` sections 2.4-2.5 and 4 (the corrected Lemmas 2 and 4):
+
+.. code-block:: text
+
+    k = K(x_i, x_t) for stored i,  kappa = K(x_t, x_t),  e = (d * k)_I
+    h = L^{-1} e                    # L L^T = Kbar_I + alpha I  (okoco.linalg, O(|I|^2))
+    ybar = (k . c - h . g) / alpha  # g = L^{-1} (D K c)_I, maintained in O(t)
+    s = kappa - h . h               # = alpha phi^T A^{-1} phi > 0
+    yhat = clip(ybar, -C, C);  observe gdot;  d_t = gdot sqrt(eta_t)
+    z = coin (KONS: 1; Sketched-KONS: KORS with p = max(min(beta tau~, 1), gamma))
+    c_t = z eta_t gdot^2 yhat - gdot - alpha h(ybar) / s
+    if z: border L with d_t h and the pivot sqrt(alpha + d_t^2 s)
+
+``d_i = gdot_i sqrt(eta_i)``, ``c`` are the unscaled coefficients (``c_i = d_i b_i`` of the
+paper's ``b``), and ``Kc`` is the running ``K c`` vector. The ``c`` form stays exact when
+``gdot_t = 0`` while the projection is active, where the paper's ``b`` form divides by zero.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from okoco.learners.base import KernelLearner, StepSize, clip_excess
+from okoco.learners.features import PointStore
+from okoco.linalg import IncrementalCholesky
+
+__all__ = ["KONS", "SketchedKONS"]
+
+# s_t = alpha phi^T A^{-1} phi cancels for (near) duplicate points; it is floored here.
+_MIN_S = 1e-12
+
+
+class KONS(KernelLearner):
+    r"""Kernel Online Newton Step (Algorithm 1), :math:`O(t)` kernel evaluations and
+    :math:`O(t^2)` work per step.
+
+    The online Newton step with the oblique projection onto
+    :math:`\{|f(x_t)| \le C\}`, run in the RKHS through the kernel trick:
+
+    .. math::
+
+        u_t = w_{t-1} - A_{t-1}^{-1} g_{t-1},\quad
+        w_t = \Pi^{A_{t-1}}_{\mathcal S_t}(u_t),\quad
+        A_t = A_{t-1} + \eta_t g_t g_t^\top,\ A_0 = \alpha I.
+
+    Regret :math:`O(d_{\rm eff}\log T)` on curved losses with ``eta="exp-concave"``
+    (Theorem 1). Every past point stays in the predictor.
+
+    Parameters
+    ----------
+    kernel
+        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1.0)``. The bounds assume a
+        normalised kernel (``k(x, x) = 1``); the algorithm does not need it.
+    loss
+        An ``okoco.losses`` loss; ``None`` means ``Squared()``.
+    C
+        Predictions are clipped to ``[-C, C]``.
+    alpha
+        Ridge of the preconditioner :math:`A_0 = \alpha I`, > 0.
+    eta
+        :math:`\eta_t`: ``"exp-concave"`` (:math:`\sigma` of the loss, the default),
+        ``"sqrt"``, a number or a callable of ``t``.
+
+    Attributes
+    ----------
+    n_seen
+        Steps learned.
+    dictionary_size
+        Points in the preconditioner (all of them for KONS).
+    online_effective_dimension
+        :math:`\sum_t \bar\tau_{t,t}` with :math:`\bar\tau_{t,t} = q_t/(1+q_t)`,
+        :math:`q_t = \eta_t \dot g_t^2 s_t / \alpha`.
+    log_det
+        :math:`\log\det(\bar K_T/\alpha + I)`.
+    rg_sum
+        :math:`R_G = \sum_t g_t^\top A_t^{-1} g_t = \sum_t \bar\tau_{t,t}/\eta_t`.
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from okoco import kernels
+    >>> from okoco.learners import KONS
+    >>> model = preprocessing.TargetStandardScaler(
+    ...     preprocessing.StandardScaler() | KONS(kernel=kernels.RBF(0.1), C=3.0, alpha=1.0))
+    >>> evaluate.progressive_val_score(datasets.TrumpApproval().take(300), model, metrics.MAE())
+    MAE: ...
+    """
+
+    def __init__(self, kernel=None, loss=None, C: float = 1.0, alpha: float = 1.0,
+                 eta="exp-concave"):
+        self.kernel = kernel
+        self.loss = loss
+        self.C = C
+        self.alpha = alpha
+        self.eta = eta
+        self._init()
+
+    def _init(self) -> None:
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real):
+            raise TypeError(f"alpha must be a number, got {self.alpha!r}")
+        if not (math.isfinite(self.alpha) and self.alpha > 0):
+            raise ValueError(f"alpha must be finite and > 0, got {self.alpha!r}")
+        self._setup()
+        self._eta = StepSize(self.eta, self._loss, self.C)
+
+    def _reset_state(self) -> None:
+        self._store = PointStore(fields=("d", "c", "Kc", "z"))
+        self._chol = IncrementalCholesky()
+        self._g = np.zeros(16)  # L^{-1} (D K c)_I
+        self._refreshes_seen = 0
+        self.online_effective_dimension = 0.0
+        self.log_det = 0.0
+        self.rg_sum = 0.0
+
+    # -- selection hooks (KONS keeps every point) -------------------------------------
+
+    def _gather(self, v: np.ndarray) -> np.ndarray:
+        return v
+
+    def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
+        """The coin z_t, given e = (D k)_I, the new point's diagonal and d_t."""
+        return 1
+
+    def _note_selected(self, index: int) -> None:
+        pass
+
+    # -- the core ---------------------------------------------------------------------
+
+    def _sync_g(self) -> np.ndarray:
+        """``g = L^{-1} (D K c)_I``, recomputed only if the factorization was refreshed."""
+        m = self._chol.size
+        if self._chol.n_refreshes != self._refreshes_seen:
+            store = self._store
+            w = self._gather(store.field("d") * store.field("Kc"))
+            self._g[:m] = self._chol.half_solve(w)
+            self._refreshes_seen = self._chol.n_refreshes
+        return self._g[:m]
+
+    def _analyse(self, v: np.ndarray):
+        """Kernel row, solve and unclipped prediction at ``v`` (no state change)."""
+        return self._cached(v, self._analyse_now)
+
+    def _analyse_now(self, v: np.ndarray):
+        store = self._store
+        k = store.kernel_row(self._kernel, v)
+        kappa = float(self._kernel.diag(v)[0])
+        e = self._gather(store.field("d") * k)
+        h = self._chol.half_solve(e)
+        ybar = (k @ store.field("c") - h @ self._sync_g()) / self.alpha
+        return k, kappa, e, h, float(ybar)
+
+    def _predict_vec(self, v: np.ndarray) -> float:
+        return self._analyse(v)[4]
+
+    def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
+        store = self._store
+        Kb = store.kernel_block(self._kernel, V)
+        H = self._chol.half_solve(self._gather(store.field("d")[:, None] * Kb))
+        return (store.field("c") @ Kb - self._sync_g() @ H) / self.alpha
+
+    def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
+        k, kappa, e, h, ybar = self._analyse(v)
+        store, alpha = self._store, self.alpha
+        g = self._sync_g()
+        s = max(kappa - float(h @ h), _MIN_S)
+        excess = clip_excess(ybar, self.C)
+        yhat = ybar - excess
+        gdot = float(self._loss.derivative(y, yhat))
+        d_t = gdot * math.sqrt(eta)
+        z = self._coin(e, kappa, d_t)
+        c_t = z * eta * gdot * gdot * yhat - gdot - (alpha * excess / s if excess else 0.0)
+
+        # Running K c over the stored points plus the new entry; g = L^{-1}(D K c)_I follows,
+        # since (D K c)_I moves by c_t e and L^{-1} e = h.
+        Kc = store.field("Kc")
+        kc_new = float(k @ store.field("c")) + kappa * c_t
+        Kc += c_t * k
+        g += c_t * h
+        index = store.append(v, d=d_t, c=c_t, Kc=kc_new, z=z)
+
+        q = d_t * d_t * s / alpha
+        tau = q / (1.0 + z * q)  # g_t^T A_t^{-1} g_t * eta_t
+        self.online_effective_dimension += tau
+        self.rg_sum += tau / eta
+        if z:
+            self.log_det += math.log1p(q)
+            m = self._chol.size
+            half = d_t * h
+            pivot = self._chol.append(d_t * e, d_t * d_t * kappa + alpha, half=half)
+            if self._g.shape[0] <= m:
+                self._g = np.concatenate([self._g, np.zeros(self._g.shape[0])])
+            self._g[m] = (d_t * kc_new - half @ self._g[:m]) / math.sqrt(pivot)
+            self._note_selected(index)
+            self._sync_g()  # the append may have refreshed the factor: recompute g then
+
+    @property
+    def coins(self) -> np.ndarray:
+        """The coin :math:`z_t` of every step (all ones for KONS)."""
+        return self._store.field("z").copy()
+
+    @property
+    def dictionary_size(self) -> int:
+        return self._chol.size
+
+
+class SketchedKONS(KONS):
+    r"""Sketched-KONS (Algorithm 3): KONS whose preconditioner keeps only KORS-sampled points.
+
+    Each step draws one coin :math:`z_t \sim \mathrm{Bernoulli}(\tilde p_t)` with
+    :math:`\tilde p_t = \max(\min(\beta\tilde\tau_{t,t}, 1), \gamma)`, where
+    :math:`\tilde\tau_{t,t}` is KORS's ridge-leverage-score estimate on the rescaled kernel
+    (``okoco.dictionary.KORS``). The preconditioner
+    :math:`\tilde A_t = \tilde A_{t-1} + \eta_t z_t g_t g_t^\top` is unweighted, KORS's is
+    weighted by :math:`1/\tilde p`, and the two share the coin. The coefficient uses the
+    corrected Lemma 4 (with the :math:`z_t` factor), so the coin is drawn first.
+
+    Per step: :math:`O(t)` for the kernel row and the running ``K c``, plus
+    :math:`O(|\mathcal I|^2)` for KORS and the preconditioner. ``gamma=1`` is exactly KONS;
+    ``beta=gamma=0`` is projected kernel gradient descent with step :math:`1/\alpha`.
+
+    Parameters
+    ----------
+    kernel, loss, C, alpha, eta
+        As for :class:`KONS`.
+    eps
+        KORS accuracy :math:`\varepsilon \in (0, 1]`.
+    beta
+        KORS oversampling; ``okoco.dictionary`` has helpers for the theoretical value.
+    gamma
+        Floor of the sampling probability, in ``[0, 1]``.
+    seed
+        Seed of the coin's random generator.
+
+    Examples
+    --------
+    >>> from okoco import kernels
+    >>> from okoco.learners import SketchedKONS
+    >>> model = SketchedKONS(kernel=kernels.RBF(1.0), beta=2.0, gamma=0.0, seed=0)
+    >>> for i in range(200):
+    ...     model.learn_one({"x": (i % 20) / 20}, 0.5)
+    >>> model.dictionary_size < 40
+    True
+    """
+
+    def __init__(self, kernel=None, loss=None, C: float = 1.0, alpha: float = 1.0,
+                 eta="exp-concave", eps: float = 0.5, beta: float = 10.0, gamma: float = 0.0,
+                 seed: int | None = None):
+        self.kernel = kernel
+        self.loss = loss
+        self.C = C
+        self.alpha = alpha
+        self.eta = eta
+        self.eps = eps
+        self.beta = beta
+        self.gamma = gamma
+        self.seed = seed
+        self._init()
+
+    def _reset_state(self) -> None:
+        from okoco.dictionary import KORS
+
+        super()._reset_state()
+        self._kors = KORS(kernel=None, alpha=self.alpha, eps=self.eps, beta=self.beta,
+                          gamma=self.gamma, seed=self._rng)
+        self._selected = np.zeros(16, dtype=np.intp)
+
+    def _gather(self, v: np.ndarray) -> np.ndarray:
+        return v[self._selected[: self._chol.size]]
+
+    def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
+        added, _, _ = self._kors.update_column(d_t * e, d_t * d_t * kappa)
+        return int(added)
+
+    def _note_selected(self, index: int) -> None:
+        m = self._chol.size
+        if self._selected.shape[0] < m:
+            self._selected = np.concatenate([self._selected, np.zeros_like(self._selected)])
+        self._selected[m - 1] = index

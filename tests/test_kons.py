@@ -1,0 +1,205 @@
+import math
+import pickle
+
+import numpy as np
+import pytest
+from primal import h, poly2_features, primal_ons
+from river import checks, datasets, evaluate, metrics, preprocessing
+from streams import as_dicts, unit_rows
+
+from okoco import BinaryClassifier, kernels, losses
+from okoco.learners import KONS
+
+
+def run(model, X, y):
+    preds = []
+    for x, target in zip(as_dicts(X), y):
+        preds.append(model.predict_one(x))
+        model.learn_one(x, target)
+    return np.array(preds)
+
+
+def squared_stream(n=250, d=4, seed=0, C=0.25):
+    X = unit_rows(n, d, seed=seed)
+    y = np.clip(1.5 * np.sin(3 * X @ np.arange(1.0, d + 1)), -1, 1)
+    return X, y
+
+
+@pytest.mark.parametrize("eta", [0.5, lambda t: 2.0 / math.sqrt(t)])
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic()])
+def test_linear_kons_equals_primal_ons(eta, loss):
+    X, y = squared_stream()
+    if not isinstance(loss, losses.Squared):
+        y = np.where(y >= 0, 1.0, -1.0)
+    C, alpha = 0.1, 0.7
+    expected, active, _ = primal_ons(X, y, loss, C, alpha, eta)
+    got = run(KONS(kernel=kernels.Linear(), loss=loss, C=C, alpha=alpha, eta=eta), X, y)
+    assert active >= 0.2
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    assert np.all(np.abs(got) <= C)
+
+
+def test_polynomial_kons_equals_primal_ons_on_explicit_features():
+    X, y = squared_stream(n=150, d=3, seed=4)
+    kernel = kernels.Polynomial(degree=2, gamma=0.8, coef0=0.5)
+    Phi = poly2_features(X, 0.8, 0.5)
+    np.testing.assert_allclose(Phi @ Phi.T, kernel(X), rtol=1e-12, atol=1e-14)
+    expected, active, _ = primal_ons(Phi, y, losses.Squared(), 0.4, 1.0, 0.3)
+    got = run(KONS(kernel=kernel, C=0.4, alpha=1.0, eta=0.3), X, y)
+    assert active > 0.1
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+
+
+def printed_lemma2_predictions(X, y, loss, C, alpha, eta):
+    """The paper's printed Lemma 2 (b-form with k_ii and -1/eta inside the bracket)."""
+    K = X @ X.T
+    preds, b, dvec = [], [], []
+    for t in range(len(X)):
+        if t == 0:
+            ybar, sbar = 0.0, None
+        D = np.array(dvec)
+        Kbar = D[:, None] * K[:t, :t] * D[None, :]
+        kbar_col = D * K[:t, t]
+        Mb = np.linalg.solve(Kbar + alpha * np.eye(t), np.array(b)) if t else np.zeros(0)
+        ybar = K[:t, t] @ (D * Mb) if t else 0.0
+        yhat = ybar - h(ybar, C)
+        gdot = float(loss.derivative(y[t], yhat))
+        d_t = gdot * math.sqrt(eta)
+        kb = d_t * kbar_col
+        quad = kb @ np.linalg.solve(Kbar + alpha * np.eye(t), kb) if t else 0.0
+        sbar = K[t, t] - quad  # printed: k_ii instead of kbar_ii
+        b.append(d_t * (yhat - alpha * h(ybar, C) / sbar - 1.0 / eta))  # printed -1/eta inside
+        dvec.append(d_t)
+        preds.append(yhat)
+    return np.array(preds)
+
+
+def test_printed_lemma2_is_wrong_once_projections_are_active():
+    X, y = squared_stream(n=120)
+    C, alpha, eta = 0.1, 0.7, 0.5
+    expected, active, _ = primal_ons(X, y, losses.Squared(), C, alpha, eta)
+    printed = printed_lemma2_predictions(X, y, losses.Squared(), C, alpha, eta)
+    got = run(KONS(kernel=kernels.Linear(), C=C, alpha=alpha, eta=eta), X, y)
+    assert active > 0.2
+    assert np.max(np.abs(printed - expected)) > 0.1
+    assert np.max(np.abs(got - expected)) < 1e-9
+
+
+def test_zero_derivative_with_active_projection():
+    # Targets exactly at +-C: whenever ybar is clipped onto the target, gdot = 0.
+    X = unit_rows(200, 3, seed=7)
+    C = 0.5
+    y = C * np.sign(X[:, 0] + 0.3 * X[:, 1])
+    expected, _, records = primal_ons(X, y, losses.Squared(), C, 1.0, 2.0)
+    zero_and_projected = sum(
+        1 for t, r in enumerate(records) if r["gdot"] == 0.0 and abs(expected[t]) == C
+    )
+    got = run(KONS(kernel=kernels.Linear(), C=C, alpha=1.0, eta=2.0), X, y)
+    assert zero_and_projected >= 10
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+
+
+def test_first_two_steps_in_closed_form():
+    kernel = kernels.RBF(gamma=0.5)
+    x1, x2 = {"a": 0.1, "b": 0.3}, {"a": -0.4, "b": 0.2}
+    model = KONS(kernel=kernel, C=2.0, alpha=1.5, eta=0.3)
+    assert model.predict_one(x1) == 0.0
+    model.learn_one(x1, 1.2)
+    gdot1 = losses.Squared().derivative(1.2, 0.0)
+    k12 = math.exp(-0.5 * (0.5**2 + 0.1**2))
+    assert model.predict_one(x2) == pytest.approx(-gdot1 * k12 / (1.5 + 0.3 * gdot1**2), rel=1e-12)
+
+
+def test_diagnostics_match_dense_references():
+    X, y = squared_stream(n=120, d=3, seed=2)
+    kernel, alpha, C = kernels.RBF(gamma=2.0), 0.5, 0.6
+    eta = lambda t: 0.8 / math.sqrt(t)  # noqa: E731
+    model = KONS(kernel=kernel, C=C, alpha=alpha, eta=eta)
+    run(model, X, y)
+    _, _, records = primal_ons(np.linalg.cholesky(kernel(X) + 1e-13 * np.eye(120)), y,
+                               losses.Squared(), C, alpha, eta)
+    d = np.array([r["gdot"] * math.sqrt(r["eta"]) for r in records])
+    Kbar = d[:, None] * kernel(X) * d[None, :]
+    taus = [np.linalg.solve(Kbar[: t + 1, : t + 1] + alpha * np.eye(t + 1), Kbar[: t + 1, t])[t]
+            for t in range(len(X))]
+    assert model.online_effective_dimension == pytest.approx(sum(taus), rel=1e-8)
+    assert model.rg_sum == pytest.approx(sum(r["g_Ainv_g"] for r in records), rel=1e-6)
+    sign, logdet = np.linalg.slogdet(Kbar / alpha + np.eye(len(X)))
+    assert model.log_det == pytest.approx(logdet, rel=1e-9)
+    # Lemma 3, deterministically
+    lam = np.linalg.eigvalsh(Kbar)
+    d_eff = np.sum(lam / (lam + alpha))
+    assert model.online_effective_dimension <= model.log_det + 1e-9
+    assert model.log_det <= d_eff * (1 + math.log(lam.max() / alpha + 1)) + 1e-9
+
+
+def test_regret_inequality_holds_deterministically():
+    # Spec section 7 item 12: 2 R_T(w) <= alpha ||w||^2 + R_G + R_D for every feasible w.
+    X = unit_rows(300, 4, seed=9)
+    C, alpha = 1.0, 1.0
+    w_true = np.array([0.5, -0.3, 0.8, 0.1])
+    y = np.clip(X @ w_true + 0.1 * np.random.default_rng(0).normal(size=300), -C, C)
+    loss = losses.Squared()
+    sigma = loss.curvature(C)
+    for eta in (sigma, 4 * sigma):
+        model = KONS(kernel=kernels.Linear(), C=C, alpha=alpha, eta=eta)
+        preds = run(model, X, y)
+        _, _, records = primal_ons(X, y, loss, C, alpha, eta)
+        for w in (np.zeros(4), w_true, np.linalg.lstsq(X, y, rcond=None)[0]):
+            w = w / max(1.0, np.abs(X @ w).max() / C)  # feasible: |x_t . w| <= C
+            regret = np.sum(loss.value(y, preds) - loss.value(y, X @ w))
+            r_d = sum((r["eta"] - sigma) * r["gdot"] ** 2 * (p - x @ w) ** 2
+                      for r, p, x in zip(records, preds, X))
+            assert 2 * regret <= alpha * w @ w + model.rg_sum + r_d + 1e-9
+
+
+def test_predict_many_matches_predict_one_and_pickle_roundtrip():
+    X, y = squared_stream(n=80, d=3, seed=3)
+    model = KONS(kernel=kernels.RBF(1.0), C=0.5)
+    run(model, X, y)
+    Q = unit_rows(7, 3, seed=11)
+    one = [model.predict_one(x) for x in as_dicts(Q)]
+    many = model.predict_many(np.asarray(Q))  # int column names are new features here
+    assert not np.allclose(one, many)
+    import pandas as pd
+
+    frame = pd.DataFrame(as_dicts(Q))
+    np.testing.assert_allclose(model.predict_many(frame).to_numpy(), one, rtol=1e-10)
+    clone = pickle.loads(pickle.dumps(model))
+    assert [clone.predict_one(x) for x in as_dicts(Q)] == one
+
+
+class FlatLoss(losses.Squared):
+    def curvature(self, C, y_max=None):
+        return 0.0
+
+
+def test_parameter_validation():
+    with pytest.raises(ValueError, match="alpha"):
+        KONS(alpha=0.0)
+    with pytest.raises(ValueError, match="curved"):
+        KONS(loss=FlatLoss(), eta="exp-concave")
+    KONS(loss=FlatLoss(), eta="sqrt")
+
+
+@pytest.mark.parametrize(
+    "model",
+    [KONS(), BinaryClassifier(KONS(loss=losses.Logistic())),
+     BinaryClassifier(KONS(loss=losses.SquaredHinge()))],
+)
+def test_river_check_estimator(model):
+    checks.check_estimator(model)
+
+
+def test_progressive_validation_and_classification():
+    reg = preprocessing.TargetStandardScaler(
+        preprocessing.StandardScaler() | KONS(kernel=kernels.RBF(0.1), C=3.0)
+    )
+    mae = evaluate.progressive_val_score(datasets.TrumpApproval(), reg, metrics.MAE())
+    assert mae.get() < 1.0
+    clf = preprocessing.StandardScaler() | BinaryClassifier(
+        KONS(kernel=kernels.RBF(0.05), loss=losses.Logistic(), C=3.0, alpha=1.0)
+    )
+    acc = evaluate.progressive_val_score(datasets.Phishing(), clf, metrics.Accuracy())
+    assert acc.get() > 0.85

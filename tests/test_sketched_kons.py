@@ -1,0 +1,123 @@
+import math
+
+import numpy as np
+import pytest
+from primal import primal_ons
+from river import checks, datasets, evaluate, metrics, preprocessing
+from streams import as_dicts, unit_rows
+
+from okoco import BinaryClassifier, kernels, losses
+from okoco.learners import KONS, FunctionalGD, SketchedKONS
+
+
+def run(model, X, y):
+    preds = []
+    for x, target in zip(as_dicts(X), y):
+        preds.append(model.predict_one(x))
+        model.learn_one(x, target)
+    return np.array(preds)
+
+
+def stream(n=300, d=3, seed=0):
+    X = unit_rows(n, d, seed=seed)
+    y = np.clip(1.5 * np.sin(3 * X @ np.arange(1.0, d + 1)), -1, 1)
+    return X, y
+
+
+@pytest.mark.parametrize("beta", [0.0, 3.0])
+def test_gamma_one_is_bit_identical_to_kons(beta):
+    X, y = stream()
+    kw = dict(kernel=kernels.RBF(gamma=1.5), C=0.3, alpha=0.5, eta=0.4)
+    sketched = SketchedKONS(**kw, beta=beta, gamma=1.0, seed=1)
+    exact = KONS(**kw)
+    assert run(sketched, X, y).tolist() == run(exact, X, y).tolist()
+    assert sketched.dictionary_size == exact.dictionary_size == len(X)
+    assert sketched.log_det == exact.log_det
+
+
+def test_beta_gamma_zero_is_projected_kernel_gd_with_step_one_over_alpha():
+    X, y = stream(seed=2)
+    alpha = 2.0
+    sketched = SketchedKONS(kernel=kernels.RBF(1.0), C=0.2, alpha=alpha, beta=0.0, gamma=0.0)
+    gd = FunctionalGD(kernel=kernels.RBF(1.0), C=0.2, eta=1.0 / alpha)
+    got, expected = run(sketched, X, y), run(gd, X, y)
+    assert sketched.dictionary_size == 0
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.SquaredHinge()])
+def test_equals_primal_sketched_ons_replaying_the_coins(loss):
+    X, y = stream(n=250, d=4, seed=3)
+    if not isinstance(loss, losses.Squared):
+        y = np.where(y >= 0, 1.0, -1.0)
+    C, alpha, eta = 0.15, 0.6, 0.8
+    model = SketchedKONS(kernel=kernels.Linear(), loss=loss, C=C, alpha=alpha, eta=eta,
+                         beta=1.0, eps=0.5, seed=4)
+    got = run(model, X, y)
+    coins = model.coins
+    assert 0 < coins.sum() < len(X)  # the sketch really drops points
+    expected, active, _ = primal_ons(X, y, loss, C, alpha, eta, coins=coins)
+    assert active > 0.1
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    assert model.dictionary_size == coins.sum()
+
+
+def test_sketched_regret_inequality_holds_deterministically():
+    X = unit_rows(300, 4, seed=9)
+    C, alpha = 1.0, 1.0
+    w_true = np.array([0.5, -0.3, 0.8, 0.1])
+    y = np.clip(X @ w_true + 0.1 * np.random.default_rng(0).normal(size=300), -C, C)
+    loss = losses.Squared()
+    sigma = loss.curvature(C)
+    model = SketchedKONS(kernel=kernels.Linear(), C=C, alpha=alpha, eta=sigma, beta=1.0, seed=0)
+    preds = run(model, X, y)
+    _, _, records = primal_ons(X, y, loss, C, alpha, sigma, coins=model.coins)
+    for w in (np.zeros(4), w_true):
+        w = w / max(1.0, np.abs(X @ w).max() / C)
+        regret = np.sum(loss.value(y, preds) - loss.value(y, X @ w))
+        r_d = sum((r["eta"] * z - sigma) * r["gdot"] ** 2 * (p - x @ w) ** 2
+                  for r, z, p, x in zip(records, model.coins, preds, X))
+        assert 2 * regret <= alpha * w @ w + model.rg_sum + r_d + 1e-9
+    assert model.rg_sum == pytest.approx(sum(r["g_Ainv_g"] for r in records), rel=1e-8)
+
+
+def test_seeds_reproduce_and_differ():
+    X, y = stream(n=200, seed=5)
+    make = lambda seed: SketchedKONS(kernel=kernels.RBF(2.0), C=0.5, beta=1.0, seed=seed)  # noqa: E731
+    a, b, c = make(7), make(7), make(8)
+    pa, pb, pc = run(a, X, y), run(b, X, y), run(c, X, y)
+    assert pa.tolist() == pb.tolist() and a.coins.tolist() == b.coins.tolist()
+    assert a.coins.tolist() != c.coins.tolist()
+
+
+def test_dictionary_is_much_smaller_than_t_on_redundant_data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(600, 1))
+    y = np.sin(3 * X[:, 0])
+    model = SketchedKONS(kernel=kernels.RBF(1.0), C=1.0, alpha=1.0, beta=3.0, seed=0)
+    run(model, X, y)
+    assert model.dictionary_size < 100
+    assert model.n_seen == 600
+
+
+@pytest.mark.parametrize(
+    "model",
+    [SketchedKONS(beta=2.0), BinaryClassifier(SketchedKONS(loss=losses.Logistic(), beta=2.0))],
+)
+def test_river_check_estimator(model):
+    checks.check_estimator(model)
+
+
+def test_parameter_validation():
+    for bad in (dict(eps=0.0), dict(eps=1.5), dict(beta=-1.0), dict(gamma=1.5), dict(alpha=-1)):
+        with pytest.raises(ValueError):
+            SketchedKONS(**bad)
+
+
+def test_progressive_validation_classification():
+    clf = preprocessing.StandardScaler() | BinaryClassifier(
+        SketchedKONS(kernel=kernels.RBF(0.05), loss=losses.Logistic(), C=3.0, beta=1.0, seed=0)
+    )
+    acc = evaluate.progressive_val_score(datasets.Phishing(), clf, metrics.Accuracy())
+    assert acc.get() > 0.85
+    assert math.isfinite(clf["BinaryClassifier"].learner.log_det)
