@@ -37,7 +37,8 @@ def us_per_step(model, warm, timed):
 
 
 def main():
-    print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")
+    machine = platform.processor() or platform.machine()
+    print(f"machine: {machine}, python {platform.python_version()}")
     print(f"{'t':>7} {'FunctionalGD us/step':>21} {'river RBFSampler us/step':>25} {'ratio':>6}")
     for t in (1_000, 10_000):
         data = rows(t + MEASURE)
