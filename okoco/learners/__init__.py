@@ -4,5 +4,6 @@ from okoco.learners.base import KernelLearner
 from okoco.learners.binary import BinaryClassifier
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS, SketchedKONS
+from okoco.learners.krls import KRLS
 
-__all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS"]
+__all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS", "KRLS"]

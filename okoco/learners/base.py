@@ -106,14 +106,18 @@ class KernelLearner(base.MiniBatchRegressor):
     ``[-C, C]``. ``learn_many`` is exactly a sequence of ``learn_one`` calls.
     """
 
+    _clipping_optional = False  # True where C=None (no clipping) is allowed
+
     def _setup(self) -> None:
         if self.kernel is not None and not callable(self.kernel):
             raise TypeError(f"kernel must be an okoco kernel, got {self.kernel!r}")
         if self.loss is not None and not hasattr(self.loss, "derivative"):
             raise TypeError(f"loss must follow the okoco loss protocol, got {self.loss!r}")
-        if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real):
+        if self.C is None and self._clipping_optional:
+            pass
+        elif isinstance(self.C, bool) or not isinstance(self.C, numbers.Real):
             raise TypeError(f"C must be a number, got {self.C!r}")
-        if not (math.isfinite(self.C) and self.C > 0):
+        elif not (math.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be finite and > 0, got {self.C!r}")
         self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
         self._loss = self.loss if self.loss is not None else _losses.Squared()
@@ -173,7 +177,9 @@ class KernelLearner(base.MiniBatchRegressor):
         V = np.zeros((values.shape[0], width))
         filled = np.nan_to_num(values, nan=0.0)
         V[:, cols] = filled
-        preds = np.clip(self._predict_vecs(V), -self.C, self.C)
+        preds = self._predict_vecs(V)
+        if self.C is not None:
+            preds = np.clip(preds, -self.C, self.C)
         if hasattr(X, "index"):
             import pandas as pd
 
@@ -237,6 +243,8 @@ class KernelLearner(base.MiniBatchRegressor):
         return state
 
     def _clip(self, z: float) -> float:
+        if self.C is None:
+            return float(z)
         return float(min(max(z, -self.C), self.C))
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
