@@ -1,0 +1,748 @@
+r"""Progressive validation (test-then-train) with checkpoints, and the result it produces.
+
+:func:`replay` runs a model over a stream: at each step it predicts, scores the prediction, then
+learns the true target, exactly as :func:`river.evaluate.progressive_val_score` does, so its
+metric values are the ones river reports. At checkpoints it records, beside the metrics, the
+cumulative loss, the regret (when a tracker is given), the dictionary size, the time per sample
+and the memory held by the model's arrays. The :class:`ReplayResult` saves to JSON and CSV
+(atomically: a temporary file renamed into place) and plots its curves.
+
+The data may be an :class:`okoco.datasets.Dataset`, any iterable of ``(dict, target)`` pairs,
+or a tuple ``(X, y)`` of arrays (or a DataFrame and targets). For arrays, rows are turned into
+dicts chunk by chunk with one precomputed list of column names (``X.tolist()`` and
+``dict(zip(names, row))``, about half a microsecond a row). That measured faster than feeding
+``predict_many`` / ``learn_many`` one row at a time, whose batch validation costs more than the
+dict: on Friedman data (d = 10), 243 µs against 612 µs per sample for ``FunctionalGD`` (t = 2000)
+and 383 µs against 4.3 ms for ``KONS`` (t = 800).
+
+Examples
+--------
+>>> from river import metrics
+>>> from okoco import datasets
+>>> from okoco.learners import FunctionalGD
+>>> result = replay(FunctionalGD(C=2.0), datasets.load("sinc", n=200, seed=0),
+...                 metrics=metrics.MAE(), checkpoints=[50, 100])
+>>> result["t"].tolist()
+[50, 100, 200]
+>>> result.columns["dictionary_size"]  # FunctionalGD keeps every point
+[50.0, 100.0, 200.0]
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import numbers
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["replay", "ReplayResult", "plot_runs", "atomic_write", "checkpoint_grid"]
+
+#: Columns every result has, in order (metric columns come after ``t``).
+BASE_COLUMNS = (
+    "cumulative_loss",
+    "regret",
+    "dictionary_size",
+    "us_per_sample",
+    "elapsed_s",
+    "memory_bytes",
+)
+
+_CHUNK = 1024
+
+
+# -- atomic files ---------------------------------------------------------------------------------
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *,
+                 binary: bool = False) -> Path:
+    """Write a file through a temporary file in the same folder, renamed into place at the end.
+
+    An interrupted or failed ``write`` leaves any previous file untouched and no partial file.
+
+    Parameters
+    ----------
+    path
+        The destination.
+    write
+        Called with the open temporary file (text, UTF-8, or binary if ``binary``).
+    binary
+        Open the temporary file in binary mode.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "out.txt")
+    >>> _ = atomic_write(p, lambda f: f.write("hello"))
+    >>> open(p).read(), os.listdir(os.path.dirname(p))
+    ('hello', ['out.txt'])
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {str(path)!r}: no such directory {str(folder)!r}")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        mode = "wb" if binary else "w"
+        kwargs = {} if binary else {"encoding": "utf-8", "newline": ""}
+        with os.fdopen(fd, mode, **kwargs) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+# -- checkpoints ----------------------------------------------------------------------------------
+
+
+def checkpoint_grid(n: int | None, k: int = 50) -> list[int]:
+    """About ``k`` checkpoints over ``1..n``: half spaced geometrically, half evenly; ``n`` last.
+
+    With ``n`` unknown (``None``), the 1-2-5 series up to ``10**12``; :func:`replay` always adds
+    the last sample.
+
+    Examples
+    --------
+    >>> checkpoint_grid(1000, 6)
+    [1, 32, 333, 667, 1000]
+    >>> checkpoint_grid(None)[:7]
+    [1, 2, 5, 10, 20, 50, 100]
+    """
+    if n is None:
+        return [m * 10**e for e in range(13) for m in (1, 2, 5)]
+    if n < 1:
+        return []
+    half = max(k // 2, 1)
+    geo = np.geomspace(1, n, half)
+    lin = np.linspace(n / half, n, half)
+    return sorted({int(round(v)) for v in np.concatenate([geo, lin]) if 1 <= round(v) <= n} | {n})
+
+
+def _checkpoints(spec: int | Sequence[int] | None, n: int | None) -> list[int]:
+    if spec is None:
+        return checkpoint_grid(n)
+    if isinstance(spec, numbers.Integral) and not isinstance(spec, bool):
+        if spec < 1:
+            raise ValueError(f"checkpoints must be >= 1, got {spec}")
+        return checkpoint_grid(n, int(spec))
+    try:
+        points = sorted({int(c) for c in spec})
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"checkpoints must be a number of checkpoints or a list of sample counts, got {spec!r}"
+        ) from None
+    if points and points[0] < 1:
+        raise ValueError(f"checkpoints are sample counts >= 1, got {points[0]}")
+    return points
+
+
+# -- data -----------------------------------------------------------------------------------------
+
+
+def _rows_from_arrays(X: Any, y: Any) -> tuple[Iterator[tuple[dict, Any]], int, str]:
+    if hasattr(X, "columns"):  # a DataFrame: its column names
+        names = list(X.columns)
+        values = X.to_numpy()
+    else:
+        values = np.asarray(X)
+        if values.ndim == 1:
+            values = values.reshape(-1, 1)
+        names = list(range(values.shape[1]))  # as river.stream.iter_array names them
+    if values.ndim != 2:
+        raise ValueError(f"X must be 2-D, got shape {values.shape}")
+    targets = np.asarray(y).ravel()
+    if targets.shape[0] != values.shape[0]:
+        raise ValueError(f"X has {values.shape[0]} rows but y has {targets.shape[0]} targets")
+
+    def rows() -> Iterator[tuple[dict, Any]]:
+        for lo in range(0, values.shape[0], _CHUNK):
+            block = values[lo:lo + _CHUNK].tolist()
+            for row, target in zip(block, targets[lo:lo + _CHUNK].tolist()):
+                yield dict(zip(names, row)), target
+
+    return rows(), int(values.shape[0]), "arrays"
+
+
+def _stream(data: Any) -> tuple[Iterator[tuple[dict, Any]], int | None, str]:
+    if isinstance(data, tuple) and len(data) == 2 and not isinstance(data[0], Mapping):
+        return _rows_from_arrays(*data)
+    n = None
+    try:
+        n = len(data)
+    except TypeError:
+        pass
+    return iter(data), n, str(getattr(data, "name", type(data).__name__))
+
+
+# -- looking inside models ------------------------------------------------------------------------
+
+
+def _children(obj: Any) -> list[Any]:
+    out = []
+    steps = getattr(obj, "steps", None)
+    if isinstance(steps, Mapping):
+        out.extend(steps.values())
+    for attr in ("regressor", "classifier", "learner", "model"):
+        child = getattr(obj, attr, None)
+        if child is not None and not isinstance(child, (str, numbers.Number)):
+            out.append(child)
+    return out
+
+
+def _find(model: Any, attr: str) -> Any:
+    """The first object in the model (depth first: wrappers, pipeline steps) having ``attr``."""
+    todo, seen = [model], set()
+    while todo:
+        obj = todo.pop(0)
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if hasattr(type(obj), attr) or attr in getattr(obj, "__dict__", {}):
+            return obj
+        todo.extend(_children(obj))
+    return None
+
+
+def _nbytes(obj: Any, depth: int = 4, seen: set | None = None) -> int:
+    """Bytes held by the numpy arrays reachable from ``obj`` (attributes, lists, dicts)."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth < 0:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes) if obj.base is None or id(obj.base) not in seen else 0
+    if isinstance(obj, (str, bytes, numbers.Number, type)) or obj is None:
+        return 0
+    if isinstance(obj, Mapping):
+        items = list(obj.values())
+    elif isinstance(obj, (list, tuple, set)):
+        items = list(obj)
+    else:
+        items = list(getattr(obj, "__dict__", {}).values())
+        if hasattr(obj, "__slots__"):
+            items += [getattr(obj, s, None) for s in obj.__slots__]
+    if len(items) > 10_000:
+        return 0  # a data buffer of Python objects; not the model's arrays
+    return sum(_nbytes(item, depth - 1, seen) for item in items)
+
+
+def _memory(model: Any) -> int:
+    core = _find(model, "dictionary_size")
+    return _nbytes(core if core is not None else model)
+
+
+def _dictionary_size(core: Any) -> float:
+    if core is None:
+        return math.nan
+    try:
+        return float(core.dictionary_size)
+    except Exception:  # noqa: BLE001 - a diagnostic must never stop the run
+        return math.nan
+
+
+def _model_loss(model: Any) -> Any:
+    owner = _find(model, "loss")
+    loss = getattr(owner, "_loss", None) or getattr(owner, "loss", None)
+    if loss is None or not hasattr(loss, "value"):
+        from okoco.losses import Squared
+
+        return Squared()
+    return loss
+
+
+# -- the result -----------------------------------------------------------------------------------
+
+
+class ReplayResult:
+    """Checkpointed curves of one :func:`replay` run.
+
+    Attributes
+    ----------
+    columns
+        ``{name: list}``: ``t`` (samples seen), one column per metric (by class name), then
+        ``cumulative_loss``, ``regret`` (NaN without a tracker), ``dictionary_size`` (NaN when the
+        model has none), ``us_per_sample`` (wall time of the loop since the previous checkpoint,
+        per sample), ``elapsed_s`` and ``memory_bytes`` (bytes of the numpy arrays the learner
+        holds).
+    metrics
+        The metric column names; the first is the main one.
+    meta
+        Free-form facts about the run (dataset, learner, parameters, ...), saved with it.
+
+    Examples
+    --------
+    >>> r = ReplayResult({"t": [1, 2], "MAE": [0.5, 0.25]}, metrics=["MAE"])
+    >>> r.final
+    {'t': 2, 'MAE': 0.25}
+    >>> r["MAE"]
+    array([0.5 , 0.25])
+    """
+
+    def __init__(self, columns: Mapping[str, Sequence], metrics: Sequence[str],
+                 meta: Mapping[str, Any] | None = None):
+        self.columns = {k: list(v) for k, v in columns.items()}
+        self.metrics = list(metrics)
+        self.meta = dict(meta or {})
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return np.asarray(self.columns[name], dtype=float if name != "t" else int)
+
+    def __len__(self) -> int:
+        return len(self.columns.get("t", []))
+
+    @property
+    def final(self) -> dict[str, Any]:
+        """The last checkpoint's values (the end of the stream)."""
+        return {k: v[-1] for k, v in self.columns.items() if v}
+
+    @property
+    def n_samples(self) -> int:
+        """Samples replayed."""
+        return int(self.columns["t"][-1]) if self.columns.get("t") else 0
+
+    def __repr__(self) -> str:
+        final = self.final
+        shown = ", ".join(f"{m}={final[m]:.6g}" for m in self.metrics if m in final)
+        return f"ReplayResult(n_samples={self.n_samples}, {shown})"
+
+    # -- serialisation ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``meta``, ``metrics``, ``final`` and ``columns`` (NaN as null)."""
+        return _clean({"meta": self.meta, "metrics": self.metrics, "final": self.final,
+                       "columns": self.columns})
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ReplayResult:
+        """Inverse of :meth:`to_dict` (nulls come back as NaN)."""
+        cols = {k: [math.nan if v is None else v for v in vs] for k, vs in d["columns"].items()}
+        return cls(cols, d["metrics"], d.get("meta"))
+
+    def to_json(self, path: str | os.PathLike) -> Path:
+        """Save as JSON, atomically. Returns the path.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "run.json")
+        >>> r = ReplayResult({"t": [1], "MAE": [float("nan")]}, ["MAE"])
+        >>> _ = r.to_json(p)
+        >>> ReplayResult.from_json(p).columns
+        {'t': [1], 'MAE': [nan]}
+        """
+        text = json.dumps(self.to_dict(), indent=2, allow_nan=False)
+        return atomic_write(path, lambda f: f.write(text + "\n"))
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> ReplayResult:
+        """Load a result saved by :meth:`to_json`."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+    def to_csv(self, path: str | os.PathLike | None = None) -> str:
+        """The checkpoint table as CSV (one row per checkpoint); saved atomically if ``path``.
+
+        Examples
+        --------
+        >>> print(ReplayResult({"t": [1, 2], "MAE": [0.5, 0.25]}, ["MAE"]).to_csv().strip())
+        t,MAE
+        1,0.5
+        2,0.25
+        """
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        names = list(self.columns)
+        writer.writerow(names)
+        for row in zip(*(self.columns[k] for k in names)):
+            writer.writerow(["" if _isnan(v) else repr(v) if isinstance(v, float) else v
+                             for v in row])
+        text = buf.getvalue()
+        if path is not None:
+            atomic_write(path, lambda f: f.write(text))
+        return text
+
+    def plot(self, target: Any = None, *, label: str | None = None):
+        """Plot the curves against ``t``.
+
+        ``target`` may be ``None`` (return a new figure: metric, regret or cumulative loss,
+        dictionary size and µs/sample), a path (save that figure there, atomically, format from
+        the suffix) or a matplotlib ``Axes`` (draw the main metric on it). Returns the figure.
+        """
+        return plot_runs({label or self.meta.get("learner", "run"): [self]}, target)
+
+
+def _isnan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    return repr(obj)
+
+
+# -- plotting -------------------------------------------------------------------------------------
+
+
+def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None):
+    """Plot several groups of runs (e.g. one learner over seeds): mean curve and ±1 std band.
+
+    Parameters
+    ----------
+    groups
+        ``{label: [ReplayResult, ...]}``; runs of a group should share checkpoints (those that
+        do not are cut to the shortest).
+    target
+        ``None``, a path (saved atomically) or an ``Axes`` (main metric only); see
+        :meth:`ReplayResult.plot`.
+
+    Examples
+    --------
+    >>> r = ReplayResult({"t": [1, 2], "MAE": [0.5, 0.25], "dictionary_size": [1, 2]}, ["MAE"])
+    >>> fig = plot_runs({"a": [r], "b": [r]})
+    >>> len(fig.axes)
+    4
+    """
+    from matplotlib.figure import Figure  # no pyplot: no backend, no global state
+
+    runs = [r for rs in groups.values() for r in rs]
+    if not runs:
+        raise ValueError("nothing to plot")
+    metric = runs[0].metrics[0] if runs[0].metrics else "cumulative_loss"
+    has_regret = any(np.isfinite(r["regret"]).any() for r in runs if "regret" in r.columns)
+    panels = [(metric, metric),
+              ("regret" if has_regret else "cumulative_loss",
+               "regret" if has_regret else "cumulative loss"),
+              ("dictionary_size", "dictionary size"),
+              ("us_per_sample", "µs per sample")]
+
+    if target is not None and not isinstance(target, (str, os.PathLike)):
+        axes, fig = [target], target.figure
+        panels = panels[:1]
+    else:
+        fig = Figure(figsize=(10, 7), layout="constrained")
+        axes = list(fig.subplots(2, 2).ravel())
+    for ax, (col, title) in zip(axes, panels):
+        for label, rs in groups.items():
+            rs = [r for r in rs if col in r.columns]
+            if not rs:
+                continue
+            k = min(len(r) for r in rs)
+            t = rs[0]["t"][:k]
+            Y = np.array([r[col][:k] for r in rs], dtype=float)
+            if not np.isfinite(Y).any():
+                continue
+            mean = np.nanmean(Y, axis=0)
+            (line,) = ax.plot(t, mean, label=label)
+            if len(rs) > 1:
+                std = np.nanstd(Y, axis=0)
+                ax.fill_between(t, mean - std, mean + std, alpha=0.2, color=line.get_color())
+        ax.set_title(title)
+        ax.set_xlabel("t (samples seen)")
+        ax.grid(True, alpha=0.3)
+    if len(groups) > 1 or target is None or isinstance(target, (str, os.PathLike)):
+        axes[0].legend(fontsize="small")
+    if isinstance(target, (str, os.PathLike)):
+        fmt = Path(target).suffix.lstrip(".").lower() or "png"
+        if fmt not in fig.canvas.get_supported_filetypes():
+            raise ValueError(f"cannot save a plot as {fmt!r}; use .png, .pdf or .svg")
+        atomic_write(target, lambda f: fig.savefig(f, format=fmt, dpi=120), binary=True)
+    return fig
+
+
+# -- the loop -------------------------------------------------------------------------------------
+
+
+def _as_metrics(metrics: Any) -> list:
+    from river.metrics.base import Metric, Metrics
+
+    if isinstance(metrics, Metrics):
+        items = list(metrics)
+    elif isinstance(metrics, Metric):
+        items = [metrics]
+    elif isinstance(metrics, Iterable) and not isinstance(metrics, (str, Mapping)):
+        items = list(metrics)
+    else:
+        raise TypeError(f"metrics must be a river metric or a list of them, got {metrics!r}")
+    if not items:
+        raise ValueError("give at least one metric")
+    for m in items:
+        if not isinstance(m, Metric):
+            raise TypeError(f"{m!r} is not a river metric")
+    return items
+
+
+def _names(metrics: list) -> list[str]:
+    names: list[str] = []
+    for m in metrics:
+        base, k, name = type(m).__name__, 1, type(m).__name__
+        while name in names:
+            k += 1
+            name = f"{base}_{k}"
+        names.append(name)
+    return names
+
+
+def replay(
+    learner: Any,
+    data: Any,
+    *,
+    metrics: Any,
+    regret: Any = None,
+    checkpoints: int | Sequence[int] | None = None,
+    progress: bool = False,
+    loss: Any = None,
+    max_samples: int | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> ReplayResult:
+    r"""Test-then-train ``learner`` over ``data``; record the curves at checkpoints.
+
+    At each step :math:`t`: predict :math:`\hat y_t`, update the metrics and the cumulative
+    loss (and the regret tracker), then ``learn_one(x_t, y_t)``. The metric values equal those of
+    :func:`river.evaluate.progressive_val_score` on the same model and stream (classifiers are
+    asked ``predict_proba_one`` for metrics that take probabilities, ``predict_one`` otherwise,
+    as river does).
+
+    Parameters
+    ----------
+    learner
+        Any river regressor or classifier: an okoco learner, a ``BinaryClassifier``, a river
+        pipeline around one. It is trained in place.
+    data
+        A :class:`~okoco.datasets.Dataset`, an iterable of ``(dict, target)`` pairs, or a tuple
+        ``(X, y)`` of arrays (rows become dicts keyed ``0..d-1`` as in
+        ``river.stream.iter_array``; a DataFrame keeps its column names).
+    metrics
+        A river metric, a list of them or a ``river.metrics.base.Metrics``. They are updated in
+        place; the first is the main one (plots, summaries).
+    regret
+        Optional regret tracker, any object with ``update(x, y, y_pred)`` and an array attribute
+        ``regret`` (e.g. ``okoco.regret.RegretTracker``). It sees the stream's ``x`` and ``y`` and
+        the model's prediction, so give the model the tracker's learner unwrapped (no pipeline)
+        for the regret of the paper.
+    checkpoints
+        ``None`` (about 50), a number of checkpoints, or a list of sample counts. The last
+        sample is always a checkpoint.
+    progress
+        Show a rich progress bar with samples per second on stderr.
+    loss
+        Loss for the ``cumulative_loss`` column of a regressor, an object with ``value(y, z)``;
+        default the learner's own loss (found through pipelines and wrappers), on the stream's
+        scale. For a classifier the cumulative loss is the log loss of ``predict_proba_one``
+        (probabilities clipped below at 1e-15). For a ``BinaryClassifier`` with the logistic loss
+        this is the logistic loss of the margin, except that a label the classifier has not seen
+        yet has probability 0 in river's convention and costs :math:`\log 10^{15}` once.
+    max_samples
+        Stop after this many samples.
+    meta
+        Extra facts stored in the result's ``meta``.
+
+    Returns
+    -------
+    ReplayResult
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad arguments, or what the learner raises on a bad sample (the message then says which
+        sample, counting from 1).
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from okoco.learners import FunctionalGD
+    >>> def make():
+    ...     return preprocessing.TargetStandardScaler(
+    ...         preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2))
+    >>> r = replay(make(), datasets.TrumpApproval(), metrics=metrics.MAE())
+    >>> r.final["MAE"]
+    0.577648...
+    >>> evaluate.progressive_val_score(datasets.TrumpApproval(), make(), metrics.MAE())
+    MAE: 0.577648
+    """
+    from river import base
+
+    metric_list = _as_metrics(metrics)
+    names = _names(metric_list)
+    is_classifier = isinstance(learner, base.Classifier)
+    for m in metric_list:
+        if not m.works_with(learner):
+            raise ValueError(f"metric {type(m).__name__} does not work with {learner!r}")
+    if max_samples is not None and (isinstance(max_samples, bool) or max_samples < 1):
+        raise ValueError(f"max_samples must be a positive integer, got {max_samples!r}")
+    if regret is not None and not callable(getattr(regret, "update", None)):
+        raise TypeError(f"regret must have an update(x, y, y_pred) method, got {regret!r}")
+
+    stream, n, data_name = _stream(data)
+    if max_samples is not None:
+        n = max_samples if n is None else min(n, max_samples)
+    points = _checkpoints(checkpoints, n)
+    point_iter = iter(points)
+    next_point = next(point_iter, None)
+
+    core = _find(learner, "dictionary_size")
+    loss_fn = None if is_classifier else (loss if loss is not None else _model_loss(learner))
+    label_from_proba = is_classifier and _label_is_argmax(learner)
+    need_labels = not is_classifier or any(m.requires_labels for m in metric_list)
+    predict_label = learner.predict_one
+    predict_proba = getattr(learner, "predict_proba_one", None)
+    updates = [(m.update, is_classifier and not m.requires_labels) for m in metric_list]
+
+    columns: dict[str, list] = {"t": [], **{k: [] for k in names}, **{k: [] for k in BASE_COLUMNS}}
+    cum_loss = 0.0
+    t = 0
+    elapsed = 0.0
+    bar = _Progress(n, data_name) if progress else None
+
+    def record() -> None:
+        columns["t"].append(t)
+        for name, m in zip(names, metric_list):
+            value = m.get()
+            columns[name].append(float(value) if isinstance(value, numbers.Real) else value)
+        columns["cumulative_loss"].append(cum_loss)
+        columns["regret"].append(_last(getattr(regret, "regret", None)) if regret else math.nan)
+        columns["dictionary_size"].append(_dictionary_size(core))
+        columns["us_per_sample"].append(1e6 * interval / max(t - last_t, 1))
+        columns["elapsed_s"].append(elapsed)
+        columns["memory_bytes"].append(_memory(learner))
+
+    last_t, interval = 0, 0.0
+    start = time.perf_counter()
+    try:
+        for x, y in stream:
+            if max_samples is not None and t >= max_samples:
+                break
+            try:
+                if is_classifier:
+                    proba = predict_proba(x)
+                    if not need_labels:
+                        y_label = None
+                    elif label_from_proba:
+                        y_label = max(proba, key=proba.get) if proba else None
+                    else:
+                        y_label = predict_label(x)
+                else:
+                    proba, y_label = None, predict_label(x)
+                for update, wants_proba in updates:
+                    y_pred = proba if wants_proba else y_label
+                    if y_pred is not None and y_pred != {}:
+                        update(y_true=y, y_pred=y_pred)
+                if is_classifier:
+                    p = proba.get(y, 0.0) if proba else 0.0
+                    cum_loss -= math.log(min(max(p, 1e-15), 1.0))
+                elif y_label is not None:
+                    cum_loss += float(loss_fn.value(y, y_label))
+                if regret is not None:
+                    regret.update(x, y, y_label)
+                learner.learn_one(x, y)
+            except (ValueError, TypeError) as error:
+                raise type(error)(f"sample {t + 1}: {error}") from error
+            t += 1
+            if t == next_point:
+                now = time.perf_counter()
+                interval = now - start
+                elapsed += interval
+                record()
+                last_t = t
+                while next_point is not None and next_point <= t:
+                    next_point = next(point_iter, None)
+                if bar is not None:
+                    bar.update(t)
+                start = time.perf_counter()
+            elif bar is not None and t % 64 == 0:
+                bar.update(t)
+        if t != last_t:
+            interval = time.perf_counter() - start
+            elapsed += interval
+            record()
+    finally:
+        if bar is not None:
+            bar.close(t)
+
+    info = {"dataset": data_name, "n_samples": t, "learner": _describe(learner)}
+    info.update(meta or {})
+    return ReplayResult(columns, names, info)
+
+
+def _label_is_argmax(model: Any) -> bool:
+    """Whether ``predict_one`` is the argmax of ``predict_proba_one`` (river's default rule)."""
+    from river import base, compose
+
+    from okoco.learners import BinaryClassifier
+
+    if isinstance(model, compose.Pipeline):
+        return _label_is_argmax(list(model.steps.values())[-1])
+    return type(model).predict_one in (base.Classifier.predict_one, BinaryClassifier.predict_one)
+
+
+def _last(values: Any) -> float:
+    if values is None:
+        return math.nan
+    try:
+        return float(values[-1]) if len(values) else math.nan
+    except (TypeError, IndexError):
+        return math.nan
+
+
+def _describe(model: Any) -> str:
+    core = _find(model, "dictionary_size")
+    return type(core if core is not None else model).__name__
+
+
+class _Progress:
+    """A rich progress bar on stderr, with samples per second."""
+
+    def __init__(self, total: int | None, name: str):
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._start = time.perf_counter()
+        self._task = self._progress.add_task(name, total=total, rate="")
+        self._progress.start()
+
+    def update(self, t: int) -> None:
+        dt = time.perf_counter() - self._start
+        rate = f"{t / dt:,.0f} samples/s" if dt > 0 else ""
+        self._progress.update(self._task, completed=t, rate=rate)
+
+    def close(self, t: int) -> None:
+        self.update(t)
+        self._progress.stop()

@@ -1,0 +1,232 @@
+"""Tests of the okoco command line: CliRunner and a real subprocess, outputs and error paths."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+from river import datasets as river_datasets
+from river import evaluate as river_evaluate
+from river import metrics, preprocessing
+from typer.testing import CliRunner
+
+from okoco.cli import app, learner_registry, parse_value
+from okoco.learners import KONS
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def error_line(result) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    def make(text: str, name: str = "data.csv"):
+        path = tmp_path / name
+        path.write_text(text)
+        return str(path)
+
+    return make
+
+
+def test_quick_start_default_replay_matches_river():
+    result = run("replay", "trump-approval", "--json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | KONS(C=3.0))
+    expected = river_evaluate.progressive_val_score(river_datasets.TrumpApproval(), model,
+                                                    metrics.MAE()).get()
+    assert summary["metrics"]["MAE"] == expected
+    assert summary["n_samples"] == 1001 and summary["dictionary_size"] == 1001
+
+
+def test_replay_text_summary():
+    result = run("replay", "sinc", "-d", "n=60", "-l", "fgd", "-p", "eta=0.3")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    for word in ("dataset", "sinc (60 samples, d=1, regression)",
+                 "FunctionalGD(kernel=RBF(gamma=1.0), C=3.0, eta=0.3)",
+                 "features standardised online; targets standardised online", "MAE",
+                 "cum. loss", "dictionary", "us/sample", "memory"):
+        assert word in out
+
+
+def test_replay_binary_and_options():
+    result = run("replay", "phishing", "-n", "100", "-l", "sketched-kons", "--seed", "1",
+                 "-k", "laplacian", "--gamma", "0.5", "--no-scale", "-m", "accuracy",
+                 "-m", "logloss", "--json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["n_samples"] == 100 and set(summary["metrics"]) == {"Accuracy", "LogLoss"}
+    assert summary["task"] == "binary"
+
+
+def test_quiet_prints_only_the_metric():
+    result = run("replay", "sinc", "-d", "n=30", "-q")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        "dataset     sinc (30 samples, d=1, regression)",
+        f"MAE         {result.stdout.split()[-1]}",
+    ]
+    assert result.stderr == ""
+
+
+def test_no_scaling_flags_are_honoured():
+    scaled = json.loads(run("replay", "sinc", "-d", "n=40", "--json").stdout)
+    raw = json.loads(run("replay", "sinc", "-d", "n=40", "--no-scale", "--no-scale-target",
+                         "--json").stdout)
+    assert scaled["metrics"]["MAE"] != raw["metrics"]["MAE"]
+
+
+def test_replay_outputs_parse(tmp_path):
+    out_json, out_csv, png = tmp_path / "run.json", tmp_path / "run.csv", tmp_path / "run.png"
+    assert run("replay", "sinc", "-d", "n=50", "-q", "-o", str(out_json), "--plot",
+               str(png), "--checkpoints", "5").exit_code == 0
+    assert run("replay", "sinc", "-d", "n=50", "-q", "-o", str(out_csv)).exit_code == 0
+    doc = json.loads(out_json.read_text())
+    assert doc["columns"]["t"][-1] == 50 and doc["meta"]["learner"] == "kons"
+    rows = list(csv.DictReader(out_csv.open()))
+    assert rows[-1]["t"] == "50" and float(rows[-1]["MAE"]) == pytest.approx(doc["final"]["MAE"])
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.csv", "run.json", "run.png"]
+
+
+def test_csv_file_with_target_column(csv_file):
+    path = csv_file("y,a,b\n" + "".join(f"{i % 3},{i},{i * 0.5}\n" for i in range(20)))
+    result = run("replay", path, "--target", "y", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["d"] == 2
+    assert run("replay", path, "--target", "0", "-q").exit_code == 0
+
+
+def test_compare_table_outputs_and_plot(tmp_path):
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    result = run("compare", "sinc", "-d", "n=40", "-l", "kons", "-l", "sketched-kons",
+                 "-l", "fgd", "--seeds", "2", "-o", str(out), "--plot", str(png),
+                 "-p", "alpha=0.5")
+    assert result.exit_code == 0, result.stderr
+    assert "kons" in result.stdout and "±" in result.stdout
+    doc = json.loads(out.read_text())
+    assert [row["learner"] for row in doc["summary"]] == ["kons", "sketched-kons", "fgd"]
+    assert len(doc["runs"]["fgd"]) == 2 and doc["summary"][0]["runs"] == 2
+    assert set(doc["summary"][0]["MAE"]) == {"mean", "std"}
+    assert png.exists()
+    csv_out = tmp_path / "r.csv"
+    assert run("compare", "sinc", "-d", "n=30", "-l", "fgd", "--seeds", "3", "-o",
+               str(csv_out), "-q").exit_code == 0
+    rows = list(csv.DictReader(csv_out.open()))
+    assert [r["seed"] for r in rows] == ["0", "1", "2"] and rows[0]["n_samples"] == "30"
+    # different seeds give different synthetic data
+    assert len({r["MAE"] for r in rows}) == 3
+
+
+def test_compare_json_and_shuffle():
+    result = run("compare", "chick-weights", "-l", "fgd", "--seeds", "2", "--shuffle",
+                 "-n", "50", "--json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)["summary"][0]
+    assert summary["MAE"]["std"] > 0  # two orders, two results
+
+
+def test_datasets_and_learners_listings():
+    result = run("datasets")
+    assert result.exit_code == 0 and "trump-approval" in result.stdout and "a9a" in result.stdout
+    rows = json.loads(run("datasets", "--json").stdout)
+    assert {"name": "phishing", "n": 1250, "d": 9, "task": "binary"}.items() <= rows[1].items()
+    listing = run("learners")
+    assert listing.exit_code == 0 and "alpha = 1.0" in listing.stdout
+    learners = {row["name"]: row for row in json.loads(run("learners", "--json").stdout)}
+    assert set(learners) == set(learner_registry())
+    assert learners["sketched-kons"]["parameters"]["beta"] == 10.0
+    assert learners["fgd"]["parameters"]["eta"] == "sqrt"
+
+
+def test_parse_value():
+    assert parse_value("1e-3") == 0.001 and parse_value("True") is True
+    assert parse_value("'exp-concave'") == "exp-concave" and parse_value("exp-concave")
+
+
+def test_help_documents_preprocessing():
+    result = run("replay", "--help")
+    assert result.exit_code == 0
+    assert "--no-scale" in result.stdout and "StandardScaler" in result.stdout
+    assert "TargetStandardScaler" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["replay", "no-such-dataset"], "unknown dataset 'no-such-dataset'"),
+        (["replay", "missing/file.csv"], "no such file"),
+        (["replay", "sinc", "-l", "svm"], "unknown learner 'svm'"),
+        (["replay", "sinc", "-p", "foo=1"], "has no parameter 'foo'"),
+        (["replay", "sinc", "-p", "alpha"], "must look like key=value"),
+        (["replay", "sinc", "-p", "alpha=-1"], "alpha must be finite and > 0"),
+        (["replay", "sinc", "-p", "kernel=rbf"], "set kernel with --kernel"),
+        (["replay", "sinc", "-k", "sigmoid"], "unknown kernel 'sigmoid'"),
+        (["replay", "sinc", "-k", "rbf", "--degree", "3"], "takes no --degree"),
+        (["replay", "sinc", "--gamma", "-1"], "gamma"),
+        (["replay", "sinc", "--loss", "hinge"], "unknown loss 'hinge'"),
+        (["replay", "sinc", "--loss", "logistic"], "regression task"),
+        (["replay", "sinc", "-m", "accuracy"], "does not fit a regression task"),
+        (["replay", "sinc", "-m", "auc2"], "unknown metric"),
+        (["replay", "sinc", "--C", "0"], "--C must be finite and > 0"),
+        (["replay", "sinc", "-n", "0"], "--max-samples"),
+        (["replay", "sinc", "-d", "bogus=1"], "bogus"),
+        (["replay", "sinc", "-t", "y"], "--target applies to CSV files"),
+        (["replay", "sinc", "-o", "run.txt"], "must end in .json or .csv"),
+        (["replay", "sinc", "-o", "no/such/dir/run.json"], "no such directory"),
+        (["replay", "sinc", "--plot", "run.gif"], "must end in .png"),
+        (["replay", "image-segments"], "multiclass"),
+        (["compare", "sinc", "-l", "fgd", "--seeds", "0"], "--seeds"),
+        (["compare", "sinc", "-l", "nope"], "unknown learner 'nope'"),
+        (["compare", "sinc", "-l", "fgd", "-d", "n=5", "-p", "zeta=1"], "no learner takes"),
+    ],
+)
+def test_user_errors_exit_2_with_one_line(args, message):
+    assert message in error_line(run(*args))
+
+
+def test_file_errors_name_the_line(csv_file):
+    bad = csv_file("a,b,y\n1,2,0.5\n3,x,1.5\n5,6,2.5\n")
+    assert "line 3" in error_line(run("replay", bad)) and "'x'" in error_line(run("replay", bad))
+    nan = csv_file("a,b,y\n1,2,0.5\n3,nan,1.5\n5,6,2.5\n", "nan.csv")
+    assert "line 3" in error_line(run("replay", nan))
+    assert "line 3" in error_line(run("replay", nan, "-d", "na=error"))
+    assert run("replay", nan, "-d", "na=drop", "-q").exit_code == 0
+    missing_target = csv_file("a,b\n1,2\n", "t.csv")
+    assert "zzz" in error_line(run("replay", missing_target, "--target", "zzz"))
+
+
+def test_labels_that_do_not_fit(csv_file):
+    three = csv_file("a,y\n1,a\n2,b\n3,c\n", "three.csv")
+    assert "multiclass" in error_line(run("replay", three))
+    # a binary file whose third class appears only later in the stream
+    path = csv_file("a,y\n1,a\n2,b\n3,c\n", "later.csv")
+    line = error_line(run("replay", path, "-d", "task=binary"))
+    assert "third class" in line or "binary" in line
+
+
+def test_subprocess_real_command(tmp_path):
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "okoco.cli", "replay", "sinc", "-d", "n=40",
+                           "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "MAE" in proc.stdout and proc.stderr == ""  # no progress bar: stderr is not a TTY
+    assert json.loads(out.read_text())["final"]["t"] == 40
+    bad = subprocess.run([sys.executable, "-m", "okoco.cli", "replay", "nope"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown dataset 'nope'")
+    assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

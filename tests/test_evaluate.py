@@ -1,0 +1,202 @@
+"""Tests of okoco.evaluate: replay against river's progressive_val_score, checkpoints, files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+from river import datasets as river_datasets
+from river import evaluate as river_evaluate
+from river import metrics, preprocessing, stream
+
+from okoco import BinaryClassifier, datasets, losses
+from okoco.evaluate import ReplayResult, atomic_write, checkpoint_grid, replay
+from okoco.learners import KONS, FunctionalGD, SketchedKONS
+
+
+def _regressor():
+    return preprocessing.TargetStandardScaler(
+        preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2))
+
+
+def _classifier():
+    return preprocessing.StandardScaler() | BinaryClassifier(
+        FunctionalGD(loss=losses.Logistic(), C=3.0, eta=0.5))
+
+
+def _river_value(data, model, metric):
+    return river_evaluate.progressive_val_score(data, model, metric).get()
+
+
+def test_regression_matches_progressive_val_score():
+    data = list(river_datasets.TrumpApproval().take(300))
+    ours = replay(_regressor(), data, metrics=[metrics.MAE(), metrics.RMSE()])
+    assert ours.final["MAE"] == _river_value(data, _regressor(), metrics.MAE())
+    assert ours.final["RMSE"] == _river_value(data, _regressor(), metrics.RMSE())
+
+
+@pytest.mark.parametrize("metric", [metrics.Accuracy, metrics.LogLoss, metrics.ROCAUC])
+def test_classification_matches_progressive_val_score(metric):
+    data = list(river_datasets.Phishing().take(250))
+    ours = replay(_classifier(), data, metrics=metric())
+    assert ours.final[metric.__name__] == _river_value(data, _classifier(), metric())
+
+
+def test_second_order_learners_match_progressive_val_score():
+    ds = datasets.load("sinc", n=150, seed=3)
+    for make in (lambda: KONS(C=2.0), lambda: SketchedKONS(C=2.0, seed=1)):
+        ours = replay(make(), ds, metrics=metrics.MAE())
+        assert ours.final["MAE"] == _river_value(ds, make(), metrics.MAE())
+
+
+def test_array_path_matches_dict_path_and_river():
+    X, y, _ = datasets.load("friedman", n=120, seed=0).to_arrays()
+    from_arrays = replay(FunctionalGD(C=3.0, eta=0.1), (X, y), metrics=metrics.MAE())
+    river_value = _river_value(stream.iter_array(X, y), FunctionalGD(C=3.0, eta=0.1),
+                               metrics.MAE())
+    assert from_arrays.final["MAE"] == river_value
+    assert from_arrays.meta["dataset"] == "arrays"
+
+
+def test_dataframe_keeps_column_names():
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame({"a": [0.0, 1.0, 2.0], "b": [1.0, 0.0, 1.0]})
+    model = FunctionalGD()
+    replay(model, (X, [0.1, 0.2, 0.3]), metrics=metrics.MAE())
+    assert model.predict_one({"a": 1.0, "b": 0.0}) == model.predict_many(X.iloc[[1]])[1]
+
+
+def test_columns_checkpoints_and_diagnostics():
+    ds = datasets.load("sinc", n=100, seed=0)
+    r = replay(FunctionalGD(budget=30), ds, metrics=metrics.MAE(), checkpoints=[10, 50, 500])
+    assert r["t"].tolist() == [10, 50, 100]
+    assert list(r.columns) == ["t", "MAE", "cumulative_loss", "regret", "dictionary_size",
+                               "us_per_sample", "elapsed_s", "memory_bytes"]
+    assert r["dictionary_size"].tolist() == [10, 30, 30]
+    assert np.all(np.isnan(r["regret"]))
+    assert np.all(r["us_per_sample"] > 0) and np.all(np.diff(r["elapsed_s"]) > 0)
+    assert np.all(r["memory_bytes"] > 0)
+    assert np.all(np.diff(r["cumulative_loss"]) >= 0)
+    assert len(r) == 3 and r.n_samples == 100
+
+
+def test_cumulative_loss_is_the_learners_loss():
+    ds = datasets.load("sinc", n=60, seed=2)
+    model, reference = FunctionalGD(C=1.0, eta=0.3), FunctionalGD(C=1.0, eta=0.3)
+    total = 0.0
+    for x, y in ds:
+        total += (reference.predict_one(x) - y) ** 2
+        reference.learn_one(x, y)
+    r = replay(model, ds, metrics=metrics.MAE())
+    assert r.final["cumulative_loss"] == pytest.approx(total, rel=1e-12)
+    assert losses.Squared().value(1.0, 0.0) == 1.0  # the convention used above
+
+
+def test_classifier_cumulative_loss_is_logistic_loss_of_margin():
+    data = list(river_datasets.Phishing().take(80))
+    # bool labels: both classes are known from the start, so every probability is the margin's
+    clf = BinaryClassifier(FunctionalGD(loss=losses.Logistic(), C=2.0, eta=0.5))
+    ref = FunctionalGD(loss=losses.Logistic(), C=2.0, eta=0.5)
+    total = 0.0
+    for x, y in data:
+        s = 1.0 if y else -1.0
+        total += math.log1p(math.exp(-s * ref.predict_one(x)))
+        ref.learn_one(x, s)
+    r = replay(clf, data, metrics=metrics.Accuracy())
+    assert r.final["cumulative_loss"] == pytest.approx(total, rel=1e-9)
+
+
+def test_duck_typed_regret_tracker():
+    class Tracker:
+        def __init__(self):
+            self.calls, self.regret = [], []
+
+        def update(self, x, y, y_pred):
+            self.calls.append((x, y, y_pred))
+            self.regret.append(float(len(self.calls)))
+
+    tracker = Tracker()
+    ds = datasets.load("sinc", n=30, seed=0)
+    r = replay(FunctionalGD(), ds, metrics=metrics.MAE(), regret=tracker, checkpoints=[10])
+    assert r["regret"].tolist() == [10.0, 30.0]
+    assert len(tracker.calls) == 30 and tracker.calls[0][0] == ds.take(1)[0][0]
+    with pytest.raises(TypeError, match="update"):
+        replay(FunctionalGD(), ds, metrics=metrics.MAE(), regret=object())
+
+
+def test_max_samples_and_generator_input():
+    gen = ((x, y) for x, y in datasets.load("sinc", n=100, seed=0))
+    r = replay(FunctionalGD(), gen, metrics=metrics.MAE(), max_samples=25)
+    assert r.n_samples == 25
+
+
+def test_bad_sample_names_its_position_and_bad_arguments():
+    data = [({"a": 1.0}, 0.5), ({"a": float("nan")}, 0.5)]
+    with pytest.raises(ValueError, match="sample 2"):
+        replay(FunctionalGD(), data, metrics=metrics.MAE())
+    with pytest.raises(TypeError, match="river metric"):
+        replay(FunctionalGD(), data, metrics="mae")
+    with pytest.raises(ValueError, match="does not work"):
+        replay(FunctionalGD(), data, metrics=metrics.Accuracy())
+    with pytest.raises(ValueError, match="rows"):
+        replay(FunctionalGD(), (np.zeros((3, 2)), np.zeros(2)), metrics=metrics.MAE())
+
+
+def test_checkpoint_grid():
+    grid = checkpoint_grid(1000, 20)
+    assert grid[0] == 1 and grid[-1] == 1000 and grid == sorted(set(grid))
+    assert checkpoint_grid(0) == []
+
+
+def test_json_and_csv_round_trip(tmp_path):
+    r = replay(FunctionalGD(), datasets.load("sinc", n=40, seed=0), metrics=metrics.MAE(),
+               checkpoints=4, meta={"note": "x"})
+    r.to_json(tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["meta"]["note"] == "x" and doc["final"]["MAE"] == r.final["MAE"]
+    assert doc["columns"]["regret"][0] is None  # NaN is saved as null: strict JSON
+    back = ReplayResult.from_json(tmp_path / "r.json")
+    assert back.columns["MAE"] == r.columns["MAE"] and math.isnan(back.columns["regret"][0])
+    r.to_csv(tmp_path / "r.csv")
+    rows = list(csv.DictReader(open(tmp_path / "r.csv")))
+    assert len(rows) == len(r) and float(rows[-1]["MAE"]) == r.final["MAE"]
+    assert rows[0]["regret"] == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.json"]
+
+
+def test_plot_to_file_and_axes(tmp_path):
+    import matplotlib.pyplot as plt
+
+    r = replay(FunctionalGD(), datasets.load("sinc", n=40, seed=0), metrics=metrics.MAE())
+    r.plot(tmp_path / "r.png")
+    assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fig, ax = plt.subplots()
+    assert r.plot(ax) is fig and len(ax.lines) == 1
+    plt.close(fig)
+    with pytest.raises(ValueError, match="cannot save"):
+        r.plot(tmp_path / "r.xyz")
+    assert not (tmp_path / "r.xyz").exists()
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "out.json"
+    target.write_text("old")
+
+    def boom(f):
+        f.write("partial")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(target, boom)
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        atomic_write(tmp_path / "missing" / "x.json", lambda f: None)
+
+
+def test_progress_bar_runs():
+    r = replay(FunctionalGD(), datasets.load("sinc", n=200, seed=0), metrics=metrics.MAE(),
+               progress=True)
+    assert r.n_samples == 200
