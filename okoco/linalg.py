@@ -1,10 +1,10 @@
 """Incremental factorizations of a growing symmetric positive-definite matrix.
 
-Every learner of okoco that keeps a kernel matrix over a growing set of *atoms* (KONS, Sketched-KONS,
-KRLS, the KORS / ALD / SQUEAK / INK-Estimate dictionaries) factorizes it with
-:class:`IncrementalCholesky`: a lower Cholesky factor ``L`` (``A = L L^T``) that is *bordered* when an
-atom arrives, updated by a rank-one modification when an atom leaves or is re-weighted, and refreshed
-from scratch when a residual check detects drift.
+Every learner of okoco that keeps a kernel matrix over a growing set of *atoms* (KONS,
+Sketched-KONS, KRLS, the KORS / ALD / SQUEAK / INK-Estimate dictionaries) factorizes it with
+:class:`IncrementalCholesky`: a lower Cholesky factor ``L`` (``A = L L^T``) that is *bordered*
+when an atom arrives, updated by a rank-one modification when an atom leaves or is re-weighted,
+and refreshed from scratch when a residual check detects drift.
 
 Storage is *packed*: row ``r`` of ``L`` occupies ``r + 1`` consecutive slots of a flat buffer
 (``L`` row-major lower packed, which is ``L^T`` column-major upper packed, the BLAS ``tp`` layout).
@@ -59,6 +59,15 @@ __all__ = ["IncrementalCholesky", "cholesky_rank_one"]
 
 def _packed_len(m: int) -> int:
     return m * (m + 1) // 2
+
+
+def _tail_indices(m: int, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row - i, col) of the packed entries of rows ``i..m-1`` of an ``m x m`` lower matrix."""
+    lengths = np.arange(i + 1, m + 1)
+    rows = np.repeat(np.arange(m - i), lengths)
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    cols = np.arange(rows.shape[0]) - starts
+    return rows, cols
 
 
 def cholesky_rank_one(L: np.ndarray, x: np.ndarray, sign: float = 1.0) -> np.ndarray:
@@ -320,6 +329,8 @@ class IncrementalCholesky:
         """
         m = self._m
         column = self._vector(column, "column")
+        if column.ndim != 1:
+            raise ValueError(f"column must be 1-D, got shape {column.shape}")
         diagonal = float(diagonal)
         if not np.isfinite(diagonal) or not np.all(np.isfinite(column)):
             raise ValueError("append: column and diagonal must be finite")
@@ -353,26 +364,31 @@ class IncrementalCholesky:
         """
         m = self._m
         i = self._index(i)
-        off = _packed_len(i)
-        rows, cols = np.tril_indices(m)
-        rows, cols = rows[off:] - i, cols[off:]
+        off, end = _packed_len(i), _packed_len(m)
+        rows, cols = _tail_indices(m, i)
+        # Row-major packed order of the reduced matrix is the old order minus row/column i.
+        keep = (rows != 0) & (cols != i)
+        new_end = _packed_len(m - 1)
+        self._A[off:new_end] = self._A[off:end][keep]
+        self._A[new_end:end] = 0.0
+        tail = self._L[off:end]
+        l = tail[(cols == i) & (rows > 0)]
+        new_tail = tail[keep]
         k = m - i - 1
-        new_rows, new_cols = np.tril_indices(m - 1)
-        new_rows, new_cols = new_rows[off:] - i, new_cols[off:]
-        for name in ("_L", "_A"):
-            buf = getattr(self, name)
-            T = np.zeros((m - i, m))
-            T[rows, cols] = buf[off : _packed_len(m)]
-            R = np.delete(T[1:], i, axis=1)  # rows i+1.. of the old matrix, column i removed
-            if name == "_L" and k > 0:
-                R[:, i:] = cholesky_rank_one(R[:, i:], T[1:, i], 1.0)
-            buf[off : _packed_len(m - 1)] = R[new_rows, new_cols]
-            buf[_packed_len(m - 1) : _packed_len(m)] = 0.0
+        if k > 0:
+            nr, nc = _tail_indices(m - 1, i)
+            sel = nc >= i
+            T = np.zeros((k, k))
+            T[nr[sel], nc[sel] - i] = new_tail[sel]
+            T = cholesky_rank_one(T, l, 1.0)
+            new_tail[sel] = T[nr[sel], nc[sel] - i]
+        self._L[off:new_end] = new_tail
+        self._L[new_end:end] = 0.0
         self._m = m - 1
         self._after_modification()
 
     def rescale(self, i: int, factor: float, ridge: float = 0.0) -> None:
-        """Re-weight atom ``i``: ``A - ridge I <- D (A - ridge I) D``, ``D = I + (factor-1) e_i e_i^T``.
+        """Re-weight atom ``i``: ``A - ridge I <- D (A - ridge I) D``, ``D = I + (f-1) e_i e_i^T``.
 
         This is the update needed when ``A = S K S + ridge I`` (KORS, INK-Estimate, SQUEAK with
         weights ``S = diag(sqrt(w))``) and the weight of atom ``i`` changes from ``w_i`` to
@@ -399,8 +415,7 @@ class IncrementalCholesky:
         if not (np.isfinite(ridge) and ridge >= 0):
             raise ValueError(f"ridge must be finite and >= 0, got {ridge!r}")
         off = _packed_len(i)
-        rows, cols = np.tril_indices(m)
-        rows, cols = rows[off:] - i, cols[off:]
+        rows, cols = _tail_indices(m, i)
         # stored matrix
         TA = np.zeros((m - i, m))
         TA[rows, cols] = self._A[off : _packed_len(m)]
@@ -468,7 +483,7 @@ class IncrementalCholesky:
         return res
 
     def refresh(self) -> None:
-        """Recompute ``L`` from the stored ``A`` (``O(m^3)``), clamping pivots if ``A`` is singular."""
+        """Recompute ``L`` from the stored ``A`` (``O(m^3)``), clamping pivots if it is singular."""
         m = self._m
         self.n_refreshes += 1
         self._ops_since_check = 0

@@ -44,6 +44,13 @@ def _integer(name: str, value, *, low: int = 1) -> int:
     return int(value)
 
 
+def _records(X):
+    """A DataFrame becomes a list of row dicts keyed by column name; anything else is unchanged."""
+    if hasattr(X, "columns") and hasattr(X, "to_dict"):
+        return X.to_dict("records")
+    return X
+
+
 class _Rows:
     """Row buffer ``(n, d)`` whose rows and columns both grow by capacity doubling."""
 
@@ -103,6 +110,22 @@ class Dictionary:
 
     is available as explicit features (:meth:`nystrom_features`, ``Z Z^T = K~``) or as a matrix
     (:meth:`approximate_kernel`). ``gamma`` defaults to the dictionary's own regularizer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.kernels import RBF
+    >>> from okoco.dictionary import ALD
+    >>> ald = ALD(RBF(gamma=1.0), nu=0.1)
+    >>> [ald.update(x) for x in ({"a": 0.0}, {"a": 0.01}, {"a": 3.0, "b": 1.0})]
+    [True, False, True]
+    >>> ald.indices, ald.feature_names
+    (array([0, 2]), ['a', 'b'])
+    >>> ald.atoms
+    array([[0., 0.],
+           [3., 1.]])
+    >>> ald.nystrom_features([{"a": 3.0, "b": 1.0}]).shape
+    (1, 2)
     """
 
     _nystrom_gamma: float = 0.0
@@ -222,6 +245,7 @@ class Dictionary:
 
     def _matrix(self, X) -> np.ndarray:
         """Map a batch (2-D array, list of dicts, or a single point) to rows over known features."""
+        X = _records(X)
         if isinstance(X, Mapping):
             X = [X]
         if isinstance(X, Sequence) and len(X) > 0 and isinstance(X[0], Mapping):
@@ -259,7 +283,11 @@ class Dictionary:
 
     # ------------------------------------------------------------------ batch use
     def update_many(self, X) -> np.ndarray:
-        """Call :meth:`update` on every row of ``X`` (array or list of dicts); returns the flags."""
+        """Call :meth:`update` on every row of ``X``; returns the flags.
+
+        ``X`` is a 2-D array, a list of dicts, or a DataFrame (rows become dicts keyed by column).
+        """
+        X = _records(X)
         if isinstance(X, np.ndarray) and X.ndim == 2:
             return np.array([self.update(row) for row in X], dtype=bool)
         return np.array([self.update(x) for x in X], dtype=bool)

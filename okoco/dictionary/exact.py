@@ -1,8 +1,8 @@
 """Exact ridge leverage scores and effective dimensions, and seed 003's fast approximate scores.
 
-Conventions: ``alpha`` is the ridge *added to the kernel matrix*, ``K + alpha I``. Calandriello et al.
-(KONS, SQUEAK, INK-Estimate) write ``alpha`` or ``gamma`` for it; El Alaoui & Mahoney (seed 003) write
-``K + n lambda I``, i.e. ``alpha = n * lambda``.
+Conventions: ``alpha`` is the ridge *added to the kernel matrix*, ``K + alpha I``. Calandriello
+et al. (KONS, SQUEAK, INK-Estimate) write ``alpha`` or ``gamma`` for it; El Alaoui & Mahoney
+(seed 003) write ``K + n lambda I``, i.e. ``alpha = n * lambda``.
 """
 
 from __future__ import annotations
@@ -64,9 +64,9 @@ def ridge_leverage_scores(K, alpha: float) -> np.ndarray:
     --------
     >>> import numpy as np
     >>> from okoco.dictionary import ridge_leverage_scores
-    >>> ridge_leverage_scores(np.eye(3), alpha=1.0)     # orthogonal unit points: 1 / (1 + alpha)
+    >>> ridge_leverage_scores(np.eye(3), alpha=1.0)  # orthogonal unit points: 1 / (1 + alpha)
     array([0.5, 0.5, 0.5])
-    >>> np.round(ridge_leverage_scores(np.ones((4, 4)), alpha=1.0), 6)   # 4 identical points: 1/(4 + alpha)
+    >>> np.round(ridge_leverage_scores(np.ones((4, 4)), alpha=1.0), 6)  # 4 copies: 1/(4 + alpha)
     array([0.2, 0.2, 0.2, 0.2])
     """
     K = _square(K)
@@ -95,7 +95,7 @@ def effective_dimension(K, alpha: float) -> float:
 
 
 def max_degrees_of_freedom(K, alpha: float) -> float:
-    """Maximal degrees of freedom ``d_mof(alpha) = n max_i tau_i(alpha)`` (El Alaoui & Mahoney 2015).
+    """Maximal degrees of freedom ``d_mof(alpha) = n max_i tau_i(alpha)`` (El Alaoui & Mahoney).
 
     ``d_mof >= d_eff``, with equality iff all scores are equal; uniform Nyström sampling needs
     ``O(d_mof)`` columns where leverage sampling needs ``O(d_eff)``.
@@ -147,7 +147,8 @@ def online_ridge_leverage_scores(K, alpha: float) -> np.ndarray:
 def online_effective_dimension(K, alpha: float) -> float:
     """Online effective dimension ``d_onl(alpha) = sum_t tau_{t,t}`` (Calandriello et al. 2017).
 
-    Lemma 3 of that paper: ``d_onl <= log det(K / alpha + I) <= d_eff (1 + log(||K|| / alpha + 1))``.
+    Lemma 3 of that paper:
+    ``d_onl <= log det(K / alpha + I) <= d_eff (1 + log(||K|| / alpha + 1))``.
 
     Examples
     --------
@@ -184,15 +185,17 @@ def approximate_ridge_leverage_scores(
     *,
     probabilities=None,
     seed=None,
-) -> np.ndarray:
+    return_indices: bool = False,
+):
     """Fast approximate ridge leverage scores (El Alaoui & Mahoney 2015, Sect. 3.5, Eq. 9).
 
     Samples ``p = n_columns`` columns i.i.d. with replacement (default: squared-length
     probabilities ``K_ii / Tr K``, uniform for stationary kernels), builds ``B`` with
     ``B B^T = L = C W^+ C^T`` from the sampled columns ``C`` and their overlap ``W``, and returns
-    ``l~_i = B_i^T (B^T B + alpha I)^{-1} B_i``, which are exactly the ridge leverage scores of the
-    Nyström matrix ``L`` (App. D). ``L <= K`` makes ``l~_i <= tau_i(alpha)`` for every draw. Only the
-    ``n x |unique columns|`` kernel block is evaluated: ``O(n p^2 + p^3)`` time, ``O(n p)`` memory.
+    ``l~_i = B_i^T (B^T B + alpha I)^{-1} B_i``, which are exactly the ridge leverage scores of
+    the Nyström matrix ``L`` (App. D). ``L <= K`` makes ``l~_i <= tau_i(alpha)`` for every draw.
+    Only the ``n x |unique columns|`` kernel block is evaluated: ``O(n p^2 + p^3)`` time and
+    ``O(n p)`` memory.
 
     Parameters
     ----------
@@ -208,6 +211,13 @@ def approximate_ridge_leverage_scores(
         Sampling distribution over the ``n`` points (default squared-length).
     seed
         Seed or ``numpy.random.Generator``.
+    return_indices
+        Also return the distinct sampled column indices.
+
+    Returns
+    -------
+    numpy.ndarray or (numpy.ndarray, numpy.ndarray)
+        The ``n`` approximate scores (and the sampled indices).
 
     Examples
     --------
@@ -242,4 +252,5 @@ def approximate_ridge_leverage_scores(
     keep = e > 1e-12 * e.max()
     B = C @ (V[:, keep] / np.sqrt(e[keep]))
     M = B.T @ B + alpha * np.eye(B.shape[1])
-    return np.einsum("ij,ji->i", B, np.linalg.solve(M, B.T))
+    scores = np.einsum("ij,ji->i", B, np.linalg.solve(M, B.T))
+    return (scores, J) if return_indices else scores

@@ -1,11 +1,11 @@
-"""INK-Estimate (Calandriello, Lazaric & Valko, UAI 2016, Algorithm 3) and its Shrink-Expand step."""
+"""INK-Estimate (Calandriello, Lazaric & Valko, UAI 2016, Algorithm 3) and Shrink-Expand."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
-from okoco.dictionary._base import Dictionary, _Rows, _real
+from okoco.dictionary._base import Dictionary, _real, _Rows
 
 __all__ = ["INKEstimate", "shrink_expand"]
 
@@ -53,8 +53,8 @@ class INKEstimate(Dictionary):
 
     At step ``t + 1`` (``t`` points seen) the new point's full kernel column ``k-bar`` against all
     past points is formed, the current approximation ``K~_t = Z Z^T`` (``Z = K_t S L^{-T}``,
-    ``L L^T = S^T K_t S + gamma I``, ``S = diag(sqrt(b))`` on the atoms) is kept factored through
-    the thin SVD of ``Z``, and
+    ``L L^T = S^T K_t S + gamma I``, ``S = diag(sqrt(b))`` on the atoms) is never formed densely
+    (its resolvents are applied by Woodbury through ``Z^T Z``), and
 
     * the scores of the atoms and of the new point follow Eq. 14,
       ``tau~_i = (k_ii - k_i^T (K-bar_{t+1} + a gamma I)^{-1} k_i) / (a gamma)`` with the exact
@@ -98,7 +98,9 @@ class INKEstimate(Dictionary):
     (True, True)
     """
 
-    def __init__(self, kernel, gamma: float = 2.0, eps: float = 0.5, qbar: float = 100.0, seed=None):
+    def __init__(
+        self, kernel, gamma: float = 2.0, eps: float = 0.5, qbar: float = 100.0, seed=None
+    ):
         if kernel is None:
             raise TypeError("INKEstimate needs a kernel")
         super().__init__(kernel)
@@ -133,49 +135,54 @@ class INKEstimate(Dictionary):
     def _on_new_features(self, k: int) -> None:
         self._history.add_columns(k)
 
-    def _factor(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        """Left singular vectors and squared singular values of ``Z`` (``K~_t = Z Z^T``)."""
+    def _factor(self, t: int) -> np.ndarray:
+        """``Z = K_t S L^{-T}`` with ``L L^T = S^T K_t S + gamma I``, so that ``K~_t = Z Z^T``."""
         m = self.size
         if m == 0 or t == 0:
-            return np.zeros((t, 0)), np.zeros(0)
+            return np.zeros((t, 0))
         C = self._C[:t, :m]
         sb = np.sqrt(self._weights[:m])
-        KII = C[self._indices[:m], :]
-        M = sb[:, None] * KII * sb[None, :]
+        M = sb[:, None] * C[self._indices[:m], :] * sb[None, :]
         M = (M + M.T) / 2.0
         M[np.diag_indices(m)] += self.gamma
         L = cholesky(M, lower=True, check_finite=False)
-        Z = solve_triangular(L, (C * sb[None, :]).T, lower=True, check_finite=False).T
-        U, sig, _ = np.linalg.svd(Z, full_matrices=False)
-        return U, sig * sig
+        return solve_triangular(L, (C * sb[None, :]).T, lower=True, check_finite=False).T
 
     @staticmethod
-    def _apply_inverse(U, s2, c: float, V: np.ndarray) -> np.ndarray:
-        """``(K~ + c I)^{-1} V`` from the thin SVD of ``Z``."""
-        coef = s2 / (c * (s2 + c))
-        return V / c - U @ (coef[:, None] * (U.T @ V)) if V.ndim == 2 else V / c - U @ (
-            coef * (U.T @ V)
-        )
+    def _resolvent(Z: np.ndarray, ZtZ: np.ndarray, c: float):
+        """``V -> (Z Z^T + c I)^{-1} V`` by Woodbury: ``(V - Z (Z^T Z + c I)^{-1} Z^T V) / c``."""
+        G = ZtZ.copy()
+        G[np.diag_indices_from(G)] += c
+        F = cholesky(G, lower=True, check_finite=False) if G.size else G
+
+        def apply(V: np.ndarray) -> np.ndarray:
+            if Z.shape[1] == 0:
+                return V / c
+            W = solve_triangular(F, Z.T @ V, lower=True, check_finite=False)
+            W = solve_triangular(F, W, lower=True, trans="T", check_finite=False)
+            return (V - Z @ W) / c
+
+        return apply
 
     def update(self, x) -> bool:
         """Process one point; return whether it survived Expand."""
         vec, new = self._vectorize(x)
         t = self.n_seen
         hist = self._padded(self._history.view(), vec.shape[0])
-        kbar = (
-            np.asarray(self.kernel(hist, vec[None, :]))[:, 0] if t else np.zeros(0)
-        )
+        kbar = np.asarray(self.kernel(hist, vec[None, :]))[:, 0] if t else np.zeros(0)
         kk = float(np.asarray(self.kernel.diag(vec[None, :]))[0])
         m = self.size
         a = self.ink_alpha
         ag = a * self.gamma
-        U, s2 = self._factor(t)
+        Z = self._factor(t)
+        ZtZ = Z.T @ Z
+        G_ag = self._resolvent(Z, ZtZ, ag)
         # Eq. 14 by block inversion of (K-bar_{t+1} + a gamma I)
         V1 = np.empty((t, m + 1))
         V1[:, :m] = self._C[:t, :m]
         V1[:, m] = kbar
         v2 = np.append(kbar[self._indices[:m]], kk)
-        GV1 = self._apply_inverse(U, s2, ag, V1)
+        GV1 = G_ag(V1)
         Gk = GV1[:, m]
         s = kk + ag - float(kbar @ Gk)
         cross = kbar @ GV1
@@ -183,10 +190,8 @@ class INKEstimate(Dictionary):
         kii = np.append(V1[self._indices[:m], np.arange(m)], kk)
         tau = np.clip((kii - quad) / ag, 0.0, None)
         # Eqs. 15-16: d_eff increment
-        proj = U.T @ kbar
-        k_g2_k = float(np.sum(proj**2 / (s2 + self.gamma) ** 2)) + max(
-            float(kbar @ kbar) - float(proj @ proj), 0.0
-        ) / self.gamma**2
+        g_kbar = self._resolvent(Z, ZtZ, self.gamma)(kbar)
+        k_g2_k = float(g_kbar @ g_kbar)  # kbar^T (K~_t + gamma I)^{-2} kbar
         num = kk - float(kbar @ Gk) - (1.0 - self.eps) ** 2 / 4.0 * self.gamma * k_g2_k
         den = kk + self.gamma - float(kbar @ Gk)
         increment = num / den

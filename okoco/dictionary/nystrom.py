@@ -17,9 +17,10 @@ class NystromKRR:
 
     ``K~ = K_{X,I} S (S K_{I,I} S + gamma I)^{-1} S K_{I,X} = B B^T``,
 
-    ``B = K_{X,I} S V diag(e)^{-1/2}`` from ``S K_II S + gamma I = V diag(e) V^T`` (eigenvalues below
-    ``1e-12 max(e)`` dropped, so ``gamma = 0`` is the plain Nyström ``C W^+ C^T`` of seed 003, robust
-    to duplicate landmarks). The dual solution of ``(K~ + mu I) w~ = y`` (INK Eq. 8, Woodbury) is
+    ``B = K_{X,I} S V diag(e)^{-1/2}`` from ``S K_II S + gamma I = V diag(e) V^T`` (eigenvalues
+    below ``1e-12 max(e)`` dropped, so ``gamma = 0`` is the plain Nyström ``C W^+ C^T`` of seed
+    003, robust to duplicate landmarks). The dual solution of ``(K~ + mu I) w~ = y`` (INK Eq. 8,
+    Woodbury) is
 
     ``w~ = (y - B (B^T B + mu I)^{-1} B^T y) / mu``,
 
@@ -80,8 +81,13 @@ class NystromKRR:
         """Use the atoms and weights of a fitted dictionary (``gamma`` defaults to its own)."""
         if gamma is None:
             gamma = dictionary._nystrom_gamma
-        return cls(dictionary.kernel, mu=mu, gamma=gamma, landmarks=dictionary.atoms,
-                   weights=dictionary.weights)
+        return cls(
+            dictionary.kernel,
+            mu=mu,
+            gamma=gamma,
+            landmarks=dictionary.atoms,
+            weights=dictionary.weights,
+        )
 
     def _features_map(self, landmarks: np.ndarray, weights: np.ndarray) -> None:
         sw = np.sqrt(weights)

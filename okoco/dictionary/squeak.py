@@ -1,4 +1,4 @@
-"""SQUEAK: sequential RLS sampling (Calandriello, Lazaric & Valko 2017, "Pack only the essentials")."""
+"""SQUEAK, sequential RLS sampling (Calandriello et al. 2017, "Pack only the essentials")."""
 
 from __future__ import annotations
 

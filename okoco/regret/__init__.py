@@ -1,0 +1,44 @@
+"""Regret against offline comparators, and the theoretical bounds it is compared with.
+
+- :class:`RegretTracker` scores a learner step by step against a comparator refitted on each
+  checkpoint's prefix;
+- :mod:`okoco.regret.comparators`: ``fit(X, y)`` / ``predict(X)`` offline solutions
+  (:class:`ClippedKernelERM`, the paper's comparator class, and the unconstrained and Nyström
+  variants);
+- :mod:`okoco.regret.bounds`: Theorem 1 and 3 of Calandriello et al. (2017) as curves.
+"""
+
+from okoco.regret import bounds
+from okoco.regret.comparators import (
+    BestConstant,
+    ClippedKernelERM,
+    KernelERM,
+    KernelLogistic,
+    KernelRidge,
+    KernelSquaredHinge,
+    NystromClippedKernelERM,
+    NystromComparator,
+    NystromKernelERM,
+    NystromKernelLogistic,
+    NystromKernelRidge,
+    NystromKernelSquaredHinge,
+)
+from okoco.regret.tracker import RegretTracker, log_checkpoints
+
+__all__ = [
+    "RegretTracker",
+    "bounds",
+    "log_checkpoints",
+    "BestConstant",
+    "ClippedKernelERM",
+    "KernelERM",
+    "KernelLogistic",
+    "KernelRidge",
+    "KernelSquaredHinge",
+    "NystromClippedKernelERM",
+    "NystromComparator",
+    "NystromKernelERM",
+    "NystromKernelLogistic",
+    "NystromKernelRidge",
+    "NystromKernelSquaredHinge",
+]

@@ -1,0 +1,264 @@
+"""Tests of okoco.linalg against dense numpy references (np.linalg.cholesky / solve / slogdet)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from okoco.linalg import IncrementalCholesky, cholesky_rank_one
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_threaded_blas():
+    """These tests factorize many small matrices: BLAS threads only add contention (on a loaded
+    2-core box, 20x slower), so pin them to one thread when threadpoolctl is available."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    with threadpool_limits(limits=1):
+        yield
+
+
+def rbf(A, B, gamma=0.5):
+    d = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
+    return np.exp(-gamma * d)
+
+
+def spd(n, seed=0, ridge=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    return rbf(X, X) + ridge * np.eye(n)
+
+
+def build(A, **kwargs):
+    chol = IncrementalCholesky(**kwargs)
+    for j in range(A.shape[0]):
+        chol.append(A[:j, j], A[j, j])
+    return chol
+
+
+def rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+# ---------------------------------------------------------------------------- append and solves
+def test_append_matches_dense_cholesky_through_capacity_doublings():
+    A = spd(70, seed=1)
+    chol = build(A, capacity=1)
+    assert chol.size == len(chol) == 70
+    assert chol.capacity >= 70
+    assert rel(chol.factor(), np.linalg.cholesky(A)) < 1e-12
+    np.testing.assert_allclose(chol.matrix(), A, rtol=0, atol=1e-15)
+
+
+def test_solves_quad_logdet_match_dense():
+    A = spd(40, seed=2)
+    chol = build(A)
+    L = np.linalg.cholesky(A)
+    v = np.random.default_rng(3).normal(size=40)
+    np.testing.assert_allclose(chol.half_solve(v), np.linalg.solve(L, v), rtol=1e-10)
+    np.testing.assert_allclose(chol.back_solve(v), np.linalg.solve(L.T, v), rtol=1e-10)
+    np.testing.assert_allclose(chol.solve(v), np.linalg.solve(A, v), rtol=1e-10)
+    assert chol.quad(v) == pytest.approx(v @ np.linalg.solve(A, v), rel=1e-11)
+    assert chol.logdet() == pytest.approx(np.linalg.slogdet(A)[1], rel=1e-12)
+    V = np.random.default_rng(4).normal(size=(40, 3))
+    np.testing.assert_allclose(chol.solve(V), np.linalg.solve(A, V), rtol=1e-10)
+    np.testing.assert_allclose(chol.inverse(), np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+
+
+def test_append_returns_schur_complement_and_accepts_half():
+    A = spd(10, seed=5)
+    chol = build(A[:9, :9])
+    h = chol.half_solve(A[:9, 9])
+    schur = chol.append(A[:9, 9], A[9, 9], half=h)
+    expected = np.linalg.det(A) / np.linalg.det(A[:9, :9])
+    assert schur == pytest.approx(expected, rel=1e-10)
+    assert rel(chol.factor(), np.linalg.cholesky(A)) < 1e-12
+
+
+def test_empty_factor():
+    chol = IncrementalCholesky()
+    assert chol.size == 0
+    assert chol.logdet() == 0.0
+    assert chol.solve(np.zeros(0)).shape == (0,)
+    assert chol.quad(np.zeros(0)) == 0.0
+    assert chol.matrix().shape == (0, 0)
+
+
+def test_duplicate_atoms_are_clamped_and_counted():
+    chol = IncrementalCholesky(min_pivot=1e-10)
+    chol.append(np.zeros(0), 1.0)
+    schur = chol.append(np.array([1.0]), 1.0)  # exact duplicate: Schur complement 0
+    assert schur == pytest.approx(1e-10)
+    assert chol.n_clamped == 1
+    A = chol.matrix()
+    assert A[1, 1] == pytest.approx(1.0 + 1e-10, abs=1e-15)  # the matrix actually factorized
+    L = chol.factor()
+    np.testing.assert_allclose(L @ L.T, A, atol=1e-14)
+    assert np.all(np.isfinite(chol.solve(np.array([1.0, -1.0]))))
+    chol.append(np.array([0.5, 0.5]), 2.0)  # a normal atom afterwards is not clamped
+    assert chol.n_clamped == 1
+
+
+# ---------------------------------------------------------------------------- remove / rescale
+@pytest.mark.parametrize("i", [0, 7, 18, 19, -1])
+def test_remove_matches_fresh_cholesky(i):
+    A = spd(20, seed=6)
+    chol = build(A)
+    chol.remove(i)
+    keep = np.delete(np.arange(20), i % 20)
+    B = A[np.ix_(keep, keep)]
+    assert chol.size == 19
+    assert rel(chol.factor(), np.linalg.cholesky(B)) < 1e-12
+    np.testing.assert_array_equal(chol.matrix(), B)
+    v = np.arange(19.0)
+    assert chol.quad(v) == pytest.approx(v @ np.linalg.solve(B, v), rel=1e-10)
+
+
+@pytest.mark.parametrize("factor", [0.3, 1.0, 2.5])
+@pytest.mark.parametrize("i", [0, 5, 11])
+def test_rescale_matches_reweighted_matrix(i, factor):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(12, 2))
+    K = rbf(X, X)
+    w = rng.uniform(0.5, 4.0, size=12)
+    ridge = 0.7
+    A = np.sqrt(w)[:, None] * K * np.sqrt(w)[None, :] + ridge * np.eye(12)
+    chol = build(A)
+    chol.rescale(i, factor, ridge=ridge)
+    w[i] *= factor**2
+    B = np.sqrt(w)[:, None] * K * np.sqrt(w)[None, :] + ridge * np.eye(12)
+    assert rel(chol.factor(), np.linalg.cholesky(B)) < 1e-12
+    np.testing.assert_allclose(chol.matrix(), B, atol=1e-13)
+    assert chol.logdet() == pytest.approx(np.linalg.slogdet(B)[1], rel=1e-12)
+
+
+def test_rescale_without_ridge_is_a_congruence():
+    A = spd(8, seed=8)
+    chol = build(A)
+    chol.rescale(3, 4.0)
+    D = np.eye(8)
+    D[3, 3] = 4.0
+    assert rel(chol.factor(), np.linalg.cholesky(D @ A @ D)) < 1e-12
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_cholesky_rank_one_update_and_downdate(sign):
+    A = spd(15, seed=9, ridge=2.0)
+    x = np.random.default_rng(10).normal(size=15) * 0.3
+    L1 = cholesky_rank_one(np.linalg.cholesky(A), x, sign)
+    np.testing.assert_allclose(L1, np.linalg.cholesky(A + sign * np.outer(x, x)), atol=1e-12)
+
+
+def test_cholesky_rank_one_rejects_indefinite_downdate():
+    with pytest.raises(np.linalg.LinAlgError):
+        cholesky_rank_one(np.eye(2), np.array([2.0, 0.0]), -1.0)
+
+
+def run_long(n_appends, window, refresh_tol, seed=0):
+    """Append n_appends RBF atoms (ridge 1e-2), removing random atoms beyond `window` and
+    rescaling some; return the factor and an independently rebuilt matrix."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_appends, 3))
+    ridge = 1e-2
+    chol = IncrementalCholesky(capacity=4, refresh_tol=refresh_tol)
+    ids, weights = [], []
+    n_removed = n_rescaled = 0
+    for j in range(n_appends):
+        w_new = rng.uniform(0.5, 2.0)
+        col = np.sqrt(w_new * np.array(weights)) * rbf(X[ids], X[j : j + 1])[:, 0]
+        chol.append(col, w_new + ridge)
+        ids.append(j)
+        weights.append(w_new)
+        if len(ids) > window:
+            i = int(rng.integers(len(ids)))
+            chol.remove(i)
+            ids.pop(i)
+            weights.pop(i)
+            n_removed += 1
+        if j % 10 == 0:
+            i = int(rng.integers(len(ids)))
+            f = rng.uniform(0.5, 2.0)
+            chol.rescale(i, f, ridge=ridge)
+            weights[i] *= f * f
+            n_rescaled += 1
+    sw = np.sqrt(np.array(weights))
+    A = sw[:, None] * rbf(X[ids], X[ids]) * sw[None, :] + ridge * np.eye(len(ids))
+    return chol, A, n_removed, n_rescaled
+
+
+@pytest.mark.parametrize("refresh_tol", [1e-8, np.inf])
+def test_many_appends_removals_rescales_match_fresh_cholesky(refresh_tol):
+    chol, A, n_removed, n_rescaled = run_long(2000, window=120, refresh_tol=refresh_tol)
+    assert n_removed > 1000 and n_rescaled == 200
+    assert rel(chol.factor(), np.linalg.cholesky(A)) < 1e-8
+    np.testing.assert_allclose(chol.matrix(), A, rtol=1e-12, atol=1e-13)
+    if refresh_tol == np.inf:
+        assert chol.n_refreshes == 0  # the incremental updates alone stay accurate
+
+
+@pytest.mark.slow
+def test_ten_thousand_appends_with_removals_match_fresh_cholesky():
+    chol, A, n_removed, _ = run_long(10_000, window=150, refresh_tol=np.inf)
+    assert n_removed > 9000
+    assert rel(chol.factor(), np.linalg.cholesky(A)) < 1e-8
+
+
+def test_residual_check_refreshes_a_drifted_factor():
+    A = spd(30, seed=11)
+    chol = build(A)
+    assert chol.check() < 1e-14
+    chol._L[: 30 * 31 // 2] *= 1.0 + 1e-6  # simulate accumulated round-off drift
+    assert chol.residual() > 1e-8
+    before = chol.n_refreshes
+    chol.check()
+    assert chol.n_refreshes == before + 1
+    assert rel(chol.factor(), np.linalg.cholesky(A)) < 1e-13
+
+
+def test_automatic_check_runs_during_appends():
+    chol = build(spd(100, seed=12))
+    assert np.isfinite(chol.last_residual) and chol.last_residual < 1e-12
+    assert chol.n_refreshes == 0
+
+
+def test_refresh_falls_back_to_clamped_bordering_on_singular_matrix():
+    chol = IncrementalCholesky(min_pivot=1e-10)
+    for _ in range(3):  # three identical atoms, no ridge
+        chol.append(np.ones(chol.size), 1.0)
+    assert chol.n_clamped == 2
+    chol.refresh()
+    L = chol.factor()
+    np.testing.assert_allclose(L @ L.T, chol.matrix(), atol=1e-12)
+
+
+# ---------------------------------------------------------------------------- validation
+@pytest.mark.parametrize(
+    "kwargs", [{"capacity": 0}, {"capacity": 2.5}, {"refresh_tol": 0.0}, {"min_pivot": 0.0}]
+)
+def test_constructor_validation(kwargs):
+    with pytest.raises(ValueError):
+        IncrementalCholesky(**kwargs)
+
+
+def test_bad_inputs_leave_state_unchanged():
+    A = spd(5, seed=13)
+    chol = build(A)
+    with pytest.raises(ValueError, match="length 5"):
+        chol.append(np.ones(4), 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        chol.append(np.array([np.nan, 0, 0, 0, 0]), 1.0)
+    with pytest.raises(ValueError, match="half"):
+        chol.append(A[:5, 0], 1.0, half=np.ones(3))
+    with pytest.raises(IndexError):
+        chol.remove(5)
+    with pytest.raises(TypeError):
+        chol.remove(1.5)
+    with pytest.raises(ValueError, match="factor"):
+        chol.rescale(0, -1.0)
+    with pytest.raises(ValueError, match="length 5"):
+        chol.solve(np.ones(3))
+    assert chol.size == 5
+    assert rel(chol.factor(), np.linalg.cholesky(A)) < 1e-12
