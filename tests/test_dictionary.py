@@ -30,19 +30,6 @@ from okoco.dictionary import (
 from okoco.kernels import RBF, Linear
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    """These tests factorize many small matrices: BLAS threads only add contention (on a loaded
-    2-core box, 20x slower), so pin them to one thread when threadpoolctl is available."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    with threadpool_limits(limits=1):
-        yield
-
-
 # ---------------------------------------------------------------------------- helpers
 class Bernoulli:
     """Bernoulli kernel (-1)^(s-1)/(2s)! B_2s({x - y}) on [0, 1] (seed 003, corrected sign)."""

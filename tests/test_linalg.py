@@ -8,19 +8,6 @@ import pytest
 from okoco.linalg import IncrementalCholesky, cholesky_rank_one
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    """These tests factorize many small matrices: BLAS threads only add contention (on a loaded
-    2-core box, 20x slower), so pin them to one thread when threadpoolctl is available."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    with threadpool_limits(limits=1):
-        yield
-
-
 def rbf(A, B, gamma=0.5):
     d = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
     return np.exp(-gamma * d)

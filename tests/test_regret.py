@@ -104,7 +104,17 @@ def test_clipped_erm_small_C_active_kkt_and_reference(loss):
     # multipliers have the right signs (nu >= 0 at +C, <= 0 at -C)
     up, lo = erm.fitted_values_ >= C * (1 - 1e-9), erm.fitted_values_ <= -C * (1 - 1e-9)
     assert np.all(erm.multipliers_[up] >= -1e-8) and np.all(erm.multipliers_[lo] <= 1e-8)
-    # and an independent solver reaches the same optimum
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic(), losses.SquaredHinge()])
+def test_clipped_erm_matches_an_independent_solver(loss):
+    X, y = _data(n=60, noise=0.5)
+    if not isinstance(loss, losses.Squared):
+        y = np.where(y >= 0, 1, -1)
+    C = 0.3
+    k = kernels.RBF(3.0)
+    erm = ClippedKernelERM(k, loss, C=C, alpha=0.05).fit(X, y)
     f_ref, obj_ref = _reference_clipped(k(X, X), y.astype(float), loss, C, 0.05)
     assert erm.objective_ <= obj_ref + 1e-6 * (1 + abs(obj_ref))
     np.testing.assert_allclose(erm.fitted_values_, f_ref, atol=2e-3)
