@@ -8,3 +8,12 @@ def unit_rows(n, d, seed=0):
 
 def as_dicts(X):
     return [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
+
+
+def run(model, X, y):
+    """Test-then-train over the rows of ``X``: the predictions made before each update."""
+    preds = []
+    for x, target in zip(as_dicts(X), y):
+        preds.append(model.predict_one(x))
+        model.learn_one(x, target)
+    return np.array(preds)

@@ -5,18 +5,10 @@ import numpy as np
 import pytest
 from primal import h, poly2_features, primal_ons
 from river import checks, datasets, evaluate, metrics, preprocessing
-from streams import as_dicts, unit_rows
+from streams import as_dicts, run, unit_rows
 
 from okoco import BinaryClassifier, kernels, losses
 from okoco.learners import KONS
-
-
-def run(model, X, y):
-    preds = []
-    for x, target in zip(as_dicts(X), y):
-        preds.append(model.predict_one(x))
-        model.learn_one(x, target)
-    return np.array(preds)
 
 
 def squared_stream(n=250, d=4, seed=0, C=0.25):

@@ -4,18 +4,10 @@ import numpy as np
 import pytest
 from primal import primal_ons
 from river import checks, datasets, evaluate, metrics, preprocessing
-from streams import as_dicts, unit_rows
+from streams import run, unit_rows
 
 from okoco import BinaryClassifier, kernels, losses
 from okoco.learners import KONS, FunctionalGD, SketchedKONS
-
-
-def run(model, X, y):
-    preds = []
-    for x, target in zip(as_dicts(X), y):
-        preds.append(model.predict_one(x))
-        model.learn_one(x, target)
-    return np.array(preds)
 
 
 def stream(n=300, d=3, seed=0):
