@@ -40,3 +40,24 @@ def poly2_features(X, gamma, coef0):
     """Explicit map of (gamma <x, y> + coef0)^2."""
     outer = np.einsum("ni,nj->nij", X, X).reshape(len(X), -1)
     return np.hstack([np.full((len(X), 1), coef0), np.sqrt(2 * coef0 * gamma) * X, gamma * outer])
+
+
+def feasible_linear_stream(n=300, d=4, C=1.0, seed=9):
+    """Unit-norm features with targets of a linear function plus noise, clipped to [-C, C]."""
+    from streams import unit_rows
+
+    X = unit_rows(n, d, seed=seed)
+    w_true = np.array([0.5, -0.3, 0.8, 0.1])[:d]
+    y = np.clip(X @ w_true + 0.1 * np.random.default_rng(0).normal(size=n), -C, C)
+    return X, y, w_true
+
+
+def regret_inequality_slack(X, y, preds, records, w, *, loss, C, alpha, sigma, rg_sum, coins=None):
+    """Right side minus left side of spec section 7 item 12 for the comparator w, rescaled into
+    the feasible set: alpha ||w||^2 + R_G + R_D - 2 R_T(w), with R_D using eta_t z_t - sigma."""
+    w = w / max(1.0, np.abs(X @ w).max() / C)  # feasible: |x_t . w| <= C
+    coins = np.ones(len(X)) if coins is None else coins
+    regret = np.sum(loss.value(y, preds) - loss.value(y, X @ w))
+    r_d = sum((r["eta"] * z - sigma) * r["gdot"] ** 2 * (p - x @ w) ** 2
+              for r, z, p, x in zip(records, coins, preds, X))
+    return alpha * w @ w + rg_sum + r_d - 2 * regret

@@ -142,9 +142,8 @@ class KernelLearner(base.MiniBatchRegressor):
         Invalid ``x`` or ``y`` raises before anything is changed.
         """
         y = check_target(y, self._loss)
-        self._features.vector(x, register=False)  # validates every value first
         eta = self._step(self.n_seen + 1)
-        vec = self._features.vector(x, register=True)
+        vec = self._features.vector(x, register=True)  # validates every value before registering
         self._learn_vec(vec, y, eta)
         self.n_seen += 1
         self._cache = None
