@@ -8,7 +8,8 @@ and the ``okoco`` command line.
 
 from okoco import kernels, losses
 from okoco.learners import BinaryClassifier
+from okoco.persistence import load
 
 __version__ = "0.1.0"
 
-__all__ = ["kernels", "losses", "BinaryClassifier", "__version__"]
+__all__ = ["kernels", "losses", "BinaryClassifier", "load", "__version__"]

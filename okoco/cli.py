@@ -28,48 +28,31 @@ from typing import Any
 
 import typer
 
+# Building a run from names lives one layer down, shared with okoco.distributed.
+from okoco.experiment import (  # noqa: F401  (all kept importable from okoco.cli)
+    KERNELS,
+    LOSSES,
+    METRICS,
+    REGRESSION_METRICS,
+    UserError,
+    build_model,
+    describe,
+    learner_registry,
+    load_dataset,
+)
+from okoco.experiment import make_kernel as _kernel  # noqa: F401
+from okoco.experiment import make_metrics as _metrics  # noqa: F401
+from okoco.experiment import parameters as _parameters
+from okoco.experiment import run_one as _run_one
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="okoco: online learning with kernels and convex losses.",
                   pretty_exceptions_enable=False)
 
 
-class UserError(Exception):
-    """A mistake in the command line or the data: reported in one line, exit code 2."""
-
-
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=2)
-
-
-# -- registries -----------------------------------------------------------------------------------
-
-
-def learner_registry() -> dict[str, type]:
-    """CLI name -> learner class; ``krls`` appears once ``okoco.learners`` provides ``KRLS``.
-
-    Examples
-    --------
-    >>> sorted(learner_registry())[:3]
-    ['fgd', 'kons', ...]
-    """
-    from okoco import learners
-
-    names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
-             "krls": "KRLS"}
-    return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
-
-
-KERNELS = {"rbf": "RBF", "laplacian": "Laplacian", "polynomial": "Polynomial", "linear": "Linear"}
-LOSSES = {"squared": "Squared", "logistic": "Logistic", "squared-hinge": "SquaredHinge"}
-METRICS = {"mae": "MAE", "mse": "MSE", "rmse": "RMSE", "r2": "R2", "accuracy": "Accuracy",
-           "f1": "F1", "logloss": "LogLoss", "rocauc": "ROCAUC"}
-REGRESSION_METRICS = {"mae", "mse", "rmse", "r2"}
-
-
-def _parameters(cls: type) -> dict[str, inspect.Parameter]:
-    return {k: p for k, p in inspect.signature(cls.__init__).parameters.items()
-            if k != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
 
 
 def parse_value(text: str) -> Any:
@@ -98,125 +81,6 @@ def _pairs(items: Sequence[str], what: str) -> dict[str, Any]:
         if not sep or not key.strip():
             raise UserError(f"{what} {item!r} must look like key=value")
         out[key.strip().replace("-", "_")] = parse_value(value)
-    return out
-
-
-# -- building ------------------------------------------------------------------------------------
-
-
-def _kernel(name: str, gamma: float | None, degree: int | None, coef0: float | None,
-            normalize: bool):
-    from okoco import kernels
-
-    if name not in KERNELS:
-        raise UserError(f"unknown kernel {name!r}; choose from {', '.join(KERNELS)}")
-    cls = getattr(kernels, KERNELS[name])
-    accepted = _parameters(cls)
-    given = {"gamma": gamma, "degree": degree, "coef0": coef0}
-    kwargs = {k: v for k, v in given.items() if v is not None}
-    for key in kwargs:
-        if key not in accepted:
-            raise UserError(f"kernel {name!r} takes no --{key}")
-    if normalize:
-        if "normalize" not in accepted:
-            raise UserError(f"kernel {name!r} has no normalize option")
-        kwargs["normalize"] = True
-    return cls(**kwargs)
-
-
-def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float,
-                params: dict[str, Any], seed: int | None, scale: bool, scale_target: bool):
-    """The model the CLI replays: [TargetStandardScaler]( [StandardScaler |] learner ).
-
-    Binary tasks wrap the learner in :class:`okoco.BinaryClassifier` (default loss logistic).
-    """
-    from river import preprocessing
-
-    from okoco import BinaryClassifier, losses
-
-    registry = learner_registry()
-    if name not in registry:
-        raise UserError(f"unknown learner {name!r}; choose from {', '.join(registry)}")
-    if task == "multiclass":
-        raise UserError("okoco learners handle regression and binary tasks; this dataset is "
-                        "multiclass")
-    cls = registry[name]
-    accepted = _parameters(cls)
-    for key in params:
-        if key in ("kernel", "loss", "C"):
-            flag = {"kernel": "--kernel", "loss": "--loss", "C": "--C"}[key]
-            raise UserError(f"set {key} with {flag}, not -p")
-        if key not in accepted:
-            raise UserError(f"learner {name!r} has no parameter {key!r}; it takes "
-                            f"{', '.join(k for k in accepted if k not in ('kernel', 'loss'))}")
-    kwargs = dict(params)
-    if "kernel" in accepted:
-        kwargs["kernel"] = kernel
-    kwargs["C"] = C
-    if loss is None:
-        loss = "logistic" if task == "binary" and "loss" in accepted else None
-    if loss is not None:
-        if loss not in LOSSES:
-            raise UserError(f"unknown loss {loss!r}; choose from {', '.join(LOSSES)}")
-        if "loss" not in accepted:
-            raise UserError(f"learner {name!r} takes no loss (it is squared-loss only)")
-        if task == "regression" and loss != "squared":
-            raise UserError(f"loss {loss!r} needs two class labels, but this dataset is a "
-                            "regression task; use --loss squared")
-        kwargs["loss"] = getattr(losses, LOSSES[loss])()
-    if seed is not None and "seed" in accepted and "seed" not in kwargs:
-        kwargs["seed"] = seed
-    try:
-        learner = cls(**kwargs)
-    except (TypeError, ValueError) as error:
-        raise UserError(f"learner {name!r}: {error}") from None
-    if task == "binary":
-        learner = BinaryClassifier(learner)
-    model = preprocessing.StandardScaler() | learner if scale else learner
-    if task == "regression" and scale_target:
-        model = preprocessing.TargetStandardScaler(model)
-    return model, learner
-
-
-def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any],
-                 seed: int | None, shuffle: bool):
-    """Load DATASET (name or path) with the CLI's options; shuffle the order with ``seed``."""
-    import numpy as np
-
-    from okoco import datasets
-
-    kwargs = dict(data_params)
-    if target is not None:
-        kwargs["target"] = int(target) if target.lstrip("-").isdigit() else target
-    key = dataset.strip().lower().replace("_", "-")
-    if key in datasets.SYNTHETIC and seed is not None and "seed" not in kwargs:
-        if "seed" in inspect.signature(datasets.SYNTHETIC[key][0]).parameters:
-            kwargs["seed"] = seed
-    is_file = key not in {r.name for r in datasets.available()}
-    if target is not None and not is_file:
-        raise UserError(f"--target applies to CSV files, not to the built-in {dataset!r}")
-    ds = datasets.load(dataset, **kwargs)
-    if shuffle:
-        X, y, names = ds.to_arrays(sparse=getattr(ds, "is_sparse", False))
-        order = np.random.default_rng(seed).permutation(X.shape[0])
-        ds = datasets.Dataset(ds.name, ds.task, X=X[order], y=y[order], feature_names=names,
-                              description=ds.description)
-    return ds
-
-
-def _metrics(names: Sequence[str], task: str) -> list:
-    from river import metrics
-
-    if not names:
-        names = ["mae"] if task == "regression" else ["accuracy"]
-    out = []
-    for name in names:
-        key = name.lower()
-        if key not in METRICS:
-            raise UserError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
-        if (key in REGRESSION_METRICS) != (task == "regression"):
-            raise UserError(f"metric {name!r} does not fit a {task} task")
-        out.append(getattr(metrics, METRICS[key])())
     return out
 
 
@@ -253,44 +117,6 @@ def _guard(body: Callable[[], None]) -> None:
 
 def _progress(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty()
-
-
-def _run_one(dataset, learner: str, *, options: dict[str, Any], seed: int | None,
-             progress: bool, label: str | None = None):
-    from okoco.evaluate import replay
-
-    kernel = _kernel(options["kernel"], options["gamma"], options["degree"], options["coef0"],
-                     options["normalize"])
-    model, core = build_model(learner, dataset.task, loss=options["loss"], kernel=kernel,
-                           C=options["C"], params=options["params"], seed=seed,
-                           scale=options["scale"], scale_target=options["scale_target"])
-    meta = {"dataset": dataset.name, "task": dataset.task, "d": dataset.d,
-            "learner": learner, "model": describe(core), "seed": seed,
-            "scale_features": options["scale"],
-            "scale_target": options["scale_target"] and dataset.task == "regression"}
-    return replay(model, dataset, metrics=_metrics(options["metric"], dataset.task),
-                  checkpoints=options["checkpoints"], progress=progress,
-                  max_samples=options["max_samples"], meta=meta)
-
-
-def describe(learner: Any) -> str:
-    """A one-line constructor call showing the parameters that differ from the defaults.
-
-    Examples
-    --------
-    >>> from okoco.learners import FunctionalGD
-    >>> describe(FunctionalGD(C=3.0, eta=0.2))
-    'FunctionalGD(C=3.0, eta=0.2)'
-    """
-    inner = getattr(learner, "learner", None)
-    if inner is not None and not isinstance(inner, str):
-        return f"{type(learner).__name__}({describe(inner)})"
-    parts = []
-    for key, p in _parameters(type(learner)).items():
-        value = getattr(learner, key, p.default)
-        if p.default is inspect.Parameter.empty or value is not p.default and value != p.default:
-            parts.append(f"{key}={value!r}")
-    return f"{type(learner).__name__}({', '.join(parts)})"
 
 
 def _num(v: float) -> str:
@@ -343,6 +169,46 @@ def _common_options(kernel: str, gamma: float | None, degree: int | None, coef0:
             "checkpoints": checkpoints, "scale": scale, "scale_target": scale_target}
 
 
+def _checkpoint_path(checkpoint: Path | None, every: int | None, resume: bool,
+                     output: Path | None) -> Path | None:
+    """The replay checkpoint file: --checkpoint, else OUTPUT with the suffix .ckpt.npz."""
+    if every is not None and every < 1:
+        raise UserError(f"--checkpoint-every must be >= 1, got {every}")
+    if checkpoint is None and (every is not None or resume):
+        if output is None:
+            raise UserError("--checkpoint-every and --resume need --checkpoint PATH (or "
+                            "--output, next to which the checkpoint is kept)")
+        checkpoint = output.with_suffix(".ckpt.npz")
+    if checkpoint is not None and not (checkpoint.parent if str(checkpoint.parent)
+                                       else Path(".")).is_dir():
+        raise UserError(f"cannot write {str(checkpoint)!r}: no such directory")
+    return checkpoint
+
+
+def _run_checkpointed(ds, learner: str, *, options: dict[str, Any], seed: int | None,
+                      progress: bool, checkpoint: Path, every: int | None, resume: bool,
+                      quiet: bool):
+    """``_run_one`` with a checkpoint file: the same model, metrics and meta."""
+    from okoco.evaluate import replay as replay_run
+    from okoco.persistence import read_metadata
+
+    if resume and checkpoint.exists() and not quiet:
+        done = read_metadata(checkpoint)["progress"]["t"]
+        typer.echo(f"resuming from {checkpoint} ({done} samples done)", err=True)
+    kernel = _kernel(options["kernel"], options["gamma"], options["degree"], options["coef0"],
+                     options["normalize"])
+    model, core = build_model(learner, ds.task, loss=options["loss"], kernel=kernel,
+                              C=options["C"], params=options["params"], seed=seed,
+                              scale=options["scale"], scale_target=options["scale_target"])
+    meta = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
+            "model": describe(core), "seed": seed, "scale_features": options["scale"],
+            "scale_target": options["scale_target"] and ds.task == "regression"}
+    return replay_run(model, ds, metrics=_metrics(options["metric"], ds.task),
+                      checkpoints=options["checkpoints"], progress=progress,
+                      max_samples=options["max_samples"], meta=meta, checkpoint=checkpoint,
+                      checkpoint_every=every, resume=resume)
+
+
 # -- commands -------------------------------------------------------------------------------------
 
 
@@ -384,6 +250,16 @@ def replay(
     plot: Path = typer.Option(None, "--plot", help="save a plot: run.png, .pdf or .svg"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar, no summary"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
+    checkpoint: Path = typer.Option(None, "--checkpoint", rich_help_panel="Checkpoints",
+                                    help="checkpoint file (.npz: model, metrics, progress) "
+                                    "[default: OUTPUT with suffix .ckpt.npz]"),
+    checkpoint_every: int = typer.Option(None, "--checkpoint-every", metavar="N",
+                                         rich_help_panel="Checkpoints", help="write the "
+                                         "checkpoint every N samples (atomically) and at the "
+                                         "end"),
+    resume: bool = typer.Option(False, "--resume", rich_help_panel="Checkpoints",
+                                help="continue from the checkpoint if it exists: no sample "
+                                "is learned twice or skipped"),
 ) -> None:
     """Replay DATASET through a learner, test-then-train, and print a summary.
 
@@ -402,8 +278,15 @@ def replay(
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
         ds = load_dataset(dataset, target=target, data_params=_pairs(data_param, "dataset "
                           "parameter"), seed=seed, shuffle=shuffle)
-        result = _run_one(ds, learner, options=options, seed=seed,
-                          progress=_progress(quiet) and not as_json)
+        ckpt = _checkpoint_path(checkpoint, checkpoint_every, resume, output)
+        if ckpt is None:
+            result = _run_one(ds, learner, options=options, seed=seed,
+                              progress=_progress(quiet) and not as_json)
+        else:
+            result = _run_checkpointed(ds, learner, options=options, seed=seed,
+                                       progress=_progress(quiet) and not as_json,
+                                       checkpoint=ckpt, every=checkpoint_every, resume=resume,
+                                       quiet=quiet or as_json)
         if out_kind == "json":
             result.to_json(output)
         elif out_kind == "csv":
@@ -482,8 +365,18 @@ def compare(
     plot: Path = typer.Option(None, "--plot", help="one plot of all learners: .png/.pdf/.svg"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout"),
+    scheduler: str = typer.Option(None, "--scheduler", help="run the learner x seed runs on "
+                                  "Dask: 'local' (a LocalCluster started and stopped for the "
+                                  "run) or the ADDRESS of a running scheduler "
+                                  "(tcp://host:8786) [default: one after the other, here]"),
+    workers: int = typer.Option(None, "--workers", help="--scheduler local: worker processes "
+                                "[default: CPUs]; with an ADDRESS: wait for N workers; alone: "
+                                "implies --scheduler local"),
 ) -> None:
     """Compare learners on DATASET over seeds: mean ± std of the final values, one plot.
+
+    With --scheduler the runs go to a Dask cluster (pip install okoco[distributed]); results
+    are the same as without, and a failed run is reported (exit code 1) while the others finish.
 
     Example: okoco compare sinc -l kons -l sketched-kons -l fgd --seeds 3 --output r.json
     """
@@ -506,19 +399,26 @@ def compare(
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
         dparams = _pairs(data_param, "dataset parameter")
         runs: dict[str, list] = {name: [] for name in learner}
-        for seed in range(seeds):
-            ds = load_dataset(dataset, target=target, data_params=dparams, seed=seed,
-                              shuffle=shuffle)
-            for name in learner:
-                accepted = _parameters(registry[name])
-                opts = dict(options, params={k: v for k, v in shared.items() if k in accepted})
-                result = _run_one(ds, name, options=opts, seed=seed,
-                                  progress=_progress(quiet) and not as_json)
-                runs[name].append(result)
+        failed = 0
+        if scheduler is not None or workers is not None:
+            runs, failed = _compare_on_dask(dataset, learner, seeds, options, shared, dparams,
+                                            target, shuffle, scheduler or "local", workers,
+                                            progress=not quiet and not as_json)
+        else:
+            for seed in range(seeds):
+                ds = load_dataset(dataset, target=target, data_params=dparams, seed=seed,
+                                  shuffle=shuffle)
+                for name in learner:
+                    accepted = _parameters(registry[name])
+                    opts = dict(options,
+                                params={k: v for k, v in shared.items() if k in accepted})
+                    result = _run_one(ds, name, options=opts, seed=seed,
+                                      progress=_progress(quiet) and not as_json)
+                    runs[name].append(result)
         unused = [k for k in shared if not any(k in _parameters(registry[n]) for n in learner)]
         if unused:
             raise UserError(f"no learner takes parameter {unused[0]!r}")
-        main = runs[learner[0]][0].metrics[0]
+        main = next(rs for rs in runs.values() if rs)[0].metrics[0]
         cols = [main, "cumulative_loss", "regret", "us_per_sample", "dictionary_size",
                 "memory_bytes"]
         table = []
@@ -543,7 +443,7 @@ def compare(
                 w.writerow(["learner", "seed", "n_samples", *cols])
                 for n, rs in runs.items():
                     for seed, r in enumerate(rs):
-                        w.writerow([n, seed, r.n_samples,
+                        w.writerow([n, r.meta.get("seed", seed), r.n_samples,
                                     *("" if not np.isfinite(r.final.get(c, math.nan)) else
                                       r.final[c] for c in cols)])
 
@@ -553,10 +453,42 @@ def compare(
         if as_json:
             typer.echo(json.dumps(_clean({"dataset": dataset, "metric": main, "seeds": seeds,
                                           "summary": table})))
-            return
-        _print_table(table, cols, quiet)
+        else:
+            _print_table(table, cols, quiet)
+        if failed:
+            raise typer.Exit(code=1)
 
     _guard(body)
+
+
+def _compare_on_dask(dataset: str, learner: list[str], seeds: int, options: dict[str, Any],
+                     shared: dict[str, Any], dparams: dict[str, Any], target: str | None,
+                     shuffle: bool, scheduler: str, workers: int | None,
+                     progress: bool) -> tuple[dict[str, list], int]:
+    """``compare``'s runs as an okoco.distributed grid; failed runs are reported on stderr."""
+    from okoco import distributed
+
+    kernel = _kernel(options["kernel"], options["gamma"], options["degree"], options["coef0"],
+                     options["normalize"])
+    try:
+        res = distributed.grid(
+            learner, [(dataset, dparams)], params=[shared], seeds=seeds, kernel=kernel,
+            loss=options["loss"], C=options["C"], metrics=options["metric"],
+            max_samples=options["max_samples"], checkpoints=options["checkpoints"],
+            scale=options["scale"], scale_target=options["scale_target"], shuffle=shuffle,
+            target=target, scheduler=scheduler, workers=workers, progress=progress)
+    except (ImportError, ConnectionError) as error:
+        raise UserError(str(error)) from None
+    if not res.ok:
+        raise UserError(res.failed[0]["error"])
+    for task, record in zip(res.tasks, res.records):
+        if record["status"] != "ok":
+            typer.echo(f"failed: {task.label()}: {record['error']}", err=True)
+    runs: dict[str, list] = {}
+    for task, result in zip(res.tasks, res.results):
+        if result is not None:
+            runs.setdefault(task.learner, []).append(result)
+    return runs, len(res.failed)
 
 
 def _print_table(table: list[dict], cols: list[str], quiet: bool) -> None:

@@ -515,6 +515,9 @@ def replay(
     loss: Any = None,
     max_samples: int | None = None,
     meta: Mapping[str, Any] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
 ) -> ReplayResult:
     r"""Test-then-train ``learner`` over ``data``; record the curves at checkpoints.
 
@@ -557,6 +560,20 @@ def replay(
         Stop after this many samples.
     meta
         Extra facts stored in the result's ``meta``.
+    checkpoint
+        Path of a checkpoint file (one ``.npz``, see :mod:`okoco.persistence`): the model graph
+        (okoco learners, river pipelines, ``StandardScaler``, ``TargetStandardScaler``), the
+        metric states, the samples consumed and the result columns so far. It is written
+        atomically (temporary file, then ``os.replace``) every ``checkpoint_every`` samples and
+        at the end of the stream. A run with a regret tracker cannot be checkpointed.
+    checkpoint_every
+        Write the checkpoint after every this many samples (``None``: only at the end).
+    resume
+        If ``checkpoint`` exists, restore the model and the metrics from it (in place), skip the
+        samples it consumed without learning them, and continue: the result equals that of an
+        uninterrupted run, except for the timing columns. Without a checkpoint file the run
+        starts from the beginning. The checkpoint must come from the same run (dataset, number
+        of samples, metrics, checkpoints, learner class), else ``ValueError``.
 
     Returns
     -------
@@ -593,6 +610,15 @@ def replay(
         raise ValueError(f"max_samples must be a positive integer, got {max_samples!r}")
     if regret is not None and not callable(getattr(regret, "update", None)):
         raise TypeError(f"regret must have an update(x, y, y_pred) method, got {regret!r}")
+    if checkpoint_every is not None and (
+        isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, numbers.Integral)
+        or checkpoint_every < 1
+    ):
+        raise ValueError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+    if checkpoint is None and (checkpoint_every is not None or resume):
+        raise ValueError("checkpoint_every and resume need a checkpoint path")
+    if checkpoint is not None and regret is not None:
+        raise ValueError("a replay with a regret tracker cannot be checkpointed")
 
     stream, n, data_name = _stream(data)
     if max_samples is not None:
@@ -628,7 +654,44 @@ def replay(
         columns["memory_bytes"].append(_memory(learner))
 
     last_t, interval = 0, 0.0
-    start = time.perf_counter()
+    fingerprint = {"dataset": data_name, "n": n, "metrics": names, "checkpoints": points,
+                   "max_samples": max_samples, "learner": _describe(learner)}
+    if checkpoint is not None:
+        from okoco import persistence
+
+        persistence.check_checkpointable(learner, metric_list)
+    pending = 0.0
+    if resume and Path(checkpoint).exists():
+        def same_run(progress: dict) -> None:
+            if progress.get("fingerprint") != fingerprint:
+                saved = progress.get("fingerprint") or {}
+                diff = sorted(k for k in fingerprint if saved.get(k) != fingerprint[k])
+                raise ValueError(f"the checkpoint {str(checkpoint)!r} is from another run "
+                                 f"(different {', '.join(diff) or 'format'})")
+
+        progress = persistence.load_checkpoint(checkpoint, learner, metric_list, check=same_run)
+        t, last_t = progress["t"], progress["last_t"]
+        cum_loss, elapsed, pending = progress["cum_loss"], progress["elapsed"], progress["pending"]
+        columns = progress["columns"]
+        while next_point is not None and next_point <= t:
+            next_point = next(point_iter, None)
+        for _ in range(t):  # the samples already learned: consumed, not learned again
+            if next(stream, None) is None:
+                raise ValueError(f"the checkpoint {str(checkpoint)!r} consumed {t} samples but "
+                                 "the stream is shorter")
+        core = _find(learner, "dictionary_size")
+
+    def save_checkpoint() -> None:
+        nonlocal start
+        begin = time.perf_counter()
+        progress = {"t": t, "last_t": last_t, "cum_loss": cum_loss, "elapsed": elapsed,
+                    "pending": begin - start, "columns": columns, "fingerprint": fingerprint}
+        persistence.save_checkpoint(checkpoint, learner, metric_list, progress)
+        start += time.perf_counter() - begin  # writing the checkpoint is not learning time
+
+    start = time.perf_counter() - pending
+    if bar is not None and t:
+        bar.update(t)
     try:
         for x, y in stream:
             if max_samples is not None and t >= max_samples:
@@ -672,10 +735,15 @@ def replay(
                 start = time.perf_counter()
             elif bar is not None and t % 64 == 0:
                 bar.update(t)
+            if checkpoint_every is not None and t % checkpoint_every == 0:
+                save_checkpoint()
         if t != last_t:
             interval = time.perf_counter() - start
             elapsed += interval
             record()
+            last_t = t
+        if checkpoint is not None:
+            save_checkpoint()
     finally:
         if bar is not None:
             bar.close(t)

@@ -34,6 +34,8 @@ __all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear"]
 
 
 def _as_rows(X) -> np.ndarray:
+    if type(X) is np.ndarray and X.ndim == 2 and X.dtype == np.float64:
+        return X  # the learners' hot path
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         return X[None, :]
@@ -74,14 +76,26 @@ class Kernel:
             raise ValueError(f"X has {X.shape[1]} features but Y has {Y.shape[1]}")
         K = self._gram(X, Y)
         if self.normalize:
-            K = K / np.sqrt(np.outer(self._diag(X), self._diag(Y)))
+            K = K / np.sqrt(np.outer(self._self_similarity(X), self._self_similarity(Y)))
         return K
 
     def diag(self, X) -> np.ndarray:
         X = _as_rows(X)
         if self.normalize:
+            self._self_similarity(X)  # validates
             return np.ones(X.shape[0])
         return self._diag(X)
+
+    def _self_similarity(self, X: np.ndarray) -> np.ndarray:
+        """``k(x, x)`` before normalisation; 0 (e.g. the zero vector, linear kernel) is an error."""
+        d = self._diag(X)
+        bad = np.flatnonzero(~(d > 0))
+        if bad.size:
+            raise ValueError(
+                f"normalize=True is undefined for row {int(bad[0])}: its k(x, x) is "
+                f"{float(d[bad[0]])!r} (e.g. the zero vector under a linear kernel)"
+            )
+        return d
 
     def _gram(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
@@ -125,7 +139,9 @@ class RBF(Kernel):
         self.gamma = _positive("gamma", gamma)
 
     def _gram(self, X, Y):
-        return np.exp(-self.gamma * _sq_dists(X, Y))
+        D = _sq_dists(X, Y)
+        D *= -self.gamma
+        return np.exp(D, out=D)
 
     def _diag(self, X):
         return np.ones(X.shape[0])
@@ -153,7 +169,9 @@ class Laplacian(Kernel):
         self.gamma = _positive("gamma", gamma)
 
     def _gram(self, X, Y):
-        return np.exp(-self.gamma * cdist(X, Y, "cityblock"))
+        D = cdist(X, Y, "cityblock")
+        D *= -self.gamma
+        return np.exp(D, out=D)
 
     def _diag(self, X):
         return np.ones(X.shape[0])

@@ -52,9 +52,9 @@ import numbers
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.linalg.blas import dtpsv
+from scipy.linalg.blas import dspmv, dspr, dtpsv
 
-__all__ = ["IncrementalCholesky", "cholesky_rank_one"]
+__all__ = ["IncrementalCholesky", "PackedSymmetric", "cholesky_rank_one"]
 
 
 def _packed_len(m: int) -> int:
@@ -507,3 +507,68 @@ class IncrementalCholesky:
             finally:
                 self._rebuilding = False
                 self._ops_since_check = 0
+
+
+class PackedSymmetric:
+    """A growing symmetric ``(m, m)`` matrix in packed storage, updated in place by BLAS.
+
+    The layout is :class:`IncrementalCholesky`'s (row-major lower packed in a doubling buffer), so
+    bordering writes ``m + 1`` numbers at the end and the matrix is always one contiguous slice:
+    :meth:`matvec` is BLAS ``dspmv`` and :meth:`rank_one` is ``dspr`` on it, ``O(m^2)`` with no
+    temporary ``(m, m)`` array. KRLS keeps its ``P = (A^T A)^{-1}`` here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.linalg import PackedSymmetric
+    >>> P = PackedSymmetric()
+    >>> P.append(np.zeros(0), 2.0); P.append(np.array([0.5]), 1.0)
+    >>> P.rank_one(-1.0, np.array([1.0, 0.0]))
+    >>> P.matrix()
+    array([[1. , 0.5],
+           [0.5, 1. ]])
+    >>> P.matvec(np.array([1.0, 1.0]))
+    array([1.5, 1.5])
+    """
+
+    def __init__(self, capacity: int = 16):
+        self._cap = int(capacity)
+        self._buf = np.zeros(_packed_len(self._cap))
+        self._m = 0
+
+    @property
+    def size(self) -> int:
+        """The order ``m``."""
+        return self._m
+
+    def _packed(self) -> np.ndarray:
+        return self._buf[: _packed_len(self._m)]
+
+    def append(self, column: np.ndarray, diagonal: float) -> None:
+        """Border the matrix: ``P <- [[P, c], [c^T, d]]``."""
+        m = self._m
+        if m + 1 > self._cap:
+            cap = 2 * self._cap
+            grown = np.zeros(_packed_len(cap))
+            grown[: _packed_len(m)] = self._packed()
+            self._buf, self._cap = grown, cap
+        start = _packed_len(m)
+        self._buf[start : start + m] = column
+        self._buf[start + m] = diagonal
+        self._m = m + 1
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        """``P v`` (BLAS ``dspmv``)."""
+        if self._m == 0:
+            return np.zeros(0)
+        return dspmv(self._m, 1.0, self._packed(), v, lower=0)
+
+    def rank_one(self, alpha: float, x: np.ndarray) -> None:
+        """``P <- P + alpha x x^T`` in place (BLAS ``dspr``)."""
+        if self._m:
+            dspr(self._m, alpha, x, self._packed(), lower=0, overwrite_ap=1)
+
+    def matrix(self) -> np.ndarray:
+        """A dense copy of ``P``."""
+        A = IncrementalCholesky._unpack(self._buf, self._m)
+        return A + np.tril(A, -1).T

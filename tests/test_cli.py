@@ -230,3 +230,14 @@ def test_subprocess_real_command(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown dataset 'nope'")
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_compare_scheduler_options_are_documented_and_checked():
+    """The cluster paths themselves run in tests/test_distributed.py (a real LocalCluster)."""
+    helped = run("compare", "--help")
+    assert helped.exit_code == 0
+    assert "--scheduler" in helped.stdout and "--workers" in helped.stdout
+    assert "workers must be a positive integer" in error_line(
+        run("compare", "sinc", "-l", "fgd", "--workers", "0"))
+    assert "cannot connect to the Dask scheduler at 'nonsense:::'" in error_line(
+        run("compare", "sinc", "-l", "fgd", "-d", "n=10", "--scheduler", "nonsense:::"))

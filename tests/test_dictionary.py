@@ -845,3 +845,30 @@ def test_kernel_and_column_validation():
     assert kors.n_seen == 0
     with pytest.raises(RuntimeError):
         kors.update(np.zeros(2))
+
+
+def test_ald_update_column_matches_update_and_ridge_uses_the_regularized_residual():
+    X = np.random.default_rng(5).normal(size=(400, 2))
+    k = RBF(gamma=0.5)
+    for ridge in (0.0, 1e-4):
+        by_point, by_column = ALD(k, nu=1e-3, ridge=ridge), ALD(None, nu=1e-3, ridge=ridge)
+        for x in X:
+            by_point.update(x)
+            col = k(X[by_column.indices], x)[:, 0]
+            projection = by_column.project_column(col, 1.0)
+            by_column.update_column(col, 1.0, projection)
+            assert by_column.last_residual == by_point.last_residual
+        np.testing.assert_array_equal(by_column.indices, by_point.indices)
+        G = k(X[by_point.indices]) + ridge * np.eye(by_point.size)
+        np.testing.assert_allclose(by_column.gram(), G, rtol=1e-12, atol=1e-12)
+        z = np.array([0.3, -0.2])  # the regularized residual k(z,z) - g^T (G + rI)^{-1} g
+        g = k(X[by_point.indices], z)[:, 0]
+        a, delta = by_point.project(z)
+        np.testing.assert_allclose(a, np.linalg.solve(G, g), rtol=1e-7, atol=1e-9)  # cond(G) ~ 1e5
+        assert delta == pytest.approx(1.0 - g @ np.linalg.solve(G, g), abs=1e-10)
+    plain, loaded = ALD(k, nu=1e-3), ALD(k, nu=1e-3, ridge=1e-4)
+    plain.update_many(X)
+    loaded.update_many(X)
+    assert plain.size <= loaded.size <= 1.5 * plain.size < len(X) / 4
+    with pytest.raises(RuntimeError, match="update_column"):
+        by_column.update(X[0])

@@ -77,3 +77,23 @@ def test_shape_mismatch_and_repr():
         kernels.RBF()(np.zeros((2, 3)), np.zeros((2, 4)))
     assert repr(kernels.Polynomial(degree=2)) == "Polynomial(degree=2, gamma=1.0, coef0=1.0)"
     assert kernels.RBF(gamma=2.0) == kernels.RBF(gamma=2.0) != kernels.RBF(gamma=1.0)
+
+
+def test_normalized_kernel_refuses_a_point_with_zero_self_similarity():
+    kernel = kernels.Linear(normalize=True)
+    zero, x = np.zeros((1, 2)), np.array([[1.0, 2.0]])
+    for call in (lambda: kernel(zero, x), lambda: kernel(x, zero), lambda: kernel.diag(zero)):
+        with pytest.raises(ValueError, match="normalize=True is undefined"):
+            call()
+    np.testing.assert_allclose(kernel.diag(x), [1.0])
+
+
+def test_a_learner_with_a_normalized_linear_kernel_refuses_an_all_zero_first_row():
+    from okoco.learners import KONS
+
+    model = KONS(kernel=kernels.Linear(normalize=True))
+    with pytest.raises(ValueError, match="normalize=True is undefined"):
+        model.learn_one({"a": 0.0}, 0.5)
+    assert model.n_seen == 0 and model.dictionary_size == 0
+    model.learn_one({"a": 1.0}, 0.5)
+    assert np.isfinite(model.predict_one({"a": 2.0}))

@@ -15,9 +15,9 @@ def batch_krls_weights(X, y, kernel, nu, ridge=0.0):
             G = kernel(np.array(D)) + ridge * np.eye(len(D))
             g = kernel(np.array(D), x)[:, 0]
             a = np.linalg.solve(G, g)
-            delta = kernel.diag(x)[0] + ridge - g @ a
+            delta = kernel.diag(x)[0] - g @ a  # the ridge-regularized ALD residual
         else:
-            a, delta = np.zeros(0), kernel.diag(x)[0] + ridge
+            a, delta = np.zeros(0), kernel.diag(x)[0]
         if delta > nu:
             D.append(x)
             a = np.eye(len(D))[-1]
@@ -44,7 +44,7 @@ def test_weights_equal_the_batch_least_squares_solution(nu, ridge):
         if t in (50, 300):
             expected, D = batch_krls_weights(X[:t], y[:t], kernel, nu, ridge)
             assert model.dictionary_size == len(D)
-            np.testing.assert_allclose(model._ald.atoms, D)
+            np.testing.assert_allclose(model.atoms, D)
             np.testing.assert_allclose(model.weights, expected, rtol=1e-10,
                                        atol=1e-10 * np.abs(expected).max())
 
@@ -127,3 +127,17 @@ def test_river_check_estimator_and_progressive_validation():
     )
     mae = evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
     assert mae.get() < 1.0
+
+
+def test_a_ridge_below_nu_does_not_inflate_the_dictionary():
+    # Loading the diagonal used to add ridge to every ALD residual, so any ridge >= nu made
+    # KRLS keep every point; the regularized residual keeps the dictionary near its ridge-0 size.
+    X, y = sinc_stream(2000, seed=2)
+    sizes = {}
+    for ridge in (0.0, 1e-4, 1e-2):
+        model = KRLS(kernel=kernels.RBF(gamma=1.0), nu=1e-3, ridge=ridge)
+        for x, target in zip(as_dicts(X), y):
+            model.learn_one(x, target)
+        sizes[ridge] = model.dictionary_size
+    assert sizes[0.0] <= sizes[1e-4] <= 1.5 * sizes[0.0]
+    assert sizes[1e-2] < len(X) / 5  # was every point before the fix

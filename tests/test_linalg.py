@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from okoco.linalg import IncrementalCholesky, cholesky_rank_one
+from okoco.linalg import IncrementalCholesky, PackedSymmetric, cholesky_rank_one
 
 
 def rbf(A, B, gamma=0.5):
@@ -249,3 +249,19 @@ def test_bad_inputs_leave_state_unchanged():
         chol.solve(np.ones(3))
     assert chol.size == 5
     assert rel(chol.factor(), np.linalg.cholesky(A)) < 1e-12
+
+
+def test_packed_symmetric_bordering_matvec_and_rank_one_match_dense():
+    rng = np.random.default_rng(4)
+    P, dense = PackedSymmetric(capacity=2), np.zeros((0, 0))
+    for m in range(40):  # several capacity doublings
+        c, d = rng.normal(size=m), float(rng.uniform(1, 2))
+        P.append(c, d)
+        dense = np.block([[dense, c[:, None]], [c[None, :], np.array([[d]])]])
+        x, alpha = rng.normal(size=m + 1), float(rng.normal())
+        P.rank_one(alpha, x)
+        dense += alpha * np.outer(x, x)
+        np.testing.assert_allclose(P.matrix(), dense, rtol=1e-12, atol=1e-12)
+        v = rng.normal(size=m + 1)
+        np.testing.assert_allclose(P.matvec(v), dense @ v, rtol=1e-12, atol=1e-12)
+    assert P.size == 40

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 
@@ -20,10 +21,11 @@ def _check_kernel(kernel) -> None:
 
 def _real(name: str, value, *, low=None, high=None, low_open=False, high_open=False) -> float:
     """Validate a real parameter against an interval, with a clear message."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    plain = type(value) is float  # the hot path skips the slow abstract-class check
+    if not plain and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     value = float(value)
-    ok = np.isfinite(value)
+    ok = math.isfinite(value)
     if ok and low is not None:
         ok = value > low if low_open else value >= low
     if ok and high is not None:

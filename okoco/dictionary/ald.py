@@ -31,11 +31,18 @@ class ALD(Dictionary):
     Parameters
     ----------
     kernel
-        Kernel object (``kernel(X, Y)``, ``kernel.diag(X)``).
+        Kernel object (``kernel(X, Y)``, ``kernel.diag(X)``); ``None`` when the caller feeds
+        kernel columns through :meth:`update_column`.
     nu
         ALD threshold ``> 0``.
     max_size
         Optional maximum number of atoms.
+    ridge
+        Diagonal loading ``r >= 0``: the factored Gram is ``G_D + r I`` and the residual is the
+        regularized ``delta = k(x, x) - g^T (G_D + r I)^{-1} g`` (at least the exact one, and equal
+        to it as ``r -> 0``); the Schur complement of the loaded Gram, its new pivot, is
+        ``delta + r``, so :meth:`gram`, :meth:`logdet` and :attr:`cholesky` are those of
+        ``G_D + r I`` (``log det = sum_j log(delta_j + r)``). ``0`` is the paper's exact ALD.
 
     Attributes
     ----------
@@ -64,12 +71,12 @@ class ALD(Dictionary):
     True
     """
 
-    def __init__(self, kernel, nu: float, max_size: int | None = None):
-        if kernel is None:
-            raise TypeError("ALD needs a kernel")
+    def __init__(self, kernel, nu: float, max_size: int | None = None, ridge: float = 0.0):
         super().__init__(kernel)
+        self._column_mode = False
         self.nu = _real("nu", nu, low=0.0, low_open=True)
         self.max_size = None if max_size is None else _integer("max_size", max_size)
+        self.ridge = _real("ridge", ridge, low=0.0)
         self._chol = IncrementalCholesky()
         self._residuals = np.zeros(16)
         self.last_coefficients = np.zeros(0)
@@ -99,33 +106,92 @@ class ALD(Dictionary):
         """``log det G_D``, ``O(m)``."""
         return self._chol.logdet()
 
-    def _project(self, vec: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-        g = self._kernel_column(vec)
-        kxx = float(np.asarray(self.kernel.diag(vec[None, :]))[0])
-        h = self._chol.half_solve(g)
-        delta = kxx - float(h @ h)
-        a = self._chol.back_solve(h)
-        return a, delta, g, h
+    def project_column(self, k_col: np.ndarray, k_diag: float) -> tuple[np.ndarray, float,
+                                                                         np.ndarray]:
+        """ALD projection of a point given its kernel column (no state change), ``O(m^2)``.
+
+        Returns ``(a, delta, h)``: ``a = G_D^{-1} k_col``, ``delta = k_diag - k_col^T a`` and
+        ``h = L^{-1} k_col`` (``G_D = L L^T``). Pass the tuple to :meth:`update_column` to
+        learn the same point without solving again.
+        """
+        h = self._chol.half_solve(k_col)
+        delta = k_diag - float(h @ h)
+        return self._chol.back_solve(h), delta, h
+
+    def _diag(self, vec: np.ndarray) -> float:
+        return float(np.asarray(self.kernel.diag(vec[None, :]))[0])
 
     def project(self, x) -> tuple[np.ndarray, float]:
         """ALD coefficients and residual of ``x`` against the current dictionary (no state change).
 
         Returns ``(a, delta)`` with ``a = G_D^{-1} k_D(x)`` and ``delta = k(x, x) - k_D(x)^T a``.
         """
+        self._require_kernel()
         vec, _ = self._vectorize(x)
-        a, delta, _, _ = self._project(vec)
+        a, delta, _ = self.project_column(self._kernel_column(vec), self._diag(vec))
         return a, delta
 
     def update(self, x) -> bool:
         """Process one point; return whether it joined the dictionary (``delta > nu``)."""
+        if self.size and self._column_mode:
+            raise RuntimeError("this ALD is driven by update_column; do not mix with update(x)")
+        self._require_kernel()
         vec, new = self._vectorize(x)
-        a, delta, g, h = self._project(vec)
+        g, kxx = self._kernel_column(vec), self._diag(vec)
         self._commit(x, vec, new)
+        return self._step(g, kxx, vec)
+
+    def update_column(self, k_col, k_diag: float, projection=None) -> bool:
+        """Process one point given its kernel column against the atoms and ``k(x, x)``.
+
+        The entry point for a caller that keeps the points itself and already has the column
+        (KRLS computes it once per step for its prediction). The dictionary then stores no
+        points (:attr:`atoms` is empty): only indices, the factor and the residuals.
+
+        Parameters
+        ----------
+        k_col
+            ``k(d_j, x)`` for the atoms in storage order (length :attr:`size`).
+        k_diag
+            ``k(x, x)``.
+        projection
+            What :meth:`project_column` returned for this column against the current dictionary,
+            if the caller has it (the solves are then skipped).
+
+        Returns
+        -------
+        bool
+            Whether the point joined the dictionary; ``last_coefficients``, ``last_residual`` and
+            ``last_kernel_column`` are set as by :meth:`update`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco.kernels import RBF
+        >>> from okoco.dictionary import ALD
+        >>> k, X = RBF(gamma=1.0), np.array([[0.0], [0.05], [2.0]])
+        >>> ald = ALD(None, nu=0.01)
+        >>> [ald.update_column(k(X[ald.indices], X[[t]])[:, 0], 1.0) for t in range(3)]
+        [True, False, True]
+        """
+        if self.size and not self._column_mode:
+            raise RuntimeError("this ALD is driven by update(x); do not mix with update_column")
+        g = np.asarray(k_col, dtype=float).reshape(-1)
+        if g.shape[0] != self.size:
+            raise ValueError(f"k_col must have length {self.size} (the size), got {g.shape[0]}")
+        if not np.isfinite(g).all():
+            raise ValueError("k_col contains non-finite values")
+        kxx = _real("k_diag", k_diag, low=0.0)
+        self._column_mode = True
+        return self._step(g, kxx, None, projection)
+
+    def _step(self, g: np.ndarray, kxx: float, vec: np.ndarray | None, projection=None) -> bool:
+        a, delta, h = self.project_column(g, kxx) if projection is None else projection
         full = self.max_size is not None and self.size >= self.max_size
         added = bool(delta > self.nu and not full)
         if added:
             m = self.size
-            self._chol.append(g, float(np.asarray(self.kernel.diag(vec[None, :]))[0]), half=h)
+            self._chol.append(g, kxx + self.ridge, half=h)
             if m == self._residuals.shape[0]:
                 self._residuals = np.concatenate([self._residuals, np.zeros(m)])
             self._residuals[m] = delta

@@ -26,6 +26,12 @@ from okoco.learners.features import MAX_ABS_VALUE, FeatureMap, check_target, che
 __all__ = ["KernelLearner", "StepSize", "clip_excess"]
 
 
+def overflow_message(kernel, value) -> str:
+    """Why a prediction or an update is not finite: the numbers overflowed float64."""
+    return (f"the unclipped prediction is {value!r}: float64 overflowed, the features are too "
+            f"large for {kernel!r}; scale them (e.g. river's StandardScaler)")
+
+
 def clip_excess(z: float, C: float) -> float:
     """The paper's :math:`h(z)`: how far ``z`` lies outside ``[-C, C]`` (signed), else 0.
 
@@ -133,8 +139,15 @@ class KernelLearner(base.MiniBatchRegressor):
     # -- river protocol -------------------------------------------------------------------
 
     def predict_one(self, x: dict) -> float:
-        """Predict ``clip(f(x), -C, C)`` without changing any state."""
-        return self._clip(self._predict_vec(self._features.vector(x, register=False)))
+        """Predict ``clip(f(x), -C, C)`` without changing any state.
+
+        A prediction that overflows (features too large for the kernel) raises ``ValueError``
+        instead of returning NaN or a silently clipped infinity.
+        """
+        z = self._predict_vec(self._features.vector(x, register=False))
+        if not math.isfinite(z):
+            raise ValueError(overflow_message(self._kernel, z))
+        return self._clip(z)
 
     def learn_one(self, x: dict, y: float) -> None:
         """One test-then-train step: predict, observe the loss derivative, update.
@@ -169,7 +182,10 @@ class KernelLearner(base.MiniBatchRegressor):
             self._cache = None
 
     def predict_many(self, X):
-        """Predictions of the current model for each row (a Series for a DataFrame input)."""
+        """Predictions of the current model for each row (a Series for a DataFrame input).
+
+        A row whose prediction overflows raises ``ValueError`` naming the row.
+        """
         names, values = self._batch(X)
         cols = self._features.indices(names, register=False)
         width = max(self._features.width, int(cols.max()) + 1 if cols.size else 0)
@@ -177,6 +193,9 @@ class KernelLearner(base.MiniBatchRegressor):
         filled = np.nan_to_num(values, nan=0.0)
         V[:, cols] = filled
         preds = self._predict_vecs(V)
+        bad = np.flatnonzero(~np.isfinite(preds))
+        if bad.size:
+            raise ValueError(f"row {int(bad[0])}: {overflow_message(self._kernel, preds[bad[0]])}")
         if self.C is not None:
             preds = np.clip(preds, -self.C, self.C)
         if hasattr(X, "index"):
@@ -230,11 +249,22 @@ class KernelLearner(base.MiniBatchRegressor):
         same, so it is kept for the current state only (keyed by ``n_seen`` and the vector).
         """
         cache = self._cache
-        if cache is not None and cache[0] == self.n_seen and np.array_equal(cache[1], v):
+        if (cache is not None and cache[0] == self.n_seen and cache[1].shape == v.shape
+                and (cache[1] == v).all()):
             return cache[2]
         result = compute(v)
         self._cache = (self.n_seen, v.copy(), result)
         return result
+
+    def save(self, path, *, compress: bool = False):
+        """Save the learner to one ``.npz`` file (arrays + JSON, no pickle), atomically.
+
+        Load it back with :func:`okoco.load`; see :mod:`okoco.persistence` for the format.
+        Returns the path written.
+        """
+        from okoco.persistence import save
+
+        return save(self, path, compress=compress)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

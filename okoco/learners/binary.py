@@ -89,6 +89,12 @@ class BinaryClassifier(base.Wrapper, base.Classifier):
         _, pos = self._pair(self._labels if y in self._labels else [*self._labels, y])
         return 1.0 if y == pos else -1.0
 
+    def save(self, path, *, compress: bool = False):
+        """Save the classifier and its learner to one ``.npz`` file (see :func:`okoco.load`)."""
+        from okoco.persistence import save
+
+        return save(self, path, compress=compress)
+
     # -- river protocol -------------------------------------------------------------------
 
     def learn_one(self, x: dict, y, **kwargs) -> None:

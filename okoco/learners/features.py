@@ -22,6 +22,8 @@ def check_value(name, value) -> float:
     objects raise ``TypeError``; NaN, infinities and magnitudes above ``1e150`` (whose
     square overflows) raise ``ValueError``.
     """
+    if type(value) is float and -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
+        return value  # the common case, without the checks below (NaN fails the comparison)
     if isinstance(value, (bool, np.bool_)):
         return float(value)
     if not isinstance(value, numbers.Real):
@@ -38,23 +40,41 @@ def check_value(name, value) -> float:
 
 
 def check_target(y, loss) -> float:
-    """Validate a regression target for ``loss``; raise before any state changes."""
+    """Validate a regression target for ``loss``; raise before any state changes.
+
+    Like a feature, a target must be finite and at most ``1e150`` in magnitude (its squared
+    loss would overflow).
+    """
     check = getattr(loss, "check_target", None)
     if check is not None:
         check(y)
+    if type(y) is float and -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
+        return y  # the common case (NaN fails the comparison)
     if isinstance(y, (bool, np.bool_)) or not isinstance(y, numbers.Real):
         raise TypeError(f"the target must be a real number, got {y!r} ({type(y).__name__})")
     y = float(y)
     if not math.isfinite(y):
         raise ValueError(f"the target is {y!r}; it must be finite")
+    if abs(y) > MAX_ABS_VALUE:
+        raise ValueError(f"the target {y!r} is too large (|y| > {MAX_ABS_VALUE:g})")
     return y
 
 
 class FeatureMap:
-    """Assigns a column to each feature name, in first-learned order."""
+    """Assigns a column to each feature name, in first-learned order.
+
+    The last row mapped is remembered (a copy of the dict, the vector, the width at the time):
+    test-then-train maps each row twice, for ``predict_one`` and then ``learn_one``, and the
+    second call returns the same vector when the dict compares equal and no column was added
+    in between. The vector must be treated as read-only.
+    """
 
     def __init__(self):
         self.columns: dict = {}
+        self._last: tuple | None = None
+
+    def __getstate__(self) -> dict:
+        return {"columns": self.columns, "_last": None}
 
     @property
     def width(self) -> int:
@@ -68,18 +88,29 @@ class FeatureMap:
         """
         if not isinstance(x, dict):
             raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
-        values = {name: check_value(name, v) for name, v in x.items()}
-        unknown = [name for name in values if name not in self.columns]
+        columns = self.columns
+        width = len(columns)
+        last = self._last
+        if last is not None and last[2] == width and last[0] == x:
+            if register:
+                for name in last[3]:
+                    columns[name] = len(columns)
+                self._last = None  # the columns changed if there were unknown names
+            return last[1]
+        cols, values, unknown = [], [], []
+        for name, value in x.items():  # validate everything before registering anything
+            values.append(check_value(name, value))
+            col = columns.get(name)
+            if col is None:
+                col = width + len(unknown)
+                unknown.append(name)
+            cols.append(col)
         if register:
             for name in unknown:
-                self.columns[name] = len(self.columns)
-            vec = np.zeros(self.width)
-        else:
-            vec = np.zeros(self.width + len(unknown))
-            extra = {name: self.width + i for i, name in enumerate(unknown)}
-        for name, v in values.items():
-            col = self.columns.get(name)
-            vec[col if col is not None else extra[name]] = v
+                columns[name] = len(columns)
+        vec = np.zeros(width + len(unknown))
+        vec[cols] = values
+        self._last = None if register else (dict(x), vec, width, unknown)
         return vec
 
     def indices(self, names, *, register: bool) -> np.ndarray:
@@ -160,13 +191,14 @@ class PointStore:
 
     def kernel_row(self, kernel, vec: np.ndarray) -> np.ndarray:
         """``k(x_i, x)`` for every stored point, one vectorised kernel call."""
-        X = self.points
-        if vec.shape[0] > X.shape[1]:  # features the store has never seen are 0 there
-            X = np.pad(X, ((0, 0), (0, vec.shape[0] - X.shape[1])))
-        elif vec.shape[0] < X.shape[1]:
-            vec = np.pad(vec, (0, X.shape[1] - vec.shape[0]))
-        if X.shape[0] == 0:
+        if self.size == 0:
             return np.zeros(0)
+        X = self._X[: self.size, : self.n_cols]
+        width = vec.shape[0]
+        if width > self.n_cols:  # features the store has never seen are 0 there
+            X = np.pad(X, ((0, 0), (0, width - self.n_cols)))
+        elif width < self.n_cols:
+            vec = np.pad(vec, (0, self.n_cols - width))
         return kernel(X, vec[None, :])[:, 0]
 
     def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:

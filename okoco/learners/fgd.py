@@ -2,11 +2,12 @@ r"""Functional gradient descent in an RKHS (NORMA, Kivinen, Smola & Williamson 2
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
-from okoco.learners.base import KernelLearner, StepSize, clip_excess
+from okoco.learners.base import KernelLearner, StepSize, clip_excess, overflow_message
 from okoco.learners.features import PointStore
 
 __all__ = ["FunctionalGD"]
@@ -111,6 +112,8 @@ class FunctionalGD(KernelLearner):
         gdot = float(self._loss.derivative(y, ybar - excess))
         kappa = float(self._kernel.diag(v)[0])
         c_new = -eta * gdot - (shrink * excess / kappa if excess else 0.0)
+        if not (math.isfinite(c_new) and math.isfinite(ybar) and math.isfinite(kappa)):
+            raise ValueError(overflow_message(self._kernel, ybar))  # nothing changed yet
         if shrink != 1.0:
             coef *= shrink
         self._store.append(v, coef=c_new)

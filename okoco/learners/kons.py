@@ -26,7 +26,7 @@ import numbers
 
 import numpy as np
 
-from okoco.learners.base import KernelLearner, StepSize, clip_excess
+from okoco.learners.base import KernelLearner, StepSize, clip_excess, overflow_message
 from okoco.learners.features import PointStore
 from okoco.linalg import IncrementalCholesky
 
@@ -34,6 +34,9 @@ __all__ = ["KONS", "SketchedKONS"]
 
 # s_t = alpha phi^T A^{-1} phi cancels for (near) duplicate points; it is floored here.
 _MIN_S = 1e-12
+# The stored quantities grow like d_t^4 / alpha (d_t = gdot sqrt(eta)); beyond this bound on
+# |d_t| a later prediction could overflow to inf - inf = NaN, so such a step is refused.
+_MAX_D = 1e75
 
 
 class KONS(KernelLearner):
@@ -173,6 +176,17 @@ class KONS(KernelLearner):
         yhat = ybar - excess
         gdot = float(self._loss.derivative(y, yhat))
         d_t = gdot * math.sqrt(eta)
+        # Refuse a step that would store non-finite numbers, before the coin or any state
+        # changes: kernel values that overflowed, or a loss derivative far beyond the scale of C.
+        if not (math.isfinite(ybar) and math.isfinite(kappa) and np.isfinite(k).all()):
+            raise ValueError(overflow_message(self._kernel, ybar))
+        worst = eta * gdot * gdot * abs(yhat) + abs(gdot) + alpha * abs(excess) / s
+        if not (abs(d_t) <= _MAX_D and math.isfinite(worst)
+                and math.isfinite(d_t * d_t * kappa + alpha)):
+            raise ValueError(
+                f"the target {y!r} gives the loss derivative {gdot:g} at the prediction {yhat:g},"
+                " too large for a second-order step; rescale the targets"
+            )
         z = self._coin(e, kappa, d_t)
         c_t = z * eta * gdot * gdot * yhat - gdot - (alpha * excess / s if excess else 0.0)
 

@@ -9,22 +9,11 @@ import numpy as np
 
 from okoco import losses as _losses
 from okoco.dictionary import ALD
-from okoco.learners.base import KernelLearner
+from okoco.learners.base import KernelLearner, overflow_message
+from okoco.learners.features import PointStore
+from okoco.linalg import PackedSymmetric
 
 __all__ = ["KRLS"]
-
-
-class _DiagonalLoading:
-    """``k(x, y) + ridge * [x is y]``: the Gram of the dictionary becomes ``G_D + ridge I``."""
-
-    def __init__(self, kernel, ridge: float):
-        self.kernel, self.ridge = kernel, ridge
-
-    def __call__(self, X, Y=None):
-        return self.kernel(X, Y)
-
-    def diag(self, X):
-        return self.kernel.diag(X) + self.ridge
 
 
 class KRLS(KernelLearner):
@@ -45,6 +34,13 @@ class KRLS(KernelLearner):
     with :math:`e = y_t - k_{\mathcal D}(x_t)^\top\tilde\alpha` the a-priori error and
     :math:`P = (A^\top A)^{-1}`. Predictions :math:`f(x) = k_{\mathcal D}(x)^\top\tilde\alpha`.
 
+    The learner stores :math:`\beta = G_{\mathcal D}\tilde\alpha` instead of
+    :math:`\tilde\alpha`: then :math:`f(x_t) = a_t^\top\beta`, growing is
+    :math:`\beta \leftarrow [\beta;\ y_t]` and the other steps are
+    :math:`\beta \leftarrow \beta + q\,e`, so one ALD projection (two triangular solves, shared
+    by ``predict_one`` and the ``learn_one`` that follows) is the only solve of a step. A
+    prediction alone costs :math:`O(m^2)` for the same reason.
+
     Parameters
     ----------
     kernel
@@ -58,8 +54,10 @@ class KRLS(KernelLearner):
         the weights (as KAFBOX's KRLS does).
     ridge
         Diagonal loading of the dictionary Gram, :math:`G_{\mathcal D} + \text{ridge}\, I`, for
-        stability (0 for the exact recursion). With every point in the dictionary KRLS then
-        reproduces kernel ridge regression with this ridge.
+        stability (0 for the exact recursion); the ALD test then uses the regularized residual
+        (see ``okoco.dictionary.ALD``), so a ridge below ``nu`` leaves the dictionary size
+        about unchanged. With every point in the dictionary KRLS reproduces kernel ridge
+        regression with this ridge.
     loss
         Only ``Squared()`` (or ``None``): KRLS is a least-squares method.
 
@@ -69,6 +67,8 @@ class KRLS(KernelLearner):
         Steps learned and dictionary atoms.
     last_residual
         The ALD residual :math:`\delta_t` of the last point learned.
+    atoms
+        The dictionary points.
     log_det
         :math:`\log\det` of the (loaded) dictionary Gram.
 
@@ -105,51 +105,63 @@ class KRLS(KernelLearner):
     _clipping_optional = True
 
     def _reset_state(self) -> None:
-        kernel = self._kernel if self.ridge == 0 else _DiagonalLoading(self._kernel, self.ridge)
-        self._ald = ALD(kernel, nu=self.nu, max_size=self.max_size)
-        self._w = np.zeros(16)  # dictionary weights alpha~, in a doubling buffer
-        self._P = np.zeros((16, 16))  # (A^T A)^{-1}, likewise
+        # The learner keeps the points; the ALD dictionary works on their kernel columns.
+        self._store = PointStore()
+        self._ald = ALD(None, nu=self.nu, max_size=self.max_size, ridge=self.ridge)
+        self._beta = np.zeros(16)  # G_D alpha~, in a doubling buffer
+        self._P = PackedSymmetric()  # (A^T A)^{-1}
         self.last_residual = float("nan")
 
-    def _point(self, v: np.ndarray) -> dict:
-        return dict(enumerate(v.tolist()))  # ALD keys columns by the learner's column index
+    def _analyse(self, v: np.ndarray):
+        """Kernel column, ``k(x, x)`` and ALD projection of ``v``, shared by predict and learn."""
+        return self._cached(v, self._analyse_now)
+
+    def _analyse_now(self, v: np.ndarray):
+        g = self._store.kernel_row(self._kernel, v)
+        kxx = float(self._kernel.diag(v[None, :])[0])
+        if not (math.isfinite(kxx) and np.isfinite(g).all()):
+            raise ValueError(overflow_message(self._kernel, kxx if not math.isfinite(kxx) else
+                                              g[~np.isfinite(g)][0]))
+        return g, kxx, self._ald.project_column(g, kxx)
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        if self._ald.size == 0:
-            return 0.0
-        return float(self._ald.kernel_column(self._point(v)) @ self._w[: self._ald.size])
+        a = self._analyse(v)[2][0]
+        return float(a @ self._beta[: self._ald.size])
+
+    def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
+        Kb = self._store.kernel_block(self._kernel, V)
+        return self._beta[: self._ald.size] @ self._ald.cholesky.solve(Kb)
 
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         ald = self._ald
         m = ald.size
-        added = ald.update(self._point(v))
-        a, delta, g = ald.last_coefficients, ald.last_residual, ald.last_kernel_column
+        g, kxx, projection = self._analyse(v)
+        a, delta, _ = projection
+        added = ald.update_column(g, kxx, projection)  # validates g and kxx before any change
         self.last_residual = delta
-        w = self._w[:m]
-        err = y - float(g @ w)
         if added:
-            if self._P.shape[0] == m:
-                grown = np.zeros((2 * m, 2 * m))
-                grown[:m, :m] = self._P[:m, :m]
-                self._P = grown
-                self._w = np.concatenate([self._w, np.zeros(m)])
-                w = self._w[:m]
-            w -= a * (err / delta)
-            self._w[m] = err / delta
-            self._P[:m, m] = 0.0
-            self._P[m, :m] = 0.0
-            self._P[m, m] = 1.0
+            # beta = G alpha~ becomes [beta; y]: the new point is fitted exactly (B.2.3 "grow").
+            if self._beta.shape[0] == m:
+                self._beta = np.concatenate([self._beta, np.zeros(m)])
+            self._beta[m] = y
+            self._P.append(np.zeros(m), 1.0)
+            self._store.append(v)
         elif m:
-            P = self._P[:m, :m]
-            Pa = P @ a
-            q = Pa / (1.0 + float(a @ Pa))
-            P -= np.outer(q, Pa)  # P symmetric: a^T P = (P a)^T
-            w += ald.cholesky.solve(q) * err
+            err = y - float(a @ self._beta[:m])
+            Pa = self._P.matvec(a)
+            s = 1.0 / (1.0 + float(a @ Pa))
+            self._P.rank_one(-s, Pa)  # P <- P - P a a^T P / (1 + a^T P a)
+            self._beta[:m] += Pa * (s * err)  # G alpha~ += q e
 
     @property
     def weights(self) -> np.ndarray:
-        """The dictionary weights :math:`\\tilde\\alpha` (a copy)."""
-        return self._w[: self._ald.size].copy()
+        """The weights :math:`\\tilde\\alpha = G_{\\mathcal D}^{-1}\\beta` (a new array)."""
+        return self._ald.cholesky.solve(self._beta[: self._ald.size])
+
+    @property
+    def atoms(self) -> np.ndarray:
+        """The dictionary points, ``(dictionary_size, n_features)`` (a copy)."""
+        return self._store.points.copy()
 
     @property
     def dictionary_size(self) -> int:

@@ -1,0 +1,414 @@
+"""Measurements: timed test-then-train runs with peak memory, physical floors, the machine.
+
+Time: one ``time.perf_counter`` stamp after every test-then-train step (about 0.1 µs), so the
+total over the stream and the per-step time at any ``t`` come from the same run. Inputs are
+prepared before the timer starts; predictions are decoded and scored after it stops.
+
+Memory: each run happens in a child process forked from the suite (Linux), after the child has
+touched its inputs (copy-on-write pages), collected garbage and returned free heap to the system
+(``malloc_trim``). The child then resets its peak-RSS counter (``/proc/self/clear_refs``) and the
+reported figure is the growth of the peak resident set over the run (``VmHWM`` minus ``VmRSS``
+at the start): everything the learner allocates, numpy arrays and C++ (Vowpal Wabbit) alike.
+Without fork or ``clear_refs`` the run happens in-process and memory is not reported.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import math
+import multiprocessing
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from benchmarks.data import Stream
+from benchmarks.learners import Driver, Entry, vw_lines
+
+# -- memory ---------------------------------------------------------------------------------------
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _malloc_trim() -> None:
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def memory_method() -> str | None:
+    """``"fork+VmHWM"`` where per-run peak memory can be measured, else ``None``."""
+    if sys.platform != "linux" or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    if _status_kb("VmHWM") is None or not os.access("/proc/self/clear_refs", os.W_OK):
+        return None
+    return "fork+VmHWM"
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+
+
+class Inputs:
+    """The stream in each library's input form, built once per stream (outside every timer)."""
+
+    def __init__(self, stream: Stream):
+        self.stream = stream
+        self._cache: dict[str, tuple[list, list, list]] = {}
+
+    def get(self, kind: str) -> tuple[list, list, list]:
+        if kind not in self._cache:
+            s = self.stream
+            ys = s.y.tolist()
+            if kind == "dict":
+                rows = s.dicts()
+                self._cache[kind] = (rows, rows, ys)
+            elif kind == "row":
+                rows = [s.X[i:i + 1] for i in range(s.n)]
+                self._cache[kind] = (rows, rows, ys)
+            elif kind == "vw":
+                pred, learn = vw_lines(s)
+                self._cache[kind] = (pred, learn, ys)
+            else:
+                raise ValueError(f"unknown input kind {kind!r}")
+        return self._cache[kind]
+
+
+def _touch(objs: list) -> None:
+    """Reference every object once, so copy-on-write copies happen before the measurement."""
+    for o in objs:
+        if isinstance(o, dict):
+            for _k, _v in o.items():
+                pass
+
+
+# -- the timed loop -------------------------------------------------------------------------------
+
+
+def marks_for(n: int, window: int, extra: tuple[int, ...] = ()) -> list[int]:
+    """Step counts (1-based) at which the dictionary size is read.
+
+    >>> marks_for(10, 4, (5,))
+    [4, 5, 8, 10]
+    """
+    return sorted({*range(window, n + 1, window), n, *(e for e in extra if 1 <= e <= n)})
+
+
+def timed_loop(driver: Driver, xs_pred: list, xs_learn: list, ys: list,
+               marks: list[int]) -> tuple[list, np.ndarray, float, list[int | None]]:
+    """Test-then-train over the stream: outputs, stamps (s after start), total s, sizes."""
+    n = len(ys)
+    predict, learn = driver.predict, driver.learn
+    size = driver.size or (lambda: None)
+    out: list = [None] * n
+    stamps: list[float] = [0.0] * n
+    sizes: list[int | None] = []
+    mark_iter = iter(m - 1 for m in marks)
+    next_mark = next(mark_iter, -1)
+    perf = time.perf_counter
+    start = perf()
+    for i in range(n):
+        out[i] = predict(xs_pred[i])
+        learn(xs_learn[i], ys[i])
+        stamps[i] = perf()
+        if i == next_mark:
+            sizes.append(size())
+            next_mark = next(mark_iter, -1)
+    total = stamps[-1] - start if n else 0.0
+    return out, np.asarray(stamps) - start, total, sizes
+
+
+def _execute(entry: Entry, stream: Stream, inputs: Inputs, marks: list[int],
+             measure_memory: bool) -> dict:
+    """Build the learner and replay the stream; runs in the forked child when possible."""
+    driver = entry.build(stream)
+    xs_pred, xs_learn, ys = inputs.get(driver.kind) if driver.kind != "batch" else ([], [], [])
+    rss0 = None
+    if measure_memory:
+        _touch(xs_pred)
+        gc.collect()  # young objects only: the parent froze the rest (see in_child)
+        _malloc_trim()
+        _reset_peak()
+        rss0 = _status_kb("VmRSS")
+    if driver.kind == "batch":
+        preds, total = driver.run(stream)
+        stamps, sizes = None, []
+    else:
+        out, stamps, total, sizes = timed_loop(driver, xs_pred, xs_learn, ys, marks)
+    peak = None
+    if measure_memory:
+        hwm = _status_kb("VmHWM")
+        peak = 1024 * (hwm - rss0) if hwm is not None and rss0 is not None else None
+    if driver.kind != "batch":
+        preds = driver.decode(out)
+    if driver.close is not None:
+        driver.close()
+    return {"preds": preds, "stamps": stamps, "seconds": total, "sizes": sizes,
+            "peak_bytes": peak}
+
+
+def _child(conn, fn: Callable[[], dict]) -> None:
+    try:
+        result = fn()
+    except BaseException:  # report it to the parent; the suite carries on
+        result = {"error": traceback.format_exc(limit=6)}
+    conn.send(result)
+    conn.close()
+
+
+def in_child(fn: Callable[[], dict], use_fork: bool) -> dict:
+    """``fn()`` in a forked child (its result through a pipe), or in-process."""
+    if not use_fork:
+        try:
+            return fn()
+        except Exception:
+            return {"error": traceback.format_exc(limit=6)}
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, fn))
+    # Frozen objects are never traversed by the collector, so the child's collections neither
+    # copy the parent's pages nor cost time proportional to the parent's heap.
+    gc.freeze()
+    try:
+        proc.start()
+    finally:
+        gc.unfreeze()
+    child.close()
+    try:
+        result = parent.recv()
+    except EOFError:
+        result = {"error": f"child process died (exit code {proc.exitcode})"}
+    proc.join()
+    return result
+
+
+def run_entry(entry: Entry, stream: Stream, inputs: Inputs, marks: list[int],
+              method: str | None) -> dict:
+    """One timed run of ``entry`` on ``stream``: the raw measurements (or ``{"error": ...}``)."""
+    use_fork = method is not None
+    return in_child(lambda: _execute(entry, stream, inputs, marks, use_fork), use_fork)
+
+
+def replay_arrays(entry: Entry, stream: Stream, method: str | None) -> dict:
+    """okoco's array path: ``okoco.evaluate.replay`` over ``(X, y)``, timed as a whole."""
+
+    def go() -> dict:
+        from river import metrics
+
+        from okoco.evaluate import replay
+
+        model = entry.build(stream).model
+        metric = metrics.Accuracy() if stream.task == "binary" else metrics.MSE()
+        start = time.perf_counter()
+        result = replay(model, (stream.X, stream.y), metrics=metric, checkpoints=[stream.n])
+        seconds = time.perf_counter() - start
+        return {"seconds": seconds, "metric": float(result.final[metric.__class__.__name__])}
+
+    return in_child(go, method is not None)
+
+
+# -- physical floors ------------------------------------------------------------------------------
+
+
+def best_us(fn: Callable[[], Any], budget_s: float = 0.05, repeats: int = 5) -> float:
+    """Best time per call of ``fn`` in µs: ``repeats`` rounds of enough calls to last a while."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    calls = max(1, int(budget_s / repeats / once))
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return 1e6 * best
+
+
+class Floors:
+    """Times of the primitive operations a learner's step cannot avoid, cached by size.
+
+    - ``expansion(t, d)``: a prediction ``sum_i c_i k(x_i, x)`` over ``t`` stored points in
+      ``d`` dimensions (one ``t x d`` matrix-vector product, an ``exp`` of ``t`` values, a dot);
+    - ``trsv(m)``: one triangular solve of size ``m``, the faster of BLAS ``dtpsv`` on a packed
+      factor (okoco's storage) and ``dtrsv`` on a dense column-major one;
+    - ``matvec(m)``: one ``m x m`` matrix-vector product.
+    """
+
+    def __init__(self, seed: int = 0, budget_s: float = 0.05):
+        self.rng = np.random.default_rng(seed)
+        self.budget_s = budget_s  # timing budget of one primitive at one size
+        self.cache: dict[tuple, float] = {}
+
+    def expansion(self, t: int, d: int) -> float:
+        key = ("expansion", t, d)
+        if key not in self.cache:
+            t = max(t, 1)
+            X = self.rng.standard_normal((t, d))
+            sq = np.einsum("ij,ij->i", X, X)
+            c = self.rng.standard_normal(t)
+            x = self.rng.standard_normal(d)
+            self.cache[key] = best_us(
+                lambda: c @ np.exp(-0.5 * (sq - 2.0 * (X @ x) + x @ x)), self.budget_s)
+        return self.cache[key]
+
+    def trsv(self, m: int) -> float:
+        key = ("trsv", m)
+        if key not in self.cache:
+            from scipy.linalg.blas import dtpsv, dtrsv
+
+            if m == 0:
+                return 0.0
+            L = np.tril(self.rng.standard_normal((m, m))) * (0.1 / math.sqrt(m))
+            L[np.diag_indices(m)] = 1.0
+            packed = L[np.tril_indices(m)]  # rows of L = upper-packed columns of L^T
+            b = self.rng.standard_normal(m)
+            t_packed = best_us(lambda: dtpsv(m, packed, b, lower=0, trans=1), self.budget_s)
+            del packed
+            F = np.asfortranarray(L)
+            del L
+            t_dense = best_us(lambda: dtrsv(F, b, lower=1), self.budget_s)
+            del F
+            _malloc_trim()
+            self.cache[key] = min(t_packed, t_dense)
+            self.cache[("trsv-packed", m)] = t_packed
+            self.cache[("trsv-dense", m)] = t_dense
+        return self.cache[key]
+
+    def matvec(self, m: int) -> float:
+        key = ("matvec", m)
+        if key not in self.cache:
+            if m == 0:
+                return 0.0
+            P = self.rng.standard_normal((m, m))
+            a = self.rng.standard_normal(m)
+            self.cache[key] = best_us(lambda: P @ a, self.budget_s)
+            del P
+            _malloc_trim()
+        return self.cache[key]
+
+    def of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
+        """The floor of one step of ``learner`` at ``t`` points seen, dictionary size ``m``."""
+        if learner == "KONS":
+            parts = {"expansion(t)": self.expansion(t, d), "trsv(t)": self.trsv(t)}
+        elif learner == "SketchedKONS":
+            parts = {"expansion(t)": self.expansion(t, d), "trsv(m)": self.trsv(m)}
+        elif learner == "FunctionalGD":
+            parts = {"expansion(t)": self.expansion(t, d)}
+        elif learner == "KRLS":
+            parts = {"expansion(m)": self.expansion(m, d), "trsv(m)": self.trsv(m),
+                     "matvec(m)": self.matvec(m)}
+        else:
+            raise ValueError(f"no floor defined for {learner!r}")
+        return {**parts, "total": sum(parts.values())}
+
+
+FLOOR_DEFINITIONS = {
+    "KONS": "expansion(t) + trsv(t): the prediction over all t points and one triangular "
+            "solve with the t x t factor of A_t",
+    "SketchedKONS": "expansion(t) + trsv(m): the prediction over all t points and one "
+                    "triangular solve with the m x m factor of the sketched A_t",
+    "FunctionalGD": "expansion(t): the prediction over all t stored points",
+    "KRLS": "expansion(m) + trsv(m) + matvec(m): the kernel column against the m atoms, the "
+            "ALD solve and the P a product of the RLS update",
+}
+
+
+# -- the machine ----------------------------------------------------------------------------------
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_total() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return 1024 * int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _git_commit() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5, cwd=os.path.dirname(__file__))
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine() -> dict:
+    """Platform, CPU, cores, memory, load, BLAS and library versions."""
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = [{k: info.get(k) for k in ("internal_api", "version", "num_threads",
+                                          "threading_layer", "architecture")}
+                for info in threadpool_info()]
+    except ImportError:
+        blas = []
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = None
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": _cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "usable_cores": affinity,
+        "memory_bytes": _memory_total(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "blas": blas,
+        "versions": {name: _version(dist) for name, dist in (
+            ("okoco", "okoco"), ("numpy", "numpy"), ("scipy", "scipy"), ("river", "river"),
+            ("scikit-learn", "scikit-learn"), ("vowpalwabbit", "vowpalwabbit"))},
+        "git_commit": _git_commit(),
+        "memory_method": memory_method(),
+    }

@@ -1,0 +1,265 @@
+"""The command: ``python -m benchmarks [--quick] [options]`` from the repository root.
+
+Runs every learner of :func:`benchmarks.learners.entries` on every stream of
+:data:`benchmarks.data.SPECS` (the cached-only ones when cached), one after the other in one
+process (each run in a forked child, for its peak memory), then writes
+
+- the JSON results (``benchmarks/results/benchmarks.json``; ``--json``),
+- the Markdown page and its PNG plots (``docs/benchmarks.md``, ``docs/benchmarks/``; ``--docs``).
+
+``--quick`` runs small prefixes with one setting per learner and writes under
+``benchmarks/results/quick/`` instead, leaving the published page alone.
+BLAS is pinned to one thread (as in the tests); the machine is described in the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import data, learners, measure, report
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = 1
+STEP_T = 5000  # the t of the per-step floor comparison (KONS target)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# -- scoring --------------------------------------------------------------------------------------
+
+
+def score(stream: data.Stream, preds: np.ndarray, n_points: int = 40) -> dict:
+    """Online metrics of the predictions, on the original scale, and their curve over t."""
+    n = stream.n
+    t = np.unique(np.linspace(1, n, min(n_points, n)).round().astype(int))
+    if stream.task == "binary":
+        correct = preds == stream.y.astype(float)  # NaN (no prediction yet) counts as a mistake
+        made = ~np.isnan(preds)
+        cum = np.cumsum(correct)
+        return {
+            "metric": "accuracy", "accuracy": float(correct.mean()),
+            "error": float(1.0 - correct.mean()),
+            # as river.metrics.Accuracy counts it (steps without a prediction are skipped)
+            "river_metric": float(correct[made].mean()) if made.any() else math.nan,
+            "curve": {"t": t.tolist(), "value": (cum[t - 1] / t).tolist()},
+        }
+    scaled = np.nan_to_num(preds, nan=0.0)  # no prediction yet: the running mean
+    err = stream.y_shift + stream.y_scale * scaled - stream.y_true
+    sq = np.cumsum(err * err)
+    rmse = float(math.sqrt(sq[-1] / n))
+    return {
+        "metric": "rmse", "rmse": rmse, "mae": float(np.mean(np.abs(err))), "error": rmse,
+        "river_metric": float(np.mean((scaled - stream.y) ** 2)),  # MSE on the learner's scale
+        "curve": {"t": t.tolist(), "value": np.sqrt(sq[t - 1] / t).tolist()},
+    }
+
+
+def step_profile(stamps: np.ndarray, marks: list[int], sizes: list, window: int,
+                 t_star: int) -> dict:
+    """Mean µs per step over consecutive windows, and over the window ending at ``t_star``."""
+    n = stamps.shape[0]
+    size_at = dict(zip(marks, sizes))
+    ends = list(range(window, n + 1, window))
+    us, centres, m = [], [], []
+    prev = 0.0
+    for end in ends:
+        us.append(1e6 * (stamps[end - 1] - prev) / window)
+        centres.append(end - window / 2)
+        m.append(size_at.get(end))
+        prev = stamps[end - 1]
+    lo = max(t_star - window, 0)
+    at = 1e6 * (stamps[t_star - 1] - (stamps[lo - 1] if lo else 0.0)) / (t_star - lo)
+    return {"window": window, "t": centres, "us": us, "m": m,
+            "at": {"t": t_star, "us": at, "m": size_at.get(t_star)}}
+
+
+# -- one stream -----------------------------------------------------------------------------------
+
+
+def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tuple[str, ...],
+               method: str | None, floors: measure.Floors) -> tuple[list, list, list, dict]:
+    """All runs on one stream; the floors of okoco's best runs; notes; the harness figures."""
+    inputs = measure.Inputs(stream)
+    n = stream.n
+    window = max(10, n // 25)
+    t_star = min(STEP_T, n)
+    marks = measure.marks_for(n, window, (t_star,))
+    runs, notes = [], []
+    raw = measure.run_entry(learners.harness(), stream, inputs, marks, method)
+    if "error" not in raw:
+        harness = {"us_per_sample": 1e6 * raw["seconds"] / n, "peak_bytes": raw["peak_bytes"]}
+        log(f"  {'(harness: no-op learner)':<60} {harness['us_per_sample']:9.2f} us/sample  "
+            f"{_mb(harness['peak_bytes'])} MB")
+    else:
+        harness = {"error": raw["error"]}
+    for entry in learners.entries(stream, quick=quick, skip=skip, only=only):
+        raw = measure.run_entry(entry, stream, inputs, marks, method)
+        rec = {"dataset": stream.name, "learner": entry.learner, "family": entry.family,
+               "library": entry.library, "params": entry.params, "key": entry.key, "n": n}
+        if "error" in raw:
+            rec.update(status="error", error=raw["error"])
+            log(f"  {entry.key:<60} FAILED\n{raw['error']}")
+            runs.append(rec)
+            continue
+        rec.update(status="ok", seconds=raw["seconds"], us_per_sample=1e6 * raw["seconds"] / n,
+                   peak_bytes=raw["peak_bytes"], **score(stream, raw["preds"]))
+        if raw["stamps"] is not None:
+            rec["steps"] = step_profile(raw["stamps"], marks, raw["sizes"], window, t_star)
+            rec["dictionary_size"] = raw["sizes"][-1] if raw["sizes"] else None
+        runs.append(rec)
+        log(f"  {entry.key:<60} {rec['metric']} {rec[rec['metric']]:.4f}  "
+            f"{rec['us_per_sample']:9.1f} us/sample  "
+            f"{_mb(rec['peak_bytes'])} MB")
+
+    best = report.best_runs(runs)
+    floor_rows = []
+    by_key = {e.key: e for e in learners.entries(stream, quick=quick, skip=skip, only=only)}
+    for rec in best:
+        if rec["family"] != "okoco" or "steps" not in rec:
+            continue
+        arr = measure.replay_arrays(by_key[rec["key"]], stream, method)
+        if "error" in arr:
+            notes.append(f"array-path replay of {rec['key']} failed: {arr['error']}")
+        else:
+            rec["array_path"] = {
+                "seconds": arr["seconds"], "us_per_sample": 1e6 * arr["seconds"] / n,
+                "river_metric": arr["metric"],
+                "agrees": bool(math.isclose(arr["metric"], rec["river_metric"], rel_tol=1e-9,
+                                            abs_tol=1e-12)),
+            }
+        at = rec["steps"]["at"]
+        m = at["m"] if at["m"] is not None else at["t"]
+        floor = floors.of(rec["learner"], at["t"], m, stream.d)
+        floor_rows.append({
+            "dataset": stream.name, "learner": rec["learner"], "key": rec["key"], "t": at["t"],
+            "m": m, "d": stream.d, "step_us": at["us"], "floor_us": floor["total"],
+            "parts_us": {k: v for k, v in floor.items() if k != "total"},
+            "multiple": at["us"] / floor["total"] if floor["total"] > 0 else math.nan,
+            "curve": _floor_curve(floors, rec, stream.d),
+        })
+    return runs, floor_rows, notes, harness
+
+
+def _floor_curve(floors: measure.Floors, rec: dict, d: int, points: int = 5) -> dict:
+    steps = rec["steps"]
+    k = len(steps["t"])
+    idx = sorted({int(round(i)) for i in np.geomspace(1, k, min(points, k))} - {0})
+    ts, us = [], []
+    for i in idx:
+        t = int(steps["t"][i - 1] + steps["window"] / 2)
+        m = steps["m"][i - 1] if steps["m"][i - 1] is not None else t
+        ts.append(steps["t"][i - 1])
+        us.append(floors.of(rec["learner"], t, m, d)["total"])
+    return {"t": ts, "us": us}
+
+
+def _mb(b) -> str:
+    return "   -" if b is None else f"{b / 2**20:6.1f}"
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true",
+                   help="small prefixes, one setting per learner; writes under "
+                        "benchmarks/results/quick/ (under a minute)")
+    p.add_argument("--datasets", default=None,
+                   help=f"comma-separated subset of {','.join(data.SPECS)}")
+    p.add_argument("--n", type=int, default=None, help="cap every stream at n rows")
+    p.add_argument("--skip", default="",
+                   help="comma-separated libraries to leave out: vowpalwabbit, scikit-learn")
+    p.add_argument("--learners", default="",
+                   help="comma-separated: run only learners whose name contains one of these")
+    p.add_argument("--json", type=Path, default=None, help="where to write the JSON results")
+    p.add_argument("--docs", type=Path, default=None,
+                   help="folder for benchmarks.md and the plots (benchmarks/*.png)")
+    p.add_argument("--no-memory", action="store_true",
+                   help="run in-process, without forking (no peak-memory figures)")
+    p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    p.add_argument("--report-only", action="store_true",
+                   help="rewrite the Markdown page and plots from an existing JSON file")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    sub = Path("benchmarks/results/quick") if args.quick else Path("benchmarks/results")
+    json_path = args.json or ROOT / sub / "benchmarks.json"
+    docs = args.docs or (ROOT / sub if args.quick else ROOT / "docs")
+    if args.report_only:
+        results = json.loads(Path(json_path).read_text())
+        report.write(results, docs, plots=not args.no_plots)
+        log(f"wrote {docs / 'benchmarks.md'}")
+        return results
+
+    names = args.datasets.split(",") if args.datasets else list(data.SPECS)
+    unknown = [n for n in names if n not in data.SPECS]
+    if unknown:
+        raise SystemExit(f"unknown datasets {unknown}; known: {', '.join(data.SPECS)}")
+    skip = tuple(s.strip() for s in args.skip.split(",") if s.strip())
+    only = tuple(s.strip() for s in args.learners.split(",") if s.strip())
+    method = None if args.no_memory else measure.memory_method()
+
+    try:
+        from threadpoolctl import threadpool_limits
+
+        limiter = threadpool_limits(1)
+    except ImportError:  # the bench extra brings threadpoolctl; without it, say so
+        limiter = None
+    started = time.time()
+    results = {
+        "schema": SCHEMA,
+        "mode": "quick" if args.quick else "full",
+        "command": "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv),
+        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": measure.machine(),
+        "blas_pinned_to_one_thread": limiter is not None,
+        "datasets": [], "skipped": [], "runs": [], "floors": [], "notes": [],
+        "floor_definitions": measure.FLOOR_DEFINITIONS,
+    }
+    floors = measure.Floors(budget_s=0.01 if args.quick else 0.05)
+    learners.preload()
+    try:
+        for name in names:
+            stream = data.load_stream(name, n=args.n, quick=args.quick)
+            if isinstance(stream, str):
+                results["skipped"].append({"dataset": name, "reason": stream})
+                log(f"{name}: {stream}")
+                continue
+            log(f"{name}: n = {stream.n}, d = {stream.d}, {stream.task}")
+            runs, floor_rows, notes, harness = run_stream(stream, args.quick, skip, only, method,
+                                                         floors)
+            results["datasets"].append({**stream.describe(), "harness": harness})
+            results["runs"] += runs
+            results["floors"] += floor_rows
+            results["notes"] += notes
+    finally:
+        if limiter is not None:
+            limiter.restore_original_limits()
+    results["duration_s"] = time.time() - started
+    results["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    report.summarize(results)
+    json_path = Path(json_path)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report.clean(results), indent=1))
+    report.write(results, docs, plots=not args.no_plots)
+    log(f"wrote {json_path} and {Path(docs) / 'benchmarks.md'} "
+        f"in {results['duration_s']:.0f} s")
+    return results
+
+
+if __name__ == "__main__":
+    main()

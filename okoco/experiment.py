@@ -1,0 +1,265 @@
+"""One experiment run from names: the building blocks shared by the CLI and ``okoco.distributed``.
+
+A run is described by plain, picklable values (a learner name from :func:`learner_registry`,
+learner parameters, a kernel, a loss name, a dataset name or path, a seed) and built here into a
+river model and a :class:`~okoco.datasets.Dataset`, then replayed test-then-train by
+:func:`okoco.evaluate.replay`. The ``okoco`` command line and the experiment grids of
+:mod:`okoco.distributed` both go through these functions, so a run launched from either gives the
+same model, the same data and, for the same seed, the same numbers.
+
+Mistakes in the description raise :class:`UserError` with a one-line message naming the
+parameter (the CLI prints it as ``error: ...``).
+
+Examples
+--------
+>>> from okoco import kernels
+>>> ds = load_dataset("sinc", target=None, data_params={"n": 50}, seed=0, shuffle=False)
+>>> model, core = build_model("fgd", ds.task, loss=None, kernel=kernels.RBF(), C=3.0,
+...                           params={"eta": 0.2}, seed=0, scale=True, scale_target=True)
+>>> describe(core)
+'FunctionalGD(kernel=RBF(gamma=1.0), C=3.0, eta=0.2)'
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "UserError",
+    "learner_registry",
+    "KERNELS",
+    "LOSSES",
+    "METRICS",
+    "REGRESSION_METRICS",
+    "parameters",
+    "make_kernel",
+    "build_model",
+    "load_dataset",
+    "shuffled",
+    "make_metrics",
+    "run_one",
+    "describe",
+]
+
+
+class UserError(Exception):
+    """A mistake in the command line or the data: reported in one line, exit code 2."""
+
+
+# -- registries -----------------------------------------------------------------------------------
+
+
+def learner_registry() -> dict[str, type]:
+    """CLI name -> learner class; ``krls`` appears once ``okoco.learners`` provides ``KRLS``.
+
+    Examples
+    --------
+    >>> sorted(learner_registry())[:3]
+    ['fgd', 'kons', ...]
+    """
+    from okoco import learners
+
+    names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
+             "krls": "KRLS"}
+    return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
+
+
+KERNELS = {"rbf": "RBF", "laplacian": "Laplacian", "polynomial": "Polynomial", "linear": "Linear"}
+LOSSES = {"squared": "Squared", "logistic": "Logistic", "squared-hinge": "SquaredHinge"}
+METRICS = {"mae": "MAE", "mse": "MSE", "rmse": "RMSE", "r2": "R2", "accuracy": "Accuracy",
+           "f1": "F1", "logloss": "LogLoss", "rocauc": "ROCAUC"}
+REGRESSION_METRICS = {"mae", "mse", "rmse", "r2"}
+
+
+def parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """The named constructor parameters of ``cls`` (no ``self``, no ``*args``/``**kwargs``)."""
+    return {k: p for k, p in inspect.signature(cls.__init__).parameters.items()
+            if k != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+# -- building ------------------------------------------------------------------------------------
+
+
+def make_kernel(name: str, gamma: float | None = None, degree: int | None = None,
+                coef0: float | None = None, normalize: bool = False):
+    """A kernel from its CLI name (``rbf``, ``laplacian``, ``polynomial``, ``linear``) and options.
+
+    Examples
+    --------
+    >>> make_kernel("rbf", gamma=0.5)
+    RBF(gamma=0.5)
+    """
+    from okoco import kernels
+
+    if name not in KERNELS:
+        raise UserError(f"unknown kernel {name!r}; choose from {', '.join(KERNELS)}")
+    cls = getattr(kernels, KERNELS[name])
+    accepted = parameters(cls)
+    given = {"gamma": gamma, "degree": degree, "coef0": coef0}
+    kwargs = {k: v for k, v in given.items() if v is not None}
+    for key in kwargs:
+        if key not in accepted:
+            raise UserError(f"kernel {name!r} takes no --{key}")
+    if normalize:
+        if "normalize" not in accepted:
+            raise UserError(f"kernel {name!r} has no normalize option")
+        kwargs["normalize"] = True
+    return cls(**kwargs)
+
+
+def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float,
+                params: dict[str, Any], seed: int | None, scale: bool, scale_target: bool):
+    """The model the CLI replays: [TargetStandardScaler]( [StandardScaler |] learner ).
+
+    Binary tasks wrap the learner in :class:`okoco.BinaryClassifier` (default loss logistic).
+    Returns ``(model, learner)``: the whole pipeline and the bare okoco learner inside it.
+    """
+    from river import preprocessing
+
+    from okoco import BinaryClassifier, losses
+
+    registry = learner_registry()
+    if name not in registry:
+        raise UserError(f"unknown learner {name!r}; choose from {', '.join(registry)}")
+    if task == "multiclass":
+        raise UserError("okoco learners handle regression and binary tasks; this dataset is "
+                        "multiclass")
+    cls = registry[name]
+    accepted = parameters(cls)
+    for key in params:
+        if key in ("kernel", "loss", "C"):
+            flag = {"kernel": "--kernel", "loss": "--loss", "C": "--C"}[key]
+            raise UserError(f"set {key} with {flag}, not -p")
+        if key not in accepted:
+            raise UserError(f"learner {name!r} has no parameter {key!r}; it takes "
+                            f"{', '.join(k for k in accepted if k not in ('kernel', 'loss'))}")
+    kwargs = dict(params)
+    if "kernel" in accepted:
+        kwargs["kernel"] = kernel
+    kwargs["C"] = C
+    if loss is None:
+        loss = "logistic" if task == "binary" and "loss" in accepted else None
+    if loss is not None:
+        if loss not in LOSSES:
+            raise UserError(f"unknown loss {loss!r}; choose from {', '.join(LOSSES)}")
+        if "loss" not in accepted:
+            raise UserError(f"learner {name!r} takes no loss (it is squared-loss only)")
+        if task == "regression" and loss != "squared":
+            raise UserError(f"loss {loss!r} needs two class labels, but this dataset is a "
+                            "regression task; use --loss squared")
+        kwargs["loss"] = getattr(losses, LOSSES[loss])()
+    if seed is not None and "seed" in accepted and "seed" not in kwargs:
+        kwargs["seed"] = seed
+    try:
+        learner = cls(**kwargs)
+    except (TypeError, ValueError) as error:
+        raise UserError(f"learner {name!r}: {error}") from None
+    if task == "binary":
+        learner = BinaryClassifier(learner)
+    model = preprocessing.StandardScaler() | learner if scale else learner
+    if task == "regression" and scale_target:
+        model = preprocessing.TargetStandardScaler(model)
+    return model, learner
+
+
+def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any],
+                 seed: int | None, shuffle: bool):
+    """Load DATASET (name or path) with the CLI's options; shuffle the order with ``seed``.
+
+    A synthetic generator that takes a ``seed`` gets this one unless ``data_params`` sets it.
+    """
+    from okoco import datasets
+
+    kwargs = dict(data_params)
+    if target is not None:
+        kwargs["target"] = int(target) if target.lstrip("-").isdigit() else target
+    key = dataset.strip().lower().replace("_", "-")
+    if key in datasets.SYNTHETIC and seed is not None and "seed" not in kwargs:
+        if "seed" in inspect.signature(datasets.SYNTHETIC[key][0]).parameters:
+            kwargs["seed"] = seed
+    is_file = key not in {r.name for r in datasets.available()}
+    if target is not None and not is_file:
+        raise UserError(f"--target applies to CSV files, not to the built-in {dataset!r}")
+    ds = datasets.load(dataset, **kwargs)
+    return shuffled(ds, seed) if shuffle else ds
+
+
+def shuffled(ds, seed: int | None):
+    """The dataset with its rows in the order of ``default_rng(seed).permutation(n)``."""
+    import numpy as np
+
+    from okoco import datasets
+
+    X, y, names = ds.to_arrays(sparse=getattr(ds, "is_sparse", False))
+    order = np.random.default_rng(seed).permutation(X.shape[0])
+    return datasets.Dataset(ds.name, ds.task, X=X[order], y=y[order], feature_names=names,
+                            description=ds.description)
+
+
+def make_metrics(names: Sequence[str], task: str) -> list:
+    """River metrics from CLI names; the task's default (MAE or accuracy) if ``names`` is empty."""
+    from river import metrics
+
+    if not names:
+        names = ["mae"] if task == "regression" else ["accuracy"]
+    out = []
+    for name in names:
+        key = name.lower()
+        if key not in METRICS:
+            raise UserError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
+        if (key in REGRESSION_METRICS) != (task == "regression"):
+            raise UserError(f"metric {name!r} does not fit a {task} task")
+        out.append(getattr(metrics, METRICS[key])())
+    return out
+
+
+# -- running --------------------------------------------------------------------------------------
+
+
+def run_one(dataset, learner: str, *, options: dict[str, Any], seed: int | None,
+            progress: bool = False, label: str | None = None):
+    """Build ``learner`` from ``options`` and replay ``dataset`` through it; a ReplayResult.
+
+    ``options`` holds ``kernel`` (a CLI name, with ``gamma``, ``degree``, ``coef0`` and
+    ``normalize``, or a kernel object, then those four are ignored), ``loss``, ``C``,
+    ``params`` (learner parameters), ``metric`` (names), ``max_samples``, ``checkpoints``,
+    ``scale`` and ``scale_target``: the keys the CLI fills from its options.
+    """
+    from okoco.evaluate import replay
+
+    kernel = options["kernel"]
+    if isinstance(kernel, str):
+        kernel = make_kernel(kernel, options.get("gamma"), options.get("degree"),
+                             options.get("coef0"), options.get("normalize", False))
+    model, core = build_model(learner, dataset.task, loss=options["loss"], kernel=kernel,
+                              C=options["C"], params=options["params"], seed=seed,
+                              scale=options["scale"], scale_target=options["scale_target"])
+    meta = {"dataset": dataset.name, "task": dataset.task, "d": dataset.d,
+            "learner": learner, "model": describe(core), "seed": seed,
+            "scale_features": options["scale"],
+            "scale_target": options["scale_target"] and dataset.task == "regression"}
+    return replay(model, dataset, metrics=make_metrics(options["metric"], dataset.task),
+                  checkpoints=options["checkpoints"], progress=progress,
+                  max_samples=options["max_samples"], meta=meta)
+
+
+def describe(learner: Any) -> str:
+    """A one-line constructor call showing the parameters that differ from the defaults.
+
+    Examples
+    --------
+    >>> from okoco.learners import FunctionalGD
+    >>> describe(FunctionalGD(C=3.0, eta=0.2))
+    'FunctionalGD(C=3.0, eta=0.2)'
+    """
+    inner = getattr(learner, "learner", None)
+    if inner is not None and not isinstance(inner, str):
+        return f"{type(learner).__name__}({describe(inner)})"
+    parts = []
+    for key, p in parameters(type(learner)).items():
+        value = getattr(learner, key, p.default)
+        if p.default is inspect.Parameter.empty or value is not p.default and value != p.default:
+            parts.append(f"{key}={value!r}")
+    return f"{type(learner).__name__}({', '.join(parts)})"

@@ -1,0 +1,171 @@
+"""The benchmark suite (``python -m benchmarks``) end to end on tiny prefixes, and its helpers.
+
+Nothing here asserts anything about speed: the runs only check that the suite writes complete,
+finite results, and the helpers are checked against direct computations.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+run = importlib.import_module("benchmarks.run")
+data = importlib.import_module("benchmarks.data")
+learners = importlib.import_module("benchmarks.learners")
+measure = importlib.import_module("benchmarks.measure")
+
+RUN_KEYS = {"dataset", "learner", "family", "library", "params", "key", "n", "status", "seconds",
+            "us_per_sample", "peak_bytes", "metric", "error", "curve", "best"}
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _run(tmp_path, *extra):
+    out = tmp_path / "out.json"
+    docs = tmp_path / "docs"
+    run.main(["--quick", "--n", "80", "--json", str(out), "--docs", str(docs), *extra])
+    return json.loads(out.read_text()), docs
+
+
+def _check_runs(results, expect_memory: bool):
+    assert results["runs"], "no runs"
+    for r in results["runs"]:
+        assert r["status"] == "ok", r.get("error")
+        assert RUN_KEYS <= set(r), RUN_KEYS - set(r)
+        assert r["n"] == 80
+        assert _finite(r["seconds"]) and r["seconds"] > 0
+        assert _finite(r["us_per_sample"]) and r["us_per_sample"] > 0
+        assert _finite(r["error"])
+        if r["metric"] == "accuracy":
+            assert 0.0 <= r["accuracy"] <= 1.0
+        else:
+            assert _finite(r["rmse"]) and _finite(r["mae"]) and r["mae"] <= r["rmse"] + 1e-12
+        assert len(r["curve"]["t"]) == len(r["curve"]["value"]) > 1
+        assert all(_finite(v) for v in r["curve"]["value"])
+        if expect_memory:
+            assert isinstance(r["peak_bytes"], int) and r["peak_bytes"] >= 0
+        if r["family"] != "reference":
+            steps = r["steps"]
+            assert steps["at"]["t"] == 80 and _finite(steps["at"]["us"])
+            assert all(_finite(v) and v > 0 for v in steps["us"])
+
+
+def test_quick_suite_without_vw(tmp_path):
+    results, docs = _run(tmp_path, "--datasets", "phishing,trump-approval",
+                         "--skip", "vowpalwabbit")
+    assert results["mode"] == "quick" and results["schema"] == run.SCHEMA
+    m = results["machine"]
+    for key in ("platform", "cpu", "logical_cores", "blas", "versions", "load_average"):
+        assert key in m
+    assert m["versions"]["okoco"] and m["versions"]["river"]
+    assert [d["name"] for d in results["datasets"]] == ["phishing", "trump-approval"]
+    expect_memory = measure.memory_method() is not None
+    _check_runs(results, expect_memory)
+    names = {(r["dataset"], r["learner"]) for r in results["runs"]}
+    for learner in ("KONS", "SketchedKONS", "FunctionalGD", "river LogisticRegression",
+                    "scikit-learn RBFSampler+SGDClassifier", "scikit-learn KernelRidge (refit)"):
+        assert ("phishing", learner) in names
+    assert ("trump-approval", "KRLS") in names
+    assert not any(r["library"] == "vowpalwabbit" for r in results["runs"])
+
+    # okoco's best runs were replayed through okoco.evaluate.replay over arrays: river's metric
+    # there must equal the one computed here from the dict-path predictions (same model, order)
+    best_okoco = [r for r in results["runs"] if r["best"] and r["family"] == "okoco"]
+    assert {r["learner"] for r in best_okoco} >= {"KONS", "SketchedKONS", "FunctionalGD", "KRLS"}
+    for r in best_okoco:
+        assert r["array_path"]["agrees"], (r["key"], r["array_path"], r["river_metric"])
+        assert _finite(r["array_path"]["us_per_sample"])
+        assert r["ratios"]["reference"] in ("SketchedKONS", "KRLS")
+        assert _finite(r["ratios"]["time"]) and _finite(r["ratios"]["error"])
+
+    assert len(results["floors"]) == len(best_okoco)
+    for f in results["floors"]:
+        assert f["t"] == 80 and 1 <= f["m"] <= 80
+        assert _finite(f["floor_us"]) and f["floor_us"] > 0 and _finite(f["multiple"])
+        assert math.isclose(f["floor_us"], sum(f["parts_us"].values()))
+    targets = {(t["dataset"], t["learner"], t["peer"]) for t in results["targets"]}
+    assert ("trump-approval", "KRLS", "scikit-learn RBFSampler+SGDRegressor") in targets
+    assert all(t["met"] is None for t in results["targets"] if t["peer"] == "floor")  # t < 5000
+
+    page = (docs / "benchmarks.md").read_text(encoding="utf-8")
+    for heading in ("# Benchmarks", "## Machine", "## Targets", "## Results by dataset",
+                    "### phishing", "### trump-approval", "## Physical floors", "## Plots"):
+        assert heading in page
+    assert "| KRLS | okoco |" in page
+    for png in ("tradeoff.png", "scaling.png", "curves.png"):
+        path = docs / "benchmarks" / png
+        assert path.stat().st_size < 200_000
+        assert f"(benchmarks/{png})" in page
+
+    # the page can be rebuilt from the JSON alone
+    (docs / "benchmarks.md").unlink()
+    run.main(["--report-only", "--json", str(tmp_path / "out.json"), "--docs", str(docs)])
+    assert (docs / "benchmarks.md").read_text(encoding="utf-8") == page
+
+
+def test_quick_suite_vw_peers(tmp_path):
+    pytest.importorskip("vowpalwabbit")
+    results, _ = _run(tmp_path, "--datasets", "phishing,trump-approval",
+                      "--learners", "VW,SketchedKONS", "--no-memory", "--no-plots")
+    _check_runs(results, expect_memory=False)
+    vw = {(r["dataset"], r["learner"]) for r in results["runs"] if r["library"] == "vowpalwabbit"}
+    assert vw == {("phishing", "VW --ksvm (RBF)"), ("phishing", "VW linear"),
+                  ("phishing", "VW --OjaNewton"), ("trump-approval", "VW linear"),
+                  ("trump-approval", "VW --OjaNewton")}
+    assert all(r["peak_bytes"] is None for r in results["runs"])
+    target = next(t for t in results["targets"] if t["peer"] == "VW --ksvm (RBF)")
+    assert target["dataset"] == "phishing" and isinstance(target["met"], bool)
+    assert _finite(target["time_ratio"])
+
+
+def test_online_standardize_matches_a_loop():
+    rng = np.random.default_rng(0)
+    X = rng.normal(5e5, 3.0, size=(50, 3))
+    X[:, 2] = 7.0  # a constant column: scale 1
+    Z = data.online_standardize(X)
+    for t in range(50):
+        seen = X[: t + 1]
+        sd = seen.std(axis=0)
+        sd[sd < 1e-9] = 1.0
+        np.testing.assert_allclose(Z[t], (X[t] - seen.mean(axis=0)) / sd, atol=1e-6)
+
+
+def test_target_scaling_uses_only_past_targets():
+    y = np.array([3.0, 5.0, 4.0, 10.0, -2.0])
+    shift, scale = data.target_scaling(y)
+    assert (shift[0], scale[0]) == (0.0, 1.0)
+    assert (shift[1], scale[1]) == (3.0, 1.0)  # one past target: no spread yet
+    for t in range(2, 5):
+        assert shift[t] == pytest.approx(y[:t].mean())
+        assert scale[t] == pytest.approx(y[:t].std())
+
+
+def test_step_profile_windows():
+    stamps = np.cumsum(np.arange(1, 11, dtype=float)) * 1e-6  # step i takes i µs
+    marks = measure.marks_for(10, 5, (8,))
+    prof = run.step_profile(stamps, marks, [1, 2, 3], window=5, t_star=8)
+    assert prof["us"] == pytest.approx([3.0, 8.0])  # means of 1..5 and 6..10
+    assert prof["t"] == [2.5, 7.5] and prof["m"] == [1, 3]
+    assert prof["at"]["us"] == pytest.approx(6.0) and prof["at"]["m"] == 2  # steps 4..8
+
+
+def test_refit_schedule_and_vw_lines():
+    assert learners.refit_schedule(50) == []
+    assert learners.refit_schedule(51) == [50]
+    stream = data.load_stream("trump-approval", n=3)
+    pred, learn = learners.vw_lines(stream)
+    assert pred[0].startswith(" |f 0:") and pred[0].count(":") == stream.d
+    assert learn[2] == f"{stream.y[2]:.17g}" + pred[2]
+    assert float(pred[1].split()[2].split(":")[1]) == stream.X[1, 1]

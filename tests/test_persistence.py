@@ -1,0 +1,432 @@
+"""okoco.persistence: learners saved and loaded bit for bit, no pickle; replay checkpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from river import metrics, preprocessing
+from typer.testing import CliRunner
+
+import okoco
+from okoco import BinaryClassifier, datasets, kernels, losses, persistence
+from okoco.cli import app
+from okoco.evaluate import ReplayResult, replay
+from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
+
+REGRESSORS = {
+    "kons": lambda: KONS(kernel=kernels.RBF(0.7), C=2.0, alpha=0.5),
+    "kons-linear": lambda: KONS(kernel=kernels.Linear(), eta="sqrt"),
+    "sketched": lambda: SketchedKONS(kernel=kernels.Laplacian(0.5), beta=2.0, gamma=0.1, seed=3),
+    "sketched-gen": lambda: SketchedKONS(beta=1.0, seed=np.random.default_rng(5)),
+    "fgd-budget": lambda: FunctionalGD(kernel=kernels.Polynomial(2, 0.5, 1.0, normalize=True),
+                                       eta=0.3, lam=0.01, budget=7),
+    "fgd": lambda: FunctionalGD(C=1.5),
+    "krls": lambda: KRLS(nu=0.05, C=2.0),
+    "krls-max": lambda: KRLS(nu=1e-4, max_size=5, ridge=1e-6),
+}
+CLASSIFIERS = {
+    "bin-kons": lambda: BinaryClassifier(KONS(loss=losses.Logistic())),
+    "bin-sketched": lambda: BinaryClassifier(SketchedKONS(loss=losses.SquaredHinge(), seed=1,
+                                                          beta=1.0), pos_label="b"),
+    "bin-fgd": lambda: BinaryClassifier(FunctionalGD(loss=losses.Logistic(), budget=5)),
+    "bin-krls": lambda: BinaryClassifier(KRLS(nu=0.1)),
+}
+
+
+def stream(n, seed, labels=None):
+    """Rows whose features appear and vanish (a, b always; c sometimes; d late)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        x = {"a": float(rng.normal()), "b": float(rng.uniform(-1, 1))}
+        if i % 3 == 0:
+            x["c"] = float(rng.normal())
+        if i > n // 2 and i % 2:
+            x["d"] = float(rng.normal())
+        y = float(np.tanh(x["a"] - x["b"]))
+        rows.append((x, y if labels is None else labels[int(y > 0)]))
+    return rows
+
+
+PROBES = [{"a": 0.3, "b": -0.2}, {"a": -1.0, "c": 2.0}, {"d": 0.5, "zz": 1.0}, {}]
+
+
+def predictions(model):
+    return [model.predict_one(x) for x in PROBES]
+
+
+def continue_together(saved, loaded, rows, classifier):
+    for x, y in rows:
+        if classifier:
+            assert loaded.predict_proba_one(x) == saved.predict_proba_one(x)
+        assert loaded.predict_one(x) == saved.predict_one(x)
+        saved.learn_one(x, y)
+        loaded.learn_one(x, y)
+    assert predictions(loaded) == predictions(saved)
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSORS) + sorted(CLASSIFIERS))
+def test_round_trip_is_bit_identical_and_continues_identically(name, tmp_path):
+    classifier = name in CLASSIFIERS
+    model = (CLASSIFIERS if classifier else REGRESSORS)[name]()
+    rows = stream(40, seed=0, labels=("a", "b") if classifier else None)
+    for x, y in rows[:20]:
+        model.learn_one(x, y)
+    path = model.save(tmp_path / "model.npz")
+    assert path == tmp_path / "model.npz" and os.listdir(tmp_path) == ["model.npz"]
+    loaded = okoco.load(path)
+    assert type(loaded) is type(model)
+    assert predictions(loaded) == predictions(model)
+    core, lcore = (model.learner, loaded.learner) if classifier else (model, loaded)
+    assert lcore.n_seen == core.n_seen == 20
+    assert lcore.dictionary_size == core.dictionary_size
+    assert repr(lcore) == repr(core)
+    X = np.random.default_rng(1).normal(size=(5, 2))
+    np.testing.assert_array_equal(lcore.predict_many(X), core.predict_many(X))
+    continue_together(model, loaded, rows[20:], classifier)
+
+
+def test_shared_objects_stay_shared_and_arrays_are_owned(tmp_path):
+    model = SketchedKONS(kernel=kernels.RBF(0.5), seed=0)
+    for x, y in stream(30, seed=2):
+        model.learn_one(x, y)
+    loaded = okoco.load(model.save(tmp_path / "m.npz"))
+    # one generator draws both the coins of KORS and anything else the learner samples
+    assert loaded._kors._rng is loaded._rng
+    assert loaded._rng.bit_generator.state == model._rng.bit_generator.state
+    assert loaded.kernel is loaded._kernel
+    assert loaded._chol._L.flags.writeable and loaded._chol._L.base is None
+    # the whole buffers are kept, spare capacity included
+    assert loaded._chol._L.shape == model._chol._L.shape
+    assert loaded._store._X.shape == model._store._X.shape
+
+
+def test_metadata_documents_the_format(tmp_path):
+    model = KONS(kernel=kernels.Polynomial(3, 0.5, 2.0), C=2.5)
+    model.learn_one({"x": 1.0}, 0.5)
+    path = model.save(tmp_path / "m.npz")
+    meta = persistence.read_metadata(path)
+    assert meta["format"] == "okoco-model" and meta["format_version"] == 1
+    assert meta["okoco_version"] == okoco.__version__
+    assert meta["class"] == "okoco.learners.kons.KONS"
+    assert meta["params"]["C"] == 2.5
+    assert meta["params"]["kernel"]["__kernel__"] == "Polynomial"
+    assert meta["params"]["kernel"]["params"] == {"degree": 3, "gamma": 0.5, "coef0": 2.0,
+                                                  "normalize": False}
+    with np.load(path, allow_pickle=False) as archive:
+        assert all(archive[name].dtype != object for name in archive.files)
+        assert json.loads(str(archive["__okoco__"])) == meta
+    # saving the loaded model writes the same document
+    again = okoco.load(path).save(tmp_path / "again.npz")
+    assert persistence.read_metadata(again) == meta
+
+
+def test_compressed_file_loads_the_same(tmp_path):
+    model = FunctionalGD()
+    for x, y in stream(50, seed=1):
+        model.learn_one(x, y)
+    plain = model.save(tmp_path / "p.npz")
+    packed = model.save(tmp_path / "c.npz", compress=True)
+    assert packed.stat().st_size < plain.stat().st_size
+    assert predictions(okoco.load(packed)) == predictions(model)
+
+
+def rewrite(path, edit):
+    """Rewrite an okoco file with its metadata edited by ``edit(meta)``."""
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files if k != "__okoco__"}
+        meta = json.loads(str(archive["__okoco__"]))
+    edit(meta)
+    np.savez(path, __okoco__=np.array(json.dumps(meta)), **arrays)
+
+
+def saved_kons(tmp_path):
+    model = KONS()
+    model.learn_one({"a": 1.0}, 0.5)
+    return model.save(tmp_path / "m.npz")
+
+
+def test_unknown_version_is_refused_naming_both_versions(tmp_path):
+    path = saved_kons(tmp_path)
+    rewrite(path, lambda meta: meta.update(format_version=99))
+    with pytest.raises(ValueError, match=r"version 99.*reads format version 1"):
+        okoco.load(path)
+
+
+def test_files_that_are_not_okoco_files(tmp_path):
+    text = tmp_path / "notes.npz"
+    text.write_text("hello")
+    with pytest.raises(ValueError, match="not an okoco file"):
+        okoco.load(text)
+    other = tmp_path / "other.npz"
+    np.savez(other, x=np.arange(3))
+    with pytest.raises(ValueError, match="not an okoco file"):
+        okoco.load(other)
+    single = tmp_path / "array.npy"
+    np.save(single, np.arange(3))
+    with pytest.raises(ValueError, match="not an okoco file"):
+        okoco.load(single)
+    with pytest.raises(FileNotFoundError):
+        okoco.load(tmp_path / "missing.npz")
+
+
+def test_object_arrays_are_refused(tmp_path):
+    path = saved_kons(tmp_path)
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    arrays["a0"] = np.array([{"payload": 1}], dtype=object)  # would be unpickled
+    np.savez(path, **arrays)
+    with pytest.raises(ValueError, match="object arrays"):
+        okoco.load(path)
+
+
+@pytest.mark.parametrize("entry", [
+    {"__obj__": "subprocess.Popen", "id": 999, "attrs": {}},
+    {"__obj__": "okoco.learners.kons.KONS.__init__", "id": 999, "attrs": {}},
+    {"__kernel__": "Sigmoid", "id": 999, "params": {}},
+    {"__loss__": "Hinge", "id": 999},
+    {"__generator__": "os", "id": 999, "state": {}},
+    {"__defaultdict__": "eval", "items": []},
+])
+def test_the_metadata_cannot_name_other_classes_or_functions(tmp_path, entry):
+    path = saved_kons(tmp_path)
+    rewrite(path, lambda meta: meta["state"].update(log_det=entry))
+    with pytest.raises((ValueError, KeyError)):
+        okoco.load(path)
+
+
+def test_state_from_another_layout_is_refused(tmp_path):
+    path = saved_kons(tmp_path)
+    rewrite(path, lambda meta: meta["state"].pop("rg_sum"))
+    with pytest.raises(ValueError, match=r"does not match.*missing \['rg_sum'\]"):
+        okoco.load(path)
+
+
+def test_invalid_saved_parameters_are_caught_by_the_constructor(tmp_path):
+    path = saved_kons(tmp_path)
+    rewrite(path, lambda meta: meta["params"].update(alpha=-1.0))
+    with pytest.raises(ValueError, match="alpha"):
+        okoco.load(path)
+
+
+class MyKernel(kernels.RBF):
+    pass
+
+
+class MyLoss:
+    def value(self, y, z):
+        return (y - z) ** 2
+
+    def derivative(self, y, z):
+        return 2 * (z - y)
+
+    def curvature(self, C, y_max=None):
+        return 0.1
+
+    def lipschitz(self, C, y_max=None):
+        return 1.0
+
+
+@pytest.mark.parametrize(("model", "match"), [
+    (lambda: KONS(kernel=MyKernel(1.0)), r"KONS\.kernel.*MyKernel.*not one of okoco's kernels"),
+    (lambda: FunctionalGD(loss=MyLoss()), r"FunctionalGD\.loss.*MyLoss.*not one of okoco's loss"),
+    (lambda: FunctionalGD(eta=lambda t: 1 / t), r"FunctionalGD\.eta.*function"),
+    (lambda: BinaryClassifier(FunctionalGD(kernel=MyKernel(), loss=losses.Logistic())),
+     r"BinaryClassifier\.learner\.kernel"),
+])
+def test_what_cannot_be_saved_raises_and_writes_nothing(tmp_path, model, match):
+    with pytest.raises(TypeError, match=match):
+        model().save(tmp_path / "m.npz")
+    assert os.listdir(tmp_path) == []
+
+
+def test_only_learners_are_saved(tmp_path):
+    class MyKONS(KONS):
+        pass
+
+    with pytest.raises(TypeError, match="saves okoco learners"):
+        persistence.save(MyKONS(), tmp_path / "m.npz")
+    with pytest.raises(TypeError, match="saves okoco learners"):
+        persistence.save(preprocessing.StandardScaler(), tmp_path / "m.npz")
+
+
+def test_a_failed_save_keeps_the_previous_file(tmp_path):
+    path = saved_kons(tmp_path)
+    before = path.read_bytes()
+    with pytest.raises(TypeError):
+        persistence.save(KONS(kernel=MyKernel()), path)
+    assert path.read_bytes() == before
+
+
+# -- replay checkpoints ------------------------------------------------------------------------
+
+
+class Interrupted(Exception):
+    pass
+
+
+class Failing:
+    """A dataset that dies after ``k`` samples (same name and length as the original)."""
+
+    def __init__(self, ds, k):
+        self.ds, self.k, self.name = ds, k, ds.name
+        self.task, self.d = ds.task, ds.d
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __iter__(self):
+        for i, row in enumerate(self.ds):
+            if i == self.k:
+                raise Interrupted(f"killed after {i} samples")
+            yield row
+
+
+def without_timing(result: ReplayResult) -> dict:
+    d = result.to_dict()
+    for key in ("us_per_sample", "elapsed_s"):
+        d["columns"].pop(key)
+        d["final"].pop(key)
+    return d
+
+
+REPLAY_MODELS = {
+    "sketched-pipeline": (
+        "friedman",
+        lambda: preprocessing.TargetStandardScaler(
+            preprocessing.StandardScaler() | SketchedKONS(C=3.0, beta=2.0, seed=1)),
+        lambda: [metrics.MAE(), metrics.R2()],
+    ),
+    "krls": ("sinc", lambda: KRLS(nu=0.01, C=3.0), lambda: [metrics.RMSE()]),
+    "binary-fgd": (
+        "phishing",
+        lambda: preprocessing.StandardScaler() | BinaryClassifier(
+            FunctionalGD(loss=losses.Logistic(), eta=0.5, budget=100)),
+        lambda: [metrics.Accuracy(), metrics.F1(), metrics.LogLoss(), metrics.ROCAUC()],
+    ),
+}
+
+
+def dataset(name):
+    if name == "phishing":
+        return datasets.load(name)
+    return datasets.load(name, n=300, seed=0)
+
+
+@pytest.mark.parametrize("name", sorted(REPLAY_MODELS))
+def test_interrupted_replay_resumes_to_the_uninterrupted_result(tmp_path, name):
+    data, make_model, make_metrics = REPLAY_MODELS[name]
+    ds = dataset(data)
+    n = min(len(ds), 300)
+    kwargs = {"checkpoints": [1, 40, 100, 175, 260], "max_samples": n}
+    full = replay(make_model(), ds, metrics=make_metrics(), **kwargs)
+    ckpt = tmp_path / "run.ckpt.npz"
+    with pytest.raises(Interrupted):
+        replay(make_model(), Failing(ds, 137), metrics=make_metrics(), checkpoint=ckpt,
+               checkpoint_every=25, **kwargs)
+    assert persistence.read_metadata(ckpt)["progress"]["t"] == 125
+    assert [p.name for p in tmp_path.iterdir()] == ["run.ckpt.npz"]  # no temporary files left
+    model, scores = make_model(), make_metrics()
+    resumed = replay(model, ds, metrics=scores, checkpoint=ckpt, checkpoint_every=25,
+                     resume=True, **kwargs)
+    assert without_timing(resumed) == without_timing(full)
+    assert scores[0].get() == full.final[resumed.metrics[0]]  # the caller's metric objects too
+    # the final checkpoint holds the finished run: resuming again learns nothing more
+    assert persistence.read_metadata(ckpt)["progress"]["t"] == n
+    again = replay(make_model(), ds, metrics=make_metrics(), checkpoint=ckpt, resume=True,
+                   **kwargs)
+    assert without_timing(again) == without_timing(full)
+
+
+def test_resumed_learner_equals_the_uninterrupted_learner(tmp_path):
+    ds = dataset("friedman")
+    full_model = KONS(C=3.0)
+    replay(full_model, ds, metrics=metrics.MAE())
+    ckpt = tmp_path / "k.npz"
+    with pytest.raises(Interrupted):
+        replay(KONS(C=3.0), Failing(ds, 61), metrics=metrics.MAE(), checkpoint=ckpt,
+               checkpoint_every=20)
+    resumed = KONS(C=3.0)
+    replay(resumed, ds, metrics=metrics.MAE(), checkpoint=ckpt, resume=True)
+    assert resumed.n_seen == full_model.n_seen == len(ds)
+    assert predictions(resumed) == predictions(full_model)
+    np.testing.assert_array_equal(resumed.coins, full_model.coins)
+
+
+def test_resume_without_a_checkpoint_starts_from_the_beginning(tmp_path):
+    ds = dataset("sinc")
+    full = replay(FunctionalGD(), ds, metrics=metrics.MAE())
+    fresh = replay(FunctionalGD(), ds, metrics=metrics.MAE(), checkpoint=tmp_path / "c.npz",
+                   resume=True)
+    assert without_timing(fresh) == without_timing(full)
+    assert (tmp_path / "c.npz").exists()
+
+
+def test_a_checkpoint_from_another_run_is_refused_and_changes_nothing(tmp_path):
+    ds = dataset("sinc")
+    ckpt = tmp_path / "c.npz"
+    replay(FunctionalGD(), ds, metrics=metrics.MAE(), checkpoint=ckpt)
+    model, mae = FunctionalGD(), metrics.MAE()
+    with pytest.raises(ValueError, match=r"has a MAE at metrics\[0\], the run a MSE"):
+        replay(model, ds, metrics=metrics.MSE(), checkpoint=ckpt, resume=True)
+    with pytest.raises(ValueError, match="another run.*checkpoints"):
+        replay(model, ds, metrics=mae, checkpoint=ckpt, resume=True, checkpoints=[3])
+    with pytest.raises(ValueError, match="has a FunctionalGD at model, the run a KONS"):
+        replay(KONS(), ds, metrics=mae, checkpoint=ckpt, resume=True)
+    assert model.n_seen == 0 and mae.get() == 0.0
+    with pytest.raises(ValueError, match="another run.*n"):
+        replay(model, dataset("friedman"), metrics=mae, checkpoint=ckpt, resume=True)
+    with pytest.raises(ValueError, match="replay checkpoint"):
+        okoco.load(ckpt)
+
+
+def test_checkpoint_arguments_are_checked(tmp_path):
+    ds = dataset("sinc")
+    with pytest.raises(ValueError, match="need a checkpoint path"):
+        replay(FunctionalGD(), ds, metrics=metrics.MAE(), checkpoint_every=10)
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        replay(FunctionalGD(), ds, metrics=metrics.MAE(), checkpoint=tmp_path / "c.npz",
+               checkpoint_every=0)
+    with pytest.raises(TypeError, match=r"metrics\[0\]: object objects are not in"):
+        persistence.check_checkpointable(FunctionalGD(), [object()])
+    with pytest.raises(TypeError, match=r"model\.eta"):
+        replay(FunctionalGD(eta=lambda t: 0.1), ds, metrics=metrics.MAE(),
+               checkpoint=tmp_path / "c.npz")
+    assert not (tmp_path / "c.npz").exists()
+
+
+def test_cli_resume_equals_an_uninterrupted_cli_run(tmp_path, monkeypatch):
+    runner = CliRunner()
+    args = ["replay", "friedman", "-d", "n=240", "-l", "sketched-kons", "-s", "2", "-q",
+            "--checkpoints", "7"]
+    full = runner.invoke(app, [*args, "-o", str(tmp_path / "full.json")])
+    assert full.exit_code == 0, full.stderr
+
+    import okoco.cli as cli
+
+    real = cli.load_dataset
+    monkeypatch.setattr(cli, "load_dataset", lambda *a, **k: Failing(real(*a, **k), 150))
+    out = str(tmp_path / "part.json")
+    dead = runner.invoke(app, [*args, "-o", out, "--checkpoint-every", "40"])
+    assert isinstance(dead.exception, Interrupted)
+    assert not os.path.exists(out)
+    assert persistence.read_metadata(tmp_path / "part.ckpt.npz")["progress"]["t"] == 120
+    monkeypatch.setattr(cli, "load_dataset", real)
+    resumed = runner.invoke(app, [*args, "-o", out, "--checkpoint-every", "40", "--resume"])
+    assert resumed.exit_code == 0, resumed.stderr
+    assert "resuming from" not in resumed.stderr  # -q
+    a = ReplayResult.from_json(tmp_path / "full.json")
+    b = ReplayResult.from_json(out)
+    assert without_timing(a) == without_timing(b)
+
+
+def test_cli_checkpoint_errors():
+    runner = CliRunner()
+    result = runner.invoke(app, ["replay", "sinc", "-d", "n=20", "--resume"])
+    assert result.exit_code == 2 and "need --checkpoint PATH" in result.stderr
+    result = runner.invoke(app, ["replay", "sinc", "-d", "n=20", "--checkpoint-every", "0",
+                                 "--checkpoint", "c.npz"])
+    assert result.exit_code == 2 and "--checkpoint-every must be >= 1" in result.stderr
