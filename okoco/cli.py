@@ -21,6 +21,7 @@ import ast
 import inspect
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -269,6 +270,17 @@ def replay(
     BinaryClassifier with the logistic loss.
 
     Example: okoco replay trump-approval -l kons -p alpha=0.5 --output run.json
+    \f
+    Examples
+    --------
+    >>> from typer.testing import CliRunner
+    >>> result = CliRunner().invoke(app, ["replay", "sinc", "-l", "fgd", "-d", "n=200"])
+    >>> print(result.output)
+    dataset     sinc (200 samples, d=1, regression)
+    learner     fgd (FunctionalGD(kernel=RBF(gamma=1.0), C=3.0))
+    scaling     features standardised online; targets standardised online
+    MAE         0.25596
+    ...
     """
 
     def body() -> None:
@@ -379,6 +391,14 @@ def compare(
     are the same as without, and a failed run is reported (exit code 1) while the others finish.
 
     Example: okoco compare sinc -l kons -l sketched-kons -l fgd --seeds 3 --output r.json
+    \f
+    Examples
+    --------
+    >>> from typer.testing import CliRunner
+    >>> args = ["compare", "sinc", "-l", "kons", "-l", "fgd", "--seeds", "2", "-d", "n=100"]
+    >>> result = CliRunner().invoke(app, args)
+    >>> result.exit_code, "kons" in result.output and "fgd" in result.output
+    (0, True)
     """
 
     def body() -> None:
@@ -522,6 +542,14 @@ def datasets_cmd(
 
     Synthetic generators show their default sizes (change them with -d n=..., -d d=...); files
     (CSV, svmlight/LIBSVM, .mat) are given by path instead of a name.
+    \f
+    Examples
+    --------
+    >>> import json
+    >>> from typer.testing import CliRunner
+    >>> rows = json.loads(CliRunner().invoke(app, ["datasets", "--json"]).output)
+    >>> next(r for r in rows if r["name"] == "bananas")["task"]
+    'binary'
     """
     from okoco import datasets
 
@@ -541,10 +569,22 @@ def datasets_cmd(
     Console(width=160, highlight=False).print(t)
 
 
+def _summary(doc: str) -> str:
+    """The first paragraph of a docstring on one line, its reST roles as plain text.
+
+    >>> _summary("Sum in :math:`O(t)`, see :class:`~okoco.X`\\nand ``y``.\\n\\nMore.")
+    'Sum in O(t), see X and y.'
+    """
+    first = " ".join(doc.split("\n\n")[0].split())
+    first = re.sub(r":math:`([^`]*)`", r"\1", first)
+    first = re.sub(r":\w+:`~?(?:[\w.]+\.)?(\w+)`", r"\1", first)
+    return first.replace("``", "")
+
+
 def _learner_rows() -> list[dict[str, Any]]:
     rows = []
     for name, cls in learner_registry().items():
-        doc = (inspect.getdoc(cls) or "").split("\n")[0]
+        doc = _summary(inspect.getdoc(cls) or "")
         params = {k: (None if p.default is inspect.Parameter.empty else p.default)
                   for k, p in _parameters(cls).items()}
         rows.append({"name": name, "class": f"{cls.__module__}.{cls.__qualname__}",
@@ -560,6 +600,14 @@ def learners_cmd(
 
     kernel, loss and C have their own options (--kernel, --loss, --C); in the CLI C defaults
     to 3.0 and binary tasks use the logistic loss unless --loss is given.
+    \f
+    Examples
+    --------
+    >>> from typer.testing import CliRunner
+    >>> print(CliRunner().invoke(app, ["learners"]).output)
+    fgd            okoco.learners.fgd.FunctionalGD: Projected functional gradient descent ...
+                    kernel = None
+    ...
     """
     from okoco.evaluate import _clean
 
@@ -575,7 +623,14 @@ def learners_cmd(
 
 @app.callback()
 def main() -> None:
-    """okoco: online learning with kernels and convex losses."""
+    """okoco: online learning with kernels and convex losses.
+    \f
+    Examples
+    --------
+    >>> from typer.testing import CliRunner
+    >>> "replay" in CliRunner().invoke(app, ["--help"]).output
+    True
+    """
 
 
 if __name__ == "__main__":

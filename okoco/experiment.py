@@ -45,7 +45,17 @@ __all__ = [
 
 
 class UserError(Exception):
-    """A mistake in the command line or the data: reported in one line, exit code 2."""
+    """A mistake in the command line or the data: reported in one line, exit code 2.
+
+    Examples
+    --------
+    >>> from okoco.experiment import UserError, make_metrics
+    >>> try:
+    ...     make_metrics(["nope"], "regression")
+    ... except UserError:
+    ...     print("user error")
+    user error
+    """
 
 
 # -- registries -----------------------------------------------------------------------------------
@@ -74,7 +84,15 @@ REGRESSION_METRICS = {"mae", "mse", "rmse", "r2"}
 
 
 def parameters(cls: type) -> dict[str, inspect.Parameter]:
-    """The named constructor parameters of ``cls`` (no ``self``, no ``*args``/``**kwargs``)."""
+    """The named constructor parameters of ``cls`` (no ``self``, no ``*args``/``**kwargs``).
+
+    Examples
+    --------
+    >>> from okoco.experiment import parameters
+    >>> from okoco.learners import KONS
+    >>> list(parameters(KONS))
+    ['kernel', 'loss', 'C', 'alpha', 'eta']
+    """
     return {k: p for k, p in inspect.signature(cls.__init__).parameters.items()
             if k != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
 
@@ -111,10 +129,21 @@ def make_kernel(name: str, gamma: float | None = None, degree: int | None = None
 
 def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float,
                 params: dict[str, Any], seed: int | None, scale: bool, scale_target: bool):
-    """The model the CLI replays: [TargetStandardScaler]( [StandardScaler |] learner ).
+    """The model the CLI replays: ``TargetStandardScaler(StandardScaler() | learner)``.
+
+    Each wrapper is optional (``scale_target``, ``scale``).
 
     Binary tasks wrap the learner in :class:`okoco.BinaryClassifier` (default loss logistic).
     Returns ``(model, learner)``: the whole pipeline and the bare okoco learner inside it.
+
+    Examples
+    --------
+    >>> from okoco import kernels
+    >>> from okoco.experiment import build_model
+    >>> model, learner = build_model("kons", "regression", loss=None, kernel=kernels.RBF(),
+    ...                              C=3.0, params={}, seed=0, scale=True, scale_target=True)
+    >>> type(model).__name__, type(learner).__name__, learner.C
+    ('TargetStandardScaler', 'KONS', 3.0)
     """
     from river import preprocessing
 
@@ -169,6 +198,13 @@ def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any
     """Load DATASET (name or path) with the CLI's options; shuffle the order with ``seed``.
 
     A synthetic generator that takes a ``seed`` gets this one unless ``data_params`` sets it.
+
+    Examples
+    --------
+    >>> from okoco.experiment import load_dataset
+    >>> ds = load_dataset("sinc", target=None, data_params={"n": 30}, seed=0, shuffle=False)
+    >>> ds.n, ds.task
+    (30, 'regression')
     """
     from okoco import datasets
 
@@ -187,7 +223,16 @@ def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any
 
 
 def shuffled(ds, seed: int | None):
-    """The dataset with its rows in the order of ``default_rng(seed).permutation(n)``."""
+    """The dataset with its rows in the order of ``default_rng(seed).permutation(n)``.
+
+    Examples
+    --------
+    >>> from okoco import datasets
+    >>> from okoco.experiment import shuffled
+    >>> ds = datasets.load("adversarial", n=4, x=[0.0])
+    >>> [y for _, y in shuffled(ds, seed=0)] != [y for _, y in ds]
+    True
+    """
     import numpy as np
 
     from okoco import datasets
@@ -199,7 +244,14 @@ def shuffled(ds, seed: int | None):
 
 
 def make_metrics(names: Sequence[str], task: str) -> list:
-    """River metrics from CLI names; the task's default (MAE or accuracy) if ``names`` is empty."""
+    """River metrics from CLI names; the task's default (MAE or accuracy) if ``names`` is empty.
+
+    Examples
+    --------
+    >>> from okoco.experiment import make_metrics
+    >>> make_metrics([], "regression"), make_metrics(["rmse", "r2"], "regression")
+    ([MAE: 0.], [RMSE: 0., R2: 0.])
+    """
     from river import metrics
 
     if not names:
@@ -226,6 +278,17 @@ def run_one(dataset, learner: str, *, options: dict[str, Any], seed: int | None,
     ``normalize``, or a kernel object, then those four are ignored), ``loss``, ``C``,
     ``params`` (learner parameters), ``metric`` (names), ``max_samples``, ``checkpoints``,
     ``scale`` and ``scale_target``: the keys the CLI fills from its options.
+
+    Examples
+    --------
+    >>> from okoco import datasets
+    >>> from okoco.experiment import run_one
+    >>> options = {"kernel": "rbf", "gamma": None, "degree": None, "coef0": None,
+    ...            "normalize": False, "loss": None, "C": 3.0, "params": {"eta": 0.5},
+    ...            "metric": ["mae"], "max_samples": None, "checkpoints": 5, "scale": True,
+    ...            "scale_target": True}
+    >>> run_one(datasets.load("sinc", n=40), "fgd", options=options, seed=0).n_samples
+    40
     """
     from okoco.evaluate import replay
 

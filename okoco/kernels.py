@@ -65,6 +65,21 @@ class Kernel:
 
     A user kernel may subclass this (implementing ``_gram(X, Y)`` and ``_diag(X)``) or be any
     object with the same ``__call__`` and ``diag`` methods.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.kernels import Kernel
+    >>> class Cosine(Kernel):
+    ...     def _gram(self, X, Y):
+    ...         return X @ Y.T
+    ...     def _diag(self, X):
+    ...         return np.einsum("ij,ij->i", X, X)
+    >>> k = Cosine()
+    >>> k.normalize = True
+    >>> np.round(k(np.array([[1.0, 0.0], [1.0, 1.0]])), 4)
+    array([[1.    , 0.7071],
+           [0.7071, 1.    ]])
     """
 
     normalize: bool = False

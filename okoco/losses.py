@@ -48,7 +48,16 @@ def _check_C(C: float) -> float:
 
 
 class Loss:
-    """Base class: a readable ``repr`` and equality by type; see the module docstring."""
+    """Base class: a readable ``repr`` and equality by type; see the module docstring.
+
+    Examples
+    --------
+    >>> from okoco import losses
+    >>> losses.Squared(), losses.Squared() == losses.Squared()
+    (Squared(), True)
+    >>> losses.Squared() == losses.Logistic()
+    False
+    """
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

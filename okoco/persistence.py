@@ -357,6 +357,17 @@ def read_metadata(path: str | os.PathLike) -> dict:
 
     Raises ``ValueError`` for a file that is not an okoco ``.npz`` archive, that holds object
     (pickled) arrays, or whose format version this okoco does not read.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from okoco import persistence
+    >>> from okoco.learners import KONS
+    >>> path = persistence.save(KONS(), Path(tempfile.mkdtemp(), "kons.npz"))
+    >>> meta = persistence.read_metadata(path)
+    >>> meta["format"], meta["class"]
+    ('okoco-model', 'okoco.learners.kons.KONS')
     """
     meta, _ = _read(path, None, arrays=False)
     return meta
@@ -441,6 +452,17 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     TypeError
         The model is not an okoco learner, or holds something that cannot be saved without code
         (a user's kernel or loss class, a callable step size); the message names the attribute.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from okoco import persistence
+    >>> from okoco.learners import KONS
+    >>> model = KONS()
+    >>> model.learn_one({"x": 1.0}, 0.5)
+    >>> persistence.save(model, Path(tempfile.mkdtemp(), "kons.npz")).name
+    'kons.npz'
     """
     cls_path = _class_path(type(model))
     if cls_path not in LEARNER_CLASSES:
@@ -472,6 +494,18 @@ def load(path: str | os.PathLike) -> Any:
         Not an okoco model file, an unsupported format version (the message names the version
         found and those supported), object arrays in the archive, or a state that does not match
         this okoco's learner class.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from okoco import persistence
+    >>> from okoco.learners import KONS
+    >>> model = KONS()
+    >>> model.learn_one({"x": 1.0}, 0.5)
+    >>> path = persistence.save(model, Path(tempfile.mkdtemp(), "kons.npz"))
+    >>> persistence.load(path).predict_one({"x": 1.0}) == model.predict_one({"x": 1.0})
+    True
     """
     meta, arrays = _read(path, FORMAT_NAME)
     cls_path = meta.get("class")

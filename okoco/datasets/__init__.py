@@ -66,7 +66,15 @@ __all__ = [
 
 
 class DatasetInfo(NamedTuple):
-    """One row of :func:`available`."""
+    """One row of :func:`available`.
+
+    Examples
+    --------
+    >>> from okoco import datasets
+    >>> row = next(r for r in datasets.available() if r.name == "bananas")
+    >>> row.n, row.d, row.task
+    (5300, 2, 'binary')
+    """
 
     name: str
     n: int | None

@@ -35,7 +35,15 @@ LIBSVM_URL = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets"
 
 @dataclass(frozen=True)
 class RemoteSpec:
-    """Where a benchmark file comes from and what it holds."""
+    """Where a benchmark file comes from and what it holds.
+
+    Examples
+    --------
+    >>> from okoco.datasets import REMOTE
+    >>> spec = REMOTE["abalone"]
+    >>> spec.filename, spec.n, spec.d, spec.task
+    ('abalone', 4177, 8, 'regression')
+    """
 
     filename: str
     url: str
@@ -63,11 +71,36 @@ REMOTE: dict[str, RemoteSpec] = {
 
 
 class DownloadError(OSError):
-    """A benchmark file is not in the cache and could not be downloaded."""
+    """A benchmark file is not in the cache and could not be downloaded.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from okoco.datasets import DownloadError, load_remote
+    >>> try:
+    ...     load_remote("abalone", data_home=tempfile.mkdtemp(), download=False)
+    ... except DownloadError as error:
+    ...     print(str(error)[:41])
+    dataset 'abalone' is not in the cache; pl
+    """
 
 
 class ChecksumError(ValueError):
-    """A cached file does not match its expected sha256."""
+    """A cached file does not match its expected sha256.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from okoco.datasets import ChecksumError, load_remote
+    >>> home = tempfile.mkdtemp()
+    >>> _ = Path(home, "abalone").write_text("1 1:0.5\\n")
+    >>> try:
+    ...     load_remote("abalone", data_home=home, download=False, sha256="0" * 64)
+    ... except ChecksumError:
+    ...     print("corrupt")
+    corrupt
+    """
 
 
 def cache_dir(data_home: str | os.PathLike | None = None) -> Path:

@@ -27,7 +27,7 @@ Examples
 ('fgd', {'eta': 0.1}, 0)
 """
 
-from okoco.distributed.grid import GridResult, Task, grid
+from okoco.distributed._grid import GridResult, Task, grid
 from okoco.distributed.merge import merge_tree, nystrom_krr
 
 __all__ = ["grid", "GridResult", "Task", "merge_tree", "nystrom_krr"]

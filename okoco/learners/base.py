@@ -35,6 +35,8 @@ def overflow_message(kernel, value) -> str:
 def clip_excess(z: float, C: float) -> float:
     """The paper's :math:`h(z)`: how far ``z`` lies outside ``[-C, C]`` (signed), else 0.
 
+    Examples
+    --------
     >>> clip_excess(1.5, 1.0), clip_excess(-3.0, 1.0), clip_excess(0.2, 1.0)
     (0.5, -2.0, 0.0)
     """
@@ -57,6 +59,8 @@ class StepSize:
     a callable
         :math:`\eta_t` = ``eta(t)``, checked to be finite and positive at every step.
 
+    Examples
+    --------
     >>> from okoco.losses import Squared
     >>> StepSize("exp-concave", Squared(), C=1.0)(7)
     0.125
@@ -110,6 +114,17 @@ class KernelLearner(base.MiniBatchRegressor):
     ``_reset_state``, ``_predict_vec`` and ``_learn_vec``; those with a step size set
     ``self._eta`` (a :class:`StepSize`). Predictions are always in
     ``[-C, C]``. ``learn_many`` is exactly a sequence of ``learn_one`` calls.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.learners import FunctionalGD, KernelLearner
+    >>> model = FunctionalGD(C=1.0, eta=0.5)
+    >>> isinstance(model, KernelLearner)
+    True
+    >>> model.learn_many(np.array([[0.0], [1.0]]), [0.5, -0.5])
+    >>> model.n_seen, model.dictionary_size
+    (2, 2)
     """
 
     _clipping_optional = False  # True where C=None (no clipping) is allowed

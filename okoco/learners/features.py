@@ -21,6 +21,15 @@ def check_value(name, value) -> float:
     Booleans count as 0/1 and numpy scalars are accepted; ``None``, strings and other
     objects raise ``TypeError``; NaN, infinities and magnitudes above ``1e150`` (whose
     square overflows) raise ``ValueError``.
+
+    Examples
+    --------
+    >>> check_value("rooms", 3), check_value("open", True)
+    (3.0, 1.0)
+    >>> check_value("price", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: feature 'price' is nan; impute or drop non-finite values
     """
     if type(value) is float and -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
         return value  # the common case, without the checks below (NaN fails the comparison)
@@ -44,6 +53,16 @@ def check_target(y, loss) -> float:
 
     Like a feature, a target must be finite and at most ``1e150`` in magnitude (its squared
     loss would overflow).
+
+    Examples
+    --------
+    >>> from okoco.losses import Squared
+    >>> check_target(2, Squared())
+    2.0
+    >>> check_target("2", Squared())
+    Traceback (most recent call last):
+    ...
+    TypeError: the target must be a real number, got '2' (str)
     """
     check = getattr(loss, "check_target", None)
     if check is not None:
@@ -67,6 +86,16 @@ class FeatureMap:
     test-then-train maps each row twice, for ``predict_one`` and then ``learn_one``, and the
     second call returns the same vector when the dict compares equal and no column was added
     in between. The vector must be treated as read-only.
+
+    Examples
+    --------
+    >>> fm = FeatureMap()
+    >>> fm.vector({"b": 2.0, "a": 1.0}, register=True)
+    array([2., 1.])
+    >>> fm.vector({"a": 5.0, "c": 7.0}, register=False)  # "c" is new: a temporary column
+    array([0., 5., 7.])
+    >>> fm.columns
+    {'b': 0, 'a': 1}
     """
 
     def __init__(self):
@@ -141,6 +170,19 @@ class PointStore:
         Names of the per-point float arrays to keep beside the points (e.g. coefficients).
     max_size
         Optional bound on the number of points kept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.kernels import Linear
+    >>> store = PointStore(fields=("coef",), max_size=2)
+    >>> for i in range(3):
+    ...     _ = store.append(np.array([float(i), 1.0]), coef=0.5 * i)
+    >>> store.points  # the ring overwrote the oldest point
+    array([[2., 1.],
+           [1., 1.]])
+    >>> store.field("coef"), store.kernel_row(Linear(), np.array([1.0, 1.0]))
+    (array([1. , 0.5]), array([3., 2.]))
     """
 
     def __init__(self, fields: tuple[str, ...] = (), max_size: int | None = None):

@@ -71,6 +71,14 @@ def theorem1_exp_concave(T: int, d_eff: float, *, alpha: float, sigma: float, L:
     (\alpha/(\sigma L^2))\log(2\sigma L^2T/\alpha)/\sigma` (Theorem 1, proof's log argument).
 
     ``d_eff`` must be :math:`d_{\rm eff}^T(\alpha/(\sigma L^2))` of the raw kernel.
+
+    Examples
+    --------
+    >>> import math
+    >>> from okoco.regret.bounds import theorem1_exp_concave
+    >>> b = theorem1_exp_concave(T=1000, d_eff=5.0, alpha=1.0, sigma=0.125, L=4.0)
+    >>> math.isclose(b, 2 * 5.0 * math.log(4 * 1000) / 0.125)  # sigma L^2 = 2
+    True
     """
     if not (sigma > 0 and L > 0 and alpha > 0):
         raise ValueError("sigma, L and alpha must be > 0")
@@ -87,6 +95,14 @@ def theorem1_sqrt(T: int, d_eff: float, *, alpha: float, L: float, C: float,
     ``d_eff`` must be :math:`d_{\rm eff}^T(\alpha C/L)` of the raw kernel. This is the
     statement the printed :math:`4LC\sqrt T d_{\rm eff}(\alpha/L^2)\log(2L^2T)` simplifies
     under :math:`\eta_1 = 1`; it is evaluated without that assumption.
+
+    Examples
+    --------
+    >>> from okoco.regret.bounds import theorem1_sqrt
+    >>> b100 = theorem1_sqrt(T=100, d_eff=5.0, alpha=1.0, L=2.0, C=1.0)
+    >>> b400 = theorem1_sqrt(T=400, d_eff=5.0, alpha=1.0, L=2.0, C=1.0)
+    >>> 2.0 < b400 / b100 < 3.0  # about sqrt(T), times a log
+    True
     """
     if not (L > 0 and C > 0 and alpha > 0):
         raise ValueError("L, C and alpha must be > 0")
@@ -102,6 +118,13 @@ def theorem3(T: int, d_eff: float, *, alpha: float, sigma: float, L: float, beta
 
     Holds with probability :math:`1-\delta` when :math:`\beta \ge 3\log(T/\delta)/\varepsilon^2`;
     ``tau_min`` is :math:`\min_t \bar\tau_{t,t}` (exact rescaled ridge leverage scores).
+
+    Examples
+    --------
+    >>> from okoco.regret.bounds import theorem1_exp_concave, theorem3
+    >>> args = dict(T=1000, d_eff=5.0, alpha=1.0, sigma=0.125, L=4.0)
+    >>> theorem3(**args, beta=1.0, gamma=0.1, tau_min=0.01) / theorem1_exp_concave(**args)
+    10.0
     """
     p_min = max(gamma, min(1.0, beta * tau_min))
     if not p_min > 0:

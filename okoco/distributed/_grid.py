@@ -55,6 +55,12 @@ class Task:
         generator is the task's unless set here.
     seed
         Seed of the learner, of synthetic data and of the shuffled order.
+
+    Examples
+    --------
+    >>> from okoco.distributed import Task
+    >>> Task(0, "kons", {"alpha": 0.5}, "sinc", {"n": 50}, seed=1).label()
+    'kons alpha=0.5 on sinc(n=50) seed=1'
     """
 
     index: int
@@ -111,6 +117,21 @@ def run_task(task: Task, settings: Mapping[str, Any], data: Any = None):
     when the grid was given a :class:`~okoco.datasets.Dataset` rather than a name. An exception
     in loading, building or replaying becomes an error record (``status="error"``, ``error``
     the message, ``error_type`` its class) carrying the task's parameters.
+
+    Examples
+    --------
+    >>> from okoco import kernels
+    >>> from okoco.distributed import Task
+    >>> from okoco.distributed._grid import run_task
+    >>> settings = {"kernel": kernels.RBF(), "loss": None, "C": 3.0, "metric": ["mae"],
+    ...             "max_samples": None, "checkpoints": 5, "scale": True, "scale_target": True,
+    ...             "shuffle": False, "target": None}
+    >>> record, result = run_task(Task(0, "fgd", {"eta": 0.5}, "sinc", {"n": 40}), settings)
+    >>> record["status"], result.n_samples
+    ('ok', 40)
+    >>> record, result = run_task(Task(1, "fgd", {"nope": 1}, "sinc", {"n": 40}), settings)
+    >>> record["status"], record["error"], result
+    ('error', "learner 'fgd' has no parameter 'nope'; it takes C, eta, lam, budget", None)
     """
     from okoco.experiment import load_dataset, run_one, shuffled
 
@@ -305,6 +326,15 @@ class GridResult:
         Wall time of the whole grid, cluster start and stop included.
     scheduler, n_workers
         Where it ran.
+
+    Examples
+    --------
+    >>> from okoco.distributed import grid
+    >>> res = grid(["fgd", "kons"], "sinc", seeds=2, data_params={"n": 40})
+    >>> len(res), len(res.ok), len(res.failed)
+    (4, 4, 0)
+    >>> res.best("MAE")["learner"] in ("fgd", "kons")
+    True
     """
 
     def __init__(self, tasks: list[Task], outputs: list[tuple[dict, Any]], *, wall_s: float,
