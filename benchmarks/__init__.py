@@ -2,7 +2,7 @@
 
 Run from the repository root (needs the ``bench`` extra: ``pip install -e ".[bench]"``)::
 
-    python -m benchmarks            # the full suite (about 4 minutes on 2 cores)
+    python -m benchmarks            # the full suite (2-4 minutes on 2 cores)
     python -m benchmarks --quick    # a smoke run on small prefixes (under a minute)
 
 It writes the results as JSON, a Markdown page with the tables and PNG plots; see

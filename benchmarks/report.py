@@ -162,7 +162,7 @@ def markdown(results: dict, plots: dict[str, str]) -> str:
         "",
         "```bash",
         'pip install -e ".[bench]"',
-        "python -m benchmarks            # full run (~4 min on 2 cores); --quick: under a minute",
+        "python -m benchmarks            # full run (2-4 min on 2 cores); --quick: under a minute",
         "```",
         "",
         "from the repository root (see `benchmarks/README.md`). The results below come from:",
