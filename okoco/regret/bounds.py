@@ -116,8 +116,10 @@ def theorem3(T: int, d_eff: float, *, alpha: float, sigma: float, L: float, beta
     r"""Sketched-KONS (Theorem 3): the Theorem 1 term divided by
     :math:`(1-\varepsilon)\max\{\gamma, \min(1, \beta\bar\tau_{\min})\}`.
 
-    Holds with probability :math:`1-\delta` when :math:`\beta \ge 3\log(T/\delta)/\varepsilon^2`;
-    ``tau_min`` is :math:`\min_t \bar\tau_{t,t}` (exact rescaled ridge leverage scores).
+    Holds with probability :math:`1-\delta` when
+    :math:`\beta \ge 3\log(4T^2/\delta)/\varepsilon^2` (the proof's condition; the printed
+    :math:`3\log(T/\delta)/\varepsilon^2` is too small); ``tau_min`` is
+    :math:`\min_t \bar\tau_{t,t}` (exact rescaled ridge leverage scores).
 
     Examples
     --------
