@@ -17,7 +17,7 @@ import textwrap
 
 import griffe
 
-_ROLE = re.compile(r":(?:py:)?(class|func|meth|attr|mod|data|exc|obj):`~?([^`]+)`")
+_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|mod|data|exc|obj):`(~?)([^`]+)`")
 _MATH = re.compile(r":math:`([^`]+)`")
 _LITERAL = re.compile(r"``([^`]+)``")
 _MATH_BLOCK = re.compile(r"^( *)\.\. math::[ \t]*(.*)\n((?:\1 {2,}.*\n|[ \t]*\n)*)", re.M)
@@ -30,8 +30,8 @@ def _math_block(match: re.Match) -> str:
 
 
 def _role(match: re.Match) -> str:
-    target = match.group(2)
-    return f"`{target.split('.')[-1] if match.group(0).count('~') else target}`"
+    tilde, target = match.groups()
+    return f"`{target.rsplit('.', 1)[-1] if tilde else target}`"
 
 
 def to_markdown(text: str) -> str:

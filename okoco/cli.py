@@ -279,8 +279,7 @@ def replay(
     dataset     sinc (200 samples, d=1, regression)
     learner     fgd (FunctionalGD(kernel=RBF(gamma=1.0), C=3.0))
     scaling     features standardised online; targets standardised online
-    MAE         0.25596
-    ...
+    MAE         ...
     """
 
     def body() -> None:

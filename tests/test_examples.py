@@ -29,7 +29,7 @@ def run_example(name: str, tmp_path: Path, capsys, monkeypatch) -> dict:
         with Image.open(path) as image:  # a real, decodable PNG with some size
             assert image.format == "PNG" and min(image.size) > 200
     out = capsys.readouterr().out
-    assert Path(result["figures"][0]).name.split(".")[0].split("_")[0] in out
+    assert Path(result["figures"][0]).stem.split("_")[0] in out  # its one-line summary
     return result
 
 
