@@ -2,7 +2,7 @@ r"""Convex losses of a scalar prediction, with the constants the regret bounds n
 
 The loss protocol
 -----------------
-A loss is any object with these four methods (all vectorised over numpy arrays):
+A loss is any object with these methods (all vectorised over numpy arrays):
 
 ``value(y, z)``
     the loss :math:`\ell(z)` of prediction ``z`` for target ``y``;
@@ -13,7 +13,10 @@ A loss is any object with these four methods (all vectorised over numpy arrays):
     :math:`[-C, C]`: :math:`\ell(z') \ge \ell(z) + \ell'(z)(z'-z) + \frac\sigma2(\ell'(z)(z'-z))^2`
     for all :math:`z, z' \in [-C, C]` (``0`` is always valid and means "no curvature");
 ``lipschitz(C, y_max)``
-    an :math:`L` with :math:`|\ell'(z)| \le L` for :math:`|z| \le C` (Assumption 1).
+    an :math:`L` with :math:`|\ell'(z)| \le L` for :math:`|z| \le C` (Assumption 1);
+``second_derivative(y, z)``
+    :math:`\ell''(z)`, needed only by the curvature-exact step ``eta="hessian"`` of KONS and
+    Sketched-KONS (where :math:`\ell` is not twice differentiable, a one-sided value).
 
 ``y_max`` bounds :math:`|y|`; classification losses ignore it (labels are :math:`\pm1`).
 Optionally a loss may define ``check_target(y)`` that raises ``ValueError`` for a target outside
@@ -91,6 +94,9 @@ class Squared(Loss):
     def derivative(self, y, z):
         return 2.0 * (np.asarray(z, dtype=float) - y)
 
+    def second_derivative(self, y, z):
+        return np.full(np.broadcast(np.asarray(y), np.asarray(z)).shape, 2.0)[()]
+
     def curvature(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)
         Y = C if y_max is None else float(y_max)
@@ -121,6 +127,8 @@ class Logistic(Loss):
     >>> from okoco.losses import Logistic
     >>> round(float(Logistic().value(1, 0.0)), 6)  # log 2
     0.693147
+    >>> float(Logistic().second_derivative(1, 0.0))  # p (1 - p) at p = 1/2
+    0.25
     """
 
     def value(self, y, z):
@@ -130,6 +138,11 @@ class Logistic(Loss):
         y = np.asarray(y, dtype=float)
         # -y * sigmoid(-y z), written with expit for stability at large |z|
         return -y / (1.0 + np.exp(np.clip(y * z, -700, 700)))
+
+    def second_derivative(self, y, z):
+        # p (1 - p) with p = sigmoid(y z), the same for both labels since y^2 = 1
+        p = 1.0 / (1.0 + np.exp(-np.clip(np.asarray(y, dtype=float) * z, -700, 700)))
+        return p * (1.0 - p)
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         return math.exp(-_check_C(C))
@@ -164,6 +177,10 @@ class SquaredHinge(Loss):
     def derivative(self, y, z):
         y = np.asarray(y, dtype=float)
         return -2.0 * y * np.maximum(0.0, 1.0 - y * z)
+
+    def second_derivative(self, y, z):
+        # 2 inside the margin (y z < 1), 0 on the flat part and at the kink (one-sided value)
+        return np.where(np.asarray(y, dtype=float) * z < 1.0, 2.0, 0.0)[()]
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)

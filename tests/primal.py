@@ -1,5 +1,7 @@
 """Primal (explicit-feature) references for the kernel learners' tests."""
 
+import math
+
 import numpy as np
 
 
@@ -26,11 +28,16 @@ def primal_ons(Phi, y, loss, C, alpha, eta, coins=None):
         w = u - ex / (x @ Ainv_x) * Ainv_x
         yhat = x @ w
         preds.append(yhat)
-        e = eta(t + 1) if callable(eta) else eta
         gdot = float(loss.derivative(y[t], yhat))
         g = gdot * x
         z = 1 if coins is None else coins[t]
-        A = A + e * z * np.outer(g, g)
+        if eta == "hessian":  # A gains loss''(yhat) x x^T
+            weight = float(loss.second_derivative(y[t], yhat))
+            e = weight / gdot**2 if gdot else math.inf
+            A = A + z * weight * np.outer(x, x)
+        else:
+            e = eta(t + 1) if callable(eta) else eta
+            A = A + e * z * np.outer(g, g)
         records.append({"w": w, "gdot": gdot, "eta": e, "g_Ainv_g": g @ np.linalg.solve(A, g)})
         u = w - np.linalg.solve(A, g)
     return np.array(preds), active / n, records

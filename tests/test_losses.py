@@ -27,6 +27,26 @@ def test_derivative_matches_finite_differences(loss, y):
     np.testing.assert_allclose(loss.derivative(y, z), numeric, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic(), losses.SquaredHinge()])
+@pytest.mark.parametrize("y", [-1.0, 1.0, 0.3])
+def test_second_derivative_matches_finite_differences(loss, y):
+    if y == 0.3 and not isinstance(loss, losses.Squared):
+        return
+    z = np.linspace(-3, 3, 41) + 0.013  # avoids the squared hinge's kink at y z = 1
+    h = 1e-5
+    numeric = (loss.derivative(y, z + h) - loss.derivative(y, z - h)) / (2 * h)
+    got = loss.second_derivative(y, z)
+    assert got.shape == z.shape
+    np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
+    assert np.all(got >= 0)
+
+
+def test_second_derivative_is_a_scalar_for_scalars():
+    for loss in (losses.Squared(), losses.Logistic(), losses.SquaredHinge()):
+        assert np.ndim(loss.second_derivative(1.0, 0.5)) == 0
+    assert float(losses.SquaredHinge().second_derivative(1.0, 1.0)) == 0.0  # kink: flat side
+
+
 @pytest.mark.parametrize("C", [0.3, 1.0, 1.5, 3.0, 10.0])
 def test_curvature_satisfies_assumption_2(C):
     for y in (-C, -0.4 * C, 0.0, C):

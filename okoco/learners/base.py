@@ -54,6 +54,10 @@ class StepSize:
         :math:`\eta_t = \sigma`, the loss's curvature on :math:`[-C, C]` (Theorem 1);
     ``"sqrt"``
         :math:`\eta_t = 1/(L C \sqrt t)` with :math:`L` the loss's Lipschitz constant;
+    ``"hessian"`` (only where the learner passes ``hessian=True``)
+        :math:`\eta_t \dot g_t^2 = \ell''(\hat y_t)`, known only after the prediction: the
+        call returns ``None`` and the learner uses ``loss.second_derivative`` as the weight
+        :math:`\eta_t \dot g_t^2` itself, so :math:`\dot g_t = 0` needs no division;
     a positive float
         constant;
     a callable
@@ -66,13 +70,18 @@ class StepSize:
     0.125
     >>> StepSize("sqrt", Squared(), C=1.0)(4)
     0.125
+    >>> StepSize("hessian", Squared(), C=1.0, hessian=True)(4) is None
+    True
     """
 
-    def __init__(self, eta, loss, C: float):
+    def __init__(self, eta, loss, C: float, *, hessian: bool = False):
         self.eta = eta
         self.decreasing = False
         if isinstance(eta, str):
-            if eta == "exp-concave":
+            if eta == "hessian" and hessian:
+                if not callable(getattr(loss, "second_derivative", None)):
+                    raise TypeError(f"eta='hessian' needs loss.second_derivative: {loss!r}")
+            elif eta == "exp-concave":
                 sigma = loss.curvature(C, None)
                 if not sigma > 0:
                     raise ValueError(
@@ -84,9 +93,8 @@ class StepSize:
                 self._scale = 1.0 / (loss.lipschitz(C, None) * C)
                 self.decreasing = True
             else:
-                raise ValueError(
-                    f"unknown eta policy {eta!r}; use 'exp-concave', 'sqrt', a number or a callable"
-                )
+                names = "'exp-concave', 'hessian', 'sqrt'" if hessian else "'exp-concave', 'sqrt'"
+                raise ValueError(f"unknown eta policy {eta!r}; use {names}, a number or a callable")
         elif callable(eta):
             self.decreasing = True
         elif isinstance(eta, numbers.Real) and not isinstance(eta, bool):
@@ -96,7 +104,9 @@ class StepSize:
         else:
             raise TypeError(f"eta must be a policy name, a number or a callable, got {eta!r}")
 
-    def __call__(self, t: int) -> float:
+    def __call__(self, t: int) -> float | None:
+        if self.eta == "hessian":
+            return None
         if isinstance(self.eta, str):
             return self._const if self.eta == "exp-concave" else self._scale / math.sqrt(t)
         if callable(self.eta):

@@ -9,14 +9,21 @@ Both learners share one core written in the unscaled-coefficient form of
     h = L^{-1} e                    # L L^T = Kbar_I + alpha I  (okoco.linalg, O(|I|^2))
     ybar = (k . c - h . g) / alpha  # g = L^{-1} (D K c)_I, maintained in O(t)
     s = kappa - h . h               # = alpha phi^T A^{-1} phi > 0
-    yhat = clip(ybar, -C, C);  observe gdot;  d_t = gdot sqrt(eta_t)
+    yhat = clip(ybar, -C, C);  observe gdot;  w_t = eta_t gdot^2;  d_t = gdot sqrt(eta_t)
     z = coin (KONS: 1; Sketched-KONS: KORS with p = max(min(beta tau~, 1), gamma))
-    c_t = z eta_t gdot^2 yhat - gdot - alpha h(ybar) / s
+    c_t = z w_t yhat - gdot - alpha h(ybar) / s
     if z: border L with d_t h and the pivot sqrt(alpha + d_t^2 s)
 
 ``d_i = gdot_i sqrt(eta_i)``, ``c`` are the unscaled coefficients (``c_i = d_i b_i`` of the
 paper's ``b``), and ``Kc`` is the running ``K c`` vector. The ``c`` form stays exact when
 ``gdot_t = 0`` while the projection is active, where the paper's ``b`` form divides by zero.
+
+The curvature-exact step ``eta="hessian"`` sets the weight ``w_t = eta_t gdot_t^2`` to the
+loss's second derivative ``loss''(y_t, yhat_t)`` and ``d_t = sqrt(w_t)``: the preconditioner
+gains ``loss''(yhat_t) phi_t phi_t^T`` and ``eta_t`` itself is never formed, so ``gdot_t = 0``
+needs no division (the signs of ``d`` cancel in every formula above). For the squared loss
+(``w_t = 2``, ``c_t = 2 y_t`` while the projection is inactive) the prediction is
+follow-the-leader kernel ridge regression, ``k^T (K + (alpha/2) I)^{-1} y`` over past points.
 """
 
 from __future__ import annotations
@@ -68,7 +75,11 @@ class KONS(KernelLearner):
         Ridge of the preconditioner :math:`A_0 = \alpha I`, > 0.
     eta
         :math:`\eta_t`: ``"exp-concave"`` (:math:`\sigma` of the loss, the default),
-        ``"sqrt"``, a number or a callable of ``t``.
+        ``"hessian"`` (:math:`\eta_t\dot g_t^2 = \ell''(\hat y_t)`, the loss's own curvature;
+        with the squared loss and no clipping this is follow-the-leader kernel ridge
+        regression with ridge :math:`\alpha/2`; Theorem 1 does not cover it, as this
+        :math:`\eta_t` is neither constant nor non-increasing), ``"sqrt"``, a number or a
+        callable of ``t``.
 
     Attributes
     ----------
@@ -110,7 +121,7 @@ class KONS(KernelLearner):
         if not (math.isfinite(self.alpha) and self.alpha > 0):
             raise ValueError(f"alpha must be finite and > 0, got {self.alpha!r}")
         self._setup()
-        self._eta = StepSize(self.eta, self._loss, self.C)
+        self._eta = StepSize(self.eta, self._loss, self.C, hessian=True)
 
     def _reset_state(self) -> None:
         self._store = PointStore(fields=("d", "c", "Kc", "z"))
@@ -175,12 +186,19 @@ class KONS(KernelLearner):
         excess = clip_excess(ybar, self.C)
         yhat = ybar - excess
         gdot = float(self._loss.derivative(y, yhat))
-        d_t = gdot * math.sqrt(eta)
+        if eta is None:  # eta="hessian": the weight eta_t gdot^2 is loss'' itself
+            weight = float(self._loss.second_derivative(y, yhat))
+            if not (math.isfinite(weight) and weight >= 0):
+                raise ValueError(f"loss.second_derivative returned {weight!r}; it must be >= 0")
+            d_t = math.sqrt(weight)  # D's signs cancel in every formula: sqrt is a valid d_t
+        else:
+            weight = eta * gdot * gdot
+            d_t = gdot * math.sqrt(eta)
         # Refuse a step that would store non-finite numbers, before the coin or any state
         # changes: kernel values that overflowed, or a loss derivative far beyond the scale of C.
         if not (math.isfinite(ybar) and math.isfinite(kappa) and np.isfinite(k).all()):
             raise ValueError(overflow_message(self._kernel, ybar))
-        worst = eta * gdot * gdot * abs(yhat) + abs(gdot) + alpha * abs(excess) / s
+        worst = weight * abs(yhat) + abs(gdot) + alpha * abs(excess) / s
         if not (abs(d_t) <= _MAX_D and math.isfinite(worst)
                 and math.isfinite(d_t * d_t * kappa + alpha)):
             raise ValueError(
@@ -188,7 +206,7 @@ class KONS(KernelLearner):
                 " too large for a second-order step; rescale the targets"
             )
         z = self._coin(e, kappa, d_t)
-        c_t = z * eta * gdot * gdot * yhat - gdot - (alpha * excess / s if excess else 0.0)
+        c_t = z * weight * yhat - gdot - (alpha * excess / s if excess else 0.0)
 
         # Running K c over the stored points plus the new entry; g = L^{-1}(D K c)_I follows,
         # since (D K c)_I moves by c_t e and L^{-1} e = h.
@@ -201,7 +219,7 @@ class KONS(KernelLearner):
         q = d_t * d_t * s / alpha
         tau = q / (1.0 + z * q)  # g_t^T A_t^{-1} g_t * eta_t
         self.online_effective_dimension += tau
-        self.rg_sum += tau / eta
+        self.rg_sum += gdot * gdot * s / (alpha * (1.0 + z * q))  # = tau / eta_t, eta-free
         if z:
             self.log_det += math.log1p(q)
             m = self._chol.size
