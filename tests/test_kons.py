@@ -199,6 +199,23 @@ def test_regret_inequality_holds_deterministically():
             assert slack >= -1e-9
 
 
+def test_regret_inequality_holds_for_the_hessian_step_with_its_own_r_d():
+    # The telescoping inequality needs no monotone eta: it holds for eta_t = loss''/gdot^2 too,
+    # but R_D >= 0 there (eta_t >= sigma), so Theorem 1's log T rate does not follow.
+    C, alpha = 1.0, 1.0
+    X, y, w_true = feasible_linear_stream(C=C)
+    loss = losses.Squared()
+    sigma = loss.curvature(C)
+    model = KONS(kernel=kernels.Linear(), C=C, alpha=alpha, eta="hessian")
+    preds = run(model, X, y)
+    _, _, records = primal_ons(X, y, loss, C, alpha, "hessian")
+    assert all(r["weight"] >= sigma * r["gdot"] ** 2 for r in records)  # every R_D term >= 0
+    for w in (np.zeros(4), w_true, np.linalg.lstsq(X, y, rcond=None)[0]):
+        slack = regret_inequality_slack(X, y, preds, records, w, loss=loss, C=C,
+                                        alpha=alpha, sigma=sigma, rg_sum=model.rg_sum)
+        assert slack >= -1e-9
+
+
 def test_predict_many_matches_predict_one_and_pickle_roundtrip():
     X, y = squared_stream(n=80, d=3, seed=3)
     model = KONS(kernel=kernels.RBF(1.0), C=0.5)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 from river import base
@@ -117,6 +118,12 @@ class StepSize:
         return self._const
 
 
+def _is_regression(loss) -> bool:
+    """A loss taking any real target (no ``check_target`` of its own), i.e. not a classifier's."""
+    check = getattr(type(loss), "check_target", None)
+    return check is None or check is _losses.Loss.check_target
+
+
 class KernelLearner(base.MiniBatchRegressor):
     """Base class of the okoco regressors (a river ``MiniBatchRegressor``).
 
@@ -150,6 +157,7 @@ class KernelLearner(base.MiniBatchRegressor):
             raise TypeError(f"C must be a number, got {self.C!r}")
         elif not (math.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be finite and > 0, got {self.C!r}")
+        # kernel=None: RBF(gamma = 1/d), d fixed at the first learn (_learned); 1.0 until then
         self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
         self._loss = self.loss if self.loss is not None else _losses.Squared()
         self._reset()
@@ -158,6 +166,8 @@ class KernelLearner(base.MiniBatchRegressor):
         self._features = FeatureMap()
         self._rng = np.random.default_rng(getattr(self, "seed", None))
         self.n_seen = 0
+        self._abs_target_sum = 0.0
+        self._warned_unscaled = False
         self._cache = None
         self._reset_state()
 
@@ -182,6 +192,7 @@ class KernelLearner(base.MiniBatchRegressor):
         y = check_target(y, self._loss)
         eta = self._step(self.n_seen + 1)
         vec = self._features.vector(x, register=True)  # validates every value before registering
+        self._before_learning([y])
         self._learn_vec(vec, y, eta)
         self.n_seen += 1
         self._cache = None
@@ -198,6 +209,7 @@ class KernelLearner(base.MiniBatchRegressor):
         present = ~np.isnan(values)
         cols = self._features.indices(names, register=True)
         width = self._features.width
+        self._before_learning(targets)
         for i, target in enumerate(targets):
             eta = self._step(self.n_seen + 1)
             vec = np.zeros(width)
@@ -262,6 +274,28 @@ class KernelLearner(base.MiniBatchRegressor):
                 [[np.nan if c is None else float(c) for c in row] for row in raw], dtype=float
             )
         return names, values
+
+    def _before_learning(self, targets: list) -> None:
+        """Fix the default kernel's scale at the first learn; warn once about unscaled targets.
+
+        ``kernel=None`` means ``RBF(gamma=1/d)`` with ``d`` the features known at the first
+        learn (scikit-learn's ``gamma="scale"`` for standardized inputs), fixed from then on so
+        that stored factorizations stay valid. When the mean ``|y|`` exceeds ``2 C``, most
+        predictions are clipped far from their targets: a ``UserWarning`` (once) says so.
+        """
+        if self.n_seen == 0 and self.kernel is None:
+            self._kernel = _kernels.RBF(gamma=1.0 / max(self._features.width, 1))
+        if self.C is None or not _is_regression(self._loss):
+            return
+        self._abs_target_sum += float(np.abs(targets).sum())
+        n, C = self.n_seen + len(targets), self.C
+        if self._abs_target_sum > 2 * C * n and not self._warned_unscaled:
+            self._warned_unscaled = True
+            warnings.warn(
+                f"the targets average |y| = {self._abs_target_sum / n:.3g}, far outside the "
+                f"predictions' range [-C, C] = [-{C:g}, {C:g}]; standardize them (river's "
+                "preprocessing.TargetStandardScaler around the model) or raise C",
+                UserWarning, stacklevel=3)
 
     def _step(self, t: int) -> float | None:
         """Step size of step ``t``, computed (and checked) before any state changes."""

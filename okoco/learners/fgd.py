@@ -31,11 +31,13 @@ class FunctionalGD(KernelLearner):
     Parameters
     ----------
     kernel
-        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1.0)``.
+        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1/d)``, ``d`` the
+        number of features at the first learn (fixed from then on; suits standardized inputs).
     loss
         An ``okoco.losses`` loss; ``None`` means ``Squared()``.
     C
-        Predictions are clipped to ``[-C, C]``.
+        Predictions are clipped to ``[-C, C]``; the default 3 suits standardized targets
+        (river's ``TargetStandardScaler``). Targets far outside it raise a warning, once.
     eta
         Step size: ``"sqrt"`` (:math:`1/(LC\sqrt t)`, the default), ``"exp-concave"``, a
         number, or a callable of ``t``.
@@ -66,7 +68,7 @@ class FunctionalGD(KernelLearner):
         self,
         kernel=None,
         loss=None,
-        C: float = 1.0,
+        C: float = 3.0,
         eta="sqrt",
         lam: float = 0.0,
         budget: int | None = None,

@@ -65,12 +65,14 @@ class KONS(KernelLearner):
     Parameters
     ----------
     kernel
-        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1.0)``. The bounds assume a
-        normalised kernel (``k(x, x) = 1``); the algorithm does not need it.
+        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1/d)``, ``d`` the
+        number of features at the first learn (fixed from then on; suits standardized inputs).
+        The bounds assume a normalised kernel (``k(x, x) = 1``); the algorithm does not need it.
     loss
         An ``okoco.losses`` loss; ``None`` means ``Squared()``.
     C
-        Predictions are clipped to ``[-C, C]``.
+        Predictions are clipped to ``[-C, C]``; the default 3 suits standardized targets
+        (river's ``TargetStandardScaler``). Targets far outside it raise a warning, once.
     alpha
         Ridge of the preconditioner :math:`A_0 = \alpha I`, > 0.
     eta
@@ -106,7 +108,7 @@ class KONS(KernelLearner):
     MAE: ...
     """
 
-    def __init__(self, kernel=None, loss=None, C: float = 1.0, alpha: float = 1.0,
+    def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 1.0,
                  eta="exp-concave"):
         self.kernel = kernel
         self.loss = loss
@@ -280,7 +282,7 @@ class SketchedKONS(KONS):
     True
     """
 
-    def __init__(self, kernel=None, loss=None, C: float = 1.0, alpha: float = 1.0,
+    def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 1.0,
                  eta="exp-concave", eps: float = 0.5, beta: float = 10.0, gamma: float = 0.0,
                  seed: int | None = None):
         self.kernel = kernel
