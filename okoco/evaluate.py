@@ -594,7 +594,7 @@ def replay(
     ...         preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2))
     >>> r = replay(make(), datasets.TrumpApproval(), metrics=metrics.MAE())
     >>> r.final["MAE"]
-    0.577648...
+    0.349477...
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), make(), metrics.MAE())
     MAE: 0.577648
     """

@@ -69,12 +69,12 @@ def learner_registry() -> dict[str, type]:
     Examples
     --------
     >>> sorted(learner_registry())[:3]
-    ['fgd', 'kons', ...]
+    ['auto', 'fgd', ...]
     """
     from okoco import learners
 
     names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
-             "krls": "KRLS"}
+             "krls": "KRLS", "auto": "Auto"}
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
 
 

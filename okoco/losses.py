@@ -16,7 +16,11 @@ A loss is any object with these methods (all vectorised over numpy arrays):
     an :math:`L` with :math:`|\ell'(z)| \le L` for :math:`|z| \le C` (Assumption 1);
 ``second_derivative(y, z)``
     :math:`\ell''(z)`, needed only by the curvature-exact step ``eta="hessian"`` of KONS and
-    Sketched-KONS (where :math:`\ell` is not twice differentiable, a one-sided value).
+    Sketched-KONS (where :math:`\ell` is not twice differentiable, a one-sided value);
+``exp_concavity(C, y_max)``
+    the largest :math:`\eta` for which :math:`e^{-\eta\ell(z)}` is concave on :math:`[-C, C]`,
+    i.e. :math:`\min \ell''/\ell'^2` there; needed only by :class:`okoco.learners.Auto`, whose
+    weighted average then has regret at most :math:`\log N/\eta` to its best expert.
 
 ``y_max`` bounds :math:`|y|`; classification losses ignore it (labels are :math:`\pm1`).
 Optionally a loss may define ``check_target(y)`` that raises ``ValueError`` for a target outside
@@ -107,6 +111,12 @@ class Squared(Loss):
         Y = C if y_max is None else float(y_max)
         return 2.0 * (C + Y)
 
+    def exp_concavity(self, C: float, y_max: float | None = None) -> float:
+        r"""With :math:`u = z - y`, :math:`(e^{-\eta u^2})'' = (4\eta^2u^2 - 2\eta)e^{-\eta u^2}
+        \le 0` iff :math:`u^2 \le 1/(2\eta)`; :math:`|u| \le C + Y` gives
+        :math:`\eta = 1/(2(C+Y)^2)`."""
+        return self.curvature(C, y_max)
+
 
 def _check_label(y) -> None:
     if y not in (-1, 1) or isinstance(y, bool):
@@ -151,6 +161,11 @@ class Logistic(Loss):
         C = _check_C(C)
         return 1.0 / (1.0 + math.exp(-C))
 
+    def exp_concavity(self, C: float, y_max: float | None = None) -> float:
+        r""":math:`\ell''/\ell'^2 = p(1-p)/(1-p)^2 = e^{yz} \ge e^{-C}` with
+        :math:`p = \sigma(yz)`, so :math:`\eta = e^{-C}`."""
+        return math.exp(-_check_C(C))
+
     def check_target(self, y) -> None:
         _check_label(y)
 
@@ -190,6 +205,13 @@ class SquaredHinge(Loss):
 
     def lipschitz(self, C: float, y_max: float | None = None) -> float:
         return 2.0 * (1.0 + _check_C(C))
+
+    def exp_concavity(self, C: float, y_max: float | None = None) -> float:
+        r"""Inside the margin, with :math:`u = 1 - yz \in (0, 1 + C]`,
+        :math:`\ell''/\ell'^2 = 2/(4u^2) \ge 1/(2(1+C)^2)`; on the flat part
+        :math:`e^{-\eta\ell} = 1`, and the two pieces meet with slope 0, so
+        :math:`\eta = 1/(2(1+C)^2)`."""
+        return 1.0 / (2.0 * (1.0 + _check_C(C)) ** 2)
 
     def check_target(self, y) -> None:
         _check_label(y)

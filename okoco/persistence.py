@@ -75,6 +75,7 @@ LEARNER_CLASSES = (
     "okoco.learners.kons.SketchedKONS",
     "okoco.learners.fgd.FunctionalGD",
     "okoco.learners.krls.KRLS",
+    "okoco.learners.auto.Auto",
     "okoco.learners.binary.BinaryClassifier",
 )
 

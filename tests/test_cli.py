@@ -146,7 +146,7 @@ def test_datasets_and_learners_listings():
     rows = json.loads(run("datasets", "--json").stdout)
     assert {"name": "phishing", "n": 1250, "d": 9, "task": "binary"}.items() <= rows[1].items()
     listing = run("learners")
-    assert listing.exit_code == 0 and "alpha = 1.0" in listing.stdout
+    assert listing.exit_code == 0 and "alpha = 0.1" in listing.stdout
     learners = {row["name"]: row for row in json.loads(run("learners", "--json").stdout)}
     assert set(learners) == set(learner_registry())
     assert learners["sketched-kons"]["parameters"]["beta"] == 10.0

@@ -94,3 +94,20 @@ def test_label_domain_and_bad_C():
     with pytest.raises(ValueError, match="C must be"):
         losses.Logistic().curvature(0.0)
     assert np.isfinite(losses.Logistic().derivative(1.0, -1e4))
+
+
+@pytest.mark.parametrize("C", [0.5, 1.0, 3.0])
+def test_exp_concavity_makes_exp_minus_eta_loss_concave_and_is_tight(C):
+    z = np.linspace(-C, C, 2001)
+    cases = [(losses.Squared(), (-C, 0.0, C)), (losses.Logistic(), (-1.0, 1.0)),
+             (losses.SquaredHinge(), (-1.0, 1.0))]
+    for loss, targets in cases:
+        eta = loss.exp_concavity(C)
+        worst = []
+        for y in targets:
+            f = np.exp(-eta * loss.value(y, z))
+            second = np.diff(f, 2)  # concave <=> second differences <= 0
+            assert second.max() <= 1e-12, (loss, y)
+            g = np.exp(-1.2 * eta * loss.value(y, z))  # a larger rate breaks concavity
+            worst.append(np.diff(g, 2).max())
+        assert max(worst) > 0, loss

@@ -192,8 +192,9 @@ class KernelLearner(base.MiniBatchRegressor):
         y = check_target(y, self._loss)
         eta = self._step(self.n_seen + 1)
         vec = self._features.vector(x, register=True)  # validates every value before registering
-        self._before_learning([y])
+        self._fix_default_kernel()
         self._learn_vec(vec, y, eta)
+        self._watch_target_scale([y])
         self.n_seen += 1
         self._cache = None
 
@@ -209,7 +210,8 @@ class KernelLearner(base.MiniBatchRegressor):
         present = ~np.isnan(values)
         cols = self._features.indices(names, register=True)
         width = self._features.width
-        self._before_learning(targets)
+        self._fix_default_kernel()
+        self._watch_target_scale(targets)
         for i, target in enumerate(targets):
             eta = self._step(self.n_seen + 1)
             vec = np.zeros(width)
@@ -275,16 +277,16 @@ class KernelLearner(base.MiniBatchRegressor):
             )
         return names, values
 
-    def _before_learning(self, targets: list) -> None:
-        """Fix the default kernel's scale at the first learn; warn once about unscaled targets.
-
-        ``kernel=None`` means ``RBF(gamma=1/d)`` with ``d`` the features known at the first
-        learn (scikit-learn's ``gamma="scale"`` for standardized inputs), fixed from then on so
-        that stored factorizations stay valid. When the mean ``|y|`` exceeds ``2 C``, most
-        predictions are clipped far from their targets: a ``UserWarning`` (once) says so.
-        """
+    def _fix_default_kernel(self) -> None:
+        """``kernel=None`` means ``RBF(gamma=1/d)``, ``d`` the features known at the first learn
+        (scikit-learn's ``gamma="scale"`` for standardized inputs), fixed from then on so that
+        stored factorizations stay valid."""
         if self.n_seen == 0 and self.kernel is None:
             self._kernel = _kernels.RBF(gamma=1.0 / max(self._features.width, 1))
+
+    def _watch_target_scale(self, targets: list) -> None:
+        """Warn once when the mean ``|y|`` exceeds ``2 C``: most predictions are then clipped
+        far from their targets (raw targets where standardized ones were meant)."""
         if self.C is None or not _is_regression(self._loss):
             return
         self._abs_target_sum += float(np.abs(targets).sum())

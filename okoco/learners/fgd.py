@@ -61,7 +61,7 @@ class FunctionalGD(KernelLearner):
     >>> model = preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2)
     >>> model = preprocessing.TargetStandardScaler(model)
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
-    MAE: 0.577648
+    MAE: 0.349478
     """
 
     def __init__(
