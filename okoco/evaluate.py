@@ -596,7 +596,7 @@ def replay(
     >>> r.final["MAE"]
     0.349477...
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), make(), metrics.MAE())
-    MAE: 0.577648
+    MAE: 0.349478
     """
     from river import base
 
