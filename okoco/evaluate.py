@@ -466,11 +466,17 @@ def _keep_the_tail_in_view(ax: Any, drawn: list) -> None:
         return
     lo, hi = float(tail.min()), float(tail.max())
     span = hi - lo if hi > lo else max(abs(hi), 1.0)
-    if float(every.max()) - float(every.min()) > 3 * span:
-        bottom = lo - 0.15 * span
-        if float(every.min()) >= 0:
-            bottom = max(bottom, 0.0)
-        ax.set_ylim(bottom, hi + 0.15 * span)
+    # each side is cut only where the early values stray far beyond the tail's range
+    cut_top, cut_bottom = every.max() > hi + 2 * span, every.min() < lo - 2 * span
+    if not (cut_top or cut_bottom):
+        return
+    top = hi + 0.15 * span if cut_top else float(every.max())
+    bottom = lo - 0.15 * span if cut_bottom else float(every.min())
+    pad = 0.05 * (top - bottom)
+    top, bottom = top + (0 if cut_top else pad), bottom - (0 if cut_bottom else pad)
+    if every.min() >= 0:
+        bottom = max(bottom, 0.0)
+    ax.set_ylim(bottom, top)
 
 
 # -- progressive validation -----------------------------------------------------------------------
