@@ -24,9 +24,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from functools import reduce
+from operator import add, mul
 from typing import Any
 
-from okoco import kernels as _kernels
+import numpy as np
+
+from okoco import datasets, kernels, learners, losses
+from okoco.evaluate import replay
+from okoco.learners import BinaryClassifier
 
 __all__ = [
     "UserError",
@@ -71,8 +77,6 @@ def learner_registry() -> dict[str, type]:
     >>> sorted(learner_registry())[:3]
     ['auto', 'fgd', ...]
     """
-    from okoco import learners
-
     names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
              "krls": "KRLS", "auto": "Auto"}
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
@@ -121,9 +125,6 @@ def make_kernel(name: str, gamma: float | None = None, degree: int | None = None
     >>> make_kernel("rbf+linear", gamma=0.5)
     Sum(left=RBF(gamma=0.5), right=Linear())
     """
-    from functools import reduce
-    from operator import add, mul
-
     given = {"gamma": gamma, "degree": degree, "coef0": coef0}
     given = {k: v for k, v in given.items() if v is not None}
     if name == "rbf" and not given and not normalize:
@@ -134,12 +135,12 @@ def make_kernel(name: str, gamma: float | None = None, degree: int | None = None
         if part not in KERNELS:
             raise UserError(f"unknown kernel {part!r} in {name!r}; choose from "
                             f"{', '.join(KERNELS)}, joined by + or *")
-        accepted = parameters(getattr(_kernels, KERNELS[part]))
+        accepted = parameters(getattr(kernels, KERNELS[part]))
         used |= accepted.keys() & given.keys()
         parts.append((part, {k: v for k, v in given.items() if k in accepted}))
     for key in [k for k in given if k not in used]:
         raise UserError(f"kernel {name!r} takes no --{key}")
-    built = iter(getattr(_kernels, KERNELS[part])(**kwargs) for part, kwargs in parts)
+    built = iter(getattr(kernels, KERNELS[part])(**kwargs) for part, kwargs in parts)
     kernel = reduce(add, [reduce(mul, [next(built) for _ in term]) for term in terms])
     if normalize:
         if "normalize" not in parameters(type(kernel)):
@@ -167,9 +168,8 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     >>> type(model).__name__, type(learner).__name__, learner.C
     ('TargetStandardScaler', 'KONS', 3.0)
     """
+    # deferred: river.preprocessing takes about a second to import (`okoco --help` needs none)
     from river import preprocessing
-
-    from okoco import BinaryClassifier, losses
 
     registry = learner_registry()
     if name not in registry:
@@ -228,8 +228,6 @@ def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any
     >>> ds.n, ds.task
     (30, 'regression')
     """
-    from okoco import datasets
-
     kwargs = dict(data_params)
     if target is not None:
         kwargs["target"] = int(target) if target.lstrip("-").isdigit() else target
@@ -255,10 +253,6 @@ def shuffled(ds, seed: int | None):
     >>> [y for _, y in shuffled(ds, seed=0)] != [y for _, y in ds]
     True
     """
-    import numpy as np
-
-    from okoco import datasets
-
     X, y, names = ds.to_arrays(sparse=getattr(ds, "is_sparse", False))
     order = np.random.default_rng(seed).permutation(X.shape[0])
     return datasets.Dataset(ds.name, ds.task, X=X[order], y=y[order], feature_names=names,
@@ -274,6 +268,7 @@ def make_metrics(names: Sequence[str], task: str) -> list:
     >>> make_metrics([], "regression"), make_metrics(["rmse", "r2"], "regression")
     ([MAE: 0.], [RMSE: 0., R2: 0.])
     """
+    # deferred: river.metrics takes about a second to import (`okoco --help` needs none)
     from river import metrics
 
     if not names:
@@ -312,8 +307,6 @@ def run_one(dataset, learner: str, *, options: dict[str, Any], seed: int | None,
     >>> run_one(datasets.load("sinc", n=40), "fgd", options=options, seed=0).n_samples
     40
     """
-    from okoco.evaluate import replay
-
     kernel = options["kernel"]
     if isinstance(kernel, str):
         kernel = make_kernel(kernel, options.get("gamma"), options.get("degree"),
