@@ -169,3 +169,21 @@ def test_refit_schedule_and_vw_lines():
     assert pred[0].startswith(" |f 0:") and pred[0].count(":") == stream.d
     assert learn[2] == f"{stream.y[2]:.17g}" + pred[2]
     assert float(pred[1].split()[2].split(":")[1]) == stream.X[1, 1]
+
+
+def test_defaults_table_runs_and_summarises(tmp_path):
+    defaults = importlib.import_module("benchmarks.bench_defaults")
+    out, page = tmp_path / "defaults.json", tmp_path / "defaults.md"
+    names = "KONS(eta=hessian, alpha=0.1, C=3),KONS(eta=hessian, alpha=1, C=3),Auto(),river"
+    report = defaults.main(["--n", "40", "--only", names, "--streams", "sinc,german",
+                            "--output", str(out), "--docs", str(page)])
+    results = report["results"]
+    assert set(results["Auto()"]) == {"sinc", "german"}
+    assert "sinc" in results["river EWARegressor(Auto's experts)"]
+    assert all(math.isfinite(v[0]) and v[2] == 40 for r in results.values() for v in r.values())
+    text = page.read_text()
+    assert "| sinc |" in text and "| german |" in text and "Auto()" in text
+    # the summary is the geometric mean of error / best error, checked by hand on two streams
+    fake = {"a": {"s": [1.0, 0, 0], "t": [4.0, 0, 0]}, "b": {"s": [2.0, 0, 0], "t": [1.0, 0, 0]}}
+    score = defaults.summarise(fake, ["a", "b"], ["s", "t"])
+    assert score["a"] == pytest.approx(2.0) and score["b"] == pytest.approx(math.sqrt(2.0))
