@@ -762,12 +762,12 @@ def replay(
     meta
         Extra facts stored in the result's ``meta``.
     checkpoint
-        Path of a checkpoint file (one compressed ``.npz``, see :mod:`okoco.persistence`): the
+        Path of a checkpoint file (one ``.npz``, see :mod:`okoco.persistence`): the
         model graph (okoco learners, river pipelines, ``StandardScaler``,
         ``TargetStandardScaler``), the metric states, the samples consumed and the result
         columns so far. It is written atomically (temporary file, then ``os.replace``) every
-        ``checkpoint_every`` samples and at the end of the stream. A run with a regret tracker
-        cannot be checkpointed.
+        ``checkpoint_every`` samples and at the end of the stream, but not on Ctrl-C (it keeps
+        the last complete state). A run with a regret tracker cannot be checkpointed.
     checkpoint_every
         Write the checkpoint after every this many samples (``None``: only at the end).
     resume
