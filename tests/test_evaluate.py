@@ -309,3 +309,46 @@ def test_generator_counts_from_start_and_names_the_bad_sample():
         next(steps)
     with pytest.raises(ValueError, match="does not work"):
         next(iter_progressive_val(FunctionalGD(), data, metrics.Accuracy()))
+
+
+def test_sigint_to_a_running_replay_process_leaves_the_result_so_far(tmp_path):
+    """A real SIGINT sent by another process to a replay running in a subprocess."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import itertools, json, sys\n"
+        "from river import metrics\n"
+        "from okoco import datasets\n"
+        "from okoco.evaluate import ReplayInterrupted, replay\n"
+        "from okoco.learners import FunctionalGD\n"
+        "def rows():  # an endless stream\n"
+        "    data = list(datasets.load('sinc', n=1000, seed=0))\n"
+        "    for i in itertools.count(1):\n"
+        "        if i == 200:\n"
+        "            print('running', flush=True)\n"
+        "        yield data[i % 1000]\n"
+        "try:\n"
+        "    replay(FunctionalGD(budget=50), rows(), metrics=metrics.MAE(), checkpoints=[100])\n"
+        "except ReplayInterrupted as stop:\n"
+        "    r = stop.result\n"
+        "    print(json.dumps({'n': r.n_samples, 'interrupted': r.interrupted,\n"
+        "                      't': r.columns['t'], 'mae': r.final['MAE']}))\n"
+        "    sys.exit(130)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            env=os.environ.copy())
+    try:
+        assert proc.stdout.readline().strip() == "running"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    report = json.loads(out)
+    assert report["interrupted"] and report["n"] >= 199
+    assert report["t"][0] == 100 and report["t"][-1] == report["n"]
+    assert math.isfinite(report["mae"])
