@@ -67,12 +67,12 @@ def learner_registry() -> dict[str, type]:
     Examples
     --------
     >>> sorted(learner_registry())[:3]
-    ['fgd', 'kons', ...]
+    ['con-kons', 'fgd', 'kons']
     """
     from okoco import learners
 
     names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
-             "krls": "KRLS"}
+             "krls": "KRLS", "pros-n-kons": "PROSNKONS", "con-kons": "CONKONS"}
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
 
 

@@ -75,6 +75,8 @@ LEARNER_CLASSES = (
     "okoco.learners.kons.SketchedKONS",
     "okoco.learners.fgd.FunctionalGD",
     "okoco.learners.krls.KRLS",
+    "okoco.learners.pros.PROSNKONS",
+    "okoco.learners.pros.CONKONS",
     "okoco.learners.binary.BinaryClassifier",
 )
 
