@@ -21,6 +21,7 @@ from river import base
 
 from okoco import kernels as _kernels
 from okoco import losses as _losses
+from okoco import persistence
 from okoco.learners.features import MAX_ABS_VALUE, FeatureMap, check_target, check_value
 
 __all__ = ["KernelLearner", "StepSize", "clip_excess"]
@@ -277,9 +278,7 @@ class KernelLearner(base.MiniBatchRegressor):
         Load it back with :func:`okoco.load`; see :mod:`okoco.persistence` for the format.
         Returns the path written.
         """
-        from okoco.persistence import save
-
-        return save(self, path, compress=compress)
+        return persistence.save(self, path, compress=compress)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

@@ -26,6 +26,7 @@ import numbers
 
 import numpy as np
 
+from okoco.dictionary import KORS
 from okoco.learners.base import KernelLearner, StepSize, clip_excess, overflow_message
 from okoco.learners.features import PointStore
 from okoco.linalg import IncrementalCholesky
@@ -277,8 +278,6 @@ class SketchedKONS(KONS):
         self._init()
 
     def _reset_state(self) -> None:
-        from okoco.dictionary import KORS
-
         super()._reset_state()
         self._kors = KORS(kernel=None, alpha=self.alpha, eps=self.eps, beta=self.beta,
                           gamma=self.gamma, seed=self._rng)
