@@ -73,10 +73,10 @@ def learner_registry() -> dict[str, type]:
     Examples
     --------
     >>> sorted(learner_registry())[:3]
-    ['fgd', 'kons', ...]
+    ['con-kons', 'fgd', 'kons']
     """
     names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
-             "krls": "KRLS"}
+             "krls": "KRLS", "pros-n-kons": "PROSNKONS", "con-kons": "CONKONS"}
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
 
 

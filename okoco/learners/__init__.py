@@ -9,11 +9,14 @@ from okoco.learners.features import FeatureMap, PointStore
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.krls import KRLS
+from okoco.learners.pros import CONKONS, PROSNKONS
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
-__all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS", "KRLS"]
+__all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS", "KRLS",
+           "PROSNKONS", "CONKONS"]
 
 # What okoco files may hold: the learners, and every part a learner is built from.
-persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, BinaryClassifier, learner=True)
+persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, BinaryClassifier,
+                     learner=True)
 persistence.register(FeatureMap, PointStore, StepSize, IncrementalCholesky, PackedSymmetric,
                      KORS, ALD, _Rows)
