@@ -799,9 +799,9 @@ def replay(
     ...         preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2))
     >>> r = replay(make(), datasets.TrumpApproval(), metrics=metrics.MAE())
     >>> r.final["MAE"]
-    0.577648...
+    0.349477...
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), make(), metrics.MAE())
-    MAE: 0.577648
+    MAE: 0.349478
     """
     metric_list = _as_metrics(metrics, learner)
     _check_replay_arguments(regret, max_samples, checkpoint, checkpoint_every, resume)

@@ -19,6 +19,9 @@ from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
 REGRESSORS = {
     "kons": lambda: KONS(kernel=kernels.RBF(0.7), C=2.0, alpha=0.5),
     "kons-linear": lambda: KONS(kernel=kernels.Linear(), eta="sqrt"),
+    "kons-algebra": lambda: KONS(kernel=kernels.Sum(0.5 * kernels.RBF(0.7) * kernels.Laplacian(1.0),
+                                                    kernels.Linear(), normalize=True),
+                                 eta="hessian"),
     "sketched": lambda: SketchedKONS(kernel=kernels.Laplacian(0.5), beta=2.0, gamma=0.1, seed=3),
     "sketched-gen": lambda: SketchedKONS(beta=1.0, seed=np.random.default_rng(5)),
     "fgd-budget": lambda: FunctionalGD(kernel=kernels.Polynomial(2, 0.5, 1.0, normalize=True),

@@ -32,11 +32,13 @@ class FunctionalGD(KernelLearner):
     Parameters
     ----------
     kernel
-        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1.0)``.
+        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1/d)``, ``d`` the
+        number of features at the first learn (fixed from then on; suits standardized inputs).
     loss
         An ``okoco.losses`` loss; ``None`` means ``Squared()``.
     C
-        Predictions are clipped to ``[-C, C]``.
+        Predictions are clipped to ``[-C, C]``; the default 3 suits standardized targets
+        (river's ``TargetStandardScaler``). Targets far outside it raise a warning, once.
     eta
         Step size: ``"sqrt"`` (:math:`1/(LC\sqrt t)`, the default), ``"exp-concave"``, a
         number, or a callable of ``t``.
@@ -60,14 +62,14 @@ class FunctionalGD(KernelLearner):
     >>> model = preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2)
     >>> model = preprocessing.TargetStandardScaler(model)
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
-    MAE: 0.577648
+    MAE: 0.349478
     """
 
     def __init__(
         self,
         kernel=None,
         loss=None,
-        C: float = 1.0,
+        C: float = 3.0,
         eta="sqrt",
         lam: float = 0.0,
         budget: int | None = None,

@@ -44,7 +44,8 @@ class KRLS(KernelLearner):
     Parameters
     ----------
     kernel
-        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1.0)``.
+        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1/d)``, ``d`` the
+        number of features at the first learn (fixed from then on; suits standardized inputs).
     nu
         ALD threshold > 0: smaller keeps more points.
     C
