@@ -75,10 +75,10 @@ def learner_registry() -> dict[str, type]:
     Examples
     --------
     >>> sorted(learner_registry())[:3]
-    ['auto', 'fgd', ...]
+    ['auto', 'con-kons', 'fgd']
     """
     names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
-             "krls": "KRLS", "auto": "Auto"}
+             "krls": "KRLS", "pros-n-kons": "PROSNKONS", "con-kons": "CONKONS", "auto": "Auto"}
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
 
 

@@ -96,6 +96,8 @@ class Squared(Loss):
         return (np.asarray(y, dtype=float) - z) ** 2
 
     def derivative(self, y, z):
+        if type(z) is float:  # a learner's step: no array round trip
+            return 2.0 * (z - y)
         return 2.0 * (np.asarray(z, dtype=float) - y)
 
     def second_derivative(self, y, z):
@@ -145,8 +147,10 @@ class Logistic(Loss):
         return np.logaddexp(0.0, -np.asarray(y, dtype=float) * z)
 
     def derivative(self, y, z):
+        # -y * sigmoid(-y z), with the exponent clipped for stability at large |z|
+        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
+            return -y / (1.0 + math.exp(min(max(y * z, -700.0), 700.0)))
         y = np.asarray(y, dtype=float)
-        # -y * sigmoid(-y z), written with expit for stability at large |z|
         return -y / (1.0 + np.exp(np.clip(y * z, -700, 700)))
 
     def second_derivative(self, y, z):

@@ -187,3 +187,31 @@ def test_defaults_table_runs_and_summarises(tmp_path):
     fake = {"a": {"s": [1.0, 0, 0], "t": [4.0, 0, 0]}, "b": {"s": [2.0, 0, 0], "t": [1.0, 0, 0]}}
     score = defaults.summarise(fake, ["a", "b"], ["s", "t"])
     assert score["a"] == pytest.approx(2.0) and score["b"] == pytest.approx(math.sqrt(2.0))
+
+
+def test_loaded_mode_retimes_the_best_settings(tmp_path):
+    """Headline figures at the default threading; each best setting re-timed pinned to one
+    thread and, with --loaded, beside one busy process; the page has both columns."""
+    results, docs = _run(tmp_path, "--datasets", "sinc", "--learners", "KRLS,river",
+                         "--skip", "vowpalwabbit", "--loaded")
+    assert results["blas_threads"] == "default" and results["loaded"] is True
+    best = [r for r in results["runs"] if r["best"]]
+    assert best
+    for r in best:
+        for condition in ("one_thread", "loaded"):
+            assert _finite(r[condition]["us_per_sample"]) and r[condition]["us_per_sample"] > 0
+    for r in results["runs"]:
+        if not r["best"]:
+            assert "loaded" not in r and "one_thread" not in r
+    costs = results["threading"]
+    assert costs and all(_finite(r[k]) and r[k] > 0
+                         for r in costs for k in ("default_us", "one_thread_us", "loaded_us"))
+    page = (docs / "benchmarks.md").read_text()
+    assert "1 thread µs/sample" in page and "loaded µs/sample" in page
+    assert "## BLAS threads" in page
+
+
+def test_busy_process_runs_only_inside_the_block():
+    with measure.busy_process() as proc:
+        assert proc.poll() is None  # spinning
+    assert proc.poll() is not None  # ended with the block

@@ -10,13 +10,14 @@ from okoco.learners.features import FeatureMap, PointStore
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.krls import KRLS
+from okoco.learners.pros import CONKONS, PROSNKONS
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
 __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS",
-           "KRLS"]
+           "KRLS", "PROSNKONS", "CONKONS"]
 
 # What okoco files may hold: the learners, and every part a learner is built from.
-persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, Auto, BinaryClassifier,
-                     learner=True)
+persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
+                     BinaryClassifier, learner=True)
 persistence.register(FeatureMap, PointStore, StepSize, IncrementalCholesky, PackedSymmetric,
                      KORS, ALD, _Rows)

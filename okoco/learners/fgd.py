@@ -7,6 +7,7 @@ import numbers
 
 import numpy as np
 
+from okoco._blas import dot
 from okoco.learners.base import KernelLearner, StepSize, clip_excess, overflow_message
 from okoco.learners.features import PointStore
 
@@ -95,7 +96,7 @@ class FunctionalGD(KernelLearner):
         return self._cached(v, lambda u: self._store.kernel_row(self._kernel, u))
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        return float(self._row(v) @ self._store.field("coef"))
+        return dot(self._row(v), self._store.field("coef"))
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         return self._store.field("coef") @ self._store.kernel_block(self._kernel, V)
@@ -109,7 +110,7 @@ class FunctionalGD(KernelLearner):
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
         shrink = 1.0 - eta * self.lam
         coef = self._store.field("coef")
-        ybar = float(self._row(v) @ coef)
+        ybar = dot(self._row(v), coef)
         excess = clip_excess(ybar, self.C)
         gdot = float(self._loss.derivative(y, ybar - excess))
         kappa = float(self._kernel.diag(v)[0])

@@ -33,6 +33,7 @@ import numbers
 
 import numpy as np
 
+from okoco._blas import dot
 from okoco.dictionary import KORS
 from okoco.learners.base import KernelLearner, StepSize, clip_excess, overflow_message
 from okoco.learners.features import PointStore
@@ -173,8 +174,9 @@ class KONS(KernelLearner):
         kappa = float(self._kernel.diag(v)[0])
         e = self._gather(store.field("d") * k)
         h = self._chol.half_solve(e)
-        ybar = (k @ store.field("c") - h @ self._sync_g()) / self.alpha
-        return k, kappa, e, h, float(ybar)
+        kc = dot(k, store.field("c"))
+        ybar = (kc - float(h @ self._sync_g())) / self.alpha
+        return k, kappa, e, h, ybar, kc
 
     def _predict_vec(self, v: np.ndarray) -> float:
         return self._analyse(v)[4]
@@ -186,7 +188,7 @@ class KONS(KernelLearner):
         return (store.field("c") @ Kb - self._sync_g() @ H) / self.alpha
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
-        k, kappa, e, h, ybar = self._analyse(v)
+        k, kappa, e, h, ybar, kc = self._analyse(v)
         store, alpha = self._store, self.alpha
         g = self._sync_g()
         s = max(kappa - float(h @ h), _MIN_S)
@@ -218,7 +220,7 @@ class KONS(KernelLearner):
         # Running K c over the stored points plus the new entry; g = L^{-1}(D K c)_I follows,
         # since (D K c)_I moves by c_t e and L^{-1} e = h.
         Kc = store.field("Kc")
-        kc_new = float(k @ store.field("c")) + kappa * c_t
+        kc_new = kc + kappa * c_t
         Kc += c_t * k
         g += c_t * h
         index = store.append(v, d=d_t, c=c_t, Kc=kc_new, z=z)

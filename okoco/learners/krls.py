@@ -149,9 +149,7 @@ class KRLS(KernelLearner):
             self._store.append(v)
         elif m:
             err = y - float(a @ self._beta[:m])
-            Pa = self._P.matvec(a)
-            s = 1.0 / (1.0 + float(a @ Pa))
-            self._P.rank_one(-s, Pa)  # P <- P - P a a^T P / (1 + a^T P a)
+            Pa, s = self._P.inverse_update(a)  # P <- P - P a a^T P / (1 + a^T P a)
             self._beta[:m] += Pa * (s * err)  # G alpha~ += q e
 
     @property
