@@ -101,7 +101,7 @@ _RIVER_TARGET_WRAPPERS = frozenset({
     "river.preprocessing.scale_target.TargetStandardScaler",
 })
 
-_KERNELS = ("RBF", "Laplacian", "Polynomial", "Linear")
+_KERNELS = ("RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled")
 _LOSSES = ("Squared", "Logistic", "SquaredHinge")
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 _FACTORIES = {"float": float, "int": int, "list": list, "dict": dict,

@@ -3,6 +3,7 @@
 from okoco import persistence
 from okoco.dictionary import ALD, KORS
 from okoco.dictionary._base import _Rows
+from okoco.learners.auto import Auto
 from okoco.learners.base import KernelLearner, StepSize
 from okoco.learners.binary import BinaryClassifier
 from okoco.learners.features import FeatureMap, PointStore
@@ -12,11 +13,11 @@ from okoco.learners.krls import KRLS
 from okoco.learners.pros import CONKONS, PROSNKONS
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
-__all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS", "KRLS",
-           "PROSNKONS", "CONKONS"]
+__all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS",
+           "KRLS", "PROSNKONS", "CONKONS"]
 
 # What okoco files may hold: the learners, and every part a learner is built from.
-persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, BinaryClassifier,
-                     learner=True)
+persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
+                     BinaryClassifier, learner=True)
 persistence.register(FeatureMap, PointStore, StepSize, IncrementalCholesky, PackedSymmetric,
                      KORS, ALD, _Rows)
