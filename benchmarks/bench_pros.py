@@ -177,8 +177,8 @@ def scaling(steps: int, cap: float, window: int, only: list[str] | None) -> None
               f"acc={last['accuracy']:.3f} {run['elapsed_s']:.0f} s load={last['load']}",
               flush=True)
         out["runs"].append(run)
-    out["load_end"] = load_average()
-    save(RESULTS, out)
+        out["load_end"] = load_average()
+        save(RESULTS, out)  # after every learner: a long run interrupted keeps what it measured
 
 
 def accuracy_learner(name: str, gamma: float, budget: int):
