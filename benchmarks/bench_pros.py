@@ -1,6 +1,6 @@
 """PROS-N-KONS and CON-KONS: per-step time and resident memory against t, and online accuracy.
 
-Two measurements, each written to ``benchmarks/results/pros.json`` (merged by key):
+Two measurements, written to ``benchmarks/results/pros.json`` and ``pros_accuracy.json``:
 
 ``scaling``
     Test-then-train on river's ``synth.RandomRBF`` (d = 10, 2 classes, 50 centroids, seeds 0),
@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).parent / "results" / "pros.json"
+ACCURACY = RESULTS.with_name("pros_accuracy.json")
 FIGURE = Path(__file__).parent.parent / "docs" / "benchmarks" / "pros_scaling.png"
 RBF_GAMMA = 1.0  # features in [0, 1]^10: squared distances ~1.7, kernel values ~0.2
 BUDGET = 200  # the memory cap of the budgeted baselines (points kept)
@@ -156,11 +157,9 @@ def in_child(fn, *args) -> dict:
     return out
 
 
-def save(key: str, value) -> None:
-    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    data[key] = value
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(data, indent=1))
+def save(path: Path, value) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=1))
 
 
 def scaling(steps: int, cap: float, window: int, only: list[str] | None) -> None:
@@ -178,8 +177,8 @@ def scaling(steps: int, cap: float, window: int, only: list[str] | None) -> None
               f"acc={last['accuracy']:.3f} {run['elapsed_s']:.0f} s load={last['load']}",
               flush=True)
         out["runs"].append(run)
-    out["load_end"] = load_average()
-    save("scaling", out)
+        out["load_end"] = load_average()
+        save(RESULTS, out)  # after every learner: a long run interrupted keeps what it measured
 
 
 def accuracy_learner(name: str, gamma: float, budget: int):
@@ -225,7 +224,7 @@ def accuracy() -> None:
                   f"gamma={r['best_gamma']} {r['seconds']:.1f} s", flush=True)
         out["runs"] += runs
     out["load_end"] = load_average()
-    save("accuracy", out)
+    save(ACCURACY, out)
 
 
 def plot() -> None:
@@ -234,7 +233,7 @@ def plot() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    data = json.loads(RESULTS.read_text())["scaling"]
+    data = json.loads(RESULTS.read_text())
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for run in data["runs"]:
         t = [r["t"] for r in run["records"]]

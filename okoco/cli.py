@@ -152,7 +152,8 @@ def _bytes(n: float) -> str:
 
 # -- shared options -------------------------------------------------------------------------------
 
-_LEARNER_HELP = "learner: " + ", ".join(["fgd", "kons", "sketched-kons", "krls"])
+_LEARNER_HELP = "learner: " + ", ".join(["fgd", "kons", "sketched-kons", "krls", "pros-n-kons",
+                                          "con-kons"])
 _SCALE_HELP = ("standardise features online (river StandardScaler, running mean and variance; "
                "each sample is scaled before the learner sees it)")
 _SCALE_TARGET_HELP = ("regression: standardise targets online (river TargetStandardScaler); "

@@ -28,12 +28,12 @@ def wavy(X):
     return np.clip(1.5 * np.sin(3 * X @ np.arange(1.0, X.shape[1] + 1)), -1, 1)
 
 
-@pytest.mark.parametrize("eta", [0.5, lambda t: 2.0 / math.sqrt(t)])
-@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic()])
+@pytest.mark.parametrize("eta", [0.5, lambda t: 2.0 / math.sqrt(t), "hessian"])
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic(), losses.SquaredHinge()])
 def test_con_kons_keeping_every_point_is_primal_ons_on_nystrom_features(eta, loss):
     X = unit_rows(40, 3, seed=1)
     y = wavy(X)
-    if isinstance(loss, losses.Logistic):
+    if not isinstance(loss, losses.Squared):
         y = np.where(y >= 0, 1.0, -1.0)
     kernel, C, alpha = kernels.RBF(0.5), 0.1, 0.7
     model = CONKONS(kernel=kernel, loss=loss, C=C, alpha=alpha, eta=eta, gamma=1.0, seed=0)
@@ -56,6 +56,19 @@ def test_linear_kernel_full_rank_dictionary_is_primal_ons_on_x():
     assert model.dictionary_size == d
     np.testing.assert_allclose(model.atoms, X[:d])
     expected, active, _ = primal_ons(X, y, losses.Squared(), C, alpha, eta)
+    assert active >= 0.2
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+
+
+def test_hessian_step_on_the_linear_kernel_is_primal_ons_with_loss_curvature():
+    d, n = 5, 150
+    X = unit_rows(n, d, seed=6)
+    y = np.where(wavy(X) >= 0, 1.0, -1.0)
+    loss, C, alpha = losses.Logistic(), 0.1, 0.05
+    model = CONKONS(kernel=kernels.Linear(), loss=loss, C=C, alpha=alpha, eta="hessian",
+                    gamma=1.0, max_size=d, seed=0)
+    got = run(model, X, y)
+    expected, active, _ = primal_ons(X, y, loss, C, alpha, "hessian")
     assert active >= 0.2
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
 

@@ -13,7 +13,7 @@ Per step, with :math:`L L^\top = K_{\mathcal I}` (``okoco.linalg.IncrementalChol
     if it joins: border L (pivot sqrt(kappa - h.h)); u <- [u; 0]; P <- diag(P, 1/alpha)
     z = L^{-1} k_I(x_t)      (= [h; pivot] after a join, h otherwise)
     s = z . P z;  w = u - h(ybar) P z / s                    # oblique projection, P = A^{-1}
-    q = eta gdot^2 s;  P <- P - eta gdot^2 (Pz)(Pz)^T / (1 + q)   # Sherman-Morrison, O(m^2)
+    q = w s;  P <- P - w (Pz)(Pz)^T / (1 + q)    # w = eta gdot^2 (or loss'' with "hessian")
     u <- w - gdot P z / (1 + q)                              # next step's u = w - A^{-1} g
     PROS-N-KONS only: after a join, restart u = 0, P = I / alpha (a new phase)
 
@@ -90,16 +90,20 @@ class PROSNKONS(KernelLearner):
     Parameters
     ----------
     kernel
-        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1.0)``.
+        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1/d)``, ``d`` the number of
+        features at the first learn (as for :class:`okoco.learners.KONS`).
     loss
         An ``okoco.losses`` loss; ``None`` means ``Squared()``.
     C
-        Predictions are clipped to ``[-C, C]``.
+        Predictions are clipped to ``[-C, C]``; the default 3 suits standardized targets.
     alpha
         Ridge of the preconditioner, :math:`A = \alpha I` at the start of a phase, > 0.
     eta
-        :math:`\eta_t`: ``"exp-concave"`` (:math:`\sigma` of the loss, the default),
-        ``"sqrt"``, a number or a callable of ``t``.
+        :math:`\eta_t`: ``"exp-concave"`` (:math:`\sigma` of the loss, the default: the step
+        of the regret guarantee), ``"hessian"`` (the weight :math:`\eta_t\dot g_t^2` of
+        :math:`z_t z_t^\top` in :math:`A` is the loss's second derivative
+        :math:`\ell''(\hat y_t)`, as for :class:`okoco.learners.KONS`; not covered by the
+        theorem), ``"sqrt"``, a number or a callable of ``t``.
     dictionary_ridge
         The KORS regularizer (the paper's :math:`\gamma`), > 0: smaller keeps more atoms and
         embeds more accurately.
@@ -142,7 +146,7 @@ class PROSNKONS(KernelLearner):
 
     _restart = True
 
-    def __init__(self, kernel=None, loss=None, C: float = 1.0, alpha: float = 1.0,
+    def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 1.0,
                  eta="exp-concave", dictionary_ridge: float = 1.0, eps: float = 0.5,
                  beta: float = 1.0, gamma: float = 0.0, max_size: int | None = None,
                  seed: int | None = None):
@@ -162,7 +166,7 @@ class PROSNKONS(KernelLearner):
         if max_size is not None:
             _integer("max_size", max_size)
         self._setup()
-        self._eta = StepSize(self.eta, self._loss, self.C)
+        self._eta = StepSize(self.eta, self._loss, self.C, hessian=True)
 
     def _reset_state(self) -> None:
         self._kors = KORS(kernel=None, alpha=self.dictionary_ridge, eps=self.eps,
@@ -213,17 +217,24 @@ class PROSNKONS(KernelLearner):
         u = self._u[:m]
         ybar = float(h @ u)
         excess = clip_excess(ybar, self.C)
-        gdot = float(self._loss.derivative(y, ybar - excess))
+        yhat = ybar - excess
+        gdot = float(self._loss.derivative(y, yhat))
+        if eta is None:  # eta="hessian": the weight eta_t gdot^2 of g g^T is loss'' itself
+            weight = float(self._loss.second_derivative(y, yhat))
+            if not weight >= 0:
+                raise ValueError(f"loss.second_derivative returned {weight!r}; it must be >= 0")
+        else:
+            weight = eta * gdot * gdot
         Pz = self._P.matvec(h)
         s = max(float(h @ Pz), 0.0)
         # A join adds pivot^2 / alpha to s (the new coordinate of z is the pivot); bound it so
         # that every check happens before KORS draws its coin.
         s_bound = s + max(kappa, 1.0) / alpha
         if not (math.isfinite(ybar) and math.isfinite(gdot)
-                and math.isfinite(eta * gdot * gdot * s_bound)):
+                and math.isfinite(weight * s_bound)):
             raise ValueError(
                 f"the target {y!r} gives the loss derivative {gdot:g} at the prediction "
-                f"{ybar - excess:g}, too large for a second-order step; rescale the targets"
+                f"{yhat:g}, too large for a second-order step; rescale the targets"
             )
         residual = kappa - float(h @ h)
         full = self.max_size is not None and m >= self.max_size
@@ -244,8 +255,8 @@ class PROSNKONS(KernelLearner):
         # Oblique projection onto |z.w| <= C in the A-norm, then the Newton step.
         if excess:
             u -= (excess / max(s, _MIN_S)) * Pz
-        q = eta * gdot * gdot * s
-        self._P.rank_one(-eta * gdot * gdot / (1.0 + q), Pz)
+        q = weight * s
+        self._P.rank_one(-weight / (1.0 + q), Pz)
         u -= (gdot / (1.0 + q)) * Pz
         self.online_effective_dimension += q / (1.0 + q)
         self.log_det += math.log1p(q)
