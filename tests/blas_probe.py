@@ -56,7 +56,7 @@ def stream(n: int, d: int, seed: int = 0):
 def learner_workload(name: str):
     """(warm-up, measured) closures for one learner, sizes above the threading thresholds."""
     from okoco import kernels
-    from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
+    from okoco.learners import CONKONS, KONS, KRLS, FunctionalGD, SketchedKONS
 
     makers = {
         # > 10,000 stored points: the O(t) dot products exceed ddot's threading threshold
@@ -67,6 +67,8 @@ def learner_workload(name: str):
         # > 100 atoms: the packed updates (dspmv, dspr) and the residual checks
         "KRLS": (lambda: KRLS(kernel=kernels.RBF(5.0), nu=1e-3), 600),
         "KRLS-max_size": (lambda: KRLS(kernel=kernels.RBF(20.0), nu=1e-4, max_size=150), 600),
+        # > 100 atoms in the embedding: the packed P updates of PROS-N-KONS / CON-KONS
+        "CONKONS": (lambda: CONKONS(kernel=kernels.RBF(20.0), C=2.0, beta=20.0, seed=0), 600),
     }
     make, warm = makers[name]
     model = make()

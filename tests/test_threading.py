@@ -20,7 +20,7 @@ HERE = Path(__file__).parent
 PINNING = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
            "OPENBLAS_DEFAULT_NUM_THREADS", "BLIS_NUM_THREADS")
 WORKLOADS = ["SketchedKONS", "KONS", "FunctionalGD", "FunctionalGD-budget", "KRLS",
-             "KRLS-max_size", "KORS", "ALD"]
+             "KRLS-max_size", "CONKONS", "KORS", "ALD"]
 
 
 def default_env() -> dict:
