@@ -744,6 +744,17 @@ def replay(
             last_t = t
         if checkpoint is not None:
             save_checkpoint()
+    except KeyboardInterrupt as stop:
+        # Ctrl-C: the curves up to the last finished sample travel with the exception as
+        # ``stop.result`` (no checkpoint is written: the sample in progress may be half-learned).
+        if t != last_t:
+            interval = time.perf_counter() - start
+            elapsed += interval
+            record()
+        stop.result = ReplayResult(columns, names, {"dataset": data_name, "n_samples": t,
+                                                    "learner": _describe(learner),
+                                                    **(meta or {}), "interrupted": True})
+        raise
     finally:
         if bar is not None:
             bar.close(t)
