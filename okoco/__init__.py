@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from okoco._version import __version__
 
 __all__ = ["kernels", "losses", "BinaryClassifier", "save", "load", "__version__"]
 

@@ -29,22 +29,56 @@ from typing import Any
 
 import typer
 
-# Building a run from names lives one layer down, shared with okoco.distributed.
-from okoco.experiment import (  # noqa: F401  (all kept importable from okoco.cli)
-    KERNELS,
-    LOSSES,
-    METRICS,
-    REGRESSION_METRICS,
-    UserError,
-    build_model,
-    describe,
-    learner_registry,
-    load_dataset,
-)
-from okoco.experiment import make_kernel as _kernel  # noqa: F401
-from okoco.experiment import make_metrics as _metrics  # noqa: F401
-from okoco.experiment import parameters as _parameters
-from okoco.experiment import run_one as _run_one
+# Start-up: `okoco --help` and `okoco --version` must answer at once (well under half a
+# second), but the modules that run experiments import scipy and river (about a second of
+# imports, most of it river's own). So the names in _API are bound on first use by _load_api(),
+# which every command calls first; this is deferral of heavy dependencies, not a layering cycle
+# (cli sits above all of these modules). `from okoco.cli import learner_registry` still works
+# (module __getattr__).
+_API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs", "replay_run",
+        "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
+        "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
+        "_run_one", "read_metadata")
+
+
+def _load_api() -> None:
+    global datasets, DownloadError, atomic_write, to_json_ready, plot_runs, replay_run
+    global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
+    global learner_registry, load_dataset, _kernel, _metrics, _parameters, _run_one
+    global read_metadata
+    if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
+        return
+    from okoco import datasets
+    from okoco._io import atomic_write, to_json_ready
+    from okoco.datasets import DownloadError
+    from okoco.evaluate import plot_runs
+    from okoco.evaluate import replay as replay_run
+
+    # Building a run from names lives one layer down, shared with okoco.distributed.
+    from okoco.experiment import (
+        KERNELS,
+        LOSSES,
+        METRICS,
+        REGRESSION_METRICS,
+        UserError,
+        build_model,
+        describe,
+        learner_registry,
+        load_dataset,
+    )
+    from okoco.experiment import make_kernel as _kernel
+    from okoco.experiment import make_metrics as _metrics
+    from okoco.experiment import parameters as _parameters
+    from okoco.experiment import run_one as _run_one
+    from okoco.persistence import read_metadata
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        _load_api()
+        return globals()[name]
+    raise AttributeError(f"module 'okoco.cli' has no attribute {name!r}")
+
 
 # rich_markup_mode=None: click's plain help, which wraps evenly at any width, leaves "[extra]"
 # alone (rich markup ate "okoco[distributed]") and does not import rich for `okoco --help`.
@@ -60,7 +94,8 @@ DEFAULT_LEARNER = "fgd"
 DEFAULT_PARAMS: dict[str, Any] = {"budget": 1000, "eta": 0.2}
 
 #: Learners whose cost per step grows with t, and the parameter that bounds it (None: none does).
-GROWING_COST = {"kons": None, "sketched-kons": None, "fgd": "budget", "krls": "max_size"}
+GROWING_COST = {"kons": None, "sketched-kons": None, "auto": None, "fgd": "budget",
+                "krls": "max_size"}
 #: What to run instead on a long stream: a learner whose cost per step stays constant.
 CONSTANT_COST_HINT = "-l fgd -p budget=1000 (or, for regression, -l krls -p max_size=500)"
 #: A stream is long from this many samples on: KONS then holds a (t x t) factor of 100 MB.
@@ -117,8 +152,7 @@ def _output_kind(path: Path | None, allowed: tuple[str, ...], what: str) -> str 
 
 def _guard(body: Callable[[], None]) -> None:
     """Run a command body; user errors become one line on stderr and exit code 2."""
-    from okoco.datasets import DownloadError
-
+    _load_api()
     try:
         body()
     except UserError as error:
@@ -167,7 +201,8 @@ def _bytes(n: float) -> str:
 
 # -- shared options -------------------------------------------------------------------------------
 
-_LEARNER_HELP = "learner: " + ", ".join(["fgd", "kons", "sketched-kons", "krls"])
+_LEARNER_HELP = "learner: " + ", ".join(["fgd", "kons", "sketched-kons", "krls", "pros-n-kons",
+                                          "con-kons", "auto"])
 _DEFAULT_LEARNER_HELP = (f" [default: {DEFAULT_LEARNER} with "
                          + ", ".join(f"{k}={v}" for k, v in DEFAULT_PARAMS.items())
                          + ": a bounded cost per step]")
@@ -224,9 +259,6 @@ def _run_checkpointed(ds, learner: str, *, options: dict[str, Any], seed: int | 
                       progress: bool, checkpoint: Path, every: int | None, resume: bool,
                       quiet: bool):
     """``_run_one`` with a checkpoint file: the same model, metrics and meta."""
-    from okoco.evaluate import replay as replay_run
-    from okoco.persistence import read_metadata
-
     if resume and checkpoint.exists() and not quiet:
         done = read_metadata(checkpoint)["progress"]["t"]
         typer.echo(f"resuming from {checkpoint} ({done} samples done)", err=True)
@@ -273,8 +305,6 @@ def _note_dropped_columns(ds: Any, quiet: bool) -> None:
 
 def _print_json_summary(ds: Any, learner: str, result: Any, output: Path | None,
                         plot: Path | None, interrupted: bool) -> None:
-    from okoco.evaluate import _clean
-
     final = result.final
     summary = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
                "n_samples": result.n_samples,
@@ -283,7 +313,7 @@ def _print_json_summary(ds: Any, learner: str, result: Any, output: Path | None,
                                         "us_per_sample", "elapsed_s", "memory_bytes")},
                "output": None if output is None else str(output),
                "plot": None if plot is None else str(plot), "interrupted": interrupted}
-    typer.echo(json.dumps(_clean(summary)))
+    typer.echo(json.dumps(to_json_ready(summary)))
 
 
 def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target: bool,
@@ -378,7 +408,7 @@ def replay(
     >>> result = CliRunner().invoke(app, ["replay", "sinc", "-l", "fgd", "-d", "n=200"])
     >>> print(result.output)
     dataset     sinc (200 samples, d=1, regression)
-    learner     fgd (FunctionalGD(kernel=RBF(gamma=1.0), C=3.0))
+    learner     fgd (FunctionalGD())
     scaling     features standardised online; targets standardised online
     MAE         ...
     """
@@ -493,8 +523,6 @@ def compare(
     def body() -> None:
         import numpy as np
 
-        from okoco.evaluate import _clean, atomic_write, plot_runs
-
         if seeds < 1:
             raise UserError(f"--seeds must be >= 1, got {seeds}")
         registry = learner_registry()
@@ -542,7 +570,7 @@ def compare(
         if out_kind == "json":
             doc = {"dataset": dataset, "metric": main, "seeds": seeds, "summary": table,
                    "runs": {n: [r.to_dict() for r in rs] for n, rs in runs.items()}}
-            text = json.dumps(_clean(doc), indent=2, allow_nan=False)
+            text = json.dumps(to_json_ready(doc), indent=2, allow_nan=False)
             atomic_write(output, lambda f: f.write(text + "\n"))
         elif out_kind == "csv":
             import csv
@@ -560,7 +588,7 @@ def compare(
         if plot is not None:
             plot_runs(runs, plot)
         if as_json:
-            typer.echo(json.dumps(_clean({"dataset": dataset, "metric": main, "seeds": seeds,
+            typer.echo(json.dumps(to_json_ready({"dataset": dataset, "metric": main, "seeds": seeds,
                                           "summary": table})))
         else:
             _print_table(table, cols, quiet)
@@ -575,6 +603,7 @@ def _compare_on_dask(dataset: str, learner: list[str], seeds: int, options: dict
                      shuffle: bool, scheduler: str, workers: int | None,
                      progress: bool) -> tuple[dict[str, list], int]:
     """``compare``'s runs as an okoco.distributed grid; failed runs are reported on stderr."""
+    # deferred: okoco.distributed imports Dask, an optional dependency slow to import
     from okoco import distributed
 
     kernel = _kernel(options["kernel"], options["gamma"], options["degree"], options["coef0"],
@@ -640,8 +669,7 @@ def datasets_cmd(
     >>> next(r for r in rows if r["name"] == "bananas")["task"]
     'binary'
     """
-    from okoco import datasets
-
+    _load_api()
     rows = datasets.available()
     if as_json:
         typer.echo(json.dumps([r._asdict() for r in rows]))
@@ -698,11 +726,10 @@ def learners_cmd(
                     kernel = None
     ...
     """
-    from okoco.evaluate import _clean
-
+    _load_api()
     rows = _learner_rows()
     if as_json:
-        typer.echo(json.dumps(_clean(rows)))
+        typer.echo(json.dumps(to_json_ready(rows)))
         return
     for row in rows:
         typer.echo(f"{row['name']:<14} {row['class']}: {row['summary']}")
@@ -712,7 +739,7 @@ def learners_cmd(
 
 def _show_version(value: bool) -> None:
     if value:
-        from okoco import __version__
+        from okoco._version import __version__
 
         typer.echo(f"okoco {__version__}")
         raise typer.Exit()

@@ -17,14 +17,22 @@ Examples
 >>> model, core = build_model("fgd", ds.task, loss=None, kernel=kernels.RBF(), C=3.0,
 ...                           params={"eta": 0.2}, seed=0, scale=True, scale_target=True)
 >>> describe(core)
-'FunctionalGD(kernel=RBF(gamma=1.0), C=3.0, eta=0.2)'
+'FunctionalGD(kernel=RBF(gamma=1.0), eta=0.2)'
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from functools import reduce
+from operator import add, mul
 from typing import Any
+
+import numpy as np
+
+from okoco import datasets, kernels, learners, losses
+from okoco.evaluate import replay
+from okoco.learners import BinaryClassifier
 
 __all__ = [
     "UserError",
@@ -67,12 +75,10 @@ def learner_registry() -> dict[str, type]:
     Examples
     --------
     >>> sorted(learner_registry())[:3]
-    ['fgd', 'kons', ...]
+    ['auto', 'con-kons', 'fgd']
     """
-    from okoco import learners
-
     names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
-             "krls": "KRLS"}
+             "krls": "KRLS", "pros-n-kons": "PROSNKONS", "con-kons": "CONKONS", "auto": "Auto"}
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
 
 
@@ -104,27 +110,44 @@ def make_kernel(name: str, gamma: float | None = None, degree: int | None = None
                 coef0: float | None = None, normalize: bool = False):
     """A kernel from its CLI name (``rbf``, ``laplacian``, ``polynomial``, ``linear``) and options.
 
+    ``rbf`` without ``gamma`` gives ``None``, the learners' default: an RBF kernel with
+    ``gamma = 1/d`` fixed at the first learn, as in Python. ``+`` sums kernels and ``*``
+    multiplies them (``*`` binds first): ``rbf+linear`` is ``RBF() + Linear()``. In a
+    combination each option goes to every part that takes it, and ``normalize`` applies to the
+    whole.
+
     Examples
     --------
     >>> make_kernel("rbf", gamma=0.5)
     RBF(gamma=0.5)
+    >>> make_kernel("rbf") is None
+    True
+    >>> make_kernel("rbf+linear", gamma=0.5)
+    Sum(left=RBF(gamma=0.5), right=Linear())
     """
-    from okoco import kernels
-
-    if name not in KERNELS:
-        raise UserError(f"unknown kernel {name!r}; choose from {', '.join(KERNELS)}")
-    cls = getattr(kernels, KERNELS[name])
-    accepted = parameters(cls)
     given = {"gamma": gamma, "degree": degree, "coef0": coef0}
-    kwargs = {k: v for k, v in given.items() if v is not None}
-    for key in kwargs:
-        if key not in accepted:
-            raise UserError(f"kernel {name!r} takes no --{key}")
+    given = {k: v for k, v in given.items() if v is not None}
+    if name == "rbf" and not given and not normalize:
+        return None
+    terms = [[part.strip() for part in term.split("*")] for term in name.split("+")]
+    parts, used = [], set()
+    for part in (p for term in terms for p in term):
+        if part not in KERNELS:
+            raise UserError(f"unknown kernel {part!r} in {name!r}; choose from "
+                            f"{', '.join(KERNELS)}, joined by + or *")
+        accepted = parameters(getattr(kernels, KERNELS[part]))
+        used |= accepted.keys() & given.keys()
+        parts.append((part, {k: v for k, v in given.items() if k in accepted}))
+    for key in [k for k in given if k not in used]:
+        raise UserError(f"kernel {name!r} takes no --{key}")
+    built = iter(getattr(kernels, KERNELS[part])(**kwargs) for part, kwargs in parts)
+    kernel = reduce(add, [reduce(mul, [next(built) for _ in term]) for term in terms])
     if normalize:
-        if "normalize" not in accepted:
+        if "normalize" not in parameters(type(kernel)):
             raise UserError(f"kernel {name!r} has no normalize option")
-        kwargs["normalize"] = True
-    return cls(**kwargs)
+        kwargs = {k: v for k, v in vars(kernel).items() if k != "normalize"}
+        kernel = type(kernel)(**kwargs, normalize=True)
+    return kernel
 
 
 def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float,
@@ -145,9 +168,8 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     >>> type(model).__name__, type(learner).__name__, learner.C
     ('TargetStandardScaler', 'KONS', 3.0)
     """
+    # deferred: river.preprocessing takes about a second to import (`okoco --help` needs none)
     from river import preprocessing
-
-    from okoco import BinaryClassifier, losses
 
     registry = learner_registry()
     if name not in registry:
@@ -219,8 +241,6 @@ def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any
     >>> ds.n, ds.task
     (30, 'regression')
     """
-    from okoco import datasets
-
     kwargs = dict(data_params)
     if target is not None:
         kwargs["target"] = int(target) if target.lstrip("-").isdigit() else target
@@ -246,10 +266,6 @@ def shuffled(ds, seed: int | None):
     >>> [y for _, y in shuffled(ds, seed=0)] != [y for _, y in ds]
     True
     """
-    import numpy as np
-
-    from okoco import datasets
-
     X, y, names = ds.to_arrays(sparse=getattr(ds, "is_sparse", False))
     order = np.random.default_rng(seed).permutation(X.shape[0])
     return datasets.Dataset(ds.name, ds.task, X=X[order], y=y[order], feature_names=names,
@@ -265,6 +281,7 @@ def make_metrics(names: Sequence[str], task: str) -> list:
     >>> make_metrics([], "regression"), make_metrics(["rmse", "r2"], "regression")
     ([MAE: 0.], [RMSE: 0., R2: 0.])
     """
+    # deferred: river.metrics takes about a second to import (`okoco --help` needs none)
     from river import metrics
 
     if not names:
@@ -303,8 +320,6 @@ def run_one(dataset, learner: str, *, options: dict[str, Any], seed: int | None,
     >>> run_one(datasets.load("sinc", n=40), "fgd", options=options, seed=0).n_samples
     40
     """
-    from okoco.evaluate import replay
-
     kernel = options["kernel"]
     if isinstance(kernel, str):
         kernel = make_kernel(kernel, options.get("gamma"), options.get("degree"),
@@ -327,8 +342,8 @@ def describe(learner: Any) -> str:
     Examples
     --------
     >>> from okoco.learners import FunctionalGD
-    >>> describe(FunctionalGD(C=3.0, eta=0.2))
-    'FunctionalGD(C=3.0, eta=0.2)'
+    >>> describe(FunctionalGD(C=2.0, eta=0.2))
+    'FunctionalGD(C=2.0, eta=0.2)'
     """
     inner = getattr(learner, "learner", None)
     if inner is not None and not isinstance(inner, str):

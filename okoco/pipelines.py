@@ -40,14 +40,18 @@ import os
 from pathlib import Path
 from typing import Any
 
+from river import compose
+
+# Importing the learners registers them (and their parts) with okoco.persistence's allow-list.
+import okoco.learners  # noqa: F401
 from okoco import persistence
 from okoco.persistence import (
     _RIVER_TARGET_WRAPPERS,
     FORMAT_NAME,
     FORMAT_VERSION,
-    LEARNER_CLASSES,
     _capture,
     _class_path,
+    _Damaged,
     _Decoder,
     _Encoder,
     _init_params,
@@ -102,7 +106,7 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     ...
     TypeError: cannot save model['OneHotEncoder']: OneHotEncoder objects are not in okoco's allow-list
     """  # noqa: E501
-    if _class_path(type(model)) in LEARNER_CLASSES:
+    if _class_path(type(model)) in persistence.registered(learners=True):
         return persistence.save(model, path, compress=compress)
     enc = _Encoder(river=True)
     tree = _capture(enc, model, "model")
@@ -145,13 +149,12 @@ def load(path: str | os.PathLike) -> Any:
     meta, arrays = _read(path, FORMAT_NAME)
     if meta.get("class") != PIPELINE_CLASS:
         return persistence.load(path)
-    return _build(_Decoder(arrays, river=True), meta["model"], "model", path)
+    with _Damaged(path):
+        return _build(_Decoder(arrays, river=True), meta["model"], "model", path)
 
 
 def _build(dec: _Decoder, tree: Any, where: str, path: Any) -> Any:
     """A model from its tree: pipelines and target wrappers through river's constructors."""
-    from river import compose
-
     if isinstance(tree, dict) and "__pipeline__" in tree:
         steps = [(name, _build(dec, sub, f"{where}[{name!r}]", path))
                  for name, sub in tree["__pipeline__"]]

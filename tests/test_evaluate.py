@@ -13,7 +13,14 @@ from river import evaluate as river_evaluate
 from river import metrics, preprocessing, stream
 
 from okoco import BinaryClassifier, datasets, losses
-from okoco.evaluate import ReplayResult, atomic_write, checkpoint_grid, replay
+from okoco.evaluate import (
+    ReplayInterrupted,
+    ReplayResult,
+    checkpoint_grid,
+    iter_progressive_val,
+    plot_runs,
+    replay,
+)
 from okoco.learners import KONS, FunctionalGD, SketchedKONS
 
 
@@ -181,22 +188,167 @@ def test_plot_to_file_and_axes(tmp_path):
     assert not (tmp_path / "r.xyz").exists()
 
 
-def test_atomic_write_leaves_nothing_on_failure(tmp_path):
-    target = tmp_path / "out.json"
-    target.write_text("old")
-
-    def boom(f):
-        f.write("partial")
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        atomic_write(target, boom)
-    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
-    with pytest.raises(FileNotFoundError, match="no such directory"):
-        atomic_write(tmp_path / "missing" / "x.json", lambda f: None)
-
-
 def test_progress_bar_runs():
     r = replay(FunctionalGD(), datasets.load("sinc", n=200, seed=0), metrics=metrics.MAE(),
                progress=True)
     assert r.n_samples == 200
+
+
+# -- plots that show every curve ------------------------------------------------------------------
+
+
+def _result(mae, us=None, metrics_=("MAE",), extra=None):
+    t = list(range(1, len(mae) + 1))
+    cols = {"t": t, "MAE": list(mae), "cumulative_loss": [float(i) for i in t],
+            "dictionary_size": [float(i) for i in t],
+            "us_per_sample": list(us) if us is not None else [10.0] * len(t)}
+    cols.update(extra or {})
+    return ReplayResult(cols, list(metrics_))
+
+
+def _axis(fig, title):
+    return next(ax for ax in fig.axes if ax.get_title() == title)
+
+
+def test_the_first_sample_spike_does_not_flatten_the_metric_panel():
+    mae = [43.0] + [1.0 - 0.002 * i for i in range(199)]
+    fig = plot_runs({"a": [_result(mae)]})
+    low, high = _axis(fig, "MAE").get_ylim()
+    assert 1.0 <= high < 2.0 and low <= mae[-1]
+
+
+def test_one_learners_line_does_not_hide_another():
+    r = _result([1.0, 0.5, 0.4, 0.3])
+    fig = plot_runs({"a": [r], "b": [r], "c": [r]})
+    for ax in fig.axes:
+        styles = {(line.get_linestyle(), line.get_linewidth()) for line in ax.lines}
+        assert len(styles) == len(ax.lines) == 3, ax.get_title()
+
+
+def test_bands_of_nonnegative_columns_stay_at_or_above_zero():
+    runs = [_result([1.0, 0.5, 0.4], us=[1.0, 100.0, 5.0]),
+            _result([1.0, 0.5, 0.4], us=[1.0, 0.01, 5.0]),
+            _result([1.0, 0.5, 0.4], us=[1.0, 0.01, 5.0])]  # mean - std < 0 at t = 2
+    fig = plot_runs({"a": runs})
+    bands = _axis(fig, "µs per sample").collections
+    assert bands and all(path.vertices[:, 1].min() >= 0 for band in bands
+                         for path in band.get_paths())
+
+
+def test_every_metric_gets_a_panel(tmp_path):
+    r = _result([1.0, 0.5, 0.4], metrics_=("MAE", "RMSE"), extra={"RMSE": [2.0, 1.0, 0.7]})
+    fig = plot_runs({"a": [r]})
+    assert {"MAE", "RMSE"} <= {ax.get_title() for ax in fig.axes}
+    assert _axis(fig, "RMSE").lines[0].get_ydata().tolist() == [2.0, 1.0, 0.7]
+
+
+# -- interruption (Ctrl-C) ------------------------------------------------------------------------
+
+
+def _interrupted_stream(data, at):
+    """The stream of ``data`` with a real SIGINT delivered while fetching sample ``at``."""
+    import signal
+
+    for i, (x, y) in enumerate(data, start=1):
+        if i == at:
+            signal.raise_signal(signal.SIGINT)
+        yield x, y
+
+
+def test_ctrl_c_gives_the_result_so_far():
+    data = datasets.load("sinc", n=300, seed=0)
+    with pytest.raises(KeyboardInterrupt) as info:
+        replay(FunctionalGD(), _interrupted_stream(data, 121), metrics=metrics.MAE(),
+               checkpoints=[50, 100, 200])
+    assert isinstance(info.value, ReplayInterrupted)
+    partial = info.value.result
+    assert partial.interrupted and partial.meta["interrupted"] is True
+    assert partial["t"].tolist() == [50, 100, 120]
+    whole = replay(FunctionalGD(), data, metrics=metrics.MAE(), max_samples=120,
+                   checkpoints=[50, 100])
+    assert not whole.interrupted
+    assert partial.columns["MAE"] == whole.columns["MAE"]
+    assert partial.columns["cumulative_loss"] == whole.columns["cumulative_loss"]
+
+
+def test_ctrl_c_keeps_the_last_checkpoint_and_resume_finishes_the_run(tmp_path):
+    data = datasets.load("sinc", n=200, seed=0)
+    path = tmp_path / "run.ckpt.npz"
+    kwargs = {"metrics": metrics.MAE(), "checkpoints": [50, 150], "checkpoint": path,
+              "checkpoint_every": 40}
+    with pytest.raises(ReplayInterrupted):
+        replay(FunctionalGD(), _interrupted_stream(data, 101), **kwargs)
+    kwargs["metrics"] = metrics.MAE()
+    resumed = replay(FunctionalGD(), _interrupted_stream(data, None), resume=True, **kwargs)
+    whole = replay(FunctionalGD(), data, metrics=metrics.MAE(), checkpoints=[50, 150])
+    assert resumed.columns["MAE"] == whole.columns["MAE"]
+    assert resumed["t"].tolist() == [50, 150, 200]
+
+
+# -- the generator --------------------------------------------------------------------------------
+
+
+def test_generator_steps_match_rivers_iter_progressive_val_score():
+    ours_metric, theirs_metric = metrics.MAE(), metrics.MAE()
+    ours = iter_progressive_val(_regressor(), river_datasets.TrumpApproval(), ours_metric)
+    theirs = river_evaluate.iter_progressive_val_score(
+        river_datasets.TrumpApproval(), _regressor(), theirs_metric, step=1,
+        yield_predictions=True)
+    for step, ref, _ in zip(ours, theirs, range(200)):
+        assert step.t == ref["Step"]
+        assert step.y_pred == ref["Prediction"]
+        assert ref["MAE"].get() == ours_metric.get()
+    assert step.t == 200
+
+
+def test_generator_counts_from_start_and_names_the_bad_sample():
+    data = [({"a": 1.0}, 0.5), ({"a": 2.0}, 0.1), ({"a": float("nan")}, 0.5)]
+    steps = iter_progressive_val(FunctionalGD(), data, metrics.MAE(), start=10)
+    assert [next(steps).t, next(steps).t] == [11, 12]
+    with pytest.raises(ValueError, match="sample 13"):
+        next(steps)
+    with pytest.raises(ValueError, match="does not work"):
+        next(iter_progressive_val(FunctionalGD(), data, metrics.Accuracy()))
+
+
+def test_sigint_to_a_running_replay_process_leaves_the_result_so_far(tmp_path):
+    """A real SIGINT sent by another process to a replay running in a subprocess."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import itertools, json, sys\n"
+        "from river import metrics\n"
+        "from okoco import datasets\n"
+        "from okoco.evaluate import ReplayInterrupted, replay\n"
+        "from okoco.learners import FunctionalGD\n"
+        "def rows():  # an endless stream\n"
+        "    data = list(datasets.load('sinc', n=1000, seed=0))\n"
+        "    for i in itertools.count(1):\n"
+        "        if i == 200:\n"
+        "            print('running', flush=True)\n"
+        "        yield data[i % 1000]\n"
+        "try:\n"
+        "    replay(FunctionalGD(budget=50), rows(), metrics=metrics.MAE(), checkpoints=[100])\n"
+        "except ReplayInterrupted as stop:\n"
+        "    r = stop.result\n"
+        "    print(json.dumps({'n': r.n_samples, 'interrupted': r.interrupted,\n"
+        "                      't': r.columns['t'], 'mae': r.final['MAE']}))\n"
+        "    sys.exit(130)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            env=os.environ.copy())
+    try:
+        assert proc.stdout.readline().strip() == "running"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    report = json.loads(out)
+    assert report["interrupted"] and report["n"] >= 199
+    assert report["t"][0] == 100 and report["t"][-1] == report["n"]
+    assert math.isfinite(report["mae"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
+from okoco._blas import all_one_thread
 from okoco.dictionary._base import Dictionary, _real, _Rows
 
 __all__ = ["INKEstimate", "shrink_expand"]
@@ -164,6 +165,7 @@ class INKEstimate(Dictionary):
 
         return apply
 
+    @all_one_thread
     def update(self, x) -> bool:
         """Process one point; return whether it survived Expand."""
         vec, new = self._vectorize(x)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from okoco._blas import all_one_thread
 from okoco.dictionary._base import Dictionary, _integer, _real
 
 __all__ = ["SQUEAK"]
@@ -133,6 +134,7 @@ class SQUEAK(Dictionary):
         hat = (V * V) @ (s / (s + self.gamma))
         return (1.0 - self.eps) * hat / w
 
+    @all_one_thread
     def update(self, x) -> bool:
         """Process one point; return whether at least one of its ``qbar`` copies was kept."""
         vec, new = self._vectorize(x)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 from river import base
 
 from okoco import kernels as _kernels
 from okoco import losses as _losses
+from okoco import persistence
 from okoco.learners.features import MAX_ABS_VALUE, FeatureMap, check_target, check_value
 
 __all__ = ["KernelLearner", "StepSize", "clip_excess"]
@@ -54,6 +56,10 @@ class StepSize:
         :math:`\eta_t = \sigma`, the loss's curvature on :math:`[-C, C]` (Theorem 1);
     ``"sqrt"``
         :math:`\eta_t = 1/(L C \sqrt t)` with :math:`L` the loss's Lipschitz constant;
+    ``"hessian"`` (only where the learner passes ``hessian=True``)
+        :math:`\eta_t \dot g_t^2 = \ell''(\hat y_t)`, known only after the prediction: the
+        call returns ``None`` and the learner uses ``loss.second_derivative`` as the weight
+        :math:`\eta_t \dot g_t^2` itself, so :math:`\dot g_t = 0` needs no division;
     a positive float
         constant;
     a callable
@@ -66,13 +72,18 @@ class StepSize:
     0.125
     >>> StepSize("sqrt", Squared(), C=1.0)(4)
     0.125
+    >>> StepSize("hessian", Squared(), C=1.0, hessian=True)(4) is None
+    True
     """
 
-    def __init__(self, eta, loss, C: float):
+    def __init__(self, eta, loss, C: float, *, hessian: bool = False):
         self.eta = eta
         self.decreasing = False
         if isinstance(eta, str):
-            if eta == "exp-concave":
+            if eta == "hessian" and hessian:
+                if not callable(getattr(loss, "second_derivative", None)):
+                    raise TypeError(f"eta='hessian' needs loss.second_derivative: {loss!r}")
+            elif eta == "exp-concave":
                 sigma = loss.curvature(C, None)
                 if not sigma > 0:
                     raise ValueError(
@@ -84,9 +95,8 @@ class StepSize:
                 self._scale = 1.0 / (loss.lipschitz(C, None) * C)
                 self.decreasing = True
             else:
-                raise ValueError(
-                    f"unknown eta policy {eta!r}; use 'exp-concave', 'sqrt', a number or a callable"
-                )
+                names = "'exp-concave', 'hessian', 'sqrt'" if hessian else "'exp-concave', 'sqrt'"
+                raise ValueError(f"unknown eta policy {eta!r}; use {names}, a number or a callable")
         elif callable(eta):
             self.decreasing = True
         elif isinstance(eta, numbers.Real) and not isinstance(eta, bool):
@@ -96,7 +106,9 @@ class StepSize:
         else:
             raise TypeError(f"eta must be a policy name, a number or a callable, got {eta!r}")
 
-    def __call__(self, t: int) -> float:
+    def __call__(self, t: int) -> float | None:
+        if self.eta == "hessian":
+            return None
         if isinstance(self.eta, str):
             return self._const if self.eta == "exp-concave" else self._scale / math.sqrt(t)
         if callable(self.eta):
@@ -105,6 +117,12 @@ class StepSize:
                 raise ValueError(f"eta({t}) returned {value!r}; it must be finite and > 0")
             return float(value)
         return self._const
+
+
+def _is_regression(loss) -> bool:
+    """A loss taking any real target (no ``check_target`` of its own), i.e. not a classifier's."""
+    check = getattr(type(loss), "check_target", None)
+    return check is None or check is _losses.Loss.check_target
 
 
 class KernelLearner(base.MiniBatchRegressor):
@@ -140,6 +158,7 @@ class KernelLearner(base.MiniBatchRegressor):
             raise TypeError(f"C must be a number, got {self.C!r}")
         elif not (math.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be finite and > 0, got {self.C!r}")
+        # kernel=None: RBF(gamma = 1/d), d fixed at the first learn (_learned); 1.0 until then
         self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
         self._loss = self.loss if self.loss is not None else _losses.Squared()
         self._reset()
@@ -148,6 +167,8 @@ class KernelLearner(base.MiniBatchRegressor):
         self._features = FeatureMap()
         self._rng = np.random.default_rng(getattr(self, "seed", None))
         self.n_seen = 0
+        self._abs_target_sum = 0.0
+        self._warned_unscaled = False
         self._cache = None
         self._reset_state()
 
@@ -172,7 +193,9 @@ class KernelLearner(base.MiniBatchRegressor):
         y = check_target(y, self._loss)
         eta = self._step(self.n_seen + 1)
         vec = self._features.vector(x, register=True)  # validates every value before registering
+        self._fix_default_kernel()
         self._learn_vec(vec, y, eta)
+        self._watch_target_scale([y])
         self.n_seen += 1
         self._cache = None
 
@@ -188,6 +211,8 @@ class KernelLearner(base.MiniBatchRegressor):
         present = ~np.isnan(values)
         cols = self._features.indices(names, register=True)
         width = self._features.width
+        self._fix_default_kernel()
+        self._watch_target_scale(targets)
         for i, target in enumerate(targets):
             eta = self._step(self.n_seen + 1)
             vec = np.zeros(width)
@@ -253,6 +278,28 @@ class KernelLearner(base.MiniBatchRegressor):
             )
         return names, values
 
+    def _fix_default_kernel(self) -> None:
+        """``kernel=None`` means ``RBF(gamma=1/d)``, ``d`` the features known at the first learn
+        (scikit-learn's ``gamma="scale"`` for standardized inputs), fixed from then on so that
+        stored factorizations stay valid."""
+        if self.n_seen == 0 and self.kernel is None:
+            self._kernel = _kernels.RBF(gamma=1.0 / max(self._features.width, 1))
+
+    def _watch_target_scale(self, targets: list) -> None:
+        """Warn once when the mean ``|y|`` exceeds ``2 C``: most predictions are then clipped
+        far from their targets (raw targets where standardized ones were meant)."""
+        if self.C is None or not _is_regression(self._loss):
+            return
+        self._abs_target_sum += float(np.abs(targets).sum())
+        n, C = self.n_seen + len(targets), self.C
+        if self._abs_target_sum > 2 * C * n and not self._warned_unscaled:
+            self._warned_unscaled = True
+            warnings.warn(
+                f"the targets average |y| = {self._abs_target_sum / n:.3g}, far outside the "
+                f"predictions' range [-C, C] = [-{C:g}, {C:g}]; standardize them (river's "
+                "preprocessing.TargetStandardScaler around the model) or raise C",
+                UserWarning, stacklevel=3)
+
     def _step(self, t: int) -> float | None:
         """Step size of step ``t``, computed (and checked) before any state changes."""
         return self._eta(t) if hasattr(self, "_eta") else None
@@ -277,9 +324,7 @@ class KernelLearner(base.MiniBatchRegressor):
         Load it back with :func:`okoco.load`; see :mod:`okoco.persistence` for the format.
         Returns the path written.
         """
-        from okoco.persistence import save
-
-        return save(self, path, compress=compress)
+        return persistence.save(self, path, compress=compress)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
