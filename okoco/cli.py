@@ -29,6 +29,8 @@ from typing import Any
 
 import typer
 
+from okoco._version import __version__
+
 # Start-up: `okoco --help` and `okoco --version` must answer at once (well under half a
 # second), but the modules that run experiments import scipy and river (about a second of
 # imports, most of it river's own). So the names in _API are bound on first use by _load_api(),
@@ -48,29 +50,20 @@ def _load_api() -> None:
     global read_metadata
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
-    from okoco import datasets
-    from okoco._io import atomic_write, to_json_ready
-    from okoco.datasets import DownloadError
-    from okoco.evaluate import plot_runs
-    from okoco.evaluate import replay as replay_run
+    # deferred: scipy and river take about a second to import (see the note above _API)
+    from okoco import _io, datasets, evaluate, experiment, persistence
 
+    DownloadError = datasets.DownloadError
+    atomic_write, to_json_ready = _io.atomic_write, _io.to_json_ready
+    plot_runs, replay_run = evaluate.plot_runs, evaluate.replay
+    read_metadata = persistence.read_metadata
     # Building a run from names lives one layer down, shared with okoco.distributed.
-    from okoco.experiment import (
-        KERNELS,
-        LOSSES,
-        METRICS,
-        REGRESSION_METRICS,
-        UserError,
-        build_model,
-        describe,
-        learner_registry,
-        load_dataset,
-    )
-    from okoco.experiment import make_kernel as _kernel
-    from okoco.experiment import make_metrics as _metrics
-    from okoco.experiment import parameters as _parameters
-    from okoco.experiment import run_one as _run_one
-    from okoco.persistence import read_metadata
+    KERNELS, LOSSES, METRICS = experiment.KERNELS, experiment.LOSSES, experiment.METRICS
+    REGRESSION_METRICS, UserError = experiment.REGRESSION_METRICS, experiment.UserError
+    build_model, describe = experiment.build_model, experiment.describe
+    learner_registry, load_dataset = experiment.learner_registry, experiment.load_dataset
+    _kernel, _metrics = experiment.make_kernel, experiment.make_metrics
+    _parameters, _run_one = experiment.parameters, experiment.run_one
 
 
 def __getattr__(name: str) -> Any:
@@ -739,8 +732,6 @@ def learners_cmd(
 
 def _show_version(value: bool) -> None:
     if value:
-        from okoco._version import __version__
-
         typer.echo(f"okoco {__version__}")
         raise typer.Exit()
 
