@@ -17,7 +17,6 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 from _figures import finish, parse, save
 from river import datasets, metrics
 
@@ -83,7 +82,7 @@ def main(argv=None) -> dict:
         seconds[name] = time.perf_counter() - start
         curves[name] = (result["t"], result["Accuracy"])
         accuracy[name] = float(result.final["Accuracy"])
-        f = model.learner.predict_many(pd.DataFrame(grid, columns=["1", "2"]))
+        f = [model.learner.predict_one({"1": a, "2": b}) for a, b in grid.tolist()]
         regions[name] = np.asarray(f).reshape(G1.shape)
     start = time.perf_counter()
     vw = vw_run(stream, checkpoints, grid)

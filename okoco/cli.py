@@ -7,7 +7,7 @@ exits with code 2.
 Examples
 --------
 >>> from typer.testing import CliRunner
->>> out = CliRunner().invoke(app, ["replay", "sinc", "-d", "n=50", "--quiet"])
+>>> out = CliRunner().invoke(app, ["replay", "sinc", "-d", "n=50"])
 >>> out.exit_code, out.stdout.splitlines()[0]
 (0, 'dataset     sinc (50 samples, d=1, regression)')
 """
@@ -29,33 +29,70 @@ from typing import Any
 
 import typer
 
-from okoco import datasets
-from okoco._io import atomic_write, to_json_ready
-from okoco.datasets import DownloadError
-from okoco.evaluate import plot_runs
-from okoco.evaluate import replay as replay_run
+from okoco._version import __version__
 
-# Building a run from names lives one layer down, shared with okoco.distributed.
-from okoco.experiment import (  # noqa: F401  (all kept importable from okoco.cli)
-    KERNELS,
-    LOSSES,
-    METRICS,
-    REGRESSION_METRICS,
-    UserError,
-    build_model,
-    describe,
-    learner_registry,
-    load_dataset,
-)
-from okoco.experiment import make_kernel as _kernel  # noqa: F401
-from okoco.experiment import make_metrics as _metrics  # noqa: F401
-from okoco.experiment import parameters as _parameters
-from okoco.experiment import run_one as _run_one
-from okoco.persistence import read_metadata
+# Start-up: `okoco --help` and `okoco --version` must answer at once (well under half a
+# second), but the modules that run experiments import scipy and river (about a second of
+# imports, most of it river's own). So the names in _API are bound on first use by _load_api(),
+# which every command calls first; this is deferral of heavy dependencies, not a layering cycle
+# (cli sits above all of these modules). `from okoco.cli import learner_registry` still works
+# (module __getattr__).
+_API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs", "replay_run",
+        "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
+        "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
+        "_run_one", "read_metadata")
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+
+def _load_api() -> None:
+    global datasets, DownloadError, atomic_write, to_json_ready, plot_runs, replay_run
+    global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
+    global learner_registry, load_dataset, _kernel, _metrics, _parameters, _run_one
+    global read_metadata
+    if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
+        return
+    # deferred: scipy and river take about a second to import (see the note above _API)
+    from okoco import _io, datasets, evaluate, experiment, persistence
+
+    DownloadError = datasets.DownloadError
+    atomic_write, to_json_ready = _io.atomic_write, _io.to_json_ready
+    plot_runs, replay_run = evaluate.plot_runs, evaluate.replay
+    read_metadata = persistence.read_metadata
+    # Building a run from names lives one layer down, shared with okoco.distributed.
+    KERNELS, LOSSES, METRICS = experiment.KERNELS, experiment.LOSSES, experiment.METRICS
+    REGRESSION_METRICS, UserError = experiment.REGRESSION_METRICS, experiment.UserError
+    build_model, describe = experiment.build_model, experiment.describe
+    learner_registry, load_dataset = experiment.learner_registry, experiment.load_dataset
+    _kernel, _metrics = experiment.make_kernel, experiment.make_metrics
+    _parameters, _run_one = experiment.parameters, experiment.run_one
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        _load_api()
+        return globals()[name]
+    raise AttributeError(f"module 'okoco.cli' has no attribute {name!r}")
+
+
+# rich_markup_mode=None: click's plain help, which wraps evenly at any width, leaves "[extra]"
+# alone (rich markup ate "okoco[distributed]") and does not import rich for `okoco --help`.
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="okoco: online learning with kernels and convex losses.",
                   pretty_exceptions_enable=False)
+
+#: The learner ``replay`` uses when -l is not given, and the parameters it gets then (a user's
+#: -p wins). FunctionalGD with a budget keeps at most ``budget`` terms, so its cost per step is
+#: bounded on a stream of any length; eta=0.2 is its best constant step on the built-in streams
+#: (the table in docs/guide/cli.md).
+DEFAULT_LEARNER = "fgd"
+DEFAULT_PARAMS: dict[str, Any] = {"budget": 1000, "eta": 0.2}
+
+#: Learners whose cost per step grows with t, and the parameter that bounds it (None: none does).
+GROWING_COST = {"kons": None, "sketched-kons": None, "auto": None, "fgd": "budget",
+                "krls": "max_size"}
+#: What to run instead on a long stream: a learner whose cost per step stays constant.
+CONSTANT_COST_HINT = "-l fgd -p budget=1000 (or, for regression, -l krls -p max_size=500)"
+#: A stream is long from this many samples on: KONS then holds a (t x t) factor of 100 MB.
+LONG_STREAM = 5000
 
 
 def _fail(message: str) -> None:
@@ -108,6 +145,7 @@ def _output_kind(path: Path | None, allowed: tuple[str, ...], what: str) -> str 
 
 def _guard(body: Callable[[], None]) -> None:
     """Run a command body; user errors become one line on stderr and exit code 2."""
+    _load_api()
     try:
         body()
     except UserError as error:
@@ -115,10 +153,14 @@ def _guard(body: Callable[[], None]) -> None:
     except (FileNotFoundError, DownloadError) as error:
         _fail(str(error))
     except (ValueError, TypeError, KeyError) as error:
-        message = str(error).strip("'\"") or type(error).__name__
-        _fail(message.splitlines()[0])
+        # str(KeyError("x")) is "'x'" (its repr): show the message itself, quotes untouched.
+        text = error.args[0] if isinstance(error, KeyError) and error.args else error
+        _fail((str(text) or type(error).__name__).splitlines()[0])
     except OSError as error:
         _fail(f"{error.strerror or error}: {getattr(error, 'filename', '') or ''}".rstrip(": "))
+    except KeyboardInterrupt:  # Ctrl-C outside a replay (loading, writing): nothing to report
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(code=130) from None
 
 
 def _progress(quiet: bool) -> bool:
@@ -153,7 +195,21 @@ def _bytes(n: float) -> str:
 # -- shared options -------------------------------------------------------------------------------
 
 _LEARNER_HELP = "learner: " + ", ".join(["fgd", "kons", "sketched-kons", "krls", "pros-n-kons",
-                                          "con-kons"])
+                                          "con-kons", "auto"])
+_DEFAULT_LEARNER_HELP = (f" [default: {DEFAULT_LEARNER} with "
+                         + ", ".join(f"{k}={v}" for k, v in DEFAULT_PARAMS.items())
+                         + ": a bounded cost per step]")
+_KERNEL_HELP = "rbf, laplacian, polynomial or linear, or a sum/product such as rbf+linear"
+_GAMMA_HELP = "kernel scale [default: RBF/Laplacian 1/d at the first sample]"
+_DEGREE_HELP = "polynomial kernel degree [default: 2]"
+_COEF0_HELP = "polynomial kernel offset [default: 1.0]"
+_NORMALIZE_HELP = "normalise the kernel, k(x,x)=1"
+_DATA_PARAM_HELP = ("dataset parameter, key=value, repeatable (synthetic: n, noise, ...; CSV: "
+                    "header, delimiter, na=drop, ...)")
+_METRIC_HELP = ("mae, mse, rmse, r2, accuracy, f1, logloss, rocauc; repeatable [default: mae; "
+                "accuracy for binary tasks]")
+_MAX_SAMPLES_HELP = "stop after N samples"
+_CHECKPOINTS_HELP = "record the curves at about this many points"
 _SCALE_HELP = ("standardise features online (river StandardScaler, running mean and variance; "
                "each sample is scaled before the learner sees it)")
 _SCALE_TARGET_HELP = ("regression: standardise targets online (river TargetStandardScaler); "
@@ -213,46 +269,111 @@ def _run_checkpointed(ds, learner: str, *, options: dict[str, Any], seed: int | 
                       checkpoint_every=every, resume=resume)
 
 
+def _defaults(defaults: dict[str, Any], given: Sequence[str]) -> list[str]:
+    """``key=value`` items for the defaults the user's own -p items do not set."""
+    keys = {item.partition("=")[0].strip().replace("-", "_") for item in given}
+    return [f"{k}={v}" for k, v in defaults.items() if k not in keys]
+
+
+def _warn_long_stream(learner: str, params: dict[str, Any], n: int | None) -> None:
+    """Say once, before a long replay, that the learner's cost grows with t, and what to use."""
+    if learner not in GROWING_COST or n is None or n < LONG_STREAM:
+        return
+    bound = GROWING_COST[learner]
+    if bound is not None and params.get(bound) is not None:
+        return
+    cure = f" (or -p {bound}=N)" if bound else ""
+    typer.echo(f"note: {learner}'s cost per step and memory grow with t and this stream has "
+               f"{n:,} samples, so it will slow down as it goes; for a constant cost per step "
+               f"use {CONSTANT_COST_HINT}{cure}", err=True)
+
+
+def _note_dropped_columns(ds: Any, quiet: bool) -> None:
+    info = getattr(ds, "info", None)
+    dropped = info.get("dropped_columns") if isinstance(info, dict) else None
+    if dropped and not quiet:
+        typer.echo(f"note: dropped non-numeric columns {', '.join(map(repr, dropped))}; the "
+                   f"target is {info.get('target')!r} (choose it with -t COLUMN)", err=True)
+
+
+def _print_json_summary(ds: Any, learner: str, result: Any, output: Path | None,
+                        plot: Path | None, interrupted: bool) -> None:
+    final = result.final
+    summary = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
+               "n_samples": result.n_samples,
+               "metrics": {m: final[m] for m in result.metrics},
+               **{k: final[k] for k in ("cumulative_loss", "regret", "dictionary_size",
+                                        "us_per_sample", "elapsed_s", "memory_bytes")},
+               "output": None if output is None else str(output),
+               "plot": None if plot is None else str(plot), "interrupted": interrupted}
+    typer.echo(json.dumps(to_json_ready(summary)))
+
+
+def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target: bool,
+                   output: Path | None, plot: Path | None) -> None:
+    final = result.final
+    scaled = ("features standardised online" if scale else "features raw") + (
+        ("; targets standardised online" if scale_target else "; targets raw")
+        if ds.task == "regression" else "")
+    lines = [
+        ("dataset", f"{ds.name} ({result.n_samples} samples, d={ds.d}, {ds.task})"),
+        ("learner", f"{learner} ({result.meta['model']})"),
+        ("scaling", scaled),
+        *((m, _fmt(final[m])) for m in result.metrics),
+        ("cum. loss", _fmt(final["cumulative_loss"])),
+        ("dictionary", _fmt(final["dictionary_size"], 12).removesuffix(".0")),
+        ("time", f"{final['elapsed_s']:.2f} s "
+                 f"({1e6 * final['elapsed_s'] / max(result.n_samples, 1):.1f} us/sample)"),
+        ("memory", _bytes(final["memory_bytes"]) + " (learner arrays)"),
+    ]
+    if output is not None:
+        lines.append(("output", str(output)))
+    if plot is not None:
+        lines.append(("plot", str(plot)))
+    for key, value in lines:
+        typer.echo(f"{key:<11} {value}")
+
+
 # -- commands -------------------------------------------------------------------------------------
 
 
 @app.command()
 def replay(
-    dataset: str = typer.Argument(..., help="a built-in dataset name (see `okoco datasets`) or a "
+    dataset: str = typer.Argument(..., metavar="DATASET",
+                                  help="a built-in dataset name (see `okoco datasets`) or a "
                                   "file: .csv/.tsv, svmlight/LIBSVM, .mat"),
-    learner: str = typer.Option("kons", "--learner", "-l", help=_LEARNER_HELP),
+    learner: str = typer.Option(None, "--learner", "-l", metavar="NAME", show_default=False,
+                                help=_LEARNER_HELP + _DEFAULT_LEARNER_HELP),
     loss: str = typer.Option(None, "--loss", help="squared, logistic or squared-hinge "
                              "[default: squared; logistic for binary tasks]"),
-    kernel: str = typer.Option("rbf", "--kernel", "-k",
-                               help="rbf, laplacian, polynomial or linear"),
-    gamma: float = typer.Option(None, "--gamma", help="kernel scale [default: the kernel's, 1.0]"),
-    degree: int = typer.Option(None, "--degree", help="polynomial kernel degree [default: 2]"),
-    coef0: float = typer.Option(None, "--coef0", help="polynomial kernel offset [default: 1.0]"),
-    normalize: bool = typer.Option(False, "--normalize", help="normalise the kernel, k(x,x)=1"),
+    kernel: str = typer.Option("rbf", "--kernel", "-k", help=_KERNEL_HELP),
+    gamma: float = typer.Option(None, "--gamma", help=_GAMMA_HELP),
+    degree: int = typer.Option(None, "--degree", help=_DEGREE_HELP),
+    coef0: float = typer.Option(None, "--coef0", help=_COEF0_HELP),
+    normalize: bool = typer.Option(False, "--normalize", help=_NORMALIZE_HELP),
     C: float = typer.Option(3.0, "--C", help="predictions are clipped to [-C, C] (3 standard "
                             "deviations once targets are standardised)"),
-    param: list[str] = typer.Option([], "--param", "-p", help="other learner parameter, "
-                                    "key=value, repeatable: -p alpha=0.1 -p eta=sqrt"),
-    data_param: list[str] = typer.Option([], "--data-param", "-d", help="dataset parameter, "
-                                         "key=value (synthetic: n, noise, ...; CSV: header, "
-                                         "delimiter, na=drop, ...)"),
+    param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE",
+                                    help="other learner parameter, key=value, repeatable: "
+                                    "-p alpha=0.1 -p eta=sqrt"),
+    data_param: list[str] = typer.Option([], "--data-param", "-d", metavar="KEY=VALUE",
+                                         help=_DATA_PARAM_HELP),
     target: str = typer.Option(None, "--target", "-t",
                                help="CSV target column, by name or index [default: last]"),
-    metric: list[str] = typer.Option([], "--metric", "-m", help="mae, mse, rmse, r2, accuracy, "
-                                     "f1, logloss, rocauc; repeatable [default: mae; accuracy "
-                                     "for binary tasks]"),
-    seed: int = typer.Option(None, "--seed", "-s", help="seed of the learner (if it has one), "
-                             "of synthetic data and of --shuffle"),
+    metric: list[str] = typer.Option([], "--metric", "-m", metavar="NAME", help=_METRIC_HELP),
+    seed: int = typer.Option(0, "--seed", "-s", help="seed of the learner (if it has one), "
+                             "of synthetic data and of --shuffle (as compare's first run)"),
     shuffle: bool = typer.Option(False, "--shuffle", help="replay the samples in a random order"),
-    max_samples: int = typer.Option(None, "--max-samples", "-n", help="stop after N samples"),
-    checkpoints: int = typer.Option(50, "--checkpoints", help="about this many checkpoints"),
+    max_samples: int = typer.Option(None, "--max-samples", "-n", help=_MAX_SAMPLES_HELP),
+    checkpoints: int = typer.Option(50, "--checkpoints", help=_CHECKPOINTS_HELP),
     scale: bool = typer.Option(True, "--scale/--no-scale", help=_SCALE_HELP),
     scale_target: bool = typer.Option(True, "--scale-target/--no-scale-target",
                                       help=_SCALE_TARGET_HELP),
     output: Path = typer.Option(None, "--output", "-o", help="save the curves: run.json or "
                                 "run.csv (written to a temporary file, then renamed)"),
     plot: Path = typer.Option(None, "--plot", help="save a plot: run.png, .pdf or .svg"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar, no summary"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar, no notes, no "
+                               "summary (errors only)"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
     checkpoint: Path = typer.Option(None, "--checkpoint", rich_help_panel="Checkpoints",
                                     help="checkpoint file (.npz: model, metrics, progress) "
@@ -286,96 +407,87 @@ def replay(
     """
 
     def body() -> None:
-        options = _common_options(kernel, gamma, degree, coef0, normalize, loss, C, param,
+        name = learner or DEFAULT_LEARNER
+        params = list(param) if learner else [*_defaults(DEFAULT_PARAMS, param), *param]
+        options = _common_options(kernel, gamma, degree, coef0, normalize, loss, C, params,
                                   metric, max_samples, checkpoints, scale, scale_target)
         out_kind = _output_kind(output, ("json", "csv"), "--output")
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
         ds = load_dataset(dataset, target=target, data_params=_pairs(data_param, "dataset "
                           "parameter"), seed=seed, shuffle=shuffle)
+        _note_dropped_columns(ds, quiet or as_json)
         ckpt = _checkpoint_path(checkpoint, checkpoint_every, resume, output)
-        if ckpt is None:
-            result = _run_one(ds, learner, options=options, seed=seed,
-                              progress=_progress(quiet) and not as_json)
-        else:
-            result = _run_checkpointed(ds, learner, options=options, seed=seed,
-                                       progress=_progress(quiet) and not as_json,
-                                       checkpoint=ckpt, every=checkpoint_every, resume=resume,
-                                       quiet=quiet or as_json)
+        n = len(ds) if max_samples is None else min(len(ds), max_samples)
+        if not (quiet or as_json):
+            _warn_long_stream(name, options["params"], n)
+        progress = _progress(quiet) and not as_json
+        interrupted = False
+        try:
+            if ckpt is None:
+                result = _run_one(ds, name, options=options, seed=seed, progress=progress)
+            else:
+                result = _run_checkpointed(ds, name, options=options, seed=seed,
+                                           progress=progress, checkpoint=ckpt,
+                                           every=checkpoint_every, resume=resume,
+                                           quiet=quiet or as_json)
+        except KeyboardInterrupt as stop:
+            # okoco.evaluate.replay attaches the curves up to the last sample it finished.
+            result = getattr(stop, "result", None)
+            if result is None:
+                raise
+            typer.echo(f"interrupted after {result.n_samples:,} of {n:,} samples"
+                       + ("" if quiet else "; the summary so far:"), err=True)
+            interrupted = True
         if out_kind == "json":
             result.to_json(output)
         elif out_kind == "csv":
             result.to_csv(output)
         if plot is not None:
-            result.plot(plot, label=learner)
-        final = result.final
+            result.plot(plot, label=name)
         if as_json:
-            summary = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
-                       "n_samples": result.n_samples, "metrics": {m: final[m] for m in
-                                                                   result.metrics},
-                       **{k: final[k] for k in ("cumulative_loss", "regret", "dictionary_size",
-                                                "us_per_sample", "elapsed_s", "memory_bytes")},
-                       "output": None if output is None else str(output),
-                       "plot": None if plot is None else str(plot)}
-            typer.echo(json.dumps(to_json_ready(summary)))
-            return
-        if quiet:
-            typer.echo(f"dataset     {ds.name} ({result.n_samples} samples, d={ds.d}, {ds.task})")
-            for m in result.metrics:
-                typer.echo(f"{m:<11} {_fmt(final[m])}")
-            return
-        scaled = ("features standardised online" if scale else "features raw") + (
-            ("; targets standardised online" if scale_target else "; targets raw")
-            if ds.task == "regression" else "")
-        lines = [
-            ("dataset", f"{ds.name} ({result.n_samples} samples, d={ds.d}, {ds.task})"),
-            ("learner", f"{learner} ({result.meta['model']})"),
-            ("scaling", scaled),
-            *((m, _fmt(final[m])) for m in result.metrics),
-            ("cum. loss", _fmt(final["cumulative_loss"])),
-            ("dictionary", _fmt(final["dictionary_size"], 12).removesuffix(".0")),
-            ("time", f"{final['elapsed_s']:.2f} s "
-                     f"({1e6 * final['elapsed_s'] / max(result.n_samples, 1):.1f} us/sample)"),
-            ("memory", _bytes(final["memory_bytes"]) + " (learner arrays)"),
-        ]
-        if output is not None:
-            lines.append(("output", str(output)))
-        if plot is not None:
-            lines.append(("plot", str(plot)))
-        for key, value in lines:
-            typer.echo(f"{key:<11} {value}")
+            _print_json_summary(ds, name, result, output, plot, interrupted)
+        elif not quiet:
+            _print_summary(ds, name, result, scale, scale_target, output, plot)
+        if interrupted:
+            raise typer.Exit(code=130)
 
     _guard(body)
 
 
 @app.command()
 def compare(
-    dataset: str = typer.Argument(..., help="a built-in dataset name or a file"),
-    learner: list[str] = typer.Option(["fgd", "kons"], "--learner", "-l",
+    dataset: str = typer.Argument(..., metavar="DATASET",
+                                  help="a built-in dataset name or a file"),
+    learner: list[str] = typer.Option(["fgd", "kons"], "--learner", "-l", metavar="NAME",
                                       help=_LEARNER_HELP + "; repeatable"),
     seeds: int = typer.Option(1, "--seeds", help="runs per learner, seeds 0..N-1 (learner seed, "
                               "synthetic data seed and --shuffle order)"),
-    loss: str = typer.Option(None, "--loss", help="squared, logistic or squared-hinge"),
-    kernel: str = typer.Option("rbf", "--kernel", "-k"),
-    gamma: float = typer.Option(None, "--gamma"),
-    degree: int = typer.Option(None, "--degree"),
-    coef0: float = typer.Option(None, "--coef0"),
-    normalize: bool = typer.Option(False, "--normalize"),
+    loss: str = typer.Option(None, "--loss", help="squared, logistic or squared-hinge "
+                             "[default: squared; logistic for binary tasks]"),
+    kernel: str = typer.Option("rbf", "--kernel", "-k", help=_KERNEL_HELP),
+    gamma: float = typer.Option(None, "--gamma", help=_GAMMA_HELP),
+    degree: int = typer.Option(None, "--degree", help=_DEGREE_HELP),
+    coef0: float = typer.Option(None, "--coef0", help=_COEF0_HELP),
+    normalize: bool = typer.Option(False, "--normalize", help=_NORMALIZE_HELP),
     C: float = typer.Option(3.0, "--C", help="predictions are clipped to [-C, C]"),
-    param: list[str] = typer.Option([], "--param", "-p", help="learner parameter key=value, "
-                                    "given to every learner that has it"),
-    data_param: list[str] = typer.Option([], "--data-param", "-d"),
-    target: str = typer.Option(None, "--target", "-t", help="CSV target column"),
-    metric: list[str] = typer.Option([], "--metric", "-m"),
+    param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE",
+                                    help="learner parameter key=value, given to every "
+                                    "learner that has it"),
+    data_param: list[str] = typer.Option([], "--data-param", "-d", metavar="KEY=VALUE",
+                                         help=_DATA_PARAM_HELP),
+    target: str = typer.Option(None, "--target", "-t", help="CSV target column, by name or "
+                               "index [default: last]"),
+    metric: list[str] = typer.Option([], "--metric", "-m", metavar="NAME", help=_METRIC_HELP),
     shuffle: bool = typer.Option(False, "--shuffle", help="each seed replays its own order"),
-    max_samples: int = typer.Option(None, "--max-samples", "-n"),
-    checkpoints: int = typer.Option(50, "--checkpoints"),
+    max_samples: int = typer.Option(None, "--max-samples", "-n", help=_MAX_SAMPLES_HELP),
+    checkpoints: int = typer.Option(50, "--checkpoints", help=_CHECKPOINTS_HELP),
     scale: bool = typer.Option(True, "--scale/--no-scale", help=_SCALE_HELP),
     scale_target: bool = typer.Option(True, "--scale-target/--no-scale-target",
                                       help=_SCALE_TARGET_HELP),
     output: Path = typer.Option(None, "--output", "-o", help="r.json (summary and every run's "
                                 "curves) or r.csv (one row per run)"),
     plot: Path = typer.Option(None, "--plot", help="one plot of all learners: .png/.pdf/.svg"),
-    quiet: bool = typer.Option(False, "--quiet", "-q"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout"),
     scheduler: str = typer.Option(None, "--scheduler", help="run the learner x seed runs on "
                                   "Dask: 'local' (a LocalCluster started and stopped for the "
@@ -550,6 +662,7 @@ def datasets_cmd(
     >>> next(r for r in rows if r["name"] == "bananas")["task"]
     'binary'
     """
+    _load_api()
     rows = datasets.available()
     if as_json:
         typer.echo(json.dumps([r._asdict() for r in rows]))
@@ -606,6 +719,7 @@ def learners_cmd(
                     kernel = None
     ...
     """
+    _load_api()
     rows = _learner_rows()
     if as_json:
         typer.echo(json.dumps(to_json_ready(rows)))
@@ -616,15 +730,29 @@ def learners_cmd(
             typer.echo(f"{'':<16}{key} = {default!r}")
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"okoco {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                 help="print the okoco version and exit"),
+) -> None:
     """okoco: online learning with kernels and convex losses.
+
+    Start with `okoco datasets`, `okoco learners` and `okoco replay trump-approval`; every
+    command has --help.
     \f
     Examples
     --------
     >>> from typer.testing import CliRunner
     >>> "replay" in CliRunner().invoke(app, ["--help"]).output
     True
+    >>> CliRunner().invoke(app, ["--version"]).output.split()[0]
+    'okoco'
     """
 
 

@@ -190,8 +190,9 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     if "kernel" in accepted:
         kwargs["kernel"] = kernel
     kwargs["C"] = C
-    if loss is None:
-        loss = "logistic" if task == "binary" and "loss" in accepted else None
+    loss_defaulted = loss is None and task == "binary" and "loss" in accepted
+    if loss_defaulted:
+        loss = "logistic"
     if loss is not None:
         if loss not in LOSSES:
             raise UserError(f"unknown loss {loss!r}; choose from {', '.join(LOSSES)}")
@@ -206,6 +207,10 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     try:
         learner = cls(**kwargs)
     except (TypeError, ValueError) as error:
+        if loss_defaulted and _builds(cls, {**kwargs, "loss": losses.Squared()}):
+            raise UserError(f"learner {name!r} cannot use the logistic loss binary tasks get by "
+                            "default; add --loss squared (it then regresses the ±1 labels)"
+                            ) from None
         raise UserError(f"learner {name!r}: {error}") from None
     if task == "binary":
         learner = BinaryClassifier(learner)
@@ -213,6 +218,14 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     if task == "regression" and scale_target:
         model = preprocessing.TargetStandardScaler(model)
     return model, learner
+
+
+def _builds(cls: type, kwargs: dict[str, Any]) -> bool:
+    try:
+        cls(**kwargs)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any],

@@ -14,7 +14,7 @@ from river import metrics, preprocessing
 from typer.testing import CliRunner
 
 from okoco.cli import app, learner_registry, parse_value
-from okoco.learners import KONS
+from okoco.learners import KONS, FunctionalGD
 
 runner = CliRunner()
 
@@ -45,11 +45,29 @@ def test_quick_start_default_replay_matches_river():
     result = run("replay", "trump-approval", "--json")
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
-    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | KONS(C=3.0))
+    model = preprocessing.TargetStandardScaler(
+        preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2, budget=1000))
     expected = river_evaluate.progressive_val_score(river_datasets.TrumpApproval(), model,
                                                     metrics.MAE()).get()
-    assert summary["metrics"]["MAE"] == expected
-    assert summary["n_samples"] == 1001 and summary["dictionary_size"] == 1001
+    assert summary["learner"] == "fgd" and summary["metrics"]["MAE"] == expected
+    assert summary["n_samples"] == 1001 and summary["dictionary_size"] == 1000  # the budget
+
+
+def test_exact_kons_still_matches_river():
+    result = run("replay", "trump-approval", "-l", "kons", "-n", "300", "--json")
+    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | KONS(C=3.0))
+    expected = river_evaluate.progressive_val_score(
+        river_datasets.TrumpApproval().take(300), model, metrics.MAE()).get()
+    assert json.loads(result.stdout)["metrics"]["MAE"] == expected
+
+
+def test_default_learner_keeps_a_bounded_dictionary_and_user_params_win():
+    result = json.loads(run("replay", "sinc", "-d", "n=1500", "--json").stdout)
+    assert result["dictionary_size"] == 1000 < result["n_samples"]
+    mine = json.loads(run("replay", "sinc", "-d", "n=300", "-p", "budget=100", "--json").stdout)
+    assert mine["dictionary_size"] == 100
+    plain = run("replay", "sinc", "-d", "n=50", "-l", "fgd")
+    assert "learner     fgd (FunctionalGD())" in plain.stdout  # the class defaults
 
 
 def test_replay_text_summary():
@@ -73,14 +91,22 @@ def test_replay_binary_and_options():
     assert summary["task"] == "binary"
 
 
-def test_quiet_prints_only_the_metric():
-    result = run("replay", "sinc", "-d", "n=30", "-q")
+def test_quiet_prints_nothing_but_writes_the_outputs(tmp_path):
+    out = tmp_path / "r.json"
+    result = run("replay", "sinc", "-d", "n=6000", "-n", "30", "-l", "kons", "-q", "-o",
+                 str(out))
     assert result.exit_code == 0
-    assert result.stdout.splitlines() == [
-        "dataset     sinc (30 samples, d=1, regression)",
-        f"MAE         {result.stdout.split()[-1]}",
-    ]
-    assert result.stderr == ""
+    assert result.stdout == "" and result.stderr == ""
+    assert json.loads(out.read_text())["final"]["t"] == 30
+    long = run("replay", "sinc", "-d", "n=6000", "-l", "kons", "-q", "--checkpoints", "0")
+    assert long.exit_code == 2 and "--checkpoints" in long.stderr  # errors still show
+
+
+def test_version():
+    from okoco import __version__
+
+    result = run("--version")
+    assert result.exit_code == 0 and result.stdout == f"okoco {__version__}\n"
 
 
 def test_no_scaling_flags_are_honoured():
@@ -96,7 +122,7 @@ def test_replay_outputs_parse(tmp_path):
                str(png), "--checkpoints", "5").exit_code == 0
     assert run("replay", "sinc", "-d", "n=50", "-q", "-o", str(out_csv)).exit_code == 0
     doc = json.loads(out_json.read_text())
-    assert doc["columns"]["t"][-1] == 50 and doc["meta"]["learner"] == "kons"
+    assert doc["columns"]["t"][-1] == 50 and doc["meta"]["learner"] == "fgd"
     rows = list(csv.DictReader(out_csv.open()))
     assert rows[-1]["t"] == "50" and float(rows[-1]["MAE"]) == pytest.approx(doc["final"]["MAE"])
     assert png.read_bytes()[:4] == b"\x89PNG"
@@ -173,7 +199,7 @@ def test_help_documents_preprocessing():
         (["replay", "sinc", "-l", "svm"], "unknown learner 'svm'"),
         (["replay", "sinc", "-p", "foo=1"], "has no parameter 'foo'"),
         (["replay", "sinc", "-p", "alpha"], "must look like key=value"),
-        (["replay", "sinc", "-p", "alpha=-1"], "alpha must be finite and > 0"),
+        (["replay", "sinc", "-l", "kons", "-p", "alpha=-1"], "alpha must be finite and > 0"),
         (["replay", "sinc", "-p", "kernel=rbf"], "set kernel with --kernel"),
         (["replay", "sinc", "-k", "sigmoid"], "unknown kernel 'sigmoid'"),
         (["replay", "sinc", "-k", "rbf", "--degree", "3"], "takes no --degree"),
@@ -252,3 +278,119 @@ def test_kernel_sums_and_products_on_the_command_line():
     assert "kernel 'linear+linear' takes no --gamma" in error_line(
         run("replay", "sinc", "-k", "linear+linear", "--gamma", "1"))
     assert "unknown kernel 'rfb' in 'rbf+rfb'" in error_line(run("replay", "sinc", "-k", "rbf+rfb"))
+
+
+# -- a new user's first hour: long streams, Ctrl-C, rough edges ---------------------------------
+
+
+def test_long_stream_note_once_for_growing_learners_only(monkeypatch):
+    import okoco.cli
+
+    monkeypatch.setattr(okoco.cli, "LONG_STREAM", 100)
+    noted = run("replay", "sinc", "-d", "n=150", "-l", "kons")
+    assert noted.exit_code == 0
+    notes = [line for line in noted.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "kons" in notes[0] and "150 samples" in notes[0]
+    assert okoco.cli.CONSTANT_COST_HINT in notes[0]
+    for args in (["-l", "fgd", "-p", "budget=50"], ["-l", "krls", "-p", "max_size=20"], [],
+                 ["-l", "kons", "-n", "99"], ["-l", "kons", "--json"]):
+        quiet = run("replay", "sinc", "-d", "n=150", *args)
+        assert quiet.exit_code == 0 and "note:" not in quiet.stderr, args
+    assert "note:" in run("replay", "sinc", "-d", "n=150", "-l", "fgd").stderr
+
+
+def test_sigint_stops_a_replay_with_the_summary_so_far(tmp_path):
+    """A real Ctrl-C (SIGINT) sent to a running `okoco replay` in a subprocess."""
+    import signal
+    import time
+
+    ckpt, out = tmp_path / "run.ckpt.npz", tmp_path / "run.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "okoco.cli", "replay", "sinc", "-d", "n=200000", "-l", "kons",
+         "-o", str(out), "--checkpoint", str(ckpt), "--checkpoint-every", "25"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not ckpt.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ckpt.exists(), proc.stderr.read() if proc.poll() is not None else "no checkpoint"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    message = [line for line in stderr.splitlines() if line.startswith("interrupted")]
+    assert len(message) == 1 and message[0].endswith("of 200,000 samples; the summary so far:")
+    done = int(message[0].split()[2].replace(",", ""))
+    assert 25 <= done < 200000
+    assert f"dataset     sinc ({done} samples, d=1, regression)" in stdout
+    assert "MAE" in stdout and "cum. loss" in stdout
+    doc = json.loads(out.read_text())
+    assert doc["final"]["t"] == done and doc["meta"]["interrupted"] is True
+
+
+def test_binary_task_with_a_squared_loss_only_learner_suggests_the_loss():
+    line = error_line(run("replay", "phishing", "-l", "krls", "-n", "20"))
+    assert "--loss squared" in line
+    assert run("replay", "phishing", "-l", "krls", "-n", "20", "--loss", "squared",
+               "-q").exit_code == 0
+
+
+def test_csv_string_labels_point_to_the_target_option(csv_file):
+    rows = "".join(f"{'cat' if i % 2 else 'dog'},{i},{i * 3 % 7}\n" for i in range(30))
+    path = csv_file("label,a,b\n" + rows, "labels.csv")
+    line = error_line(run("replay", path))
+    assert "-t label" in line and "non_numeric='drop'" in line
+    # following the drop hint must not silently regress b on a
+    line = error_line(run("replay", path, "-d", "non_numeric=drop"))
+    assert "'label' holds text labels" in line and "-t label" in line
+    assert json.loads(run("replay", path, "-t", "label", "--json").stdout)["task"] == "binary"
+    kept = run("replay", path, "-t", "b", "-d", "non_numeric=drop")
+    assert kept.exit_code == 0 and "dropped non-numeric columns 'label'" in kept.stderr
+
+
+def test_messages_keep_their_quotes_and_name_bad_dataset_parameters(csv_file):
+    path = csv_file("a,y\n1,2\n3,x\n", "t.csv")
+    line = error_line(run("replay", path, "-d", "task=regression"))
+    assert line.endswith("non-numeric target value 'x' in column 'y'")  # closing quote kept
+    line = error_line(run("replay", "sinc", "-d", "nosuch=3"))
+    assert line == ("error: dataset 'sinc' has no parameter 'nosuch'; it takes n, noise, low, "
+                    "high, seed")
+
+
+def test_replay_without_seed_is_reproducible():
+    # beta=0.2: KORS keeps a handful of points drawn at random, so the seed shows in the MAE
+    args = ["replay", "sinc", "-d", "n=300", "-l", "sketched-kons", "-p", "beta=0.2", "--json"]
+    first, second = (json.loads(run(*args).stdout) for _ in range(2))
+    assert first["metrics"] == second["metrics"]
+    seeded = json.loads(run(*args, "--seed", "0").stdout)
+    assert seeded["metrics"] == first["metrics"]
+    assert json.loads(run(*args, "--seed", "1").stdout)["metrics"] != first["metrics"]
+
+
+@pytest.mark.parametrize("command", ["replay", "compare"])
+def test_help_documents_every_option_within_80_columns(command):
+    proc = subprocess.run([sys.executable, "-m", "okoco.cli", command, "--help"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "COLUMNS": "80", "TERM": "dumb"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    options = [line for line in lines if line.lstrip().startswith("-")]
+    for flag in ("--kernel", "--gamma", "--metric", "--data-param", "--max-samples"):
+        line = next(line for line in options if flag in line)
+        assert len(line.split("  ")) > 1 and line.split("  ")[-1].strip(), line  # has help
+    assert "okoco[distributed]" in proc.stdout or command == "replay"
+
+
+def test_cli_imports_no_heavy_module_for_help():
+    code = ("import sys; from okoco.cli import app\n"
+            "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('scipy', 'river', 'matplotlib', 'sklearn', 'pandas', "
+            "'dask', 'rich') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -102,6 +102,34 @@ def test_river_and_sklearn_match_their_sources():
     np.testing.assert_array_equal(X, ref.data)
     np.testing.assert_array_equal(y, ref.target)
     assert names == list(ref.feature_names)
+    # okoco's copy of diabetes scales the raw file as load_diabetes() does (another summation
+    # order: equal to the last bits)
+    X, y, names = load("diabetes").to_arrays()
+    ref = sklearn.datasets.load_diabetes()
+    np.testing.assert_allclose(X, ref.data, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(y, ref.target)
+    assert names == list(ref.feature_names) and y.dtype == np.float64
+
+
+def test_unknown_dataset_parameters_are_named():
+    with pytest.raises(TypeError, match=r"dataset 'sinc' has no parameter 'nosuch'; it takes n,"):
+        load("sinc", nosuch=3)
+    with pytest.raises(TypeError, match=r"dataset 'a9a' has no parameter 'n'; it takes data_home"):
+        load("a9a", n=3)
+
+
+def test_csv_text_label_column_is_not_dropped_silently(tmp_path):
+    rows = "".join(f"{'cat' if i % 2 else 'dog'},{i},{i % 5}\n" for i in range(12))
+    p = write(tmp_path, "l.csv", "label,a,b\n" + rows)
+    with pytest.raises(ValueError, match=r"column 'label'; if it is the target, name it: "
+                                         r"target='label'"):
+        load_csv(p)
+    with pytest.raises(ValueError, match=r"'label' holds text labels .* last column 'b'"):
+        load_csv(p, non_numeric="drop")
+    assert load_csv(p, target="label").task == "binary"
+    kept = load_csv(p, target="b", non_numeric="drop")
+    assert kept.feature_names == ["a"] and kept.info["dropped_columns"] == ["label"]
+    assert load_csv(p, target=-1, non_numeric="drop").info["target"] == "b"  # explicit index
 
 
 def test_registry_names_are_case_and_underscore_insensitive():

@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -169,8 +170,8 @@ def load(name_or_path: str | os.PathLike, **kwargs: Any) -> Dataset:
                 raise TypeError(f"dataset {key!r} takes no parameters, got {sorted(kwargs)}")
             return load_river(key) if key in RIVER else load_sklearn(key)
         if key in SYNTHETIC:
-            return SYNTHETIC[key][0](**kwargs)
-        return load_remote(key, **kwargs)
+            return _call(SYNTHETIC[key][0], f"dataset {key!r}", kwargs)
+        return _call(load_remote, f"dataset {key!r}", kwargs, key)
 
     path = Path(name_or_path)
     if not path.is_file():
@@ -186,14 +187,34 @@ def load(name_or_path: str | os.PathLike, **kwargs: Any) -> Dataset:
         suffixes = suffixes[:-1]
     kind = suffixes[-1] if suffixes else ""
     if kind == ".mat":
-        return load_mat(path, **kwargs)
+        return _call(load_mat, "a .mat file", kwargs, path)
     if kind in _CSV_SUFFIXES:
         if kind == ".tsv":
             kwargs.setdefault("delimiter", "\t")
-        return load_csv(path, **kwargs)
+        return _call(load_csv, "a CSV file", kwargs, path)
     if kind in _SVM_SUFFIXES or looks_like_svmlight(path):
-        return load_svmlight(path, **kwargs)
-    return load_csv(path, **kwargs)
+        return _call(load_svmlight, "an svmlight file", kwargs, path)
+    return _call(load_csv, "a CSV file", kwargs, path)
+
+
+def _call(loader: Callable[..., Dataset], what: str, kwargs: dict[str, Any],
+          *args: Any) -> Dataset:
+    """``loader(*args, **kwargs)``, with an unknown keyword named in one line (a ``TypeError``).
+
+    Examples
+    --------
+    >>> load("sinc", nosuch=3)
+    Traceback (most recent call last):
+    ...
+    TypeError: dataset 'sinc' has no parameter 'nosuch'; it takes n, noise, low, high, seed
+    """
+    params = list(inspect.signature(loader).parameters.values())[len(args):]
+    accepted = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [k for k in kwargs if k not in accepted]
+    if unknown:
+        raise TypeError(f"{what} has no parameter {unknown[0]!r}; it takes "
+                        f"{', '.join(accepted)}")
+    return loader(*args, **kwargs)
 
 
 def _all_names() -> set[str]:

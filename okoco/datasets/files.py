@@ -91,7 +91,8 @@ def _detect_header(rows: list[tuple[int, list[str]]]) -> bool:
     return False
 
 
-def load_csv(path: str | os.PathLike, target: int | str = -1, *, header: bool | None = None,
+def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
+             header: bool | None = None,
              delimiter: str = ",", task: str | None = None, na: str = "error",
              non_numeric: str = "error", name: str | None = None) -> Dataset:
     """Read a CSV file into a :class:`~okoco.datasets.base.Dataset` (see the module rules).
@@ -101,7 +102,8 @@ def load_csv(path: str | os.PathLike, target: int | str = -1, *, header: bool | 
     path
         The file (``.gz``/``.bz2``/``.xz`` are decompressed).
     target
-        The target column, by name or by (possibly negative) index. Default: the last column.
+        The target column, by name or by (possibly negative) index. Default (``None``): the
+        last column.
     header
         ``None`` to detect, or force ``True``/``False``.
     delimiter
@@ -111,7 +113,10 @@ def load_csv(path: str | os.PathLike, target: int | str = -1, *, header: bool | 
     na
         ``"error"`` or ``"drop"`` (the row) for missing values.
     non_numeric
-        ``"error"`` or ``"drop"`` (the column) for non-numeric feature values.
+        ``"error"`` or ``"drop"`` (the column) for non-numeric feature values. With the default
+        target, dropping a column of text labels (every value text, at most 20 distinct values
+        and at most half as many as rows) is refused: that column is most likely the target,
+        so name the target explicitly.
     name
         Dataset name; default the file name.
 
@@ -169,6 +174,9 @@ def load_csv(path: str | os.PathLike, target: int | str = -1, *, header: bool | 
     if not rows:
         raise ValueError(f"{where}: the file has a header but no data rows")
 
+    implicit_target = target is None
+    if target is None:
+        target = -1
     if isinstance(target, str):
         if target in columns and header:
             t = columns.index(target)
@@ -199,6 +207,15 @@ def load_csv(path: str | os.PathLike, target: int | str = -1, *, header: bool | 
             else:
                 keep.append(j)
         feats = keep
+        labels = next((c for c in dropped if implicit_target and _looks_like_labels(
+            [r[columns.index(c)] for _, r in rows])), None)
+        if labels is not None:
+            raise ValueError(
+                f"{where}: column {labels!r} holds text labels and non_numeric='drop' would drop "
+                f"it while the target defaults to the last column {columns[t]!r}; name the "
+                f"target: target={labels!r} (okoco replay: -t {labels}), or "
+                f"target={columns[t]!r} to keep it"
+            )
 
     numeric_target = task == "regression" or all(
         _number(r[t]) is not None or _is_na(r[t]) for _, r in rows
@@ -225,8 +242,10 @@ def load_csv(path: str | os.PathLike, target: int | str = -1, *, header: bool | 
                 what = "target" if j == t else "feature"
                 raise ValueError(
                     f"{where}, line {ln}: non-numeric {what} value {field.strip()!r} in column "
-                    f"{columns[j]!r}" + ("; use non_numeric='drop' to drop such columns"
-                                         if j != t else "")
+                    f"{columns[j]!r}" + (f"; if it is the target, name it: target="
+                                         f"{columns[j]!r} (okoco replay: -t {columns[j]}); to "
+                                         "drop non-numeric columns: non_numeric='drop' (-d "
+                                         "non_numeric=drop)" if j != t else "")
                 )
             if not np.isfinite(v):
                 raise ValueError(
@@ -253,6 +272,14 @@ def load_csv(path: str | os.PathLike, target: int | str = -1, *, header: bool | 
         info={"path": where, "target": columns[t], "dropped_columns": dropped,
               "n_dropped_rows": len(rows) - len(X_rows)},
     )
+
+
+def _looks_like_labels(values: list[str]) -> bool:
+    """Every value is text (none numeric or missing) and few distinct ones repeat: class labels,
+    not names or identifiers."""
+    text = [v.strip() for v in values]
+    return (all(_number(v) is None and not _is_na(v) for v in text)
+            and len(set(text)) <= min(20, len(text) // 2))
 
 
 def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None,

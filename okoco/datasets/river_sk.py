@@ -1,4 +1,4 @@
-"""Datasets bundled with river and scikit-learn (no download needed).
+"""Datasets bundled with river, and two of scikit-learn's shipped with okoco (no download needed).
 
 Only river datasets shipped inside the river wheel itself are offered (river 0.26: bananas,
 phishing, trump-approval, chick-weights, shuttle, image-segments). river datasets that download at
@@ -11,10 +11,21 @@ feature; none of the datasets offered here has one. Categorical codes stored as 
 ``chick`` and ``diet`` columns of chick-weights) are kept as numbers. Labels keep river's values
 (``bool`` for bananas and phishing, ``int`` 0/1 for shuttle, ``str`` for image-segments).
 
-river and scikit-learn are imported only when such a dataset is loaded.
+scikit-learn's diabetes and breast-cancer sets are shipped inside okoco (60 KB, in
+``okoco/datasets/data``), so they load without scikit-learn: installing scikit-learn only for them
+would add 50 MB and slow every replay's start-up, since river imports it when it is present. They
+give the arrays of scikit-learn's ``load_diabetes()`` (features centred and scaled to unit norm per
+column, as there) and ``load_breast_cancer()``. Sources: diabetes, Efron, Hastie, Johnstone and
+Tibshirani (2004), "Least Angle Regression"; breast cancer, Wolberg, Street and Mangasarian, "Breast
+Cancer Wisconsin (Diagnostic)", UCI Machine Learning Repository (CC BY 4.0).
+
+river is imported only when one of its datasets is loaded.
 """
 
 from __future__ import annotations
+
+import gzip
+from pathlib import Path
 
 import numpy as np
 
@@ -35,12 +46,14 @@ RIVER: dict[str, tuple[str, int, int, str, str]] = {
                        "river: UCI image segmentation, 7 classes"),
 }
 
-#: name -> (sklearn loader, n, d, task, description)
+#: name -> (file in okoco/datasets/data, n, d, task, description)
 SKLEARN: dict[str, tuple[str, int, int, str, str]] = {
-    "diabetes": ("load_diabetes", 442, 10, "regression", "scikit-learn: diabetes progression"),
-    "breast-cancer": ("load_breast_cancer", 569, 30, "binary",
+    "diabetes": ("diabetes.csv.gz", 442, 10, "regression", "scikit-learn: diabetes progression"),
+    "breast-cancer": ("breast_cancer.csv.gz", 569, 30, "binary",
                       "scikit-learn: Wisconsin breast cancer, 0 malignant / 1 benign"),
 }
+
+_DATA = Path(__file__).with_name("data")
 
 
 def load_river(name: str) -> Dataset:
@@ -84,23 +97,29 @@ def load_river(name: str) -> Dataset:
 
 
 def load_sklearn(name: str) -> Dataset:
-    """A scikit-learn bundled dataset by okoco name (see ``SKLEARN``).
+    """A scikit-learn dataset by okoco name (see ``SKLEARN``), from the copy shipped with okoco.
 
     Examples
     --------
     >>> ds = load_sklearn("diabetes")
     >>> ds.n, ds.d, ds.task, ds.feature_names[:3]
     (442, 10, 'regression', ['age', 'sex', 'bmi'])
+    >>> X, y, _ = ds.to_arrays()
+    >>> bool(abs(X.mean(axis=0)).max() < 1e-15), float((X ** 2).sum(axis=0)[0]), y[0]
+    (True, 1.0..., np.float64(151.0))
     """
     if name not in SKLEARN:
         raise ValueError(f"unknown scikit-learn dataset {name!r}; choose from {sorted(SKLEARN)}")
-    fn, n, d, task, desc = SKLEARN[name]
+    file, n, d, task, desc = SKLEARN[name]
 
     def loader():
-        import sklearn.datasets
-
-        bunch = getattr(sklearn.datasets, fn)()
-        y = bunch.target.astype(np.float64 if task == "regression" else np.int64)
-        return bunch.data, y, [str(f) for f in bunch.feature_names]
+        with gzip.open(_DATA / file, "rt") as f:
+            names = f.readline().strip().split(",")[:-1]
+            table = np.loadtxt(f, delimiter=",", dtype=np.float64, ndmin=2)
+        X, y = table[:, :-1], table[:, -1]
+        if name == "diabetes":  # scikit-learn's load_diabetes(scaled=True)
+            X = X - X.mean(axis=0)
+            X /= X.std(axis=0) * np.sqrt(X.shape[0])
+        return X, y.astype(np.float64 if task == "regression" else np.int64), names
 
     return Dataset(name, task, loader=loader, n=n, d=d, description=desc)

@@ -13,7 +13,7 @@ from okoco.learners.fgd import FunctionalGD
 __all__ = ["BinaryClassifier"]
 
 
-class BinaryClassifier(base.Wrapper, base.Classifier):
+class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
     r"""Binary classification with an okoco learner that predicts :math:`f(x) \in [-C, C]`.
 
     Two labels are mapped to :math:`\pm1` and the wrapped learner learns them as targets,
@@ -78,12 +78,13 @@ class BinaryClassifier(base.Wrapper, base.Classifier):
             return neg, 1
         return (labels[1] if len(labels) > 1 else None), labels[0]
 
-    def _sign(self, y) -> float:
-        if y not in self._labels and len(self._labels) >= 2:
+    def _sign(self, y, labels: list | None = None) -> float:
+        labels = self._labels if labels is None else labels
+        if y not in labels and len(labels) >= 2:
             raise ValueError(
-                f"label {y!r} is a third class; this BinaryClassifier has seen {self._labels!r}"
+                f"label {y!r} is a third class; this BinaryClassifier has seen {labels!r}"
             )
-        _, pos = self._pair(self._labels if y in self._labels else [*self._labels, y])
+        _, pos = self._pair(labels if y in labels else [*labels, y])
         return 1.0 if y == pos else -1.0
 
     def save(self, path, *, compress: bool = False):
@@ -116,3 +117,66 @@ class BinaryClassifier(base.Wrapper, base.Classifier):
     def predict_one(self, x: dict, **kwargs):
         proba = self.predict_proba_one(x)
         return max(proba, key=proba.get)
+
+    # -- mini-batches (river's MiniBatchClassifier protocol) ------------------------------
+
+    def learn_many(self, X, y, **kwargs) -> None:
+        """``learn_one`` over the rows of a DataFrame or 2-D array and their labels, in order.
+
+        Every label is checked first: a third class raises ``ValueError`` and nothing is
+        learned.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco import BinaryClassifier, losses
+        >>> from okoco.learners import FunctionalGD
+        >>> clf = BinaryClassifier(FunctionalGD(loss=losses.Logistic(), C=3.0, eta=0.5))
+        >>> X = np.array([[0.0], [1.0], [0.1], [0.9]])
+        >>> clf.learn_many(X, np.array(["no", "yes", "no", "yes"]))
+        >>> clf.predict_many(np.array([[0.05], [0.95]])).tolist()
+        ['no', 'yes']
+        """
+        labels = list(self._labels)
+        signs = []
+        for label in (y.tolist() if hasattr(y, "tolist") else list(y)):
+            signs.append(self._sign(label, labels))
+            if label not in labels:
+                labels.append(label)
+        self.learner.learn_many(X, np.asarray(signs))
+        self._labels = labels
+
+    def _proba_positive_many(self, X) -> np.ndarray:
+        f = np.asarray(self.learner.predict_many(X), dtype=float)
+        if isinstance(self.learner._loss, losses.Logistic):
+            return 1.0 / (1.0 + np.exp(-f))
+        return np.clip((1.0 + f) / 2.0, 0.0, 1.0)
+
+    def predict_proba_many(self, X, **kwargs):
+        """Class probabilities of each row: a DataFrame (one column per label) for a DataFrame,
+        else a dict ``{label: array}`` (what ``pandas.DataFrame`` takes).
+        """
+        p = self._proba_positive_many(X)
+        neg, pos = self._pair(self._labels)
+        cols = {neg: 1.0 - p, pos: p} if neg is not None and pos is not None else (
+            {pos: np.ones_like(p)} if neg is None else {neg: np.ones_like(p)})
+        if hasattr(X, "index"):
+            import pandas as pd
+
+            return pd.DataFrame(cols, index=X.index)
+        return cols
+
+    def predict_many(self, X, **kwargs):
+        """The predicted label of each row (a Series for a DataFrame), as ``predict_one``."""
+        p = self._proba_positive_many(X)
+        neg, pos = self._pair(self._labels)
+        if neg is None or pos is None:
+            labels = np.full(p.shape, pos if neg is None else neg, dtype=object)
+        else:
+            labels = np.where(p > 0.5, np.array(pos, dtype=object), np.array(neg, dtype=object))
+        out = np.array(labels.tolist())
+        if hasattr(X, "index"):
+            import pandas as pd
+
+            return pd.Series(out, index=X.index)
+        return out

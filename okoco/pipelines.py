@@ -1,0 +1,186 @@
+r"""``okoco.save`` / ``okoco.load``: whole models, river pipelines included, without pickle.
+
+A bare okoco learner is saved by :func:`okoco.persistence.save`. A *model* around it, the one
+users actually replay, is a river pipeline of preprocessing steps ending in an okoco learner
+(or a ``BinaryClassifier``), possibly inside a ``TargetStandardScaler``::
+
+    TargetStandardScaler(StandardScaler() | KONS(...))
+
+:func:`save` writes such a model to the same ``.npz`` + JSON format: the pipeline's steps by name
+and in order, the target wrapper by class, and every step's state through the allow-list of
+:mod:`okoco.persistence` (okoco learners and their parts, and from river only
+``StandardScaler``, ``TargetStandardScaler`` and the statistics they hold). :func:`load` rebuilds
+the pipeline with river's own constructors, so nothing in the file can name a function or any
+other class and loading never runs code from the file. Predictions and further learning of the
+loaded model are bit-identical to the saved one's.
+
+A model with any other step (a river ``OneHotEncoder``, a user's ``FuncTransformer``) cannot be
+saved this way: :func:`save` raises a ``TypeError`` naming the step. Such a model holds code,
+and pickle (or ``dill``) is then the supported way, with its usual warning: load only files you
+wrote.
+
+Examples
+--------
+>>> import os, tempfile
+>>> import okoco
+>>> from river import preprocessing
+>>> from okoco.learners import KONS
+>>> model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | KONS(C=3.0))
+>>> for i in range(30):
+...     model.learn_one({"a": i / 30, "b": (i % 7) / 7}, float(i % 5))
+>>> path = okoco.save(model, os.path.join(tempfile.mkdtemp(), "model.npz"))
+>>> again = okoco.load(path)
+>>> again.predict_one({"a": 0.2, "b": 0.5}) == model.predict_one({"a": 0.2, "b": 0.5})
+True
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from river import compose
+
+# Importing the learners registers them (and their parts) with okoco.persistence's allow-list.
+import okoco.learners  # noqa: F401
+from okoco import persistence
+from okoco.persistence import (
+    _RIVER_TARGET_WRAPPERS,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    _capture,
+    _class_path,
+    _Damaged,
+    _Decoder,
+    _Encoder,
+    _init_params,
+    _read,
+    _resolve,
+    _version,
+    _write,
+)
+
+__all__ = ["save", "load", "PIPELINE_CLASS"]
+
+#: The ``class`` a model file names when it holds a river pipeline or target wrapper.
+PIPELINE_CLASS = "river-model"
+
+
+def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path:
+    """Save an okoco learner, or a river pipeline / ``TargetStandardScaler`` around one.
+
+    Parameters
+    ----------
+    model
+        An okoco learner (``KONS``, ``SketchedKONS``, ``FunctionalGD``, ``KRLS``,
+        ``BinaryClassifier``), or a river ``Pipeline`` whose steps are ``StandardScaler`` and
+        okoco learners, optionally wrapped in a ``TargetStandardScaler``.
+    path
+        Destination, conventionally ``*.npz``; written atomically.
+    compress
+        Compress the archive (smaller, slower).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    TypeError
+        A step outside the allow-list (the message names it, e.g. ``model['OneHotEncoder']``):
+        such a model holds code; pickle it instead, and load only files you wrote.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from river import preprocessing
+    >>> import okoco
+    >>> from okoco.learners import FunctionalGD
+    >>> model = preprocessing.StandardScaler() | FunctionalGD(eta=0.2)
+    >>> okoco.save(model, Path(tempfile.mkdtemp(), "fgd.npz")).name
+    'fgd.npz'
+    >>> okoco.save(preprocessing.OneHotEncoder() | FunctionalGD(), "x.npz")
+    Traceback (most recent call last):
+    ...
+    TypeError: cannot save model['OneHotEncoder']: OneHotEncoder objects are not in okoco's allow-list
+    """  # noqa: E501
+    if _class_path(type(model)) in persistence.registered(learners=True):
+        return persistence.save(model, path, compress=compress)
+    enc = _Encoder(river=True)
+    tree = _capture(enc, model, "model")
+    if "__pipeline__" not in tree and "__wrapper__" not in tree:
+        raise TypeError(f"okoco.save saves okoco learners and river pipelines of them, not "
+                        f"{type(model).__qualname__}")
+    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+            "okoco_version": _version(), "class": PIPELINE_CLASS, "model": tree}
+    return _write(path, meta, enc.arrays, compress)
+
+
+def load(path: str | os.PathLike) -> Any:
+    """Load what :func:`save` (or ``learner.save``) wrote: a learner or a whole pipeline.
+
+    The archive is read without pickle and only allow-listed classes are built. Every restored
+    object must have exactly the attributes a freshly built one of its class has, so a file
+    written by another okoco or river version whose state no longer fits is refused with a
+    ``ValueError`` rather than loaded half-right.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        Not an okoco model file, an unsupported format version, or a state that does not fit.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from river import preprocessing
+    >>> import okoco
+    >>> from okoco.learners import FunctionalGD
+    >>> model = preprocessing.StandardScaler() | FunctionalGD(eta=0.2)
+    >>> model.learn_one({"x": 2.0}, 1.0)
+    >>> again = okoco.load(okoco.save(model, Path(tempfile.mkdtemp(), "m.npz")))
+    >>> list(again.steps), again.predict_one({"x": 1.0}) == model.predict_one({"x": 1.0})
+    (['StandardScaler', 'FunctionalGD'], True)
+    """
+    meta, arrays = _read(path, FORMAT_NAME)
+    if meta.get("class") != PIPELINE_CLASS:
+        return persistence.load(path)
+    with _Damaged(path):
+        return _build(_Decoder(arrays, river=True), meta["model"], "model", path)
+
+
+def _build(dec: _Decoder, tree: Any, where: str, path: Any) -> Any:
+    """A model from its tree: pipelines and target wrappers through river's constructors."""
+    if isinstance(tree, dict) and "__pipeline__" in tree:
+        steps = [(name, _build(dec, sub, f"{where}[{name!r}]", path))
+                 for name, sub in tree["__pipeline__"]]
+        return compose.Pipeline(*steps)
+    if isinstance(tree, dict) and "__wrapper__" in tree:
+        if tree["__wrapper__"] not in _RIVER_TARGET_WRAPPERS:
+            raise ValueError(f"{str(path)!r} asks for a {tree['__wrapper__']!r} wrapper, which "
+                             "okoco never loads")
+        regressor = _build(dec, tree["regressor"], f"{where}.regressor", path)
+        wrapper = _resolve(tree["__wrapper__"])(regressor)
+        attrs = {k: dec.decode(v) for k, v in tree["attrs"].items()}
+        _check_state(wrapper, set(attrs) | {"regressor", "func", "inverse_func"}, where, path)
+        wrapper.__dict__.update(attrs)
+        return wrapper
+    step = dec.decode(tree)
+    cls = type(step)
+    fresh = cls(**{p: getattr(step, p) for p in _init_params(cls) if hasattr(step, p)})
+    _check_state(fresh, set(vars(step)), where, path)
+    return step
+
+
+def _check_state(fresh: Any, names: set, where: str, path: Any) -> None:
+    expected = set(vars(fresh))
+    if names != expected:
+        raise ValueError(
+            f"{str(path)!r}: the saved {type(fresh).__name__} at {where} does not match this "
+            f"okoco {_version()} and its river (missing {sorted(expected - names)}, "
+            f"unexpected {sorted(names - expected)})"
+        )
