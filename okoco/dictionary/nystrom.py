@@ -80,7 +80,7 @@ class NystromKRR:
     def from_dictionary(cls, dictionary, mu: float = 1.0, gamma: float | None = None):
         """Use the atoms and weights of a fitted dictionary (``gamma`` defaults to its own)."""
         if gamma is None:
-            gamma = dictionary._nystrom_gamma
+            gamma = dictionary._nystrom_alpha
         return cls(
             dictionary.kernel,
             mu=mu,

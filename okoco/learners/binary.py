@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 
 import numpy as np
 from river import base
 
 from okoco import losses
+from okoco._validation import Protocol, check_params
+from okoco.learners.fgd import FunctionalGD
 
 __all__ = ["BinaryClassifier"]
+
+
+class _Label:
+    """The constraint on a class label: hashable, and equal to itself (NaN never is, so it could
+    never be matched or predicted)."""
+
+    def accepts_type(self, value) -> bool:
+        return isinstance(value, Hashable)
+
+    def convert(self, value):
+        return value if value == value else None
+
+    def __str__(self) -> str:
+        return "a hashable label equal to itself"
+
+
+LABEL = _Label()
 
 
 class BinaryClassifier(base.Wrapper, base.Classifier):
@@ -44,11 +64,18 @@ class BinaryClassifier(base.Wrapper, base.Classifier):
     Accuracy: 88.96%
     """
 
-    def __init__(self, learner=None, pos_label=None):
-        from okoco.learners.fgd import FunctionalGD
+    _parameter_constraints = {
+        "learner": [None, Protocol("an okoco regressor (with learn_one and predict_one)",
+                                   "learn_one", "predict_one")],
+        "pos_label": [None, LABEL],
+    }
 
-        self.learner = learner if learner is not None else FunctionalGD(loss=losses.Logistic())
+    def __init__(self, learner=None, pos_label=None):
+        self.learner = learner
         self.pos_label = pos_label
+        check_params(self)
+        if learner is None:
+            self.learner = FunctionalGD(loss=losses.Logistic())
         self._labels: list = [] if pos_label is None else [pos_label]
 
     @property
@@ -61,8 +88,6 @@ class BinaryClassifier(base.Wrapper, base.Classifier):
 
     @classmethod
     def _unit_test_params(cls):
-        from okoco.learners.fgd import FunctionalGD
-
         yield {"learner": FunctionalGD(loss=losses.Logistic())}
 
     # -- labels ---------------------------------------------------------------------------
@@ -82,10 +107,15 @@ class BinaryClassifier(base.Wrapper, base.Classifier):
         return (labels[1] if len(labels) > 1 else None), labels[0]
 
     def _sign(self, y) -> float:
+        if not LABEL.accepts_type(y):
+            raise TypeError(f"a label must be hashable (a str, int, bool, ...), got {y!r} "
+                            f"({type(y).__name__})")
         if y not in self._labels and len(self._labels) >= 2:
             raise ValueError(
                 f"label {y!r} is a third class; this BinaryClassifier has seen {self._labels!r}"
             )
+        if LABEL.convert(y) is None and y is not None:
+            raise ValueError(f"the label {y!r} cannot be a class: it is not equal to itself")
         _, pos = self._pair(self._labels if y in self._labels else [*self._labels, y])
         return 1.0 if y == pos else -1.0
 
