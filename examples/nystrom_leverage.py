@@ -93,7 +93,7 @@ def main(argv=None) -> dict:
                     approx = approximate_ridge_leverage_scores(X, kernel, ridge, p, seed=rng)
                     probs = approx / approx.sum()
                 J = np.unique(rng.choice(n, size=p, replace=True, p=probs))
-                model = NystromKRR(kernel, mu=ridge, gamma=0.0, landmarks=X[J]).fit(X, f_star)
+                model = NystromKRR(kernel, alpha=ridge, landmarks=X[J]).fit(X, f_star)
                 ratios[method][i, j] = risk(model.transform(X), f_star, ridge) / full
 
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10.5, 4.3))

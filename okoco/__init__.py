@@ -7,9 +7,8 @@ and the ``okoco`` command line.
 """
 
 from okoco import kernels, losses
+from okoco._version import __version__
 from okoco.learners import BinaryClassifier
 from okoco.persistence import load
-
-__version__ = "0.1.0"
 
 __all__ = ["kernels", "losses", "BinaryClassifier", "load", "__version__"]

@@ -34,6 +34,15 @@ __all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "reserve", "FeatureMa
 MAX_ABS_VALUE = 1e150
 
 
+def _huge(value) -> str:
+    """A number too large for float64, shown briefly (``10**400`` is ``~1e+400``)."""
+    if isinstance(value, numbers.Integral):
+        digits = str(abs(int(value)))
+        return f"{'-' if value < 0 else ''}~{digits[0]}e+{len(digits) - 1}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _bad_value(name, value) -> Exception:
     """The error for a feature value that is not a usable number (one wording everywhere)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
@@ -42,7 +51,7 @@ def _bad_value(name, value) -> Exception:
     try:
         number = float(value)
     except OverflowError:  # an integer or fraction beyond float64
-        return ValueError(f"feature {name!r} = {value!r:.40} is too large "
+        return ValueError(f"feature {name!r} = {_huge(value)} is too large "
                           f"(|x| > {MAX_ABS_VALUE:g}); scale the features")
     if not math.isfinite(number):
         return ValueError(f"feature {name!r} is not finite ({number!r}); impute or drop "
@@ -103,7 +112,8 @@ def check_target(y, loss=None, what: str = "the target") -> float:
         if number is not None and not math.isfinite(number):
             raise ValueError(f"{what} is {number!r}; it must be finite")
         if number is None or abs(number) > MAX_ABS_VALUE:
-            raise ValueError(f"{what} {y!r:.40} is too large (|y| > {MAX_ABS_VALUE:g}); "
+            shown = _huge(y) if number is None else repr(number)
+            raise ValueError(f"{what} {shown} is too large (|y| > {MAX_ABS_VALUE:g}); "
                              "rescale the targets")
         y = number
     check = getattr(loss, "check_target", None)
@@ -229,6 +239,7 @@ class FeatureMap:
         """Register the new features of an accepted row (what :meth:`encode` returned)."""
         if self.mode is None and new:
             self.mode = getattr(new, "mode", "dict")
+        self._last = None  # the row was learned: the next one is another
         columns = self.columns
         for name in new:
             columns[name] = len(columns)

@@ -29,6 +29,12 @@ from typing import Any
 
 import typer
 
+from okoco import datasets
+from okoco._io import atomic_write, to_json_ready
+from okoco.datasets import DownloadError
+from okoco.evaluate import plot_runs
+from okoco.evaluate import replay as replay_run
+
 # Building a run from names lives one layer down, shared with okoco.distributed.
 from okoco.experiment import (  # noqa: F401  (all kept importable from okoco.cli)
     KERNELS,
@@ -45,6 +51,7 @@ from okoco.experiment import make_kernel as _kernel  # noqa: F401
 from okoco.experiment import make_metrics as _metrics  # noqa: F401
 from okoco.experiment import parameters as _parameters
 from okoco.experiment import run_one as _run_one
+from okoco.persistence import read_metadata
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="okoco: online learning with kernels and convex losses.",
@@ -101,8 +108,6 @@ def _output_kind(path: Path | None, allowed: tuple[str, ...], what: str) -> str 
 
 def _guard(body: Callable[[], None]) -> None:
     """Run a command body; user errors become one line on stderr and exit code 2."""
-    from okoco.datasets import DownloadError
-
     try:
         body()
     except UserError as error:
@@ -190,9 +195,6 @@ def _run_checkpointed(ds, learner: str, *, options: dict[str, Any], seed: int | 
                       progress: bool, checkpoint: Path, every: int | None, resume: bool,
                       quiet: bool):
     """``_run_one`` with a checkpoint file: the same model, metrics and meta."""
-    from okoco.evaluate import replay as replay_run
-    from okoco.persistence import read_metadata
-
     if resume and checkpoint.exists() and not quiet:
         done = read_metadata(checkpoint)["progress"]["t"]
         typer.echo(f"resuming from {checkpoint} ({done} samples done)", err=True)
@@ -313,9 +315,7 @@ def replay(
                                                 "us_per_sample", "elapsed_s", "memory_bytes")},
                        "output": None if output is None else str(output),
                        "plot": None if plot is None else str(plot)}
-            from okoco.evaluate import _clean
-
-            typer.echo(json.dumps(_clean(summary)))
+            typer.echo(json.dumps(to_json_ready(summary)))
             return
         if quiet:
             typer.echo(f"dataset     {ds.name} ({result.n_samples} samples, d={ds.d}, {ds.task})")
@@ -403,8 +403,6 @@ def compare(
     def body() -> None:
         import numpy as np
 
-        from okoco.evaluate import _clean, atomic_write, plot_runs
-
         if seeds < 1:
             raise UserError(f"--seeds must be >= 1, got {seeds}")
         registry = learner_registry()
@@ -452,7 +450,7 @@ def compare(
         if out_kind == "json":
             doc = {"dataset": dataset, "metric": main, "seeds": seeds, "summary": table,
                    "runs": {n: [r.to_dict() for r in rs] for n, rs in runs.items()}}
-            text = json.dumps(_clean(doc), indent=2, allow_nan=False)
+            text = json.dumps(to_json_ready(doc), indent=2, allow_nan=False)
             atomic_write(output, lambda f: f.write(text + "\n"))
         elif out_kind == "csv":
             import csv
@@ -470,7 +468,7 @@ def compare(
         if plot is not None:
             plot_runs(runs, plot)
         if as_json:
-            typer.echo(json.dumps(_clean({"dataset": dataset, "metric": main, "seeds": seeds,
+            typer.echo(json.dumps(to_json_ready({"dataset": dataset, "metric": main, "seeds": seeds,
                                           "summary": table})))
         else:
             _print_table(table, cols, quiet)
@@ -485,6 +483,7 @@ def _compare_on_dask(dataset: str, learner: list[str], seeds: int, options: dict
                      shuffle: bool, scheduler: str, workers: int | None,
                      progress: bool) -> tuple[dict[str, list], int]:
     """``compare``'s runs as an okoco.distributed grid; failed runs are reported on stderr."""
+    # deferred: okoco.distributed imports Dask, an optional dependency slow to import
     from okoco import distributed
 
     kernel = _kernel(options["kernel"], options["gamma"], options["degree"], options["coef0"],
@@ -550,8 +549,6 @@ def datasets_cmd(
     >>> next(r for r in rows if r["name"] == "bananas")["task"]
     'binary'
     """
-    from okoco import datasets
-
     rows = datasets.available()
     if as_json:
         typer.echo(json.dumps([r._asdict() for r in rows]))
@@ -608,11 +605,9 @@ def learners_cmd(
                     kernel = None
     ...
     """
-    from okoco.evaluate import _clean
-
     rows = _learner_rows()
     if as_json:
-        typer.echo(json.dumps(_clean(rows)))
+        typer.echo(json.dumps(to_json_ready(rows)))
         return
     for row in rows:
         typer.echo(f"{row['name']:<14} {row['class']}: {row['summary']}")

@@ -1,11 +1,18 @@
-r"""Progressive validation (test-then-train) with checkpoints, and the result it produces.
+r"""Progressive validation (test-then-train): one generator, and the wrappers around it.
 
-:func:`replay` runs a model over a stream: at each step it predicts, scores the prediction, then
-learns the true target, exactly as :func:`river.evaluate.progressive_val_score` does, so its
-metric values are the ones river reports. At checkpoints it records, beside the metrics, the
-cumulative loss, the regret (when a tracker is given), the dictionary size, the time per sample
-and the memory held by the model's arrays. The :class:`ReplayResult` saves to JSON and CSV
-(atomically: a temporary file renamed into place) and plots its curves.
+:func:`iter_progressive_val` is the loop itself, in the shape of river's
+``iter_progressive_val_score``: for each sample it predicts, scores the prediction, then learns
+the true target, and yields a :class:`Step` (the sample count, the target, the prediction, its
+loss and the seconds the step took). Everything else is a thin wrapper around it:
+
+- :func:`replay` records curves at checkpoints (the metrics, the cumulative loss, the regret when
+  a tracker is given, the dictionary size, the time per sample and the memory held by the
+  model's arrays) into a :class:`ReplayResult`, writes and resumes checkpoint files, shows a
+  progress bar, and on Ctrl-C raises :class:`ReplayInterrupted` carrying the result so far;
+- :class:`ReplayResult` saves to JSON and CSV (atomically: a temporary file renamed into place)
+  and plots its curves (:func:`plot_runs`).
+
+The metric values are the ones :func:`river.evaluate.progressive_val_score` reports.
 
 The data may be an :class:`okoco.datasets.Dataset`, any iterable of ``(dict, target)`` pairs,
 or a tuple ``(X, y)`` of arrays (or a DataFrame and targets). For arrays, rows are turned into
@@ -31,20 +38,28 @@ Examples
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import itertools
 import json
 import math
 import numbers
 import os
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+from river import base, compose
 
-__all__ = ["replay", "ReplayResult", "plot_runs", "atomic_write", "checkpoint_grid"]
+from okoco import persistence
+from okoco._io import atomic_write, to_json_ready
+from okoco.learners import BinaryClassifier
+from okoco.losses import Squared
+
+__all__ = ["iter_progressive_val", "Step", "replay", "ReplayResult", "ReplayInterrupted",
+           "plot_runs", "atomic_write", "checkpoint_grid"]
 
 #: Columns every result has, in order (metric columns come after ``t``).
 BASE_COLUMNS = (
@@ -57,52 +72,6 @@ BASE_COLUMNS = (
 )
 
 _CHUNK = 1024
-
-
-# -- atomic files ---------------------------------------------------------------------------------
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *,
-                 binary: bool = False) -> Path:
-    """Write a file through a temporary file in the same folder, renamed into place at the end.
-
-    An interrupted or failed ``write`` leaves any previous file untouched and no partial file.
-
-    Parameters
-    ----------
-    path
-        The destination.
-    write
-        Called with the open temporary file (text, UTF-8, or binary if ``binary``).
-    binary
-        Open the temporary file in binary mode.
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> p = os.path.join(tempfile.mkdtemp(), "out.txt")
-    >>> _ = atomic_write(p, lambda f: f.write("hello"))
-    >>> open(p).read(), os.listdir(os.path.dirname(p))
-    ('hello', ['out.txt'])
-    """
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"cannot write {str(path)!r}: no such directory {str(folder)!r}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        mode = "wb" if binary else "w"
-        kwargs = {} if binary else {"encoding": "utf-8", "newline": ""}
-        with os.fdopen(fd, mode, **kwargs) as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 # -- checkpoints ----------------------------------------------------------------------------------
@@ -257,8 +226,6 @@ def _model_loss(model: Any) -> Any:
     owner = _find(model, "loss")
     loss = getattr(owner, "_loss", None) or getattr(owner, "loss", None)
     if loss is None or not hasattr(loss, "value"):
-        from okoco.losses import Squared
-
         return Squared()
     return loss
 
@@ -309,6 +276,11 @@ class ReplayResult:
         return {k: v[-1] for k, v in self.columns.items() if v}
 
     @property
+    def interrupted(self) -> bool:
+        """Whether the run was stopped by Ctrl-C before the end (see :class:`ReplayInterrupted`)."""
+        return bool(self.meta.get("interrupted", False))
+
+    @property
     def n_samples(self) -> int:
         """Samples replayed."""
         return int(self.columns["t"][-1]) if self.columns.get("t") else 0
@@ -322,7 +294,7 @@ class ReplayResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``meta``, ``metrics``, ``final`` and ``columns`` (NaN as null)."""
-        return _clean({"meta": self.meta, "metrics": self.metrics, "final": self.final,
+        return to_json_ready({"meta": self.meta, "metrics": self.metrics, "final": self.final,
                        "columns": self.columns})
 
     @classmethod
@@ -388,25 +360,20 @@ def _isnan(v: Any) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, (str, int, float, bool)) or obj is None:
-        return obj
-    return repr(obj)
-
-
 # -- plotting -------------------------------------------------------------------------------------
+
+#: Line styles by group, so that a learner whose curve equals another's stays visible.
+_STYLES = ("-", "--", "-.", ":")
 
 
 def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None):
     """Plot several groups of runs (e.g. one learner over seeds): mean curve and ±1 std band.
+
+    One panel per metric, then the regret (or the cumulative loss), the dictionary size and the
+    time per sample. Each group has its own line style, so identical curves stay visible; a
+    band of a column that is never negative stops at zero; and when the first samples dwarf the
+    rest (a metric averaged over one sample), the panel's range is that of the last 95% of the
+    stream, so the spike does not flatten the curve.
 
     Parameters
     ----------
@@ -424,40 +391,30 @@ def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None):
     >>> len(fig.axes)
     4
     """
-    from matplotlib.figure import Figure  # no pyplot: no backend, no global state
+    from matplotlib.figure import Figure  # deferred: matplotlib is slow to import; no pyplot
 
     runs = [r for rs in groups.values() for r in rs]
     if not runs:
         raise ValueError("nothing to plot")
-    metric = runs[0].metrics[0] if runs[0].metrics else "cumulative_loss"
+    metrics = list(dict.fromkeys(m for r in runs for m in r.metrics)) or ["cumulative_loss"]
     has_regret = any(np.isfinite(r["regret"]).any() for r in runs if "regret" in r.columns)
-    panels = [(metric, metric),
-              ("regret" if has_regret else "cumulative_loss",
-               "regret" if has_regret else "cumulative loss"),
-              ("dictionary_size", "dictionary size"),
-              ("us_per_sample", "µs per sample")]
+    panels = [(m, m) for m in metrics]
+    if has_regret or "cumulative_loss" not in metrics:
+        panels.append(("regret", "regret") if has_regret else
+                      ("cumulative_loss", "cumulative loss"))
+    panels += [("dictionary_size", "dictionary size"), ("us_per_sample", "µs per sample")]
 
     if target is not None and not isinstance(target, (str, os.PathLike)):
         axes, fig = [target], target.figure
         panels = panels[:1]
     else:
-        fig = Figure(figsize=(10, 7), layout="constrained")
-        axes = list(fig.subplots(2, 2).ravel())
+        rows = (len(panels) + 1) // 2
+        fig = Figure(figsize=(10, 3.5 * rows), layout="constrained")
+        axes = list(fig.subplots(rows, 2, squeeze=False).ravel())
+        for ax in axes[len(panels):]:
+            fig.delaxes(ax)
     for ax, (col, title) in zip(axes, panels):
-        for label, rs in groups.items():
-            rs = [r for r in rs if col in r.columns]
-            if not rs:
-                continue
-            k = min(len(r) for r in rs)
-            t = rs[0]["t"][:k]
-            Y = np.array([r[col][:k] for r in rs], dtype=float)
-            if not np.isfinite(Y).any():
-                continue
-            mean = np.nanmean(Y, axis=0)
-            (line,) = ax.plot(t, mean, label=label)
-            if len(rs) > 1:
-                std = np.nanstd(Y, axis=0)
-                ax.fill_between(t, mean - std, mean + std, alpha=0.2, color=line.get_color())
+        _draw(ax, groups, col)
         ax.set_title(title)
         ax.set_xlabel("t (samples seen)")
         ax.grid(True, alpha=0.3)
@@ -471,10 +428,180 @@ def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None):
     return fig
 
 
-# -- the loop -------------------------------------------------------------------------------------
+def _draw(ax: Any, groups: Mapping[str, Sequence[ReplayResult]], col: str) -> None:
+    """Mean curve and ±1 std band of column ``col`` for each group, then the y-range."""
+    drawn = []
+    for i, (label, rs) in enumerate(groups.items()):
+        rs = [r for r in rs if col in r.columns]
+        if not rs:
+            continue
+        k = min(len(r) for r in rs)
+        t = rs[0]["t"][:k]
+        Y = np.array([r[col][:k] for r in rs], dtype=float)
+        if not np.isfinite(Y).any():
+            continue
+        mean = np.nanmean(Y, axis=0)
+        (line,) = ax.plot(t, mean, label=label, linestyle=_STYLES[i % len(_STYLES)],
+                          linewidth=max(2.0 - 0.5 * (i // len(_STYLES)), 0.5))
+        low, high = mean, mean
+        if len(rs) > 1:
+            std = np.nanstd(Y, axis=0)
+            low, high = mean - std, mean + std
+            if np.nanmin(Y) >= 0:
+                low = np.maximum(low, 0.0)  # times, sizes, losses: a band never goes below 0
+            ax.fill_between(t, low, high, alpha=0.2, color=line.get_color())
+        drawn.append((t, low, high))
+    if drawn:
+        _keep_the_tail_in_view(ax, drawn)
+
+
+def _keep_the_tail_in_view(ax: Any, drawn: list) -> None:
+    """Limit the y-range to the last 95% of the stream when the first samples would dwarf it."""
+    t_end = max(t[-1] for t, _, _ in drawn)
+    every = np.concatenate([np.concatenate([lo, hi]) for _, lo, hi in drawn])
+    tail = np.concatenate([np.concatenate([lo[t >= 0.05 * t_end], hi[t >= 0.05 * t_end]])
+                           for t, lo, hi in drawn])
+    every, tail = every[np.isfinite(every)], tail[np.isfinite(tail)]
+    if tail.size == 0:
+        return
+    lo, hi = float(tail.min()), float(tail.max())
+    span = hi - lo if hi > lo else max(abs(hi), 1.0)
+    # each side is cut only where the early values stray far beyond the tail's range
+    cut_top, cut_bottom = every.max() > hi + 2 * span, every.min() < lo - 2 * span
+    if not (cut_top or cut_bottom):
+        return
+    top = hi + 0.15 * span if cut_top else float(every.max())
+    bottom = lo - 0.15 * span if cut_bottom else float(every.min())
+    pad = 0.05 * (top - bottom)
+    top, bottom = top + (0 if cut_top else pad), bottom - (0 if cut_bottom else pad)
+    if every.min() >= 0:
+        bottom = max(bottom, 0.0)
+    ax.set_ylim(bottom, top)
+
+
+# -- progressive validation -----------------------------------------------------------------------
+
+
+class Step(NamedTuple):
+    """One test-then-train step of :func:`iter_progressive_val`."""
+
+    #: Samples learned so far, this one included (1, 2, ...).
+    t: int
+    #: The sample's target.
+    y: Any
+    #: The prediction made before learning it (for a classifier, ``predict_one``'s label when a
+    #: metric needs labels, else ``None``).
+    y_pred: Any
+    #: The prediction's loss: the regressor's loss ``value(y, y_pred)``, or for a classifier the
+    #: log loss of ``predict_proba_one`` (probabilities clipped below at 1e-15).
+    loss: float
+    #: Wall time of the step, fetching the sample included, in seconds.
+    seconds: float
+
+
+def iter_progressive_val(model: Any, data: Any, metrics: Any, *, loss: Any = None,
+                         regret: Any = None, start: int = 0) -> Iterator[Step]:
+    r"""Test-then-train ``model`` over ``data``, yielding a :class:`Step` after every sample.
+
+    At each step :math:`t`: predict :math:`\hat y_t`, update ``metrics`` (in place) and the
+    regret tracker, then ``learn_one(x_t, y_t)``. Classifiers are asked ``predict_proba_one``
+    for metrics that take probabilities and ``predict_one`` otherwise, as river's
+    ``iter_progressive_val_score`` does, so the metric values are river's. The time the caller
+    spends between two steps is not counted in :attr:`Step.seconds`.
+
+    Parameters
+    ----------
+    model
+        A river regressor or classifier (an okoco learner, a ``BinaryClassifier``, a pipeline
+        around one), trained in place.
+    data
+        As for :func:`replay`.
+    metrics
+        A river metric or a list of them, updated in place.
+    loss
+        The regressor's loss (an object with ``value(y, z)``); default the model's own loss,
+        found through pipelines and wrappers (squared loss if it has none).
+    regret
+        Optional tracker with ``update(x, y, y_pred)``.
+    start
+        Samples already learned (when resuming): the count of :attr:`Step.t` starts there.
+
+    Raises
+    ------
+    ValueError, TypeError
+        What the model raises on a bad sample, with the sample's number (counting from 1).
+
+    Examples
+    --------
+    >>> from river import metrics
+    >>> from okoco import datasets
+    >>> from okoco.learners import FunctionalGD
+    >>> mae = metrics.MAE()
+    >>> for step in iter_progressive_val(FunctionalGD(), datasets.load("sinc", n=50), mae):
+    ...     if step.t % 20 == 0:
+    ...         print(step.t, f"{mae.get():.3f}")
+    20 ...
+    40 ...
+    >>> step.t, step.loss == (step.y - step.y_pred) ** 2  # FunctionalGD: the squared loss
+    (50, True)
+    """
+    metric_list = _as_metrics(metrics)
+    classifier = isinstance(model, base.Classifier)
+    predict = _predictor(model, metric_list)
+    loss_fn = None if classifier else (loss if loss is not None else _model_loss(model))
+    updates = [(m.update, classifier and not m.requires_labels) for m in metric_list]
+    stream, _, _ = _stream(data)
+    t = start
+    clock = time.perf_counter()
+    for x, y in stream:
+        try:
+            y_label, proba = predict(x)
+            for update, wants_proba in updates:
+                y_pred = proba if wants_proba else y_label
+                if y_pred is not None and y_pred != {}:
+                    update(y_true=y, y_pred=y_pred)
+            if classifier:
+                cost = -math.log(min(max(proba.get(y, 0.0) if proba else 0.0, 1e-15), 1.0))
+            else:
+                cost = float(loss_fn.value(y, y_label)) if y_label is not None else 0.0
+            if regret is not None:
+                regret.update(x, y, y_label)
+            model.learn_one(x, y)
+        except (ValueError, TypeError) as error:
+            raise type(error)(f"sample {t + 1}: {error}") from error
+        t += 1
+        now = time.perf_counter()
+        yield Step(t, y, y_label, cost, now - clock)
+        clock = time.perf_counter()
+
+
+def _predictor(model: Any, metrics: list):
+    """``x -> (label, probabilities)`` as river's progressive validation asks for them."""
+    if not isinstance(model, base.Classifier):
+        return lambda x: (model.predict_one(x), None)
+    need_labels = any(m.requires_labels for m in metrics)
+    label_from_proba = _label_is_argmax(model)
+
+    def predict(x: dict) -> tuple[Any, dict]:
+        proba = model.predict_proba_one(x)
+        if not need_labels:
+            return None, proba
+        if label_from_proba:
+            return (max(proba, key=proba.get) if proba else None), proba
+        return model.predict_one(x), proba
+
+    return predict
+
+
+def _label_is_argmax(model: Any) -> bool:
+    """Whether ``predict_one`` is the argmax of ``predict_proba_one`` (river's default rule)."""
+    if isinstance(model, compose.Pipeline):
+        return _label_is_argmax(list(model.steps.values())[-1])
+    return type(model).predict_one in (base.Classifier.predict_one, BinaryClassifier.predict_one)
 
 
 def _as_metrics(metrics: Any) -> list:
+    # deferred: river.metrics takes about a second to import, and `okoco --help` needs none
     from river.metrics.base import Metric, Metrics
 
     if isinstance(metrics, Metrics):
@@ -496,12 +623,84 @@ def _as_metrics(metrics: Any) -> list:
 def _names(metrics: list) -> list[str]:
     names: list[str] = []
     for m in metrics:
-        base, k, name = type(m).__name__, 1, type(m).__name__
+        base_name, k, name = type(m).__name__, 1, type(m).__name__
         while name in names:
             k += 1
-            name = f"{base}_{k}"
+            name = f"{base_name}_{k}"
         names.append(name)
     return names
+
+
+# -- replay: checkpointed curves ------------------------------------------------------------------
+
+
+class ReplayInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`replay`: a ``KeyboardInterrupt`` that carries the result so far.
+
+    ``result`` is a :class:`ReplayResult` whose last row is the last sample learned in full,
+    with ``result.interrupted`` true. A caller that does not look for it stops as on any
+    Ctrl-C; the command line prints its summary and writes the requested files. A checkpoint
+    file keeps its last complete state (it is not written on an interrupt, as the model may be
+    half-way through a step), so ``resume=True`` continues from there.
+    """
+
+    def __init__(self, result: ReplayResult):
+        super().__init__(f"replay interrupted after {result.n_samples} samples")
+        self.result = result
+
+
+class _Curves:
+    """The columns of a :class:`ReplayResult`, filled one checkpoint at a time."""
+
+    def __init__(self, model: Any, metrics: list, names: list[str], regret: Any):
+        self.model, self.metrics, self.names, self.regret = model, metrics, names, regret
+        self.core = _find(model, "dictionary_size")
+        self.columns: dict[str, list] = {"t": [], **{k: [] for k in names},
+                                         **{k: [] for k in BASE_COLUMNS}}
+        self.t = self.last_t = 0
+        self.cumulative_loss = self.elapsed = self.pending = 0.0
+
+    def add(self, step: Step) -> None:
+        self.t = step.t
+        self.cumulative_loss += step.loss
+        self.pending += step.seconds
+
+    def record(self) -> None:
+        """Append the current values as a row; the time since the last row is its µs/sample."""
+        self.elapsed += self.pending
+        values = [m.get() for m in self.metrics]
+        row = {"t": self.t,
+               **{k: float(v) if isinstance(v, numbers.Real) else v
+                  for k, v in zip(self.names, values)},
+               "cumulative_loss": self.cumulative_loss,
+               "regret": _last(getattr(self.regret, "regret", None)) if self.regret else math.nan,
+               "dictionary_size": _dictionary_size(self.core),
+               "us_per_sample": 1e6 * self.pending / max(self.t - self.last_t, 1),
+               "elapsed_s": self.elapsed,
+               "memory_bytes": _memory(self.model)}
+        for k, v in row.items():
+            self.columns[k].append(v)
+        self.last_t, self.pending = self.t, 0.0
+
+    def progress(self, fingerprint: dict) -> dict:
+        """What a checkpoint file keeps besides the model and the metrics."""
+        return {"t": self.t, "last_t": self.last_t, "cum_loss": self.cumulative_loss,
+                "elapsed": self.elapsed, "pending": self.pending, "columns": self.columns,
+                "fingerprint": fingerprint}
+
+    def restore(self, progress: dict) -> None:
+        self.t, self.last_t = progress["t"], progress["last_t"]
+        self.cumulative_loss, self.elapsed = progress["cum_loss"], progress["elapsed"]
+        self.pending, self.columns = progress["pending"], progress["columns"]
+        self.core = _find(self.model, "dictionary_size")
+
+
+def _same_run(path: Any, fingerprint: dict, progress: dict) -> None:
+    saved = progress.get("fingerprint") or {}
+    if saved != fingerprint:
+        diff = sorted(k for k in fingerprint if saved.get(k) != fingerprint[k])
+        raise ValueError(f"the checkpoint {str(path)!r} is from another run "
+                         f"(different {', '.join(diff) or 'format'})")
 
 
 def replay(
@@ -521,11 +720,10 @@ def replay(
 ) -> ReplayResult:
     r"""Test-then-train ``learner`` over ``data``; record the curves at checkpoints.
 
-    At each step :math:`t`: predict :math:`\hat y_t`, update the metrics and the cumulative
-    loss (and the regret tracker), then ``learn_one(x_t, y_t)``. The metric values equal those of
-    :func:`river.evaluate.progressive_val_score` on the same model and stream (classifiers are
-    asked ``predict_proba_one`` for metrics that take probabilities, ``predict_one`` otherwise,
-    as river does).
+    A wrapper around :func:`iter_progressive_val`: at each step :math:`t` predict
+    :math:`\hat y_t`, update the metrics and the cumulative loss (and the regret tracker), then
+    ``learn_one(x_t, y_t)``. The metric values equal those of
+    :func:`river.evaluate.progressive_val_score` on the same model and stream.
 
     Parameters
     ----------
@@ -538,7 +736,7 @@ def replay(
         ``river.stream.iter_array``; a DataFrame keeps its column names).
     metrics
         A river metric, a list of them or a ``river.metrics.base.Metrics``. They are updated in
-        place; the first is the main one (plots, summaries).
+        place; the first is the main one (summaries).
     regret
         Optional regret tracker, any object with ``update(x, y, y_pred)`` and an array attribute
         ``regret`` (e.g. ``okoco.regret.RegretTracker``). It sees the stream's ``x`` and ``y`` and
@@ -561,11 +759,12 @@ def replay(
     meta
         Extra facts stored in the result's ``meta``.
     checkpoint
-        Path of a checkpoint file (one ``.npz``, see :mod:`okoco.persistence`): the model graph
-        (okoco learners, river pipelines, ``StandardScaler``, ``TargetStandardScaler``), the
-        metric states, the samples consumed and the result columns so far. It is written
-        atomically (temporary file, then ``os.replace``) every ``checkpoint_every`` samples and
-        at the end of the stream. A run with a regret tracker cannot be checkpointed.
+        Path of a checkpoint file (one compressed ``.npz``, see :mod:`okoco.persistence`): the
+        model graph (okoco learners, river pipelines, ``StandardScaler``,
+        ``TargetStandardScaler``), the metric states, the samples consumed and the result
+        columns so far. It is written atomically (temporary file, then ``os.replace``) every
+        ``checkpoint_every`` samples and at the end of the stream. A run with a regret tracker
+        cannot be checkpointed.
     checkpoint_every
         Write the checkpoint after every this many samples (``None``: only at the end).
     resume
@@ -584,6 +783,9 @@ def replay(
     ValueError, TypeError
         Bad arguments, or what the learner raises on a bad sample (the message then says which
         sample, counting from 1).
+    ReplayInterrupted
+        On Ctrl-C (a ``KeyboardInterrupt``); its ``result`` holds the curves so far, the last
+        row being the last sample learned in full.
 
     Examples
     --------
@@ -598,12 +800,68 @@ def replay(
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), make(), metrics.MAE())
     MAE: 0.577648
     """
-    from river import base
-
     metric_list = _as_metrics(metrics)
+    _check_replay_arguments(learner, metric_list, regret, max_samples, checkpoint,
+                            checkpoint_every, resume)
     names = _names(metric_list)
-    is_classifier = isinstance(learner, base.Classifier)
-    for m in metric_list:
+    stream, n, data_name = _stream(data)
+    if max_samples is not None:
+        n = max_samples if n is None else min(n, max_samples)
+    points = _checkpoints(checkpoints, n)
+    fingerprint = {"dataset": data_name, "n": n, "metrics": names, "checkpoints": points,
+                   "max_samples": max_samples, "learner": _describe(learner)}
+    curves = _Curves(learner, metric_list, names, regret)
+    if checkpoint is not None:
+        persistence.check_checkpointable(learner, metric_list)
+        if resume and Path(checkpoint).exists():
+            curves.restore(persistence.load_checkpoint(
+                checkpoint, learner, metric_list,
+                check=functools.partial(_same_run, checkpoint, fingerprint)))
+            _skip(stream, curves.t, checkpoint)
+    if max_samples is not None:
+        stream = itertools.islice(stream, max(max_samples - curves.t, 0))
+    todo = [p for p in points if p > curves.t][::-1]  # next checkpoint last
+    steps = iter_progressive_val(learner, stream, metric_list, loss=loss, regret=regret,
+                                 start=curves.t)
+    bar = _Progress(n, data_name, curves.t) if progress else None
+    try:
+        for step in steps:
+            curves.add(step)
+            if todo and step.t == todo[-1]:
+                curves.record()
+                todo.pop()
+            if bar is not None and (step.t % 64 == 0 or step.t == curves.last_t):
+                bar.update(step.t)
+            if checkpoint_every is not None and step.t % checkpoint_every == 0:
+                persistence.save_checkpoint(checkpoint, learner, metric_list,
+                                            curves.progress(fingerprint))
+        if curves.t != curves.last_t:
+            curves.record()
+        if checkpoint is not None:
+            persistence.save_checkpoint(checkpoint, learner, metric_list,
+                                        curves.progress(fingerprint))
+    except KeyboardInterrupt:
+        if curves.t != curves.last_t:
+            curves.record()
+        raise ReplayInterrupted(_result(curves, data_name, learner, meta, True)) from None
+    finally:
+        if bar is not None:
+            bar.close(curves.t)
+    return _result(curves, data_name, learner, meta, False)
+
+
+def _result(curves: _Curves, data_name: str, learner: Any, meta: Mapping | None,
+            interrupted: bool) -> ReplayResult:
+    info = {"dataset": data_name, "n_samples": curves.t, "learner": _describe(learner)}
+    if interrupted:
+        info["interrupted"] = True
+    info.update(meta or {})
+    return ReplayResult(curves.columns, curves.names, info)
+
+
+def _check_replay_arguments(learner, metrics, regret, max_samples, checkpoint, checkpoint_every,
+                            resume) -> None:
+    for m in metrics:
         if not m.works_with(learner):
             raise ValueError(f"metric {type(m).__name__} does not work with {learner!r}")
     if max_samples is not None and (isinstance(max_samples, bool) or max_samples < 1):
@@ -620,148 +878,13 @@ def replay(
     if checkpoint is not None and regret is not None:
         raise ValueError("a replay with a regret tracker cannot be checkpointed")
 
-    stream, n, data_name = _stream(data)
-    if max_samples is not None:
-        n = max_samples if n is None else min(n, max_samples)
-    points = _checkpoints(checkpoints, n)
-    point_iter = iter(points)
-    next_point = next(point_iter, None)
 
-    core = _find(learner, "dictionary_size")
-    loss_fn = None if is_classifier else (loss if loss is not None else _model_loss(learner))
-    label_from_proba = is_classifier and _label_is_argmax(learner)
-    need_labels = not is_classifier or any(m.requires_labels for m in metric_list)
-    predict_label = learner.predict_one
-    predict_proba = getattr(learner, "predict_proba_one", None)
-    updates = [(m.update, is_classifier and not m.requires_labels) for m in metric_list]
-
-    columns: dict[str, list] = {"t": [], **{k: [] for k in names}, **{k: [] for k in BASE_COLUMNS}}
-    cum_loss = 0.0
-    t = 0
-    elapsed = 0.0
-    bar = _Progress(n, data_name) if progress else None
-
-    def record() -> None:
-        columns["t"].append(t)
-        for name, m in zip(names, metric_list):
-            value = m.get()
-            columns[name].append(float(value) if isinstance(value, numbers.Real) else value)
-        columns["cumulative_loss"].append(cum_loss)
-        columns["regret"].append(_last(getattr(regret, "regret", None)) if regret else math.nan)
-        columns["dictionary_size"].append(_dictionary_size(core))
-        columns["us_per_sample"].append(1e6 * interval / max(t - last_t, 1))
-        columns["elapsed_s"].append(elapsed)
-        columns["memory_bytes"].append(_memory(learner))
-
-    last_t, interval = 0, 0.0
-    fingerprint = {"dataset": data_name, "n": n, "metrics": names, "checkpoints": points,
-                   "max_samples": max_samples, "learner": _describe(learner)}
-    if checkpoint is not None:
-        from okoco import persistence
-
-        persistence.check_checkpointable(learner, metric_list)
-    pending = 0.0
-    if resume and Path(checkpoint).exists():
-        def same_run(progress: dict) -> None:
-            if progress.get("fingerprint") != fingerprint:
-                saved = progress.get("fingerprint") or {}
-                diff = sorted(k for k in fingerprint if saved.get(k) != fingerprint[k])
-                raise ValueError(f"the checkpoint {str(checkpoint)!r} is from another run "
-                                 f"(different {', '.join(diff) or 'format'})")
-
-        progress = persistence.load_checkpoint(checkpoint, learner, metric_list, check=same_run)
-        t, last_t = progress["t"], progress["last_t"]
-        cum_loss, elapsed, pending = progress["cum_loss"], progress["elapsed"], progress["pending"]
-        columns = progress["columns"]
-        while next_point is not None and next_point <= t:
-            next_point = next(point_iter, None)
-        for _ in range(t):  # the samples already learned: consumed, not learned again
-            if next(stream, None) is None:
-                raise ValueError(f"the checkpoint {str(checkpoint)!r} consumed {t} samples but "
-                                 "the stream is shorter")
-        core = _find(learner, "dictionary_size")
-
-    def save_checkpoint() -> None:
-        nonlocal start
-        begin = time.perf_counter()
-        progress = {"t": t, "last_t": last_t, "cum_loss": cum_loss, "elapsed": elapsed,
-                    "pending": begin - start, "columns": columns, "fingerprint": fingerprint}
-        persistence.save_checkpoint(checkpoint, learner, metric_list, progress)
-        start += time.perf_counter() - begin  # writing the checkpoint is not learning time
-
-    start = time.perf_counter() - pending
-    if bar is not None and t:
-        bar.update(t)
-    try:
-        for x, y in stream:
-            if max_samples is not None and t >= max_samples:
-                break
-            try:
-                if is_classifier:
-                    proba = predict_proba(x)
-                    if not need_labels:
-                        y_label = None
-                    elif label_from_proba:
-                        y_label = max(proba, key=proba.get) if proba else None
-                    else:
-                        y_label = predict_label(x)
-                else:
-                    proba, y_label = None, predict_label(x)
-                for update, wants_proba in updates:
-                    y_pred = proba if wants_proba else y_label
-                    if y_pred is not None and y_pred != {}:
-                        update(y_true=y, y_pred=y_pred)
-                if is_classifier:
-                    p = proba.get(y, 0.0) if proba else 0.0
-                    cum_loss -= math.log(min(max(p, 1e-15), 1.0))
-                elif y_label is not None:
-                    cum_loss += float(loss_fn.value(y, y_label))
-                if regret is not None:
-                    regret.update(x, y, y_label)
-                learner.learn_one(x, y)
-            except (ValueError, TypeError) as error:
-                raise type(error)(f"sample {t + 1}: {error}") from error
-            t += 1
-            if t == next_point:
-                now = time.perf_counter()
-                interval = now - start
-                elapsed += interval
-                record()
-                last_t = t
-                while next_point is not None and next_point <= t:
-                    next_point = next(point_iter, None)
-                if bar is not None:
-                    bar.update(t)
-                start = time.perf_counter()
-            elif bar is not None and t % 64 == 0:
-                bar.update(t)
-            if checkpoint_every is not None and t % checkpoint_every == 0:
-                save_checkpoint()
-        if t != last_t:
-            interval = time.perf_counter() - start
-            elapsed += interval
-            record()
-            last_t = t
-        if checkpoint is not None:
-            save_checkpoint()
-    finally:
-        if bar is not None:
-            bar.close(t)
-
-    info = {"dataset": data_name, "n_samples": t, "learner": _describe(learner)}
-    info.update(meta or {})
-    return ReplayResult(columns, names, info)
-
-
-def _label_is_argmax(model: Any) -> bool:
-    """Whether ``predict_one`` is the argmax of ``predict_proba_one`` (river's default rule)."""
-    from river import base, compose
-
-    from okoco.learners import BinaryClassifier
-
-    if isinstance(model, compose.Pipeline):
-        return _label_is_argmax(list(model.steps.values())[-1])
-    return type(model).predict_one in (base.Classifier.predict_one, BinaryClassifier.predict_one)
+def _skip(stream: Iterator, t: int, checkpoint: Any) -> None:
+    """Consume the ``t`` samples a checkpoint already learned (they are not learned again)."""
+    for _ in range(t):
+        if next(stream, None) is None:
+            raise ValueError(f"the checkpoint {str(checkpoint)!r} consumed {t} samples but the "
+                             "stream is shorter")
 
 
 def _last(values: Any) -> float:
@@ -781,7 +904,8 @@ def _describe(model: Any) -> str:
 class _Progress:
     """A rich progress bar on stderr, with samples per second."""
 
-    def __init__(self, total: int | None, name: str):
+    def __init__(self, total: int | None, name: str, done: int = 0):
+        # deferred: rich is only needed when a bar is shown
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -802,13 +926,13 @@ class _Progress:
             console=Console(stderr=True),
             transient=True,
         )
-        self._start = time.perf_counter()
-        self._task = self._progress.add_task(name, total=total, rate="")
+        self._start, self._done = time.perf_counter(), done
+        self._task = self._progress.add_task(name, total=total, rate="", completed=done)
         self._progress.start()
 
     def update(self, t: int) -> None:
         dt = time.perf_counter() - self._start
-        rate = f"{t / dt:,.0f} samples/s" if dt > 0 else ""
+        rate = f"{(t - self._done) / dt:,.0f} samples/s" if dt > 0 else ""
         self._progress.update(self._task, completed=t, rate=rate)
 
     def close(self, t: int) -> None:

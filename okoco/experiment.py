@@ -26,6 +26,12 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from okoco import datasets, kernels, learners, losses
+from okoco.evaluate import replay
+from okoco.learners import BinaryClassifier
+
 __all__ = [
     "UserError",
     "learner_registry",
@@ -69,8 +75,6 @@ def learner_registry() -> dict[str, type]:
     >>> sorted(learner_registry())[:3]
     ['fgd', 'kons', ...]
     """
-    from okoco import learners
-
     names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
              "krls": "KRLS"}
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
@@ -109,8 +113,6 @@ def make_kernel(name: str, gamma: float | None = None, degree: int | None = None
     >>> make_kernel("rbf", gamma=0.5)
     RBF(gamma=0.5)
     """
-    from okoco import kernels
-
     if name not in KERNELS:
         raise UserError(f"unknown kernel {name!r}; choose from {', '.join(KERNELS)}")
     cls = getattr(kernels, KERNELS[name])
@@ -145,9 +147,8 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     >>> type(model).__name__, type(learner).__name__, learner.C
     ('TargetStandardScaler', 'KONS', 3.0)
     """
+    # deferred: river.preprocessing takes about a second to import (`okoco --help` needs none)
     from river import preprocessing
-
-    from okoco import BinaryClassifier, losses
 
     registry = learner_registry()
     if name not in registry:
@@ -206,8 +207,6 @@ def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any
     >>> ds.n, ds.task
     (30, 'regression')
     """
-    from okoco import datasets
-
     kwargs = dict(data_params)
     if target is not None:
         kwargs["target"] = int(target) if target.lstrip("-").isdigit() else target
@@ -233,10 +232,6 @@ def shuffled(ds, seed: int | None):
     >>> [y for _, y in shuffled(ds, seed=0)] != [y for _, y in ds]
     True
     """
-    import numpy as np
-
-    from okoco import datasets
-
     X, y, names = ds.to_arrays(sparse=getattr(ds, "is_sparse", False))
     order = np.random.default_rng(seed).permutation(X.shape[0])
     return datasets.Dataset(ds.name, ds.task, X=X[order], y=y[order], feature_names=names,
@@ -252,6 +247,7 @@ def make_metrics(names: Sequence[str], task: str) -> list:
     >>> make_metrics([], "regression"), make_metrics(["rmse", "r2"], "regression")
     ([MAE: 0.], [RMSE: 0., R2: 0.])
     """
+    # deferred: river.metrics takes about a second to import (`okoco --help` needs none)
     from river import metrics
 
     if not names:
@@ -290,8 +286,6 @@ def run_one(dataset, learner: str, *, options: dict[str, Any], seed: int | None,
     >>> run_one(datasets.load("sinc", n=40), "fgd", options=options, seed=0).n_samples
     40
     """
-    from okoco.evaluate import replay
-
     kernel = options["kernel"]
     if isinstance(kernel, str):
         kernel = make_kernel(kernel, options.get("gamma"), options.get("degree"),

@@ -2,21 +2,24 @@ r"""Save and load learners, and the checkpoints of a replay, without pickle.
 
 A saved learner is **one** ``.npz`` archive (``numpy.savez``) that holds
 
-- every numpy array of the learner's state, under the names ``a0``, ``a1``, ...; the arrays are
-  saved whole (spare capacity of the doubling buffers included), so the loaded learner is the
-  same object graph, buffer for buffer;
+- every numpy array of the learner's state, under the names ``a0``, ``a1``, ...; the trailing
+  all-zero rows of an array (the spare capacity of the doubling buffers) are not written but
+  restored as zeros on loading, so the file grows with the samples seen, not with the capacity,
+  and the loaded learner is still the same object graph, buffer for buffer, bit for bit;
 - a JSON document in the 0-d unicode array ``__okoco__`` with the format name
   (``"okoco-model"``), the format version, the okoco version that wrote it, the class path
   (``"okoco.learners.kons.KONS"``), the constructor parameters and the rest of the state (floats,
   counters, feature names, the random generator's ``bit_generator.state``), where each array is a
-  reference ``{"__array__": "a3"}``.
+  reference ``{"__array__": "a3"}`` (or ``{"__padded__": "a3", "rows": 512}`` when the
+  archive holds only the leading rows of an array of 512 rows).
 
 Loading reads the archive with ``allow_pickle=False`` and builds objects only from an
-allow-list: the okoco learners and their parts (feature map, point store, factorizations,
-dictionaries, step-size policy), kernels and losses rebuilt *by name and parameters* through
-their constructors, numpy bit generators by name, and (for replay checkpoints only) river's
-metrics, statistics, ``StandardScaler`` and ``TargetStandardScaler``. Nothing in a file can name
-any other class or any function, so loading never runs code from the file. A learner holding
+allow-list: the classes registered with :func:`register` (the okoco learners and their parts:
+feature map, point store, factorizations, dictionaries, step-size policy), kernels and losses
+rebuilt *by name and parameters* through their constructors, numpy bit generators by name, and
+(for replay checkpoints only) river's metrics, statistics, ``StandardScaler`` and
+``TargetStandardScaler``. Nothing in a file can name any other class or any function, so loading
+never runs code from the file. A learner holding
 something outside the list (a user's own kernel or loss class, a callable step size) cannot be
 saved: :func:`save` raises a ``TypeError`` that names the attribute.
 
@@ -24,7 +27,13 @@ Versioning: ``FORMAT_VERSION`` is bumped whenever the layout of the file or the 
 learner changes; :func:`load` reads the versions in ``SUPPORTED_VERSIONS`` and refuses any other
 with a ``ValueError`` naming the version found and the versions supported. As a second guard the
 loaded state must have exactly the attributes a freshly constructed learner of the same class
-has.
+has. A damaged file (cut short, edited, an entry missing or of the wrong kind) raises one
+``ValueError`` that names the file and what is wrong.
+
+Layering: this module sits *below* the learners and knows none of them. The layers that define
+savable classes register them (``okoco.learners`` registers the learners and the parts they are
+built from when it is imported), so a learner's ``save`` method calls :func:`save` through an
+ordinary import and no module imports a layer above it.
 
 Examples
 --------
@@ -54,6 +63,7 @@ import itertools
 import json
 import math
 import os
+import tokenize
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -61,7 +71,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["save", "load", "read_metadata", "FORMAT_NAME", "FORMAT_VERSION",
+from okoco import kernels, losses
+from okoco._io import atomic_write
+from okoco._version import __version__
+
+__all__ = ["save", "load", "read_metadata", "register", "FORMAT_NAME", "FORMAT_VERSION",
            "SUPPORTED_VERSIONS"]
 
 FORMAT_NAME = "okoco-model"
@@ -70,32 +84,20 @@ FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 META_KEY = "__okoco__"
 
-#: The learners :func:`save` accepts (exact classes: a subclass may hold more state).
-LEARNER_CLASSES = (
-    "okoco.learners.kons.KONS",
-    "okoco.learners.kons.SketchedKONS",
-    "okoco.learners.fgd.FunctionalGD",
-    "okoco.learners.krls.KRLS",
-    "okoco.learners.binary.BinaryClassifier",
-)
+#: The learners :func:`save` accepts, by class path (exact classes: a subclass may hold more
+#: state). Filled by :func:`register`.
+_LEARNERS: dict[str, type] = {}
 
-#: Classes restored attribute by attribute (``cls.__new__`` then ``__dict__``, no ``__init__``).
-_OBJECT_CLASSES = frozenset(LEARNER_CLASSES) | {
-    "okoco._input.FeatureMap",
-    "okoco._input.Rows",
-    "okoco.learners.base.StepSize",
-    "okoco.learners.krls._DiagonalLoading",
-    "okoco.linalg.IncrementalCholesky",
-    "okoco.linalg.PackedSymmetric",
-    "okoco.dictionary.kors.KORS",
-    "okoco.dictionary.ald.ALD",
-}
+#: Classes restored attribute by attribute (``cls.__new__`` then ``__dict__``, no ``__init__``),
+#: by class path: the learners and their parts. Filled by :func:`register`.
+_OBJECTS: dict[str, type] = {}
 
 #: Extra classes a replay checkpoint may hold (river preprocessing, metrics and statistics).
 _RIVER_CLASSES = frozenset({
     "river.preprocessing.scale.StandardScaler",
 })
 _RIVER_MODULES = ("river.metrics.", "river.stats.")
+_RIVER_PIPELINE = "river.compose.pipeline.Pipeline"
 _RIVER_TARGET_WRAPPERS = frozenset({
     "river.preprocessing.scale_target.TargetStandardScaler",
 })
@@ -111,13 +113,46 @@ def _class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def register(*classes: type, learner: bool = False) -> None:
+    """Allow ``classes`` in okoco files: their objects are saved and restored attribute by
+    attribute (``cls.__new__``, then the saved ``__dict__``; ``__init__`` is not run).
+
+    The layers above this module call it when they are imported: ``okoco.learners`` registers
+    its learners (``learner=True``: :func:`save` and :func:`load` accept them as the top object)
+    and the parts they hold. A file can name no class that is not registered.
+
+    Examples
+    --------
+    >>> from okoco import persistence
+    >>> from okoco.learners import KONS
+    >>> persistence.register(KONS, learner=True)  # done by okoco.learners already
+    >>> "okoco.learners.kons.KONS" in persistence.registered()
+    True
+    """
+    for cls in classes:
+        if not isinstance(cls, type):
+            raise TypeError(f"register takes classes, got {cls!r}")
+        _OBJECTS[_class_path(cls)] = cls
+        if learner:
+            _LEARNERS[_class_path(cls)] = cls
+
+
+def registered(learners: bool = False) -> tuple[str, ...]:
+    """The class paths okoco files may hold (only the learners if ``learners``)."""
+    return tuple(_LEARNERS if learners else _OBJECTS)
+
+
 def _allowed(path: str, river: bool) -> bool:
-    if path in _OBJECT_CLASSES:
+    if path in _OBJECTS:
         return True
     return river and (path in _RIVER_CLASSES or path.startswith(_RIVER_MODULES))
 
 
 def _resolve(path: str) -> type:
+    if path in _OBJECTS:
+        return _OBJECTS[path]
+    # river's metrics and statistics in a checkpoint (allow-listed by _allowed): third-party
+    # classes, found by their module path
     module, _, name = path.rpartition(".")
     cls = getattr(importlib.import_module(module), name, None)
     if not isinstance(cls, type) or _class_path(cls) != path:
@@ -202,8 +237,12 @@ class _Encoder:
                 raise TypeError(f"cannot save {where}: array of dtype {v.dtype} (object arrays "
                                 "would need pickle)")
             name = f"a{len(self.arrays)}"
-            self.arrays[name] = v
-            return {"__array__": name, "id": self._new_id(v)}
+            rows = _leading_rows(v)
+            if rows == (v.shape[0] if v.ndim else None):
+                self.arrays[name] = v
+                return {"__array__": name, "id": self._new_id(v)}
+            self.arrays[name] = v[:rows]
+            return {"__padded__": name, "id": self._new_id(v), "rows": v.shape[0]}
         if isinstance(v, np.random.Generator):
             bits = type(v.bit_generator).__name__
             if bits not in _BIT_GENERATORS:
@@ -229,6 +268,19 @@ class _Encoder:
             return {"__obj__": path, "id": ident,
                     "attrs": {k: self.encode(x, f"{where}.{k}") for k, x in attrs.items()}}
         raise TypeError(_unsupported(v, where))
+
+
+def _leading_rows(v: np.ndarray) -> int | None:
+    """Rows of ``v`` up to its last one that is not all zero bits (``None`` for a scalar array).
+
+    Only whole trailing rows of zero bytes are left out (``-0.0`` is kept), and only for
+    C-ordered arrays, so that padding them back with zeros rebuilds ``v`` bit for bit.
+    """
+    if v.ndim == 0 or v.size == 0 or not v.flags.c_contiguous:
+        return v.shape[0] if v.ndim else None
+    nonzero = v.reshape(v.shape[0], -1).view(np.uint8).any(axis=1)
+    hits = np.flatnonzero(nonzero)
+    return int(hits[-1]) + 1 if hits.size else 0
 
 
 def _same_factory(a, b) -> bool:
@@ -306,6 +358,14 @@ class _Decoder:
             if array.base is not None or not array.flags.writeable:
                 array = array.copy()  # own the buffer, like the array that was saved
             return self._keep(tree, array)
+        if marker == "__padded__":
+            head, rows = self.arrays[tree["__padded__"]], tree["rows"]
+            if type(rows) is not int or head.ndim == 0 or not head.shape[0] <= rows:
+                raise ValueError(f"an array of {rows!r} rows cannot hold the "
+                                 f"{head.shape[:1]} rows saved")
+            array = np.zeros((rows, *head.shape[1:]), dtype=head.dtype)
+            array[: head.shape[0]] = head
+            return self._keep(tree, array)
         if marker == "__generator__":
             name = tree["__generator__"]
             if name not in _BIT_GENERATORS:
@@ -317,15 +377,11 @@ class _Decoder:
             name = tree["__kernel__"]
             if name not in _KERNELS:
                 raise ValueError(f"unknown kernel {name!r} in the file")
-            from okoco import kernels
-
             return self._keep(tree, getattr(kernels, name)(**self.decode(tree["params"])))
         if marker == "__loss__":
             name = tree["__loss__"]
             if name not in _LOSSES:
                 raise ValueError(f"unknown loss {name!r} in the file")
-            from okoco import losses
-
             return self._keep(tree, getattr(losses, name)())
         if marker == "__obj__":
             path = tree["__obj__"]
@@ -344,8 +400,6 @@ class _Decoder:
 
 def _write(path: str | os.PathLike, meta: dict, arrays: dict[str, np.ndarray],
            compress: bool) -> Path:
-    from okoco.evaluate import atomic_write
-
     text = json.dumps(meta, allow_nan=False, separators=(",", ":"))
     payload = {META_KEY: np.array(text), **arrays}
     saver = np.savez_compressed if compress else np.savez
@@ -393,9 +447,15 @@ def _read(path: str | os.PathLike, expected: str | None, *,
             raise ValueError(f"{str(path)!r} holds object arrays (pickled Python objects); okoco "
                              "files never do and loading them could run code, so it is refused"
                              ) from None
-        raise
-    except (OSError, zipfile.BadZipFile, EOFError) as error:
-        raise ValueError(f"{str(path)!r} is not a readable okoco file: {error}") from None
+        if str(path) in str(error):
+            raise
+        raise ValueError(f"{str(path)!r} is not a readable okoco file (damaged archive: "
+                         f"{error})") from None
+    except (OSError, zipfile.BadZipFile, EOFError, NotImplementedError, tokenize.TokenError,
+            SyntaxError, KeyError) as error:
+        # a cut or edited archive: numpy and zipfile raise all of these
+        raise ValueError(f"{str(path)!r} is not a readable okoco file (damaged archive: "
+                         f"{type(error).__name__}: {error})") from None
     try:
         meta = json.loads(text)
     except json.JSONDecodeError as error:
@@ -413,7 +473,11 @@ def _read(path: str | os.PathLike, expected: str | None, *,
             f"{supported} only"
         )
     if version == 1:
-        meta = _upgrade_v1(meta)
+        try:
+            meta = _upgrade_v1(meta)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"{str(path)!r} is not a readable okoco file (damaged version-1 "
+                             f"metadata: {type(error).__name__}: {error})") from None
     if expected is not None and meta["format"] != expected:
         what = "a replay checkpoint" if meta["format"] == CHECKPOINT_FORMAT_NAME else "a model"
         raise ValueError(f"{str(path)!r} is {what} ({meta['format']!r}), not {expected!r}")
@@ -473,9 +537,35 @@ def _upgrade_v1(meta: dict) -> dict:
 
 
 def _version() -> str:
-    from okoco import __version__
-
     return __version__
+
+
+class _Damaged:
+    """Turn any error met while rebuilding a file's objects into one ``ValueError``.
+
+    A file that passed :func:`_read` can still be damaged inside (an entry missing, a list
+    where a mapping belongs, a reference to an array that is not there, saved parameters the
+    constructor refuses): the decoder then raises ``KeyError``, ``TypeError``, ``IndexError``,
+    ``AttributeError`` or ``ValueError``, and the user gets one ``ValueError`` naming the file.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = str(path)
+
+    def __enter__(self) -> _Damaged:
+        return self
+
+    def __exit__(self, kind, error, tb) -> bool:
+        if kind is None or not issubclass(kind, (KeyError, TypeError, IndexError, AttributeError,
+                                                 ValueError)):
+            return False
+        if issubclass(kind, ValueError):
+            if self.path in str(error):
+                return False  # already says which file
+            raise ValueError(f"{self.path!r}: {error}") from error
+        detail = f"missing entry {error}" if kind is KeyError else str(error)
+        raise ValueError(f"{self.path!r} is damaged or was edited ({kind.__name__}: {detail})"
+                         ) from error
 
 
 # -- learners -----------------------------------------------------------------------------------
@@ -519,8 +609,8 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     'kons.npz'
     """
     cls_path = _class_path(type(model))
-    if cls_path not in LEARNER_CLASSES:
-        names = ", ".join(c.rpartition(".")[2] for c in LEARNER_CLASSES)
+    if cls_path not in _LEARNERS:
+        names = ", ".join(c.rpartition(".")[2] for c in _LEARNERS)
         raise TypeError(f"okoco.save saves okoco learners ({names}), not "
                         f"{type(model).__qualname__}")
     name = type(model).__name__
@@ -546,8 +636,9 @@ def load(path: str | os.PathLike) -> Any:
         No such file.
     ValueError
         Not an okoco model file, an unsupported format version (the message names the version
-        found and those supported), object arrays in the archive, or a state that does not match
-        this okoco's learner class.
+        found and those supported), object arrays in the archive, a state that does not match
+        this okoco's learner class, or a damaged file (cut short, edited): always one
+        ``ValueError`` naming the file.
 
     Examples
     --------
@@ -562,15 +653,16 @@ def load(path: str | os.PathLike) -> Any:
     True
     """
     meta, arrays = _read(path, FORMAT_NAME)
-    cls_path = meta.get("class")
-    if cls_path not in LEARNER_CLASSES:
-        raise ValueError(f"{str(path)!r} holds a {cls_path!r}, which is not an okoco learner")
-    cls = _resolve(cls_path)
-    dec = _Decoder(arrays)
-    params = {k: dec.decode(v) for k, v in meta["params"].items()}
-    model = cls(**params)  # the constructor validates the saved parameters
-    dec.objects[0] = model
-    state = {k: dec.decode(v) for k, v in meta["state"].items()}
+    with _Damaged(path):
+        cls_path = meta.get("class")
+        if not isinstance(cls_path, str) or cls_path not in _LEARNERS:
+            raise ValueError(f"{str(path)!r} holds a {cls_path!r}, which is not an okoco learner")
+        cls = _LEARNERS[cls_path]
+        dec = _Decoder(arrays)
+        params = {k: dec.decode(v) for k, v in meta["params"].items()}
+        model = cls(**params)  # the constructor validates the saved parameters
+        dec.objects[0] = model
+        state = {k: dec.decode(v) for k, v in meta["state"].items()}
     fresh = set(vars(model))
     if set(state) != fresh:
         missing, extra = sorted(fresh - set(state)), sorted(set(state) - fresh)
@@ -589,12 +681,10 @@ def load(path: str | os.PathLike) -> Any:
 
 def _capture(enc: _Encoder, obj: Any, where: str) -> Any:
     """Encode a model graph: river pipelines and target scalers by structure, the rest whole."""
-    from river import compose
-
-    if isinstance(obj, compose.Pipeline):
+    path = _class_path(type(obj))
+    if path == _RIVER_PIPELINE:
         return {"__pipeline__": [[str(name), _capture(enc, step, f"{where}[{name!r}]")]
                                  for name, step in obj.steps.items()]}
-    path = _class_path(type(obj))
     if path in _RIVER_TARGET_WRAPPERS:
         # func / inverse_func are bound methods of the wrapper itself: rebuilt by the caller.
         attrs = {k: enc.encode(v, f"{where}.{k}") for k, v in vars(obj).items()
@@ -660,15 +750,16 @@ def load_checkpoint(path: str | os.PathLike, model: Any, metrics: list,
     every structural check have passed.
     """
     meta, arrays = _read(path, CHECKPOINT_FORMAT_NAME)
-    if len(meta["metrics"]) != len(metrics):
-        raise ValueError(f"{str(path)!r} holds {len(meta['metrics'])} metrics, the run has "
-                         f"{len(metrics)}")
-    dec = _Decoder(arrays, river=True)
-    plan: list = []
-    _transplant(dec, model, meta["model"], "model", plan)
-    for i, (m, tree) in enumerate(zip(metrics, meta["metrics"])):
-        _transplant(dec, m, tree, f"metrics[{i}]", plan)
-    progress = dec.decode(meta["progress"])
+    with _Damaged(path):
+        if len(meta["metrics"]) != len(metrics):
+            raise ValueError(f"{str(path)!r} holds {len(meta['metrics'])} metrics, the run has "
+                             f"{len(metrics)}")
+        dec = _Decoder(arrays, river=True)
+        plan: list = []
+        _transplant(dec, model, meta["model"], "model", plan)
+        for i, (m, tree) in enumerate(zip(metrics, meta["metrics"])):
+            _transplant(dec, m, tree, f"metrics[{i}]", plan)
+        progress = dec.decode(meta["progress"])
     if check is not None:
         check(progress)
     for obj, attrs, replace in plan:

@@ -600,6 +600,12 @@ LOAD_CASES = [  # damaged or foreign files: okoco.load raises and the file is le
      "KONS: alpha must be"),
     ("missing-state", _edit_meta(lambda m: m["state"].pop("rg_sum")), ValueError,
      "does not match"),
+    ("truncated", lambda p: (_edit_meta(lambda m: None)(p),
+                             p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])),
+     ValueError, "not an okoco file|not a readable okoco file"),
+    ("state-a-list", _edit_meta(lambda m: m.update(state=[1, 2])), ValueError, "model.npz"),
+    ("dangling-reference", _edit_meta(lambda m: m["state"].update(log_det={"__ref__": 12345})),
+     ValueError, "model.npz"),
     ("foreign-object", _edit_meta(lambda m: m["state"].update(
         _features={"__obj__": "subprocess.Popen", "id": 99, "attrs": {}})), ValueError,
      "never loads"),

@@ -227,7 +227,7 @@ def test_nystrom_krr_woodbury_equals_dense_solve():
     idx = np.array([3, 10, 11, 40, 77, 90, 100, 101])
     w = rng.uniform(0.5, 3.0, size=idx.size)
     for gamma in (0.0, 0.3):
-        model = NystromKRR(k, mu=0.2, gamma=gamma).fit(X, y, indices=idx, weights=w)
+        model = NystromKRR(k, alpha=0.2, regularization=gamma).fit(X, y, indices=idx, weights=w)
         Kt = nystrom_dense(K, idx, w, gamma)
         w_ref = np.linalg.solve(Kt + 0.2 * np.eye(120), y)
         np.testing.assert_allclose(model.dual_coef_, w_ref, rtol=1e-7, atol=1e-9)
@@ -241,15 +241,16 @@ def test_nystrom_krr_full_landmarks_is_exact_krr_and_duplicates_merge():
     y = rng.normal(size=50)
     k = RBF(gamma=0.5)
     K = k(X, X)
-    full = NystromKRR(k, mu=0.1).fit(X, y)
+    full = NystromKRR(k, alpha=0.1).fit(X, y)
     np.testing.assert_allclose(
         full.fitted_, K @ np.linalg.solve(K + 0.1 * np.eye(50), y), rtol=1e-6
     )
-    dup = NystromKRR(k, mu=0.1, gamma=0.5).fit(X, y, indices=[1, 1, 1, 4, 9])
-    merged = NystromKRR(k, mu=0.1, gamma=0.5).fit(X, y, indices=[1, 4, 9], weights=[3, 1, 1])
+    dup = NystromKRR(k, alpha=0.1, regularization=0.5).fit(X, y, indices=[1, 1, 1, 4, 9])
+    merged = NystromKRR(k, alpha=0.1, regularization=0.5).fit(X, y, indices=[1, 4, 9],
+                                                              weights=[3, 1, 1])
     np.testing.assert_allclose(dup.fitted_, merged.fitted_, rtol=1e-10)
-    plain_dup = NystromKRR(k, mu=0.1).fit(X, y, indices=[1, 1, 4, 9], weights=[1, 5, 2, 3])
-    plain = NystromKRR(k, mu=0.1).fit(X, y, indices=[1, 4, 9])
+    plain_dup = NystromKRR(k, alpha=0.1).fit(X, y, indices=[1, 1, 4, 9], weights=[1, 5, 2, 3])
+    plain = NystromKRR(k, alpha=0.1).fit(X, y, indices=[1, 4, 9])
     np.testing.assert_allclose(plain_dup.fitted_, plain.fitted_, rtol=1e-8)
 
 
@@ -269,8 +270,8 @@ def test_dictionary_nystrom_features_match_dense_formula():
     E = K - Kt_ref
     assert np.linalg.eigvalsh(E).min() > -1e-9
     assert np.linalg.eigvalsh(K - E).min() > -1e-9
-    model = NystromKRR.from_dictionary(kors, mu=0.1).fit(X, X[:, 0])
-    assert model.gamma == 0.5 and model.landmarks_.shape == (kors.size, 2)
+    model = NystromKRR.from_dictionary(kors, alpha=0.1).fit(X, X[:, 0])
+    assert model.regularization == 0.5 and model.landmarks_.shape == (kors.size, 2)
 
 
 def bernoulli_risk(H, f, sigma):
@@ -296,7 +297,8 @@ def test_leverage_nystrom_krr_beats_uniform_on_bernoulli_design():
     for name, probs in (("leverage", tau / tau.sum()), ("uniform", np.full(n, 1 / n))):
         for _ in range(100):
             idx = rng.choice(n, size=p, replace=True, p=probs)
-            H = NystromKRR(k, mu=mu).fit(x, eye, indices=idx, weights=1 / (p * probs[idx])).fitted_
+            H = NystromKRR(k, alpha=mu).fit(x, eye, indices=idx,
+                                            weights=1 / (p * probs[idx])).fitted_
             ratios[name].append(bernoulli_risk(H, f, sigma) / base)
     lev, uni = np.mean(ratios["leverage"]), np.mean(ratios["uniform"])
     assert 0.9 <= lev <= 1.15
@@ -826,7 +828,7 @@ def test_bad_input_is_rejected_and_leaves_state_unchanged(cls):
         (lambda: SQUEAK(RBF(), rule="median"), "rule"),
         (lambda: INKEstimate(RBF(), eps=1.0), "eps"),
         (lambda: INKEstimate(RBF(), qbar=-5.0), "qbar"),
-        (lambda: NystromKRR(RBF(), mu=0.0), "mu"),
+        (lambda: NystromKRR(RBF(), alpha=0.0), "alpha"),
     ],
 )
 def test_parameter_validation(make, name):

@@ -13,7 +13,7 @@ from river import evaluate as river_evaluate
 from river import metrics, preprocessing, stream
 
 from okoco import BinaryClassifier, datasets, losses
-from okoco.evaluate import ReplayResult, atomic_write, checkpoint_grid, replay
+from okoco.evaluate import ReplayInterrupted, ReplayResult, checkpoint_grid, plot_runs, replay
 from okoco.learners import KONS, FunctionalGD, SketchedKONS
 
 
@@ -181,22 +181,98 @@ def test_plot_to_file_and_axes(tmp_path):
     assert not (tmp_path / "r.xyz").exists()
 
 
-def test_atomic_write_leaves_nothing_on_failure(tmp_path):
-    target = tmp_path / "out.json"
-    target.write_text("old")
-
-    def boom(f):
-        f.write("partial")
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        atomic_write(target, boom)
-    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
-    with pytest.raises(FileNotFoundError, match="no such directory"):
-        atomic_write(tmp_path / "missing" / "x.json", lambda f: None)
-
-
 def test_progress_bar_runs():
     r = replay(FunctionalGD(), datasets.load("sinc", n=200, seed=0), metrics=metrics.MAE(),
                progress=True)
     assert r.n_samples == 200
+
+
+# -- plots that show every curve ------------------------------------------------------------------
+
+
+def _result(mae, us=None, metrics_=("MAE",), extra=None):
+    t = list(range(1, len(mae) + 1))
+    cols = {"t": t, "MAE": list(mae), "cumulative_loss": [float(i) for i in t],
+            "dictionary_size": [float(i) for i in t],
+            "us_per_sample": list(us) if us is not None else [10.0] * len(t)}
+    cols.update(extra or {})
+    return ReplayResult(cols, list(metrics_))
+
+
+def _axis(fig, title):
+    return next(ax for ax in fig.axes if ax.get_title() == title)
+
+
+def test_the_first_sample_spike_does_not_flatten_the_metric_panel():
+    mae = [43.0] + [1.0 - 0.002 * i for i in range(199)]
+    fig = plot_runs({"a": [_result(mae)]})
+    low, high = _axis(fig, "MAE").get_ylim()
+    assert 1.0 <= high < 2.0 and low <= mae[-1]
+
+
+def test_one_learners_line_does_not_hide_another():
+    r = _result([1.0, 0.5, 0.4, 0.3])
+    fig = plot_runs({"a": [r], "b": [r], "c": [r]})
+    for ax in fig.axes:
+        styles = {(line.get_linestyle(), line.get_linewidth()) for line in ax.lines}
+        assert len(styles) == len(ax.lines) == 3, ax.get_title()
+
+
+def test_bands_of_nonnegative_columns_stay_at_or_above_zero():
+    runs = [_result([1.0, 0.5, 0.4], us=[1.0, 100.0, 5.0]),
+            _result([1.0, 0.5, 0.4], us=[1.0, 0.01, 5.0]),
+            _result([1.0, 0.5, 0.4], us=[1.0, 0.01, 5.0])]  # mean - std < 0 at t = 2
+    fig = plot_runs({"a": runs})
+    bands = _axis(fig, "µs per sample").collections
+    assert bands and all(path.vertices[:, 1].min() >= 0 for band in bands
+                         for path in band.get_paths())
+
+
+def test_every_metric_gets_a_panel(tmp_path):
+    r = _result([1.0, 0.5, 0.4], metrics_=("MAE", "RMSE"), extra={"RMSE": [2.0, 1.0, 0.7]})
+    fig = plot_runs({"a": [r]})
+    assert {"MAE", "RMSE"} <= {ax.get_title() for ax in fig.axes}
+    assert _axis(fig, "RMSE").lines[0].get_ydata().tolist() == [2.0, 1.0, 0.7]
+
+
+# -- interruption (Ctrl-C) ------------------------------------------------------------------------
+
+
+def _interrupted_stream(data, at):
+    """The stream of ``data`` with a real SIGINT delivered while fetching sample ``at``."""
+    import signal
+
+    for i, (x, y) in enumerate(data, start=1):
+        if i == at:
+            signal.raise_signal(signal.SIGINT)
+        yield x, y
+
+
+def test_ctrl_c_gives_the_result_so_far():
+    data = datasets.load("sinc", n=300, seed=0)
+    with pytest.raises(KeyboardInterrupt) as info:
+        replay(FunctionalGD(), _interrupted_stream(data, 121), metrics=metrics.MAE(),
+               checkpoints=[50, 100, 200])
+    assert isinstance(info.value, ReplayInterrupted)
+    partial = info.value.result
+    assert partial.interrupted and partial.meta["interrupted"] is True
+    assert partial["t"].tolist() == [50, 100, 120]
+    whole = replay(FunctionalGD(), data, metrics=metrics.MAE(), max_samples=120,
+                   checkpoints=[50, 100])
+    assert not whole.interrupted
+    assert partial.columns["MAE"] == whole.columns["MAE"]
+    assert partial.columns["cumulative_loss"] == whole.columns["cumulative_loss"]
+
+
+def test_ctrl_c_keeps_the_last_checkpoint_and_resume_finishes_the_run(tmp_path):
+    data = datasets.load("sinc", n=200, seed=0)
+    path = tmp_path / "run.ckpt.npz"
+    kwargs = {"metrics": metrics.MAE(), "checkpoints": [50, 150], "checkpoint": path,
+              "checkpoint_every": 40}
+    with pytest.raises(ReplayInterrupted):
+        replay(FunctionalGD(), _interrupted_stream(data, 101), **kwargs)
+    kwargs["metrics"] = metrics.MAE()
+    resumed = replay(FunctionalGD(), _interrupted_stream(data, None), resume=True, **kwargs)
+    whole = replay(FunctionalGD(), data, metrics=metrics.MAE(), checkpoints=[50, 150])
+    assert resumed.columns["MAE"] == whole.columns["MAE"]
+    assert resumed["t"].tolist() == [50, 150, 200]

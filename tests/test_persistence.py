@@ -458,3 +458,131 @@ def test_cli_checkpoint_errors():
     result = runner.invoke(app, ["replay", "sinc", "-d", "n=20", "--checkpoint-every", "0",
                                  "--checkpoint", "c.npz"])
     assert result.exit_code == 2 and "--checkpoint-every must be >= 1" in result.stderr
+
+
+# -- damaged files: one ValueError naming the file and what is wrong ---------------------------
+
+
+def _cut(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _flip_compression_method(path):
+    # the zip central directory's compression method of every entry set to an unknown one (99)
+    data = bytearray(path.read_bytes())
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:
+        data[at + 10:at + 12] = (99).to_bytes(2, "little")
+        at = data.find(b"PK\x01\x02", at + 4)
+    path.write_bytes(bytes(data))
+
+
+def _damage_npy_header(path):
+    # an array's .npy header (a Python dict literal) cut mid-token, CRC kept consistent
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        entries = {name: z.read(name) for name in z.namelist()}
+    name = next(n for n in entries if n != "__okoco__.npy")
+    entries[name] = entries[name][:10] + b"{'descr': '<f8', 'fortran_order': Fa\n"
+    with zipfile.ZipFile(path, "w") as z:
+        for n, data in entries.items():
+            z.writestr(n, data)
+
+
+DAMAGES = {
+    "truncated": _cut,
+    "unknown compression": _flip_compression_method,
+    "npy header": _damage_npy_header,
+    "no params": lambda p: rewrite(p, lambda meta: meta.pop("params")),
+    "state a list": lambda p: rewrite(p, lambda meta: meta.update(state=[1, 2])),
+    "missing array": lambda p: rewrite(
+        p, lambda meta: meta["state"].update(log_det={"__array__": "a99", "id": 98})),
+    "dangling reference": lambda p: rewrite(
+        p, lambda meta: meta["state"].update(log_det={"__ref__": 12345})),
+    "tuple not a list": lambda p: rewrite(
+        p, lambda meta: meta["state"].update(log_det={"__tuple__": 3})),
+    "wrong parameter type": lambda p: rewrite(
+        p, lambda meta: meta["params"].update(alpha={"__tuple__": [1, 2]})),
+    "unknown parameter": lambda p: rewrite(p, lambda meta: meta["params"].update(nope=1)),
+    "class not a string": lambda p: rewrite(p, lambda meta: meta.update({"class": [1]})),
+    "padded array too short": lambda p: rewrite(
+        p, lambda meta: meta["state"].update(log_det={"__padded__": "a0", "id": 97, "rows": 0})),
+    "metadata not a dict": lambda p: rewrite(p, lambda meta: meta["state"].update(
+        _store={"__obj__": "okoco._input.Rows", "id": 77, "attrs": 5})),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_file_raises_one_value_error_naming_the_file(tmp_path, damage):
+    path = saved_kons(tmp_path)
+    DAMAGES[damage](path)
+    with pytest.raises(ValueError) as info:
+        okoco.load(path)
+    assert type(info.value) is ValueError
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "no params", "state a list"])
+def test_a_damaged_checkpoint_raises_one_value_error_naming_the_file(tmp_path, damage):
+    data = datasets.load("sinc", n=60, seed=0)
+    path = tmp_path / "run.ckpt.npz"
+    replay(FunctionalGD(), data, metrics=metrics.MAE(), checkpoint=path)
+    if damage == "no params":
+        rewrite(path, lambda meta: meta.pop("metrics"))
+    elif damage == "state a list":
+        rewrite(path, lambda meta: meta.update(model=[1, 2]))
+    else:
+        DAMAGES[damage](path)
+    model, metric = FunctionalGD(), metrics.MAE()
+    with pytest.raises(ValueError) as info:
+        replay(model, data, metrics=metric, checkpoint=path, resume=True)
+    assert type(info.value) is ValueError
+    assert str(path) in str(info.value)
+    assert model.n_seen == 0
+
+
+# -- small files: the spare capacity of the buffers is not written ------------------------------
+
+
+def _arrays(obj, seen=None):
+    """Every numpy array reachable from ``obj`` through attributes, lists and dicts."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return [obj]
+    if isinstance(obj, dict):
+        items = obj.values()
+    elif isinstance(obj, (list, tuple)):
+        items = obj
+    elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("okoco"):
+        items = vars(obj).values()
+    else:
+        return []
+    return [a for item in items for a in _arrays(item, seen)]
+
+
+def test_spare_capacity_is_not_written_and_comes_back_as_zeros(tmp_path):
+    model = KONS()
+    for x, y in stream(300, seed=4):  # buffers of capacity 512 hold 300 atoms
+        model.learn_one(x, y)
+    held = sum(a.nbytes for a in _arrays(model))
+    path = model.save(tmp_path / "m.npz")
+    assert path.stat().st_size < 0.45 * held
+    loaded = okoco.load(path)
+    before, after = _arrays(model), _arrays(loaded)
+    assert [(a.shape, a.dtype) for a in after] == [(a.shape, a.dtype) for a in before]
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(before, after))  # -0.0 stays -0.0
+    assert all(a.flags.writeable and a.flags.c_contiguous for a in after)
+
+
+def test_checkpoint_size_grows_with_the_samples_not_the_capacity(tmp_path):
+    data = datasets.load("sinc", n=300, seed=0)
+    path = tmp_path / "run.ckpt.npz"
+    model = KONS()
+    replay(model, data, metrics=metrics.MAE(), checkpoint=path)
+    held = sum(a.nbytes for a in _arrays(model))
+    assert path.stat().st_size < 0.45 * held

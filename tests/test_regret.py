@@ -14,11 +14,8 @@ from okoco.regret import (
     BestConstant,
     ClippedKernelERM,
     KernelERM,
-    KernelLogistic,
     KernelRidge,
-    KernelSquaredHinge,
-    NystromClippedKernelERM,
-    NystromKernelRidge,
+    NystromKernelERM,
     RegretTracker,
     bounds,
     log_checkpoints,
@@ -132,7 +129,8 @@ def test_kernel_logistic_and_squared_hinge_stationary_and_better_than_perturbati
     X, y = _data()
     y = np.where(y >= 0, 1, -1)
     k = kernels.RBF(2.0)
-    for m in (KernelLogistic(k, alpha=0.3), KernelSquaredHinge(k, alpha=0.3)):
+    for m in (KernelERM(k, losses.Logistic(), alpha=0.3),
+              KernelERM(k, losses.SquaredHinge(), alpha=0.3)):
         m.fit(X, y)
         assert m.kkt_residual() < 1e-8
         K = k(X, X)
@@ -164,7 +162,7 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="finite"):
         KernelRidge(kernels.RBF(1.0)).fit(np.array([[np.nan]]), [1.0])
     with pytest.raises(ValueError):
-        KernelLogistic(kernels.RBF(1.0)).fit(np.zeros((2, 1)), [0.5, 1.0])
+        KernelERM(kernels.RBF(1.0), losses.Logistic()).fit(np.zeros((2, 1)), [0.5, 1.0])
     with pytest.raises(TypeError, match="fit"):
         RegretTracker(losses.Squared(), object())
 
@@ -173,19 +171,66 @@ def test_nystrom_reports_its_approximation():
     X, y = _data(n=400)
     k = kernels.RBF(2.0)
     exact = KernelRidge(k, alpha=0.5).fit(X, y)
-    full = NystromKernelRidge(k, alpha=0.5, n_components=400).fit(X, y)  # all points
+    full = NystromKernelERM(k, alpha=0.5, n_components=400).fit(X, y)  # all points
     assert full.residual_trace_ < 1e-8
     np.testing.assert_allclose(full.fitted_values_, exact.fitted_values_, atol=1e-5)
-    small = NystromKernelRidge(k, alpha=0.5, n_components=5).fit(X, y)
+    small = NystromKernelERM(k, losses.Squared(), alpha=0.5, n_components=5).fit(X, y)
     assert small.residual_trace_ > 1e-3
     assert small.objective_ > exact.objective_  # feasible for the exact problem, so worse
     gap = small.objective_gap(X, y, n_sub=200)
     assert gap["relative_gap"] > 0
-    clipped = NystromClippedKernelERM(k, losses.Squared(), C=0.3, alpha=0.05,
-                                      n_components=60).fit(X, y)
+    clipped = NystromKernelERM(k, losses.Squared(), alpha=0.05, n_components=60,
+                               C=0.3).fit(X, y)
     ex = ClippedKernelERM(k, losses.Squared(), C=0.3, alpha=0.05).fit(X, y)
     assert np.max(np.abs(clipped.fitted_values_)) <= 0.3
     assert ex.objective_ <= clipped.objective_ <= 1.05 * ex.objective_
+
+
+def test_nystrom_any_loss_against_a_direct_minimisation_over_the_landmarks_span():
+    """min over beta of sum l(y, K_XZ beta) + alpha beta' K_ZZ beta, by BFGS (independent)."""
+    X, y = _data(n=120, seed=3)
+    y = np.where(y >= 0, 1.0, -1.0)
+    k, alpha = kernels.RBF(2.0), 0.3
+    for loss in (losses.Logistic(), losses.SquaredHinge()):
+        model = NystromKernelERM(k, loss, alpha=alpha, n_components=15, seed=4).fit(X, y)
+        Z = model.landmarks_
+        Kxz, Kzz = k(X, Z), k(Z, Z)
+
+        def objective(beta, loss=loss, Kxz=Kxz, Kzz=Kzz):
+            return float(np.sum(loss.value(y, Kxz @ beta)) + alpha * beta @ Kzz @ beta)
+
+        ref = minimize(objective, np.zeros(len(Z)), method="BFGS", options={"gtol": 1e-10})
+        assert model.objective_ == pytest.approx(ref.fun, rel=1e-6)
+        assert model.objective_ <= ref.fun + 1e-9
+        np.testing.assert_allclose(model.predict(X), model.fitted_values_, atol=1e-9)
+
+
+def test_leverage_landmarks_find_the_points_the_pilot_misses():
+    """Ten isolated points have ridge leverage 1/2 each (k = 1, alpha = 1), 190 clustered ones
+    share about 2.5: the leverage rule draws the isolated ones far more often than uniform."""
+    k = kernels.RBF(1.0)
+    found = {"rls": [], "uniform": []}
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        X = np.vstack([10.0 * np.arange(1, 11)[:, None] * np.ones((1, 2)),
+                       0.05 * rng.standard_normal((190, 2))])
+        y = np.sin(X[:, 0])
+        for rule in found:
+            model = NystromKernelERM(k, alpha=1.0, n_components=20, landmarks=rule, seed=seed)
+            found[rule].append(int(np.isin(np.arange(10), model.fit(X, y).landmark_indices_).sum()))
+    assert min(found["rls"]) >= 4, found
+    assert sum(found["rls"]) >= 2.5 * sum(found["uniform"]), found
+
+
+def test_nystrom_parameters_are_checked():
+    with pytest.raises(TypeError, match="n_components"):
+        NystromKernelERM(kernels.RBF(1.0), n_components=2.5)
+    with pytest.raises(ValueError, match="n_components"):
+        NystromKernelERM(kernels.RBF(1.0), n_components=0)
+    with pytest.raises(ValueError, match="landmarks"):
+        NystromKernelERM(kernels.RBF(1.0), landmarks="greedy")
+    with pytest.raises(ValueError, match="C"):
+        NystromKernelERM(kernels.RBF(1.0), C=-1.0)
 
 
 # ----------------------------------------------------------------------------- tracker

@@ -13,11 +13,19 @@ import pytest
 from okoco import BinaryClassifier, kernels, losses
 from okoco._validation import Interval, Options, Protocol, check_param, constraints_of
 from okoco.datasets import synthetic
-from okoco.dictionary import ALD, KORS, SQUEAK, INKEstimate
+from okoco.dictionary import ALD, KORS, SQUEAK, INKEstimate, NystromKRR
 from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
-from okoco.regret import KernelRidge, RegretTracker
+from okoco.regret import (
+    BestConstant,
+    ClippedKernelERM,
+    KernelERM,
+    KernelRidge,
+    NystromKernelERM,
+    RegretTracker,
+)
 
 RBF = kernels.RBF(1.0)
+INF = float("inf")
 
 
 def tracker(**kw):
@@ -62,6 +70,25 @@ CASES = {
                   {"kernel": ("rbf", ANY), "alpha": ("2", -2.0), "eps": (None, 0.0),
                    "qbar": ("100", 0.0), "seed": ([0], -1)}),
     RegretTracker: (tracker, {"loss": ("squared", ANY), "comparator": (object(), ANY)}),
+    NystromKRR: (lambda **kw: NystromKRR(**{"kernel": RBF, **kw}),
+                 {"kernel": ("rbf", ANY), "alpha": ("1", 0.0), "regularization": (None, -1.0)}),
+    KernelRidge: (lambda **kw: KernelRidge(**{"kernel": RBF, **kw}),
+                  {"kernel": (None, ANY), "alpha": ("1", -1.0)}),
+    KernelERM: (lambda **kw: KernelERM(**{"kernel": RBF, "loss": losses.Logistic(), **kw}),
+                {"kernel": (1, ANY), "loss": ("log", ANY), "alpha": ([1], 0.0),
+                 "tol": ("0", 0.0), "max_iter": (10.0, 0)}),
+    BestConstant: (lambda **kw: BestConstant(**{"loss": losses.Squared(), **kw}),
+                   {"loss": (None, ANY), "C": ("1", -INF), "xtol": (None, 0.0)}),
+    ClippedKernelERM: (lambda **kw: ClippedKernelERM(**{"kernel": RBF, "loss": losses.Squared(),
+                                                        **kw}),
+                       {"kernel": ("rbf", ANY), "loss": (0, ANY), "C": (None, 0.0),
+                        "alpha": ("1", float("nan")), "jitter": ("0", -1.0), "tol": ("1", 0.0),
+                        "max_iter": (1.5, -1)}),
+    NystromKernelERM: (lambda **kw: NystromKernelERM(**{"kernel": RBF, **kw}),
+                       {"kernel": ("rbf", ANY), "loss": ("log", ANY), "alpha": ("1", 0.0),
+                        "n_components": (2.5, 0), "C": ("inf", -1.0),
+                        "landmarks": (1, "leverage"), "seed": (0.5, -3), "tol": ([0], 0.0),
+                        "max_iter": ("9", 0)}),
 }
 
 

@@ -10,6 +10,7 @@ the checkpointed :class:`~okoco.evaluate.ReplayResult`, a few kB) coming back.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import sys
@@ -20,12 +21,22 @@ from typing import Any
 
 import numpy as np
 
+from okoco._io import atomic_write, to_json_ready
 from okoco.distributed._cluster import (
     check_scheduler,
     import_distributed,
     one_blas_thread,
     open_client,
     worker_name,
+)
+from okoco.experiment import (
+    METRICS,
+    learner_registry,
+    load_dataset,
+    make_kernel,
+    parameters,
+    run_one,
+    shuffled,
 )
 
 __all__ = ["Task", "GridResult", "grid", "run_task"]
@@ -90,10 +101,8 @@ def _short(value: Any) -> str:
 
 
 def _record(task: Task) -> dict[str, Any]:
-    from okoco.evaluate import _clean
-
-    return {"index": task.index, "learner": task.learner, "params": _clean(task.params),
-            "dataset": task.dataset_name, "data_params": _clean(task.data_params),
+    return {"index": task.index, "learner": task.learner, "params": to_json_ready(task.params),
+            "dataset": task.dataset_name, "data_params": to_json_ready(task.data_params),
             "seed": task.seed, "status": None, "error": None, "error_type": None,
             "model": None, "n_samples": None, "metrics": {},
             **{k: None for k in RECORD_VALUES}, "us_per_sample": None,
@@ -133,8 +142,6 @@ def run_task(task: Task, settings: Mapping[str, Any], data: Any = None):
     >>> record["status"], record["error"], result
     ('error', "learner 'fgd' has no parameter 'nope'; it takes C, eta, lam, budget", None)
     """
-    from okoco.experiment import load_dataset, run_one, shuffled
-
     record = _record(task)
     start = time.perf_counter()
     result = None
@@ -158,13 +165,11 @@ def run_task(task: Task, settings: Mapping[str, Any], data: Any = None):
     except Exception as error:  # a bad task must not stop the grid: report it
         _failed(record, error)
     else:
-        from okoco.evaluate import _clean
-
         final = result.final
         n = result.n_samples
         record.update(status="ok", model=result.meta.get("model"), n_samples=n,
-                      metrics=_clean({m: final[m] for m in result.metrics}),
-                      **_clean({k: final.get(k) for k in RECORD_VALUES}))
+                      metrics=to_json_ready({m: final[m] for m in result.metrics}),
+                      **to_json_ready({k: final.get(k) for k in RECORD_VALUES}))
         record["us_per_sample"] = 1e6 * final["elapsed_s"] / n if n else None
     record["wall_s"] = time.perf_counter() - start
     record["worker"] = worker_name()
@@ -200,15 +205,11 @@ def _combos(params: Any, what: str) -> list[dict[str, Any]]:
 
 
 def _accepted(name: str, registry: Mapping[str, type]) -> set[str]:
-    from okoco.experiment import parameters
-
     accepted = set(parameters(registry[name])) | {"C"}
     return accepted if "kernel" in accepted else accepted - {"kernel"}
 
 
 def _learner_grids(learners: Any, params: Any) -> list[tuple[str, list[dict[str, Any]]]]:
-    from okoco.experiment import learner_registry
-
     registry = learner_registry()
 
     def known(name: Any) -> str:
@@ -371,8 +372,6 @@ class GridResult:
         ``runs`` (successful seeds), ``failed`` and ``{"mean", "std"}`` for every metric and for
         ``cumulative_loss``, ``dictionary_size`` and ``us_per_sample``.
         """
-        import json
-
         groups: dict[str, dict[str, Any]] = {}
         for rec in self.records:
             key = json.dumps([rec["dataset"], rec["data_params"], rec["learner"], rec["params"]],
@@ -403,6 +402,7 @@ class GridResult:
         "Best" is the smallest value, or the largest for metrics where river says bigger is
         better (accuracy, R2, F1, ROC AUC).
         """
+        # deferred: river.metrics takes about a second to import
         from river import metrics as river_metrics
 
         rows = [r for r in self.summary() if r["runs"]]
@@ -422,18 +422,12 @@ class GridResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``records``, ``summary``, ``wall_s``, ``scheduler``, ``n_workers``."""
-        from okoco.evaluate import _clean
-
-        return _clean({"records": self.records, "summary": self.summary(),
+        return to_json_ready({"records": self.records, "summary": self.summary(),
                        "wall_s": self.wall_s, "scheduler": self.scheduler,
                        "n_workers": self.n_workers})
 
     def to_json(self, path) -> Any:
         """Save :meth:`to_dict` as JSON, atomically (no curves; see :attr:`results`)."""
-        import json
-
-        from okoco.evaluate import atomic_write
-
         text = json.dumps(self.to_dict(), indent=2, allow_nan=False)
         return atomic_write(path, lambda f: f.write(text + "\n"))
 
@@ -473,8 +467,6 @@ def _reporter(progress: Any, total: int) -> Callable[[dict[str, Any], Task], Non
 def _settings(kernel: Any, loss: str | None, C: float, metrics: Any, max_samples: int | None,
               checkpoints: Any, scale: bool, scale_target: bool, shuffle: bool,
               target: str | None) -> dict[str, Any]:
-    from okoco.experiment import METRICS, make_kernel
-
     if kernel is None:
         kernel = make_kernel("rbf")
     elif isinstance(kernel, str):

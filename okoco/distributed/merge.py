@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from okoco.dictionary import SQUEAK, NystromKRR
 from okoco.distributed._cluster import (
     check_scheduler,
     import_distributed,
@@ -58,8 +59,6 @@ def plan(partitions: int) -> list[list[tuple[int, int]]]:
 
 
 def _build(X: np.ndarray, kernel: Any, squeak: dict[str, Any], seed: Any):
-    from okoco.dictionary import SQUEAK
-
     with one_blas_thread():
         dictionary = SQUEAK(kernel, seed=seed, **squeak)
         dictionary.update_many(X)
@@ -136,8 +135,6 @@ def merge_tree(
     >>> d.n_seen, bool(d.size < 300), bool(np.all(np.diff(d.indices) > 0))
     (300, True, True)
     """
-    from okoco.dictionary import SQUEAK
-
     X = _as_array(X)
     SQUEAK(kernel, alpha=alpha, eps=eps, qbar=qbar, rule=rule)  # validate before any work
     if partitions is not None and (isinstance(partitions, bool)
@@ -236,11 +233,9 @@ def nystrom_krr(
     >>> bool(np.mean((model.predict(X) - np.sin(X[:, 0])) ** 2) < 0.01)
     True
     """
-    from okoco.dictionary import NystromKRR
-
     X = _as_array(X)
     dictionary = merge_tree(X, kernel, partitions=partitions, alpha=gamma, eps=eps, qbar=qbar,
                             seed=seed, scheduler=scheduler, workers=workers, timeout=timeout)
-    model = NystromKRR.from_dictionary(dictionary, mu=mu).fit(X, y)
+    model = NystromKRR.from_dictionary(dictionary, alpha=mu).fit(X, y)
     model.dictionary_ = dictionary
     return model

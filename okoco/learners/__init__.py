@@ -1,9 +1,17 @@
 """Online kernel learners sharing one ``predict_one`` / ``learn_one`` protocol."""
 
-from okoco.learners.base import KernelLearner
+from okoco import persistence
+from okoco._input import FeatureMap, Rows
+from okoco.dictionary import ALD, KORS
+from okoco.learners.base import KernelLearner, StepSize
 from okoco.learners.binary import BinaryClassifier
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.krls import KRLS
+from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
 __all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS", "KRLS"]
+
+# What okoco files may hold: the learners, and every part a learner is built from.
+persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, BinaryClassifier, learner=True)
+persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, KORS, ALD)

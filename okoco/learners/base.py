@@ -27,8 +27,9 @@ from river import base
 
 from okoco import kernels as _kernels
 from okoco import losses as _losses
+from okoco import persistence
 from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, in_row, undo_on_error
-from okoco._validation import Interval, Options, Protocol, check_params, constraints_of
+from okoco._validation import Interval, Options, Protocol, check_params
 
 __all__ = ["KernelLearner", "StepSize", "clip_excess"]
 
@@ -153,7 +154,7 @@ class KernelLearner(base.MiniBatchRegressor):
         check_params(self)
         self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
         self._loss = self.loss if self.loss is not None else _losses.Squared()
-        if "eta" in constraints_of(type(self)):
+        if hasattr(self, "eta"):  # a learner with a step size
             self._eta = StepSize(self.eta, self._loss, self.C)
         self._features = FeatureMap()
         self._rng = np.random.default_rng(getattr(self, "seed", None))
@@ -263,9 +264,7 @@ class KernelLearner(base.MiniBatchRegressor):
         Load it back with :func:`okoco.load`; see :mod:`okoco.persistence` for the format.
         Returns the path written.
         """
-        from okoco.persistence import save
-
-        return save(self, path, compress=compress)
+        return persistence.save(self, path, compress=compress)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

@@ -8,7 +8,7 @@ from collections.abc import Hashable
 import numpy as np
 from river import base
 
-from okoco import losses
+from okoco import losses, persistence
 from okoco._validation import Protocol, check_params
 from okoco.learners.fgd import FunctionalGD
 
@@ -121,9 +121,7 @@ class BinaryClassifier(base.Wrapper, base.Classifier):
 
     def save(self, path, *, compress: bool = False):
         """Save the classifier and its learner to one ``.npz`` file (see :func:`okoco.load`)."""
-        from okoco.persistence import save
-
-        return save(self, path, compress=compress)
+        return persistence.save(self, path, compress=compress)
 
     # -- river protocol -------------------------------------------------------------------
 

@@ -3,8 +3,9 @@
 - :class:`RegretTracker` scores a learner step by step against a comparator refitted on each
   checkpoint's prefix;
 - :mod:`okoco.regret.comparators`: ``fit(X, y)`` / ``predict(X)`` offline solutions
-  (:class:`ClippedKernelERM`, the paper's comparator class, and the unconstrained and Nyström
-  variants);
+  (:class:`ClippedKernelERM`, the paper's comparator class; :class:`KernelERM` for any loss,
+  :class:`KernelRidge` in closed form; :class:`NystromKernelERM`, any of them on ``m``
+  landmarks; :class:`BestConstant`);
 - :mod:`okoco.regret.bounds`: Theorem 1 and 3 of Calandriello et al. (2017) as curves.
 """
 
@@ -13,15 +14,8 @@ from okoco.regret.comparators import (
     BestConstant,
     ClippedKernelERM,
     KernelERM,
-    KernelLogistic,
     KernelRidge,
-    KernelSquaredHinge,
-    NystromClippedKernelERM,
-    NystromComparator,
     NystromKernelERM,
-    NystromKernelLogistic,
-    NystromKernelRidge,
-    NystromKernelSquaredHinge,
 )
 from okoco.regret.tracker import RegretTracker, log_checkpoints
 
@@ -32,13 +26,6 @@ __all__ = [
     "BestConstant",
     "ClippedKernelERM",
     "KernelERM",
-    "KernelLogistic",
     "KernelRidge",
-    "KernelSquaredHinge",
-    "NystromClippedKernelERM",
-    "NystromComparator",
     "NystromKernelERM",
-    "NystromKernelLogistic",
-    "NystromKernelRidge",
-    "NystromKernelSquaredHinge",
 ]

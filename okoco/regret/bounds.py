@@ -34,6 +34,8 @@ import math
 
 import numpy as np
 
+from okoco.dictionary import effective_dimension
+
 __all__ = [
     "effective_dimension",
     "theorem1_exp_concave",
@@ -42,28 +44,6 @@ __all__ = [
     "kons_bound",
     "regret_inequality_terms",
 ]
-
-
-def effective_dimension(K, alpha: float) -> float:
-    r""":math:`d_{\rm eff}(\alpha) = \sum_j \lambda_j/(\lambda_j + \alpha)` of a PSD matrix ``K``.
-
-    Uses ``okoco.dictionary.effective_dimension`` when available, else ``numpy.linalg.eigvalsh``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco.regret.bounds import effective_dimension
-    >>> round(effective_dimension(np.ones((4, 4)), alpha=1.0), 6)  # one eigenvalue 4: 4/5
-    0.8
-    """
-    if not alpha > 0:
-        raise ValueError(f"alpha must be > 0, got {alpha!r}")
-    try:
-        from okoco.dictionary import effective_dimension as _deff
-    except ImportError:  # pragma: no cover - the dictionary module is optional here
-        lam = np.clip(np.linalg.eigvalsh(np.asarray(K, dtype=float)), 0.0, None)
-        return float(np.sum(lam / (lam + alpha)))
-    return float(_deff(np.asarray(K, dtype=float), alpha))
 
 
 def theorem1_exp_concave(T: int, d_eff: float, *, alpha: float, sigma: float, L: float,

@@ -17,18 +17,19 @@ with the *sum* of the losses (no :math:`1/T`, no :math:`1/2`) and okoco's losses
 ``sklearn.kernel_ridge.KernelRidge(alpha=alpha)`` (:math:`\lVert y - K a\rVert^2 + \alpha
 a^\top K a`), so the same ``alpha`` gives the same function. :class:`ClippedKernelERM` adds the
 paper's constraint :math:`|f(x_t)| \le C` on the training points (the comparator class
-:math:`\mathcal S` of Calandriello et al. 2017, Sect. 2; spec section 1).
+:math:`\mathcal S` of Calandriello et al. 2017, Sect. 2).
 
 Long streams
 ------------
 The exact comparators cost :math:`O(T^3)` time and :math:`O(T^2)` memory (a few seconds at
-:math:`T = 5{,}000`). The ``Nystrom*`` variants restrict :math:`f` to the span of ``m``
-landmarks, :math:`f = \sum_{j} \beta_j k(z_j, \cdot)`, solve an ``m``-dimensional problem in
-:math:`O(T m^2)`, and report the approximation instead of hiding it: ``residual_trace_``
-(:math:`\mathrm{Tr}(K - \widetilde K)/T`, on all rows) and :meth:`NystromComparator.objective_gap`
-(exact vs. Nyström objective on a subsample). A Nyström solution is a genuine RKHS function,
-so its loss is never below the exact comparator's objective optimum: regret measured against it
-is a lower estimate of the regret against the exact comparator.
+:math:`T = 5{,}000`). :class:`NystromKernelERM` restricts :math:`f` to the span of ``m``
+landmarks, :math:`f = \sum_{j} \beta_j k(z_j, \cdot)`, for any loss and with or without the
+box, solves an ``m``-dimensional problem in :math:`O(T m^2)` on the Nyström features of
+:class:`okoco.dictionary.NystromKRR`, and reports the approximation instead of hiding it:
+``residual_trace_`` (:math:`\mathrm{Tr}(K - \widetilde K)/T`, on all rows) and
+:meth:`NystromKernelERM.objective_gap` (exact vs. Nyström objective on a subsample). A Nyström
+solution is a genuine RKHS function, so its objective is never below the exact comparator's
+optimum: regret measured against it is a lower estimate of the regret against the exact one.
 
 Examples
 --------
@@ -45,40 +46,36 @@ True
 
 from __future__ import annotations
 
+import copy
 import math
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg as sla
+from scipy.optimize import minimize_scalar
 
 from okoco import losses as _losses
+from okoco._validation import Interval, Options, Protocol, check_params
+from okoco.dictionary import NystromKRR
 
 __all__ = [
     "BestConstant",
     "ClippedKernelERM",
     "KernelERM",
-    "KernelLogistic",
     "KernelRidge",
-    "KernelSquaredHinge",
-    "NystromClippedKernelERM",
-    "NystromComparator",
     "NystromKernelERM",
-    "NystromKernelLogistic",
-    "NystromKernelRidge",
-    "NystromKernelSquaredHinge",
 ]
 
 
 # ----------------------------------------------------------------------------- helpers
 
 
-def _check_positive(name: str, value, *, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return value
+#: The comparators' parameter constraints (checked by okoco._validation.check_params).
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
+_BOUND = [*_POSITIVE, Options({math.inf}, "math.inf")]  # C = inf: no constraint
+_COUNT = [Interval(Integral, 1, None, closed="left")]
+_KERNEL = [Protocol("a kernel (callable, with a diag method)", "diag", callable_object=True)]
+_LOSS = [Protocol("an okoco loss (with value and derivative methods)", "value", "derivative")]
 
 
 def _check_Xy(X, y) -> tuple[np.ndarray, np.ndarray]:
@@ -176,9 +173,12 @@ class KernelRidge(_Comparator):
 
     _params = ("kernel", "alpha")
 
+    _parameter_constraints = {"kernel": _KERNEL, "alpha": _POSITIVE}
+
     def __init__(self, kernel, alpha: float = 1.0):
         self.kernel = kernel
-        self.alpha = _check_positive("alpha", alpha)
+        self.alpha = alpha
+        check_params(self)
 
     def fit(self, X, y) -> KernelRidge:
         X, y = _check_Xy(X, y)
@@ -234,13 +234,17 @@ class KernelERM(_Comparator):
 
     _params = ("kernel", "loss", "alpha")
 
+    _parameter_constraints = {"kernel": _KERNEL, "loss": _LOSS, "alpha": _POSITIVE,
+                              "tol": _POSITIVE, "max_iter": _COUNT}
+
     def __init__(self, kernel, loss, alpha: float = 1.0, *, tol: float = 1e-10,
                  max_iter: int = 100):
         self.kernel = kernel
         self.loss = loss
-        self.alpha = _check_positive("alpha", alpha)
-        self.tol = _check_positive("tol", tol)
-        self.max_iter = int(max_iter)
+        self.alpha = alpha
+        self.tol = tol
+        self.max_iter = max_iter
+        check_params(self)
 
     def _objective(self, y, f, a) -> float:
         return float(np.sum(self.loss.value(y, f))) + self.alpha * float(a @ f)
@@ -292,52 +296,6 @@ class KernelERM(_Comparator):
         return self.kernel(_as_rows(X), self.X_fit_) @ self.dual_coef_
 
 
-class KernelLogistic(KernelERM):
-    r"""Kernel logistic regression (:class:`KernelERM` with ``losses.Logistic()``), by Newton/IRLS.
-
-    Minimises :math:`\sum_t \log(1 + e^{-y_t f(x_t)}) + \alpha\lVert f\rVert_{\mathcal H}^2`,
-    :math:`y_t \in \{-1, +1\}`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco import kernels
-    >>> from okoco.regret import KernelLogistic
-    >>> X = np.array([[-2.0], [-1.0], [1.0], [2.0]]); y = np.array([-1, -1, 1, 1])
-    >>> np.sign(KernelLogistic(kernels.RBF(0.5), alpha=0.1).fit(X, y).predict(X))
-    array([-1., -1.,  1.,  1.])
-    """
-
-    _params = ("kernel", "alpha")
-
-    def __init__(self, kernel, alpha: float = 1.0, *, tol: float = 1e-10, max_iter: int = 100):
-        super().__init__(kernel, _losses.Logistic(), alpha, tol=tol, max_iter=max_iter)
-
-
-class KernelSquaredHinge(KernelERM):
-    r"""Kernel L2-SVM (:class:`KernelERM` with ``losses.SquaredHinge()``), by generalised Newton.
-
-    Minimises :math:`\sum_t \max(0, 1 - y_t f(x_t))^2 + \alpha\lVert f\rVert_{\mathcal H}^2`;
-    the loss has a piecewise-constant second derivative, for which Newton's method with a line
-    search terminates after finitely many steps once the margin set settles.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco import kernels
-    >>> from okoco.regret import KernelSquaredHinge
-    >>> X = np.array([[-2.0], [-1.0], [1.0], [2.0]]); y = np.array([-1, -1, 1, 1])
-    >>> m = KernelSquaredHinge(kernels.RBF(0.5), alpha=0.1).fit(X, y)
-    >>> np.sign(m.predict(X)), bool(m.kkt_residual() < 1e-8)
-    (array([-1., -1.,  1.,  1.]), True)
-    """
-
-    _params = ("kernel", "alpha")
-
-    def __init__(self, kernel, alpha: float = 1.0, *, tol: float = 1e-10, max_iter: int = 100):
-        super().__init__(kernel, _losses.SquaredHinge(), alpha, tol=tol, max_iter=max_iter)
-
-
 class BestConstant(_Comparator):
     r"""The best constant prediction :math:`c \in [-C, C]` in hindsight.
 
@@ -357,10 +315,13 @@ class BestConstant(_Comparator):
 
     _params = ("loss", "C")
 
+    _parameter_constraints = {"loss": _LOSS, "C": _BOUND, "xtol": _POSITIVE}
+
     def __init__(self, loss, C: float = 1.0, *, xtol: float = 1e-10):
         self.loss = loss
-        self.C = _check_positive("C", C, allow_inf=True)
-        self.xtol = _check_positive("xtol", xtol)
+        self.C = C
+        self.xtol = xtol
+        check_params(self)
 
     def fit(self, X, y) -> BestConstant:
         X, y = _check_Xy(X, y)
@@ -368,8 +329,6 @@ class BestConstant(_Comparator):
         if isinstance(self.loss, _losses.Squared):
             c = float(np.clip(np.mean(y), -self.C, self.C))
         else:
-            from scipy.optimize import minimize_scalar
-
             lo, hi = (-self.C, self.C) if math.isfinite(self.C) else (-1e6, 1e6)
             res = minimize_scalar(lambda c: float(np.sum(self.loss.value(y, c))),
                                   bounds=(lo, hi), method="bounded",
@@ -392,7 +351,7 @@ class BestConstant(_Comparator):
 class ClippedKernelERM(_Comparator):
     r"""The paper's comparator: regularised kernel ERM with clipped values on the data.
 
-    Solves (Calandriello et al. 2017, Sect. 2 and Thm. 1; spec section 1)
+    Solves (Calandriello et al. 2017, Sect. 2 and Thm. 1)
 
     .. math:: \min_{f\in\mathcal H}\ \sum_{t=1}^T \ell(y_t, f(x_t)) + \alpha\lVert f\rVert_{\mathcal
               H}^2 \quad\text{s.t.}\quad |f(x_t)| \le C,\ t = 1..T.
@@ -462,15 +421,19 @@ class ClippedKernelERM(_Comparator):
 
     _params = ("kernel", "loss", "C", "alpha")
 
+    _parameter_constraints = {"kernel": _KERNEL, "loss": _LOSS, "C": _BOUND, "alpha": _POSITIVE,
+                              "jitter": _POSITIVE, "tol": _POSITIVE, "max_iter": _COUNT}
+
     def __init__(self, kernel, loss, C: float = 1.0, alpha: float = 1.0, *,
                  jitter: float = 1e-10, tol: float = 1e-9, max_iter: int = 50):
         self.kernel = kernel
         self.loss = loss
-        self.C = _check_positive("C", C, allow_inf=True)
-        self.alpha = _check_positive("alpha", alpha)
-        self.jitter = _check_positive("jitter", jitter)
-        self.tol = _check_positive("tol", tol)
-        self.max_iter = int(max_iter)
+        self.C = C
+        self.alpha = alpha
+        self.jitter = jitter
+        self.tol = tol
+        self.max_iter = max_iter
+        check_params(self)
 
     def _residual(self, y, f, a) -> float:
         G = self.loss.derivative(y, f) + 2.0 * self.alpha * a
@@ -676,92 +639,131 @@ def _linear_newton(Phi, y, loss, alpha, C, tol, max_iter):
         t *= 10.0
 
 
-class NystromComparator(_Comparator):
-    r"""Base of the Nyström comparators: :math:`f = \sum_{j\le m}\beta_j k(z_j,\cdot)`.
+class NystromKernelERM(_Comparator):
+    r"""Any of the problems above restricted to ``m`` landmarks: :math:`f = \sum_{j\le m}
+    \beta_j k(z_j,\cdot)`, for long streams.
 
-    With landmarks :math:`Z` and :math:`K_{ZZ} + \varepsilon I = LL^\top`, the whitened features
-    :math:`\Phi = K_{XZ}L^{-\top}` give :math:`f = \Phi w` with
-    :math:`\lVert f\rVert_{\mathcal H}^2 = \lVert w\rVert^2` (up to the jitter
-    :math:`\varepsilon = 10^{-10}\mathrm{mean\,diag}K_{ZZ}`), so the problem becomes an
-    ``m``-dimensional linear ERM solved by Newton's method (a log-barrier path for the box
-    :math:`|\Phi w| \le C`), :math:`O(Tm^2)` per Newton step.
+    The landmarks' Nyström features :math:`\Phi` (those of :class:`okoco.dictionary.NystromKRR`,
+    :math:`\Phi\Phi^\top = K_{XZ}K_{ZZ}^+K_{ZX}`) give :math:`f = \Phi w` with
+    :math:`\lVert f\rVert_{\mathcal H}^2 = \lVert w\rVert^2`, so the problem becomes an
+    ``m``-dimensional linear one: :math:`\min_w \sum_t \ell(y_t, (\Phi w)_t) + \alpha\lVert
+    w\rVert^2`, subject to :math:`|\Phi w| \le C` when ``C`` is finite. The squared loss without
+    a box is the closed form of ``NystromKRR``; any other case is solved by Newton's method,
+    :math:`O(Tm^2)` per step, with a log-barrier path for the box (the barrier weight grows
+    tenfold until the duality-gap bound :math:`2T/t` is below ``tol`` :math:`\cdot(1 +
+    \text{objective})`; ``duality_gap_`` reports it, and the result is strictly feasible).
 
     Landmarks: ``"uniform"`` draws ``n_components`` rows without replacement with the seeded
-    generator; ``"rls"`` draws them proportionally to approximate ridge leverage scores
-    :math:`\tau_i(\alpha)` from a uniform pilot (``okoco.dictionary`` is not used yet).
+    generator; ``"rls"`` draws them proportionally to ridge leverage scores estimated from a
+    uniform pilot of ``n_components`` rows with the regularized Nyström features :math:`z` of
+    :class:`okoco.dictionary.NystromKRR`: :math:`\tilde\tau_i = (k_{ii} - \lVert z_i\rVert^2)
+    /\alpha \ge \tau_i(\alpha)` (the estimator of Calandriello, Lazaric and Valko 2017,
+    "Distributed adaptive sampling for kernel matrix approximation", with unit weights), so a
+    point the pilot does not represent is likely drawn.
 
     The approximation is reported: ``residual_trace_`` is
     :math:`\mathrm{Tr}(K - \Phi\Phi^\top)/T` (0 iff exact on the data), and
-    :meth:`objective_gap` compares with the exact comparator on a subsample.
+    :meth:`objective_gap` compares with the exact comparator on a subsample. A Nyström solution
+    is feasible for the exact problem, so its objective is never below the exact optimum.
+
+    Parameters
+    ----------
+    kernel, loss
+        An okoco kernel and loss (default ``losses.Squared()``).
+    alpha
+        Ridge :math:`\alpha > 0`.
+    n_components
+        Number of landmarks ``m`` (all rows if the stream is shorter).
+    C
+        Box :math:`|f(x_t)| \le C` on the training points (the comparator class of
+        :class:`ClippedKernelERM`); ``inf`` for none.
+    landmarks
+        ``"uniform"`` or ``"rls"``.
+    seed
+        Seed of the landmark draw.
+    tol, max_iter
+        Newton's stopping rule and iteration cap.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from okoco import kernels
-    >>> from okoco.regret import KernelRidge, NystromKernelRidge
+    >>> from okoco import kernels, losses
+    >>> from okoco.regret import KernelRidge, NystromKernelERM
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(300, 1)); y = np.sin(3 * X[:, 0])
     >>> exact = KernelRidge(kernels.RBF(2.0), alpha=0.1).fit(X, y)
-    >>> approx = NystromKernelRidge(kernels.RBF(2.0), alpha=0.1, n_components=40).fit(X, y)
+    >>> approx = NystromKernelERM(kernels.RBF(2.0), alpha=0.1, n_components=40).fit(X, y)
     >>> bool(approx.residual_trace_ < 1e-6), bool(approx.objective_ >= exact.objective_ - 1e-8)
     (True, True)
+    >>> signs = np.where(X[:, 0] > 0, 1.0, -1.0)
+    >>> clf = NystromKernelERM(kernels.RBF(2.0), losses.Logistic(), alpha=0.1, n_components=30)
+    >>> float(np.mean(np.sign(clf.fit(X, signs).predict(X)) == signs))
+    1.0
+    >>> box = NystromKernelERM(kernels.RBF(5.0), alpha=0.01, n_components=40, C=0.5)
+    >>> bool(np.max(np.abs(box.fit(X, 2 * signs).fitted_values_)) <= 0.5)
+    True
     """
 
-    _params = ("kernel", "alpha", "n_components", "landmarks", "seed")
-    _C = math.inf
+    _params = ("kernel", "loss", "alpha", "n_components", "C", "landmarks", "seed")
 
-    def _init_nystrom(self, kernel, loss, alpha, n_components, landmarks, seed, tol, max_iter):
+    _parameter_constraints = {
+        "kernel": _KERNEL, "loss": [None, *_LOSS], "alpha": _POSITIVE, "n_components": _COUNT,
+        "C": _BOUND, "landmarks": [Options({"uniform", "rls"})], "seed": ["seed"],
+        "tol": _POSITIVE, "max_iter": _COUNT,
+    }
+
+    def __init__(self, kernel, loss=None, alpha: float = 1.0, n_components: int = 500, *,
+                 C: float = math.inf, landmarks: str = "uniform", seed=0, tol: float = 1e-10,
+                 max_iter: int = 100):
         self.kernel = kernel
         self.loss = loss
-        self.alpha = _check_positive("alpha", alpha)
-        if int(n_components) < 1:
-            raise ValueError(f"n_components must be >= 1, got {n_components!r}")
-        self.n_components = int(n_components)
-        if landmarks not in ("uniform", "rls"):
-            raise ValueError(f"landmarks must be 'uniform' or 'rls', got {landmarks!r}")
+        self.alpha = alpha
+        self.n_components = n_components
+        self.C = C
         self.landmarks = landmarks
         self.seed = seed
-        self.tol = _check_positive("tol", tol)
-        self.max_iter = int(max_iter)
+        self.tol = tol
+        self.max_iter = max_iter
+        check_params(self)
+        if loss is None:
+            self.loss = _losses.Squared()
 
     def _exact(self):
         """The exact comparator with the same parameters."""
-        raise NotImplementedError
+        if math.isfinite(self.C):
+            return ClippedKernelERM(self.kernel, self.loss, self.C, self.alpha)
+        if isinstance(self.loss, _losses.Squared):
+            return KernelRidge(self.kernel, self.alpha)
+        return KernelERM(self.kernel, self.loss, self.alpha)
 
     def _pick(self, X, rng) -> np.ndarray:
         n, m = X.shape[0], min(self.n_components, X.shape[0])
         if self.landmarks == "uniform" or m == n:
             return np.sort(rng.choice(n, size=m, replace=False))
-        # Ridge leverage scores of K approximated through a uniform pilot dictionary:
-        # tau_i ~ (k_ii - phi_i^T (Phi^T Phi + alpha I)^{-1} ... ) estimated via the pilot.
-        pilot = X[np.sort(rng.choice(n, size=m, replace=False))]
-        Phi = self._features(X, pilot)
-        G = Phi.T @ Phi + self.alpha * np.eye(Phi.shape[1])
-        lev = np.einsum("ij,ij->i", Phi, sla.cho_solve(sla.cho_factor(G), Phi.T).T)
-        resid = np.maximum(self.kernel.diag(X) - np.einsum("ij,ij->i", Phi, Phi), 0.0)
-        p = lev + resid / self.alpha
+        # Ridge leverage scores estimated from a uniform pilot through the regularized Nystrom
+        # features z of NystromKRR: tau~_i = (k_ii - |z_i|^2) / alpha >= tau_i(alpha).
+        pilot = rng.choice(n, size=m, replace=False)
+        z = NystromKRR(self.kernel, regularization=self.alpha).fit_features(X, indices=pilot)
+        scores = np.maximum(self.kernel.diag(X) - np.einsum("ij,ij->i", z, z), 0.0)
+        p = scores + 1e-12 * max(float(scores.max()), 1e-300)  # every row stays drawable
         return np.sort(rng.choice(n, size=m, replace=False, p=p / p.sum()))
 
-    def _features(self, X, Z) -> np.ndarray:
-        Kzz = self.kernel(Z, Z)
-        eps = 1e-10 * max(float(np.mean(np.diag(Kzz))), np.finfo(float).tiny)
-        L = np.linalg.cholesky(Kzz + eps * np.eye(len(Z)))
-        self._L = L
-        return sla.solve_triangular(L, self.kernel(X, Z).T, lower=True).T
-
-    def fit(self, X, y) -> NystromComparator:
+    def fit(self, X, y) -> NystromKernelERM:
         X, y = _check_Xy(X, y)
         _check_targets(self.loss, y)
-        rng = np.random.default_rng(self.seed)
-        idx = self._pick(X, rng)
-        Z = X[idx]
-        Phi = self._features(X, Z)
-        w, self.n_iter_, self.duality_gap_ = _linear_newton(
-            Phi, y, self.loss, self.alpha, self._C, self.tol, self.max_iter)
-        self.landmarks_ = Z
-        self.landmark_indices_ = idx
+        idx = self._pick(X, np.random.default_rng(self.seed))
+        krr = NystromKRR(self.kernel, alpha=self.alpha, landmarks=X[idx])
+        if isinstance(self.loss, _losses.Squared) and not math.isfinite(self.C):
+            krr.fit(X, y)
+            Phi, w = krr.transform(X), krr.coef_
+            self.n_iter_, self.duality_gap_ = 0, 0.0
+        else:
+            Phi = krr.fit_features(X)
+            w, self.n_iter_, self.duality_gap_ = _linear_newton(
+                Phi, y, self.loss, self.alpha, self.C, self.tol, self.max_iter)
+        self.nystrom_ = krr
+        self.landmarks_, self.landmark_indices_ = X[idx], idx
         self.coef_ = w
-        self.dual_coef_ = sla.solve_triangular(self._L.T, w, lower=False)
         self.fitted_values_ = Phi @ w
         self.rkhs_norm2_ = float(w @ w)
         self.objective_ = float(np.sum(self.loss.value(y, self.fitted_values_))) + (
@@ -772,7 +774,7 @@ class NystromComparator(_Comparator):
 
     def predict(self, X) -> np.ndarray:
         self._check_fitted()
-        return self.kernel(_as_rows(X), self.landmarks_) @ self.dual_coef_
+        return self.nystrom_.transform(_as_rows(X)) @ self.coef_
 
     def objective_gap(self, X, y, n_sub: int = 2000, seed=0) -> dict:
         r"""Exact vs. Nyström objective on a random subsample of ``n_sub`` rows.
@@ -781,139 +783,22 @@ class NystromComparator(_Comparator):
         on the same rows. Returns ``{"n", "exact", "nystrom", "relative_gap"}`` with
         ``relative_gap = (nystrom - exact) / exact`` (:math:`\ge 0` up to solver tolerance,
         since the Nyström solution is feasible for the exact problem).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco import kernels
+        >>> from okoco.regret import NystromKernelERM
+        >>> X = np.linspace(-1, 1, 300)[:, None]; y = np.sin(3 * X[:, 0])
+        >>> gap = NystromKernelERM(kernels.RBF(2.0), alpha=0.1, n_components=20).objective_gap(X, y)
+        >>> bool(0 <= gap["relative_gap"] < 1e-3)
+        True
         """
         X, y = _check_Xy(X, y)
         rng = np.random.default_rng(seed)
         idx = np.sort(rng.choice(len(y), size=min(n_sub, len(y)), replace=False))
         Xs, ys = X[idx], y[idx]
-        import copy
-
         ny = copy.copy(self).fit(Xs, ys)
         ex = self._exact().fit(Xs, ys)
         return {"n": len(idx), "exact": ex.objective_, "nystrom": ny.objective_,
                 "relative_gap": (ny.objective_ - ex.objective_) / max(abs(ex.objective_), 1e-300)}
-
-
-class NystromKernelERM(NystromComparator):
-    """Nyström :class:`KernelERM` (any smooth convex loss), see :class:`NystromComparator`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco import kernels, losses
-    >>> from okoco.regret import NystromKernelERM
-    >>> X = np.linspace(-1, 1, 200)[:, None]; y = np.sin(3 * X[:, 0])
-    >>> m = NystromKernelERM(kernels.RBF(2.0), losses.Squared(), alpha=0.1, n_components=30)
-    >>> m.fit(X, y).residual_trace_ < 1e-6
-    True
-    """
-
-    def __init__(self, kernel, loss, alpha: float = 1.0, n_components: int = 500, *,
-                 landmarks: str = "uniform", seed=0, tol: float = 1e-10, max_iter: int = 100):
-        self._init_nystrom(kernel, loss, alpha, n_components, landmarks, seed, tol, max_iter)
-
-    _params = ("kernel", "loss", "alpha", "n_components", "landmarks", "seed")
-
-    def _exact(self):
-        return KernelERM(self.kernel, self.loss, self.alpha)
-
-
-class NystromKernelRidge(NystromKernelERM):
-    """Nyström :class:`KernelRidge` (squared loss), see :class:`NystromComparator`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco import kernels
-    >>> from okoco.regret import NystromKernelRidge
-    >>> X = np.linspace(-1, 1, 300)[:, None]; y = np.sin(3 * X[:, 0])
-    >>> gap = NystromKernelRidge(kernels.RBF(2.0), alpha=0.1, n_components=20).objective_gap(X, y)
-    >>> bool(0 <= gap["relative_gap"] < 1e-3)
-    True
-    """
-
-    _params = ("kernel", "alpha", "n_components", "landmarks", "seed")
-
-    def __init__(self, kernel, alpha: float = 1.0, n_components: int = 500, *,
-                 landmarks: str = "uniform", seed=0, tol: float = 1e-10, max_iter: int = 100):
-        self._init_nystrom(kernel, _losses.Squared(), alpha, n_components, landmarks, seed,
-                           tol, max_iter)
-
-    def _exact(self):
-        return KernelRidge(self.kernel, self.alpha)
-
-
-class NystromKernelLogistic(NystromKernelERM):
-    """Nyström :class:`KernelLogistic`, see :class:`NystromComparator`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco import kernels
-    >>> from okoco.regret import NystromKernelLogistic
-    >>> X = np.linspace(-1, 1, 200)[:, None]; y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    >>> m = NystromKernelLogistic(kernels.RBF(2.0), alpha=0.1, n_components=30).fit(X, y)
-    >>> float(np.mean(np.sign(m.predict(X)) == y))
-    1.0
-    """
-
-    _params = ("kernel", "alpha", "n_components", "landmarks", "seed")
-
-    def __init__(self, kernel, alpha: float = 1.0, n_components: int = 500, *,
-                 landmarks: str = "uniform", seed=0, tol: float = 1e-10, max_iter: int = 100):
-        self._init_nystrom(kernel, _losses.Logistic(), alpha, n_components, landmarks, seed,
-                           tol, max_iter)
-
-
-class NystromKernelSquaredHinge(NystromKernelERM):
-    """Nyström :class:`KernelSquaredHinge`, see :class:`NystromComparator`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco import kernels
-    >>> from okoco.regret import NystromKernelSquaredHinge
-    >>> X = np.linspace(-1, 1, 200)[:, None]; y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    >>> m = NystromKernelSquaredHinge(kernels.RBF(2.0), alpha=0.1, n_components=30).fit(X, y)
-    >>> float(np.mean(np.sign(m.predict(X)) == y))
-    1.0
-    """
-
-    _params = ("kernel", "alpha", "n_components", "landmarks", "seed")
-
-    def __init__(self, kernel, alpha: float = 1.0, n_components: int = 500, *,
-                 landmarks: str = "uniform", seed=0, tol: float = 1e-10, max_iter: int = 100):
-        self._init_nystrom(kernel, _losses.SquaredHinge(), alpha, n_components, landmarks, seed,
-                           tol, max_iter)
-
-
-class NystromClippedKernelERM(NystromComparator):
-    r"""Nyström :class:`ClippedKernelERM`: the box :math:`|f(x_t)| \le C` by a log-barrier path.
-
-    The barrier weight grows tenfold until the duality-gap bound :math:`2T/t` is below
-    ``tol`` :math:`\cdot(1 + \text{objective})` (``duality_gap_`` reports it); the result is
-    strictly feasible.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco import kernels, losses
-    >>> from okoco.regret import NystromClippedKernelERM
-    >>> X = np.linspace(-1, 1, 200)[:, None]; y = 2.0 * np.sign(X[:, 0])
-    >>> m = NystromClippedKernelERM(kernels.RBF(5.0), losses.Squared(), C=1.0, alpha=0.01,
-    ...                             n_components=40).fit(X, y)
-    >>> bool(np.max(np.abs(m.fitted_values_)) <= 1.0)
-    True
-    """
-
-    _params = ("kernel", "loss", "C", "alpha", "n_components", "landmarks", "seed")
-
-    def __init__(self, kernel, loss, C: float = 1.0, alpha: float = 1.0,
-                 n_components: int = 500, *, landmarks: str = "uniform", seed=0,
-                 tol: float = 1e-8, max_iter: int = 100):
-        self._init_nystrom(kernel, loss, alpha, n_components, landmarks, seed, tol, max_iter)
-        self.C = _check_positive("C", C, allow_inf=True)
-        self._C = self.C
-
-    def _exact(self):
-        return ClippedKernelERM(self.kernel, self.loss, self.C, self.alpha)
