@@ -14,12 +14,14 @@ Without fork or ``clear_refs`` the run happens in-process and memory is not repo
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import math
 import multiprocessing
 import os
 import platform
+import subprocess
 import sys
 import time
 import traceback
@@ -232,6 +234,19 @@ def replay_arrays(entry: Entry, stream: Stream, method: str | None) -> dict:
     return in_child(go, method is not None)
 
 
+@contextlib.contextmanager
+def busy_process():
+    """One process spinning on a core beside the suite for the duration (the ``--loaded`` mode):
+    the normal state of a laptop or a shared server, where BLAS thread pools contend."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # let it get scheduled
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 # -- physical floors ------------------------------------------------------------------------------
 
 
@@ -314,7 +329,17 @@ class Floors:
         return self.cache[key]
 
     def of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
-        """The floor of one step of ``learner`` at ``t`` points seen, dictionary size ``m``."""
+        """The floor of one step of ``learner`` at ``t`` points seen, dictionary size ``m``.
+
+        The primitives run on one BLAS thread, their fastest at these sizes: a floor is the
+        least the step could cost, whatever the threading the learners run with.
+        """
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            return self._of(learner, t, m, d)
+
+    def _of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
         if learner == "KONS":
             parts = {"expansion(t)": self.expansion(t, d), "trsv(t)": self.trsv(t)}
         elif learner == "SketchedKONS":
@@ -327,6 +352,75 @@ class Floors:
         else:
             raise ValueError(f"no floor defined for {learner!r}")
         return {**parts, "total": sum(parts.values())}
+
+
+def threading_costs(budget_s: float = 0.05, loaded: bool = False) -> list[dict]:
+    """The BLAS-threading figures of ``docs/benchmarks.md``: what okoco's mechanism costs per
+    call, and what it saves, timed at the default threading and pinned to one thread.
+
+    Rows: the one-thread scopes themselves (okoco's direct calls, and threadpoolctl's two
+    context managers for comparison); a packed rank-one update (``dspr``, KRLS's step) at 100
+    and 500 rows bare and inside okoco's scope; a 20,000-element dot product with ``@`` and with
+    okoco's blocked :func:`okoco._blas.dot`. With ``loaded``, each is timed a third time at the
+    default threading beside one busy process.
+    """
+    from scipy.linalg.blas import dspr
+    from threadpoolctl import ThreadpoolController, threadpool_limits
+
+    from okoco._blas import all_one_thread, dot, scipy_one_thread
+
+    def scoped(scope):
+        def run():
+            with scope:
+                pass
+        return run
+
+    controller = ThreadpoolController()
+
+    def controller_limit():
+        with controller.limit(limits=1, user_api="blas"):
+            pass
+
+    def limits():
+        with threadpool_limits(limits=1):
+            pass
+
+    def packed(m: int, scope=None):
+        ap, x = np.zeros(m * (m + 1) // 2), np.full(m, 1e-3)
+
+        def run():
+            if scope is None:
+                dspr(m, -1.0, x, ap, lower=0, overwrite_ap=1)
+            else:
+                with scope:
+                    dspr(m, -1.0, x, ap, lower=0, overwrite_ap=1)
+        return run
+
+    a = np.random.default_rng(0).standard_normal(20_000)
+    rows = [
+        ("okoco scope on scipy's BLAS (`scipy_one_thread`), empty", scoped(scipy_one_thread)),
+        ("okoco scope on numpy's and scipy's BLAS (`all_one_thread`), empty",
+         scoped(all_one_thread)),
+        ("threadpoolctl `ThreadpoolController.limit(1)`, empty", controller_limit),
+        ("threadpoolctl `threadpool_limits(1)`, empty", limits),
+        ("`dspr` packed rank-one update, m = 100", packed(100)),
+        ("`dspr`, m = 100, inside `scipy_one_thread`", packed(100, scipy_one_thread)),
+        ("`dspr` packed rank-one update, m = 500", packed(500)),
+        ("`dspr`, m = 500, inside `scipy_one_thread`", packed(500, scipy_one_thread)),
+        ("dot product `a @ a`, 20,000 elements", lambda: a @ a),
+        ("okoco `dot(a, a)` (blocks of 8,192), 20,000 elements", lambda: dot(a, a)),
+    ]
+    out = []
+    for label, fn in rows:
+        default = best_us(fn, budget_s)
+        with threadpool_limits(limits=1):
+            pinned = best_us(fn, budget_s)
+        out.append({"call": label, "default_us": default, "one_thread_us": pinned})
+    if loaded:
+        with busy_process():
+            for row, (_, fn) in zip(out, rows):
+                row["loaded_us"] = best_us(fn, budget_s)
+    return out
 
 
 FLOOR_DEFINITIONS = {

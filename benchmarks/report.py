@@ -69,16 +69,18 @@ def targets(results: dict, by: dict) -> list[dict]:
     """The issue's three targets, judged on this run's figures."""
     out = []
     tasks = {d["name"]: d["task"] for d in results["datasets"]}
-    for ds in ("bananas", "phishing"):
+    for ds in ("bananas", "phishing", "shuttle"):
         sk, vw = by.get((ds, "SketchedKONS")), by.get((ds, "VW --ksvm (RBF)"))
         if sk and vw:
-            met = sk["accuracy"] >= vw["accuracy"] and sk["us_per_sample"] <= vw["us_per_sample"]
+            time_ratio, loaded_ratio = _time_ratios(sk, vw)
+            met = sk["accuracy"] >= vw["accuracy"] and time_ratio <= 0.5 and (
+                loaded_ratio is None or loaded_ratio <= 0.5)
             out.append({
-                "target": "SketchedKONS >= VW --ksvm accuracy at no more time per sample",
+                "target": "SketchedKONS >= VW --ksvm accuracy at <= half its time per sample",
                 "dataset": ds, "learner": "SketchedKONS", "peer": "VW --ksvm (RBF)",
                 "okoco": {"accuracy": sk["accuracy"], "us_per_sample": sk["us_per_sample"]},
                 "peer_figures": {"accuracy": vw["accuracy"], "us_per_sample": vw["us_per_sample"]},
-                "time_ratio": sk["us_per_sample"] / vw["us_per_sample"],
+                "time_ratio": time_ratio, "loaded_time_ratio": loaded_ratio,
                 "error_ratio": _ratio(sk["error"], vw["error"]), "met": bool(met)})
     for ds in tasks:
         for name in ("KRLS", "FunctionalGD"):
@@ -88,8 +90,9 @@ def targets(results: dict, by: dict) -> list[dict]:
             for (d2, learner), peer in by.items():
                 if d2 != ds or not learner.startswith(RF_PEERS):
                     continue
-                met = (mine["error"] < peer["error"]
-                       and mine["us_per_sample"] <= 0.5 * peer["us_per_sample"])
+                time_ratio, loaded_ratio = _time_ratios(mine, peer)
+                met = (mine["error"] < peer["error"] and time_ratio <= 0.5
+                       and (loaded_ratio is None or loaded_ratio <= 0.5))
                 out.append({
                     "target": f"{name}: lower online error than random-feature pipelines "
                               "at <= half their time per sample",
@@ -97,7 +100,7 @@ def targets(results: dict, by: dict) -> list[dict]:
                     "okoco": {"error": mine["error"], "us_per_sample": mine["us_per_sample"]},
                     "peer_figures": {"error": peer["error"],
                                      "us_per_sample": peer["us_per_sample"]},
-                    "time_ratio": mine["us_per_sample"] / peer["us_per_sample"],
+                    "time_ratio": time_ratio, "loaded_time_ratio": loaded_ratio,
                     "error_ratio": _ratio(mine["error"], peer["error"]), "met": bool(met)})
     for f in results["floors"]:
         if f["learner"] == "KONS":
@@ -109,6 +112,13 @@ def targets(results: dict, by: dict) -> list[dict]:
                 "met": bool(f["multiple"] <= 3.0) if f["t"] >= 5000 else None,
                 "note": None if f["t"] >= 5000 else f"stream shorter than 5,000 (t = {f['t']})"})
     return out
+
+
+def _time_ratios(mine: dict, peer: dict) -> tuple[float, float | None]:
+    """Time per sample of ``mine`` over ``peer``: default threading, and loaded if timed."""
+    loaded = _ratio(mine.get("loaded", {}).get("us_per_sample"),
+                    peer.get("loaded", {}).get("us_per_sample"))
+    return mine["us_per_sample"] / peer["us_per_sample"], loaded
 
 
 def clean(obj: Any) -> Any:
@@ -186,9 +196,7 @@ def markdown(results: dict, plots: dict[str, str]) -> str:
         ["cores", f"{m['logical_cores']} logical, {m['usable_cores']} usable"],
         ["memory", f"{_f((m.get('memory_bytes') or 0) / 2**30, '.1f')} GiB"],
         ["Python", m["python"]], ["BLAS", blas],
-        ["BLAS threads during the runs",
-         "pinned to 1 (threadpoolctl)" if results.get("blas_pinned_to_one_thread")
-         else "not pinned"],
+        ["BLAS threads during the runs", _threading(results)],
         ["versions", vers],
         ["load average (1, 5, 15 min)",
          f"{_loads(load)} at the start, {_loads(load_end)} at the end"],
@@ -197,6 +205,7 @@ def markdown(results: dict, plots: dict[str, str]) -> str:
     lines += ["", "A load average above 1 at the start or the end means other work shared the "
               "CPU: the times are then noisy, and so are the ratios.", ""]
     lines += _method()
+    lines += _threads(results)
     lines += _targets(results["targets"])
     lines += _datasets(results)
     lines += _floors(results)
@@ -210,6 +219,16 @@ def markdown(results: dict, plots: dict[str, str]) -> str:
         lines += [f"- {s['dataset']}: {s['reason']}" for s in results.get("skipped", [])]
         lines += [f"- {n}" for n in results.get("notes", [])]
     return "\n".join(lines) + "\n"
+
+
+def _threading(results: dict) -> str:
+    if results.get("blas_pinned_to_one_thread"):  # results of the earlier suite
+        return "pinned to 1 (threadpoolctl)"
+    text = ("the library default for *µs/sample* (what users get); *1 thread* re-times each "
+            "best setting pinned to one thread (threadpoolctl)")
+    if results.get("loaded"):
+        text += "; *loaded* re-times it at the default with one busy process beside the suite"
+    return text
 
 
 def _loads(v) -> str:
@@ -254,6 +273,41 @@ def _method() -> list[str]:
     ]
 
 
+def _threads(results: dict) -> list[str]:
+    lines = [
+        "## BLAS threads", "",
+        "numpy's and scipy's wheels each bundle an OpenBLAS that, by default, uses every core "
+        "and hands some small level-1/2 calls to its thread pool: a packed rank-one update "
+        "(`dspr`, KRLS's step) from 100 rows, a dot product above 10,000 elements. Waking the "
+        "pool costs far more than the arithmetic as soon as another process wants the CPU. "
+        "okoco keeps its steps off the pool without changing the user's settings: the hot paths "
+        "use calls that never thread (packed triangular solves, `cdist` kernels, dot products "
+        "in blocks of 8,192), and the few calls OpenBLAS threads at any size (KRLS's packed "
+        "updates) and the periodic refactorization checks run inside a scope that sets that "
+        "library to one thread and restores the user's count on exit "
+        "(`tests/test_threading.py` checks both, with the workers' context switches).", "",
+        "Which figure is which:", "",
+        "- **µs/sample** (the headline columns and every ratio): the BLAS's default threading, "
+        "as after `pip install okoco`.",
+        "- **1 thread µs/sample**: the same best setting timed again with every BLAS pinned to "
+        "one thread (threadpoolctl), as the suite and the tests used to run.",
+    ]
+    if results.get("loaded"):
+        lines.append("- **loaded µs/sample** (`--loaded`): the same best setting timed again at "
+                     "the default threading with one busy process (`while True: pass`) beside "
+                     "the suite: a laptop or a shared server.")
+    rows = results.get("threading") or []
+    if rows:
+        loaded = any("loaded_us" in r for r in rows)
+        header = ["call", "default threads µs", "one thread µs"] + (
+            ["default threads, loaded µs"] if loaded else [])
+        lines += ["", "Per-call cost of the mechanism and of what it avoids (same run):", ""]
+        lines += _table(header, [
+            [r["call"], _f(r["default_us"], ".2f"), _f(r["one_thread_us"], ".2f")]
+            + ([_f(r.get("loaded_us"), ".2f")] if loaded else []) for r in rows])
+    return lines + [""]
+
+
 def _targets(targets: list[dict]) -> list[str]:
     lines = ["## Targets", ""]
     if not targets:
@@ -269,13 +323,15 @@ def _targets(targets: list[dict]) -> list[str]:
             fig = (f"accuracy {t['okoco']['accuracy']:.4f} vs {t['peer_figures']['accuracy']:.4f}; "
                    f"{_f(t['okoco']['us_per_sample'], '.0f')} vs "
                    f"{_f(t['peer_figures']['us_per_sample'], '.0f')} µs/sample "
-                   f"(**time {_x(t['time_ratio'])}**)")
+                   f"(**time {_x(t['time_ratio'])}**, target ≤ 0.50×)")
         else:
             ok, peer = t["okoco"], t["peer_figures"]
             fig = (f"error {_f(ok['error'], '.4g')} vs {_f(peer['error'], '.4g')} "
                    f"(**{_x(t['error_ratio'])}**); {_f(ok['us_per_sample'], '.0f')} vs "
                    f"{_f(peer['us_per_sample'], '.0f')} µs/sample "
                    f"(**time {_x(t['time_ratio'])}**, target ≤ 0.50×)")
+        if t.get("loaded_time_ratio") is not None:
+            fig += f"; loaded: **time {_x(t['loaded_time_ratio'])}**"
         status = {True: "met", False: "**not met**", None: "not judged"}[t["met"]]
         rows.append([t["target"], t["dataset"], t["peer"], fig, status])
     return lines + _table(["target", "dataset", "against", "figures", "status"], rows) + [""]
@@ -289,11 +345,12 @@ def _datasets(results: dict) -> list[str]:
         lines += [f"### {name}", "",
                   f"{ds['note']}; n = {ds['n']:,}, d = {ds['d']}, {task}; RBF gamma grid "
                   f"{ds['gammas']}. Reference learner: {results['references'].get(name)}.", ""]
+        extra = ["1 thread µs/sample"] + (["loaded µs/sample"] if results.get("loaded") else [])
         if task == "binary":
-            header = ["learner", "library", "best setting", "accuracy", "µs/sample",
+            header = ["learner", "library", "best setting", "accuracy", "µs/sample", *extra,
                       "time × ref", "error × ref", "peak MB", "dict size", "array path µs/sample"]
         else:
-            header = ["learner", "library", "best setting", "RMSE", "MAE", "µs/sample",
+            header = ["learner", "library", "best setting", "RMSE", "MAE", "µs/sample", *extra,
                       "time × ref", "error × ref", "peak MB", "dict size", "array path µs/sample"]
         rows = []
         for r in sorted(best, key=lambda r: r["error"]):
@@ -303,7 +360,10 @@ def _datasets(results: dict) -> list[str]:
                      r["library"], _params(r["params"])]
             cells += ([f"{r['accuracy']:.4f}"] if task == "binary"
                       else [_f(r["rmse"], ".4g"), _f(r["mae"], ".4g")])
-            cells += [_f(r["us_per_sample"], ".1f"), _x(ratios.get("time")),
+            cells += [_f(r["us_per_sample"], ".1f")]
+            cells += [_f(r.get(c, {}).get("us_per_sample"), ".1f")
+                      for c in ("one_thread", "loaded")[: len(extra)]]
+            cells += [_x(ratios.get("time")),
                       _x(ratios.get("error")), _mb(r.get("peak_bytes")),
                       _f(r.get("dictionary_size"), "d"),
                       _f(arr["us_per_sample"], ".1f") if arr else "–"]

@@ -9,7 +9,9 @@ process (each run in a forked child, for its peak memory), then writes
 
 ``--quick`` runs small prefixes with one setting per learner and writes under
 ``benchmarks/results/quick/`` instead, leaving the published page alone.
-BLAS is pinned to one thread (as in the tests); the machine is described in the output.
+BLAS runs with the user's default threading for the headline figures; each learner's best
+setting is then timed again pinned to one thread and, with ``--loaded``, with one busy process
+beside the suite. The machine is described in the output.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def step_profile(stamps: np.ndarray, marks: list[int], sizes: list, window: int,
 
 
 def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tuple[str, ...],
-               method: str | None, floors: measure.Floors) -> tuple[list, list, list, dict]:
+               method: str | None, floors: measure.Floors,
+               loaded: bool = False) -> tuple[list, list, list, dict]:
     """All runs on one stream; the floors of okoco's best runs; notes; the harness figures."""
     inputs = measure.Inputs(stream)
     n = stream.n
@@ -125,6 +128,7 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
     best = report.best_runs(runs)
     floor_rows = []
     by_key = {e.key: e for e in learners.entries(stream, quick=quick, skip=skip, only=only)}
+    rerun_best(best, by_key, stream, inputs, marks, method, loaded)
     for rec in best:
         if rec["family"] != "okoco" or "steps" not in rec:
             continue
@@ -149,6 +153,25 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
             "curve": _floor_curve(floors, rec, stream.d),
         })
     return runs, floor_rows, notes, harness
+
+
+def rerun_best(best: list[dict], by_key: dict, stream: data.Stream, inputs: measure.Inputs,
+               marks: list[int], method: str | None, loaded: bool) -> None:
+    """Time each best setting again pinned to one BLAS thread and, if ``loaded``, with one busy
+    process beside the suite (default threading): the ``one_thread`` and ``loaded`` figures."""
+    from threadpoolctl import threadpool_limits
+
+    conditions = [("one_thread", lambda: threadpool_limits(limits=1))]
+    if loaded:
+        conditions.append(("loaded", measure.busy_process))
+    for name, condition in conditions:
+        with condition():
+            for rec in best:
+                raw = measure.run_entry(by_key[rec["key"]], stream, inputs, marks, method)
+                rec[name] = ({"error": raw["error"]} if "error" in raw else
+                             {"us_per_sample": 1e6 * raw["seconds"] / stream.n})
+                log(f"  {rec['key']:<60} {name:>10} "
+                    f"{rec[name].get('us_per_sample', math.nan):9.1f} us/sample")
 
 
 def _floor_curve(floors: measure.Floors, rec: dict, d: int, points: int = 5) -> dict:
@@ -186,6 +209,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, default=None, help="where to write the JSON results")
     p.add_argument("--docs", type=Path, default=None,
                    help="folder for benchmarks.md and the plots (benchmarks/*.png)")
+    p.add_argument("--loaded", action="store_true",
+                   help="also time every best setting with one busy process beside the suite")
     p.add_argument("--no-memory", action="store_true",
                    help="run in-process, without forking (no peak-memory figures)")
     p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
@@ -213,12 +238,6 @@ def main(argv=None) -> dict:
     only = tuple(s.strip() for s in args.learners.split(",") if s.strip())
     method = None if args.no_memory else measure.memory_method()
 
-    try:
-        from threadpoolctl import threadpool_limits
-
-        limiter = threadpool_limits(1)
-    except ImportError:  # the bench extra brings threadpoolctl; without it, say so
-        limiter = None
     started = time.time()
     results = {
         "schema": SCHEMA,
@@ -226,29 +245,27 @@ def main(argv=None) -> dict:
         "command": "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv),
         "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": measure.machine(),
-        "blas_pinned_to_one_thread": limiter is not None,
+        "blas_threads": "default",  # headline figures; "one_thread" and "loaded" re-time them
+        "loaded": bool(args.loaded),
         "datasets": [], "skipped": [], "runs": [], "floors": [], "notes": [],
         "floor_definitions": measure.FLOOR_DEFINITIONS,
     }
     floors = measure.Floors(budget_s=0.01 if args.quick else 0.05)
     learners.preload()
-    try:
-        for name in names:
-            stream = data.load_stream(name, n=args.n, quick=args.quick)
-            if isinstance(stream, str):
-                results["skipped"].append({"dataset": name, "reason": stream})
-                log(f"{name}: {stream}")
-                continue
-            log(f"{name}: n = {stream.n}, d = {stream.d}, {stream.task}")
-            runs, floor_rows, notes, harness = run_stream(stream, args.quick, skip, only, method,
-                                                         floors)
-            results["datasets"].append({**stream.describe(), "harness": harness})
-            results["runs"] += runs
-            results["floors"] += floor_rows
-            results["notes"] += notes
-    finally:
-        if limiter is not None:
-            limiter.restore_original_limits()
+    results["threading"] = measure.threading_costs(0.01 if args.quick else 0.05, args.loaded)
+    for name in names:
+        stream = data.load_stream(name, n=args.n, quick=args.quick)
+        if isinstance(stream, str):
+            results["skipped"].append({"dataset": name, "reason": stream})
+            log(f"{name}: {stream}")
+            continue
+        log(f"{name}: n = {stream.n}, d = {stream.d}, {stream.task}")
+        runs, floor_rows, notes, harness = run_stream(stream, args.quick, skip, only, method,
+                                                     floors, loaded=args.loaded)
+        results["datasets"].append({**stream.describe(), "harness": harness})
+        results["runs"] += runs
+        results["floors"] += floor_rows
+        results["notes"] += notes
     results["duration_s"] = time.time() - started
     results["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     report.summarize(results)

@@ -36,11 +36,12 @@ def main(argv=None) -> dict:
     data = datasets.load("adversarial", n=T, C=C, x=[0.3])
     kernel, loss = kernels.RBF(1.0), losses.Squared()
     models = {
-        "KONS": KONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA),
+        # eta="exp-concave": the step under which the paper's log T regret holds
+        "KONS": KONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA, eta="exp-concave"),
         "SketchedKONS β=1, γ=0": SketchedKONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA,
-                                              beta=1.0, p_min=0.0, seed=0),
+                                              eta="exp-concave", beta=1.0, p_min=0.0, seed=0),
         "SketchedKONS β=1, γ=0.1": SketchedKONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA,
-                                                beta=1.0, p_min=0.1, seed=0),
+                                                eta="exp-concave", beta=1.0, p_min=0.1, seed=0),
     }
     checkpoints = sorted(set(log_checkpoints(T, per_decade=6).tolist()) | {T})
     trackers, sizes = {}, {}

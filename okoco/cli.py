@@ -279,7 +279,7 @@ def replay(
     >>> result = CliRunner().invoke(app, ["replay", "sinc", "-l", "fgd", "-d", "n=200"])
     >>> print(result.output)
     dataset     sinc (200 samples, d=1, regression)
-    learner     fgd (FunctionalGD(kernel=RBF(gamma=1.0), C=3.0))
+    learner     fgd (FunctionalGD())
     scaling     features standardised online; targets standardised online
     MAE         ...
     """

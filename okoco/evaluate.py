@@ -545,7 +545,7 @@ def iter_progressive_val(model: Any, data: Any, metrics: Any, *, loss: Any = Non
     >>> step.t, step.loss == (step.y - step.y_pred) ** 2  # FunctionalGD: the squared loss
     (50, True)
     """
-    metric_list = _as_metrics(metrics)
+    metric_list = _as_metrics(metrics, model)
     classifier = isinstance(model, base.Classifier)
     predict = _predictor(model, metric_list)
     loss_fn = None if classifier else (loss if loss is not None else _model_loss(model))
@@ -600,7 +600,8 @@ def _label_is_argmax(model: Any) -> bool:
     return type(model).predict_one in (base.Classifier.predict_one, BinaryClassifier.predict_one)
 
 
-def _as_metrics(metrics: Any) -> list:
+def _as_metrics(metrics: Any, model: Any) -> list:
+    """The metrics as a list, each checked to be a river metric that works with ``model``."""
     # deferred: river.metrics takes about a second to import, and `okoco --help` needs none
     from river.metrics.base import Metric, Metrics
 
@@ -617,6 +618,8 @@ def _as_metrics(metrics: Any) -> list:
     for m in items:
         if not isinstance(m, Metric):
             raise TypeError(f"{m!r} is not a river metric")
+        if not m.works_with(model):
+            raise ValueError(f"metric {type(m).__name__} does not work with {model!r}")
     return items
 
 
@@ -759,12 +762,12 @@ def replay(
     meta
         Extra facts stored in the result's ``meta``.
     checkpoint
-        Path of a checkpoint file (one compressed ``.npz``, see :mod:`okoco.persistence`): the
+        Path of a checkpoint file (one ``.npz``, see :mod:`okoco.persistence`): the
         model graph (okoco learners, river pipelines, ``StandardScaler``,
         ``TargetStandardScaler``), the metric states, the samples consumed and the result
         columns so far. It is written atomically (temporary file, then ``os.replace``) every
-        ``checkpoint_every`` samples and at the end of the stream. A run with a regret tracker
-        cannot be checkpointed.
+        ``checkpoint_every`` samples and at the end of the stream, but not on Ctrl-C (it keeps
+        the last complete state). A run with a regret tracker cannot be checkpointed.
     checkpoint_every
         Write the checkpoint after every this many samples (``None``: only at the end).
     resume
@@ -796,13 +799,12 @@ def replay(
     ...         preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2))
     >>> r = replay(make(), datasets.TrumpApproval(), metrics=metrics.MAE())
     >>> r.final["MAE"]
-    0.577648...
+    0.349477...
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), make(), metrics.MAE())
-    MAE: 0.577648
+    MAE: 0.349478
     """
-    metric_list = _as_metrics(metrics)
-    _check_replay_arguments(learner, metric_list, regret, max_samples, checkpoint,
-                            checkpoint_every, resume)
+    metric_list = _as_metrics(metrics, learner)
+    _check_replay_arguments(regret, max_samples, checkpoint, checkpoint_every, resume)
     names = _names(metric_list)
     stream, n, data_name = _stream(data)
     if max_samples is not None:
@@ -859,11 +861,7 @@ def _result(curves: _Curves, data_name: str, learner: Any, meta: Mapping | None,
     return ReplayResult(curves.columns, curves.names, info)
 
 
-def _check_replay_arguments(learner, metrics, regret, max_samples, checkpoint, checkpoint_every,
-                            resume) -> None:
-    for m in metrics:
-        if not m.works_with(learner):
-            raise ValueError(f"metric {type(m).__name__} does not work with {learner!r}")
+def _check_replay_arguments(regret, max_samples, checkpoint, checkpoint_every, resume) -> None:
     if max_samples is not None and (isinstance(max_samples, bool) or max_samples < 1):
         raise ValueError(f"max_samples must be a positive integer, got {max_samples!r}")
     if regret is not None and not callable(getattr(regret, "update", None)):

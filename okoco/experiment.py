@@ -17,13 +17,15 @@ Examples
 >>> model, core = build_model("fgd", ds.task, loss=None, kernel=kernels.RBF(), C=3.0,
 ...                           params={"eta": 0.2}, seed=0, scale=True, scale_target=True)
 >>> describe(core)
-'FunctionalGD(kernel=RBF(gamma=1.0), C=3.0, eta=0.2)'
+'FunctionalGD(kernel=RBF(gamma=1.0), eta=0.2)'
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from functools import reduce
+from operator import add, mul
 from typing import Any
 
 import numpy as np
@@ -73,10 +75,10 @@ def learner_registry() -> dict[str, type]:
     Examples
     --------
     >>> sorted(learner_registry())[:3]
-    ['fgd', 'kons', ...]
+    ['auto', 'con-kons', 'fgd']
     """
     names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
-             "krls": "KRLS"}
+             "krls": "KRLS", "pros-n-kons": "PROSNKONS", "con-kons": "CONKONS", "auto": "Auto"}
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
 
 
@@ -108,25 +110,44 @@ def make_kernel(name: str, gamma: float | None = None, degree: int | None = None
                 coef0: float | None = None, normalize: bool = False):
     """A kernel from its CLI name (``rbf``, ``laplacian``, ``polynomial``, ``linear``) and options.
 
+    ``rbf`` without ``gamma`` gives ``None``, the learners' default: an RBF kernel with
+    ``gamma = 1/d`` fixed at the first learn, as in Python. ``+`` sums kernels and ``*``
+    multiplies them (``*`` binds first): ``rbf+linear`` is ``RBF() + Linear()``. In a
+    combination each option goes to every part that takes it, and ``normalize`` applies to the
+    whole.
+
     Examples
     --------
     >>> make_kernel("rbf", gamma=0.5)
     RBF(gamma=0.5)
+    >>> make_kernel("rbf") is None
+    True
+    >>> make_kernel("rbf+linear", gamma=0.5)
+    Sum(left=RBF(gamma=0.5), right=Linear())
     """
-    if name not in KERNELS:
-        raise UserError(f"unknown kernel {name!r}; choose from {', '.join(KERNELS)}")
-    cls = getattr(kernels, KERNELS[name])
-    accepted = parameters(cls)
     given = {"gamma": gamma, "degree": degree, "coef0": coef0}
-    kwargs = {k: v for k, v in given.items() if v is not None}
-    for key in kwargs:
-        if key not in accepted:
-            raise UserError(f"kernel {name!r} takes no --{key}")
+    given = {k: v for k, v in given.items() if v is not None}
+    if name == "rbf" and not given and not normalize:
+        return None
+    terms = [[part.strip() for part in term.split("*")] for term in name.split("+")]
+    parts, used = [], set()
+    for part in (p for term in terms for p in term):
+        if part not in KERNELS:
+            raise UserError(f"unknown kernel {part!r} in {name!r}; choose from "
+                            f"{', '.join(KERNELS)}, joined by + or *")
+        accepted = parameters(getattr(kernels, KERNELS[part]))
+        used |= accepted.keys() & given.keys()
+        parts.append((part, {k: v for k, v in given.items() if k in accepted}))
+    for key in [k for k in given if k not in used]:
+        raise UserError(f"kernel {name!r} takes no --{key}")
+    built = iter(getattr(kernels, KERNELS[part])(**kwargs) for part, kwargs in parts)
+    kernel = reduce(add, [reduce(mul, [next(built) for _ in term]) for term in terms])
     if normalize:
-        if "normalize" not in accepted:
+        if "normalize" not in parameters(type(kernel)):
             raise UserError(f"kernel {name!r} has no normalize option")
-        kwargs["normalize"] = True
-    return cls(**kwargs)
+        kwargs = {k: v for k, v in vars(kernel).items() if k != "normalize"}
+        kernel = type(kernel)(**kwargs, normalize=True)
+    return kernel
 
 
 def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float,
@@ -308,8 +329,8 @@ def describe(learner: Any) -> str:
     Examples
     --------
     >>> from okoco.learners import FunctionalGD
-    >>> describe(FunctionalGD(C=3.0, eta=0.2))
-    'FunctionalGD(C=3.0, eta=0.2)'
+    >>> describe(FunctionalGD(C=2.0, eta=0.2))
+    'FunctionalGD(C=2.0, eta=0.2)'
     """
     inner = getattr(learner, "learner", None)
     if inner is not None and not isinstance(inner, str):

@@ -5,6 +5,11 @@ Every kernel is a small immutable object with two methods:
 - ``k(X, Y)`` returns the ``(n, m)`` Gram block between the rows of ``X`` and ``Y``;
 - ``k.diag(X)`` returns ``k(x_i, x_i)`` for every row, without forming the block.
 
+Kernels combine: ``k1 + k2`` (:class:`Sum`), ``k1 * k2`` (:class:`Product`, elementwise) and
+``c * k`` for ``c > 0`` (:class:`Scaled`) are kernels again, positive semi-definite because sums,
+Schur products and positive multiples of PSD matrices are (Schur 1911). ``RBF(0.1) + Linear()``
+lets an RBF fit the shape while the linear part extrapolates a trend.
+
 A 1-D argument is treated as a single row. ``normalize=True`` turns any kernel into
 ``k(x, y) / sqrt(k(x, x) k(y, y))`` so that ``k(x, x) = 1``, the assumption under which the
 KONS bounds are stated (Calandriello et al. 2017, Sect. 2). RBF and Laplacian kernels are
@@ -21,6 +26,12 @@ array([[1.    , 0.6065],
        [0.6065, 1.    ]])
 >>> k.diag(X)
 array([1., 1.])
+>>> trend = 2.0 * kernels.RBF(gamma=0.5) + kernels.Linear()
+>>> trend
+Sum(left=Scaled(scale=2.0, kernel=RBF(gamma=0.5)), right=Linear())
+>>> np.round(trend(X, X), 4)
+array([[2.    , 1.2131],
+       [1.2131, 3.    ]])
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from scipy.spatial.distance import cdist
 
 from okoco._validation import Interval, check_params
 
-__all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear"]
+__all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled"]
 
 
 def _as_rows(X) -> np.ndarray:
@@ -129,6 +140,23 @@ class Kernel:
 
     def __hash__(self) -> int:
         return hash(repr(self))
+
+    # -- kernel algebra: k1 + k2, k1 * k2, c * k --------------------------------------------
+
+    def __add__(self, other):
+        return Sum(self, other) if isinstance(other, Kernel) else NotImplemented
+
+    def __mul__(self, other):
+        if isinstance(other, Kernel):
+            return Product(self, other)
+        if isinstance(other, Real) and not isinstance(other, bool):
+            return Scaled(other, self)
+        return NotImplemented
+
+    def __rmul__(self, other):
+        if isinstance(other, Real) and not isinstance(other, bool):
+            return Scaled(other, self)
+        return NotImplemented
 
 
 class RBF(Kernel):
@@ -280,3 +308,134 @@ class Linear(Kernel):
 
     def _diag(self, X):
         return np.einsum("ij,ij->i", X, X)
+
+
+class _OkocoKernel:
+    """The constraint on the parts of a kernel sum, product or multiple: okoco kernels."""
+
+    def accepts_type(self, value) -> bool:
+        return isinstance(value, Kernel)
+
+    def convert(self, value):
+        return value
+
+    def __str__(self) -> str:
+        return "an okoco kernel"
+
+
+_PARTS = {"left": [_OkocoKernel()], "right": [_OkocoKernel()], "normalize": ["boolean"]}
+
+
+class Sum(Kernel):
+    """Sum of two kernels, ``k(x, y) = left(x, y) + right(x, y)``; usually written ``left + right``.
+
+    Parameters
+    ----------
+    left, right
+        okoco kernels (their own ``normalize`` applies first).
+    normalize
+        Divide the sum by ``sqrt(k(x, x) k(y, y))``.
+
+    Examples
+    --------
+    >>> from okoco.kernels import RBF, Linear
+    >>> k = RBF(gamma=1.0) + Linear()
+    >>> float(k([1.0, 0.0], [1.0, 2.0])[0, 0]) == float(__import__("numpy").exp(-4.0)) + 1.0
+    True
+    >>> float(k.diag([[1.0, 2.0]])[0])  # 1 + ||x||^2
+    6.0
+    """
+
+    _parameter_constraints = _PARTS
+
+    def __init__(self, left: Kernel, right: Kernel, normalize: bool = False):
+        self.left = left
+        self.right = right
+        self.normalize = normalize
+        check_params(self)
+        self.normalize = bool(normalize)
+
+    def _gram(self, X, Y):
+        return self.left(X, Y) + self.right(X, Y)  # new arrays: a user kernel may cache its own
+
+    def _diag(self, X):
+        return self.left.diag(X) + self.right.diag(X)
+
+    def _params(self):
+        return {"left": self.left, "right": self.right}
+
+
+class Product(Kernel):
+    """Elementwise product of two kernels, ``k(x, y) = left(x, y) * right(x, y)``;
+    usually written ``left * right``. PSD by the Schur product theorem.
+
+    Parameters
+    ----------
+    left, right
+        okoco kernels (their own ``normalize`` applies first).
+    normalize
+        Divide the product by ``sqrt(k(x, x) k(y, y))``.
+
+    Examples
+    --------
+    >>> from okoco.kernels import Linear
+    >>> k = Linear() * Linear()  # the homogeneous quadratic kernel <x, y>^2
+    >>> float(k([1.0, 2.0], [3.0, 4.0])[0, 0])
+    121.0
+    """
+
+    _parameter_constraints = _PARTS
+
+    def __init__(self, left: Kernel, right: Kernel, normalize: bool = False):
+        self.left = left
+        self.right = right
+        self.normalize = normalize
+        check_params(self)
+        self.normalize = bool(normalize)
+
+    def _gram(self, X, Y):
+        return self.left(X, Y) * self.right(X, Y)
+
+    def _diag(self, X):
+        return self.left.diag(X) * self.right.diag(X)
+
+    def _params(self):
+        return {"left": self.left, "right": self.right}
+
+
+class Scaled(Kernel):
+    """A kernel times a positive constant, ``k(x, y) = scale * kernel(x, y)``; usually written
+    ``scale * kernel``.
+
+    Parameters
+    ----------
+    scale
+        The factor, finite and > 0.
+    kernel
+        An okoco kernel.
+
+    Examples
+    --------
+    >>> from okoco.kernels import RBF
+    >>> k = 0.5 * RBF(gamma=2.0)
+    >>> k
+    Scaled(scale=0.5, kernel=RBF(gamma=2.0))
+    >>> k.diag([[3.0], [4.0]])
+    array([0.5, 0.5])
+    """
+
+    _parameter_constraints = {"scale": SCALE, "kernel": [_OkocoKernel()]}
+
+    def __init__(self, scale: float, kernel: Kernel):
+        self.scale = scale
+        self.kernel = kernel
+        check_params(self)
+
+    def _gram(self, X, Y):
+        return self.scale * self.kernel(X, Y)
+
+    def _diag(self, X):
+        return self.scale * self.kernel.diag(X)
+
+    def _params(self):
+        return {"scale": self.scale, "kernel": self.kernel}

@@ -54,6 +54,8 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
 from scipy.linalg.blas import dspmv, dspr, dtpsv
 
+from okoco._blas import all_one_thread, scipy_one_thread
+
 __all__ = ["IncrementalCholesky", "PackedSymmetric", "cholesky_rank_one"]
 
 
@@ -476,10 +478,11 @@ class IncrementalCholesky:
         ``max(m, 16)`` modifications.
         """
         self._ops_since_check = 0
-        res = self.residual()
-        self.last_residual = res
-        if not res <= self.refresh_tol:
-            self.refresh()
+        with all_one_thread:  # O(m^3) but at a learner's sizes one thread is faster (module doc)
+            res = self.residual()
+            self.last_residual = res
+            if not res <= self.refresh_tol:
+                self.refresh()
         return res
 
     def refresh(self) -> None:
@@ -558,15 +561,42 @@ class PackedSymmetric:
         self._m = m + 1
 
     def matvec(self, v: np.ndarray) -> np.ndarray:
-        """``P v`` (BLAS ``dspmv``)."""
+        """``P v`` (BLAS ``dspmv``, on one thread)."""
         if self._m == 0:
             return np.zeros(0)
-        return dspmv(self._m, 1.0, self._packed(), v, lower=0)
+        with scipy_one_thread:
+            return dspmv(self._m, 1.0, self._packed(), v, lower=0)
 
     def rank_one(self, alpha: float, x: np.ndarray) -> None:
-        """``P <- P + alpha x x^T`` in place (BLAS ``dspr``)."""
+        """``P <- P + alpha x x^T`` in place (BLAS ``dspr``, on one thread)."""
         if self._m:
-            dspr(self._m, alpha, x, self._packed(), lower=0, overwrite_ap=1)
+            with scipy_one_thread:
+                dspr(self._m, alpha, x, self._packed(), lower=0, overwrite_ap=1)
+
+    def inverse_update(self, a: np.ndarray) -> tuple[np.ndarray, float]:
+        """``P <- (P^{-1} + a a^T)^{-1}`` by Sherman-Morrison; return ``(P a, s)`` (old ``P``).
+
+        ``s = 1 / (1 + a^T P a)``, so the update is ``P <- P - s (P a)(P a)^T``: one ``dspmv``
+        and one ``dspr`` under a single one-thread scope, ``O(m^2)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco.linalg import PackedSymmetric
+        >>> P = PackedSymmetric(); P.append(np.zeros(0), 2.0); P.append(np.array([0.5]), 1.0)
+        >>> M, a = P.matrix(), np.array([1.0, -1.0])
+        >>> Pa, s = P.inverse_update(a)
+        >>> bool(np.allclose(P.matrix(), np.linalg.inv(np.linalg.inv(M) + np.outer(a, a))))
+        True
+        """
+        m = self._m
+        if m == 0:
+            return np.zeros(0), 1.0
+        with scipy_one_thread:
+            Pa = dspmv(m, 1.0, self._packed(), a, lower=0)
+            s = 1.0 / (1.0 + float(a @ Pa))
+            dspr(m, -s, Pa, self._packed(), lower=0, overwrite_ap=1)
+        return Pa, s
 
     def matrix(self) -> np.ndarray:
         """A dense copy of ``P``."""

@@ -2,7 +2,7 @@ r"""Convex losses of a scalar prediction, with the constants the regret bounds n
 
 The loss protocol
 -----------------
-A loss is any object with these four methods (all vectorised over numpy arrays):
+A loss is any object with these methods (all vectorised over numpy arrays):
 
 ``value(y, z)``
     the loss :math:`\ell(z)` of prediction ``z`` for target ``y``;
@@ -13,7 +13,14 @@ A loss is any object with these four methods (all vectorised over numpy arrays):
     :math:`[-C, C]`: :math:`\ell(z') \ge \ell(z) + \ell'(z)(z'-z) + \frac\sigma2(\ell'(z)(z'-z))^2`
     for all :math:`z, z' \in [-C, C]` (``0`` is always valid and means "no curvature");
 ``lipschitz(C, y_max)``
-    an :math:`L` with :math:`|\ell'(z)| \le L` for :math:`|z| \le C` (Assumption 1).
+    an :math:`L` with :math:`|\ell'(z)| \le L` for :math:`|z| \le C` (Assumption 1);
+``second_derivative(y, z)``
+    :math:`\ell''(z)`, needed only by the curvature-exact step ``eta="hessian"`` of KONS and
+    Sketched-KONS (where :math:`\ell` is not twice differentiable, a one-sided value);
+``exp_concavity(C, y_max)``
+    the largest :math:`\eta` for which :math:`e^{-\eta\ell(z)}` is concave on :math:`[-C, C]`,
+    i.e. :math:`\min \ell''/\ell'^2` there; needed only by :class:`okoco.learners.Auto`, whose
+    weighted average then has regret at most :math:`\log N/\eta` to its best expert.
 
 ``y_max`` bounds :math:`|y|`; classification losses ignore it (labels are :math:`\pm1`).
 Optionally a loss may define ``check_target(y)`` that raises ``ValueError`` for a target outside
@@ -91,7 +98,12 @@ class Squared(Loss):
         return (np.asarray(y, dtype=float) - z) ** 2
 
     def derivative(self, y, z):
+        if type(z) is float:  # a learner's step: no array round trip
+            return 2.0 * (z - y)
         return 2.0 * (np.asarray(z, dtype=float) - y)
+
+    def second_derivative(self, y, z):
+        return np.full(np.broadcast(np.asarray(y), np.asarray(z)).shape, 2.0)[()]
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)
@@ -102,6 +114,12 @@ class Squared(Loss):
         C = _check_C(C)
         Y = C if y_max is None else float(y_max)
         return 2.0 * (C + Y)
+
+    def exp_concavity(self, C: float, y_max: float | None = None) -> float:
+        r"""With :math:`u = z - y`, :math:`(e^{-\eta u^2})'' = (4\eta^2u^2 - 2\eta)e^{-\eta u^2}
+        \le 0` iff :math:`u^2 \le 1/(2\eta)`; :math:`|u| \le C + Y` gives
+        :math:`\eta = 1/(2(C+Y)^2)`."""
+        return self.curvature(C, y_max)
 
 
 def _check_label(y) -> None:
@@ -123,15 +141,24 @@ class Logistic(Loss):
     >>> from okoco.losses import Logistic
     >>> round(float(Logistic().value(1, 0.0)), 6)  # log 2
     0.693147
+    >>> float(Logistic().second_derivative(1, 0.0))  # p (1 - p) at p = 1/2
+    0.25
     """
 
     def value(self, y, z):
         return np.logaddexp(0.0, -np.asarray(y, dtype=float) * z)
 
     def derivative(self, y, z):
+        # -y * sigmoid(-y z), with the exponent clipped for stability at large |z|
+        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
+            return -y / (1.0 + math.exp(min(max(y * z, -700.0), 700.0)))
         y = np.asarray(y, dtype=float)
-        # -y * sigmoid(-y z), written with expit for stability at large |z|
         return -y / (1.0 + np.exp(np.clip(y * z, -700, 700)))
+
+    def second_derivative(self, y, z):
+        # p (1 - p) with p = sigmoid(y z), the same for both labels since y^2 = 1
+        p = 1.0 / (1.0 + np.exp(-np.clip(np.asarray(y, dtype=float) * z, -700, 700)))
+        return p * (1.0 - p)
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         return math.exp(-_check_C(C))
@@ -139,6 +166,11 @@ class Logistic(Loss):
     def lipschitz(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)
         return 1.0 / (1.0 + math.exp(-C))
+
+    def exp_concavity(self, C: float, y_max: float | None = None) -> float:
+        r""":math:`\ell''/\ell'^2 = p(1-p)/(1-p)^2 = e^{yz} \ge e^{-C}` with
+        :math:`p = \sigma(yz)`, so :math:`\eta = e^{-C}`."""
+        return math.exp(-_check_C(C))
 
     def check_target(self, y) -> None:
         _check_label(y)
@@ -167,6 +199,10 @@ class SquaredHinge(Loss):
         y = np.asarray(y, dtype=float)
         return -2.0 * y * np.maximum(0.0, 1.0 - y * z)
 
+    def second_derivative(self, y, z):
+        # 2 inside the margin (y z < 1), 0 on the flat part and at the kink (one-sided value)
+        return np.where(np.asarray(y, dtype=float) * z < 1.0, 2.0, 0.0)[()]
+
     def curvature(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)
         if C <= 1.0:
@@ -175,6 +211,13 @@ class SquaredHinge(Loss):
 
     def lipschitz(self, C: float, y_max: float | None = None) -> float:
         return 2.0 * (1.0 + _check_C(C))
+
+    def exp_concavity(self, C: float, y_max: float | None = None) -> float:
+        r"""Inside the margin, with :math:`u = 1 - yz \in (0, 1 + C]`,
+        :math:`\ell''/\ell'^2 = 2/(4u^2) \ge 1/(2(1+C)^2)`; on the flat part
+        :math:`e^{-\eta\ell} = 1`, and the two pieces meet with slope 0, so
+        :math:`\eta = 1/(2(1+C)^2)`."""
+        return 1.0 / (2.0 * (1.0 + _check_C(C)) ** 2)
 
     def check_target(self, y) -> None:
         _check_label(y)

@@ -102,7 +102,7 @@ _RIVER_TARGET_WRAPPERS = frozenset({
     "river.preprocessing.scale_target.TargetStandardScaler",
 })
 
-_KERNELS = ("RBF", "Laplacian", "Polynomial", "Linear")
+_KERNELS = ("RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled")
 _LOSSES = ("Squared", "Logistic", "SquaredHinge")
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 _FACTORIES = {"float": float, "int": int, "list": list, "dict": dict,
@@ -485,12 +485,14 @@ def _read(path: str | os.PathLike, expected: str | None, *,
 
 
 # -- version-1 files ----------------------------------------------------------------------------
-# Version 2 moved the input classes to okoco._input and renamed parameters: SketchedKONS's and
-# KORS's probability floor gamma -> p_min, KRLS's and ALD's ridge -> alpha. A version-1 file is
-# rewritten into the version-2 layout before anything is decoded.
+# Version 2 moved the input classes to okoco._input and renamed parameters: the probability floor
+# gamma -> p_min (SketchedKONS, PROS-N-KONS, CON-KONS, KORS), KRLS's and ALD's ridge -> alpha.
+# A version-1 file is rewritten into the version-2 layout before anything is decoded.
 
 _V1_RENAMES = {
     "okoco.learners.kons.SketchedKONS": {"gamma": "p_min"},
+    "okoco.learners.pros.PROSNKONS": {"gamma": "p_min"},
+    "okoco.learners.pros.CONKONS": {"gamma": "p_min"},
     "okoco.dictionary.kors.KORS": {"gamma": "p_min"},
     "okoco.learners.krls.KRLS": {"ridge": "alpha"},
     "okoco.dictionary.ald.ALD": {"ridge": "alpha"},
@@ -503,6 +505,9 @@ def _upgrade_v1(meta: dict) -> dict:
 
     def attributes(path: str, attrs: dict) -> tuple[str, dict]:
         attrs = {_V1_RENAMES.get(path, {}).get(k, k): v for k, v in attrs.items()}
+        if path.startswith("okoco.learners.") and "n_seen" in attrs:  # a nested learner
+            attrs.setdefault("_abs_target_sum", 0.0)
+            attrs.setdefault("_warned_unscaled", False)
         if path == "okoco.learners.features.FeatureMap":
             return "okoco._input.FeatureMap", {**attrs, "mode": None}
         if path == "okoco.learners.features.PointStore":
@@ -529,6 +534,9 @@ def _upgrade_v1(meta: dict) -> dict:
         return tree
 
     meta = upgrade(meta)
+    if isinstance(meta.get("state"), dict) and "n_seen" in meta["state"]:  # a learner
+        meta["state"].setdefault("_abs_target_sum", 0.0)  # added after 0.1.0: the target-scale
+        meta["state"].setdefault("_warned_unscaled", False)  # warning's running sum and flag
     renames = _V1_RENAMES.get(meta.get("class"), {})
     for part in ("params", "state"):
         if isinstance(meta.get(part), dict):

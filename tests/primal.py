@@ -1,5 +1,7 @@
 """Primal (explicit-feature) references for the kernel learners' tests."""
 
+import math
+
 import numpy as np
 
 
@@ -26,12 +28,19 @@ def primal_ons(Phi, y, loss, C, alpha, eta, coins=None):
         w = u - ex / (x @ Ainv_x) * Ainv_x
         yhat = x @ w
         preds.append(yhat)
-        e = eta(t + 1) if callable(eta) else eta
         gdot = float(loss.derivative(y[t], yhat))
         g = gdot * x
         z = 1 if coins is None else coins[t]
-        A = A + e * z * np.outer(g, g)
-        records.append({"w": w, "gdot": gdot, "eta": e, "g_Ainv_g": g @ np.linalg.solve(A, g)})
+        if eta == "hessian":  # A gains loss''(yhat) x x^T
+            weight = float(loss.second_derivative(y[t], yhat))
+            e = weight / gdot**2 if gdot else math.inf
+            A = A + z * weight * np.outer(x, x)
+        else:
+            e = eta(t + 1) if callable(eta) else eta
+            weight = e * gdot**2
+            A = A + e * z * np.outer(g, g)
+        records.append({"w": w, "gdot": gdot, "eta": e, "weight": weight,
+                        "g_Ainv_g": g @ np.linalg.solve(A, g)})
         u = w - np.linalg.solve(A, g)
     return np.array(preds), active / n, records
 
@@ -54,10 +63,11 @@ def feasible_linear_stream(n=300, d=4, C=1.0, seed=9):
 
 def regret_inequality_slack(X, y, preds, records, w, *, loss, C, alpha, sigma, rg_sum, coins=None):
     """Right side minus left side of spec section 7 item 12 for the comparator w, rescaled into
-    the feasible set: alpha ||w||^2 + R_G + R_D - 2 R_T(w), with R_D using eta_t z_t - sigma."""
+    the feasible set: alpha ||w||^2 + R_G + R_D - 2 R_T(w), with R_D using eta_t z_t - sigma
+    (written with the weight eta_t gdot_t^2, finite also for the hessian step at gdot_t = 0)."""
     w = w / max(1.0, np.abs(X @ w).max() / C)  # feasible: |x_t . w| <= C
     coins = np.ones(len(X)) if coins is None else coins
     regret = np.sum(loss.value(y, preds) - loss.value(y, X @ w))
-    r_d = sum((r["eta"] * z - sigma) * r["gdot"] ** 2 * (p - x @ w) ** 2
+    r_d = sum((r["weight"] * z - sigma * r["gdot"] ** 2) * (p - x @ w) ** 2
               for r, z, p, x in zip(records, coins, preds, X))
     return alpha * w @ w + rg_sum + r_d - 2 * regret

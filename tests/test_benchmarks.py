@@ -169,3 +169,31 @@ def test_refit_schedule_and_vw_lines():
     assert pred[0].startswith(" |f 0:") and pred[0].count(":") == stream.d
     assert learn[2] == f"{stream.y[2]:.17g}" + pred[2]
     assert float(pred[1].split()[2].split(":")[1]) == stream.X[1, 1]
+
+
+def test_loaded_mode_retimes_the_best_settings(tmp_path):
+    """Headline figures at the default threading; each best setting re-timed pinned to one
+    thread and, with --loaded, beside one busy process; the page has both columns."""
+    results, docs = _run(tmp_path, "--datasets", "sinc", "--learners", "KRLS,river",
+                         "--skip", "vowpalwabbit", "--loaded")
+    assert results["blas_threads"] == "default" and results["loaded"] is True
+    best = [r for r in results["runs"] if r["best"]]
+    assert best
+    for r in best:
+        for condition in ("one_thread", "loaded"):
+            assert _finite(r[condition]["us_per_sample"]) and r[condition]["us_per_sample"] > 0
+    for r in results["runs"]:
+        if not r["best"]:
+            assert "loaded" not in r and "one_thread" not in r
+    costs = results["threading"]
+    assert costs and all(_finite(r[k]) and r[k] > 0
+                         for r in costs for k in ("default_us", "one_thread_us", "loaded_us"))
+    page = (docs / "benchmarks.md").read_text()
+    assert "1 thread µs/sample" in page and "loaded µs/sample" in page
+    assert "## BLAS threads" in page
+
+
+def test_busy_process_runs_only_inside_the_block():
+    with measure.busy_process() as proc:
+        assert proc.poll() is None  # spinning
+    assert proc.poll() is not None  # ended with the block

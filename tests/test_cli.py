@@ -57,7 +57,7 @@ def test_replay_text_summary():
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     for word in ("dataset", "sinc (60 samples, d=1, regression)",
-                 "FunctionalGD(kernel=RBF(gamma=1.0), C=3.0, eta=0.3)",
+                 "FunctionalGD(eta=0.3)",  # kernel and C: the learner defaults
                  "features standardised online; targets standardised online", "MAE",
                  "cum. loss", "dictionary", "us/sample", "memory"):
         assert word in out
@@ -146,7 +146,7 @@ def test_datasets_and_learners_listings():
     rows = json.loads(run("datasets", "--json").stdout)
     assert {"name": "phishing", "n": 1250, "d": 9, "task": "binary"}.items() <= rows[1].items()
     listing = run("learners")
-    assert listing.exit_code == 0 and "alpha = 1.0" in listing.stdout
+    assert listing.exit_code == 0 and "alpha = 0.1" in listing.stdout
     learners = {row["name"]: row for row in json.loads(run("learners", "--json").stdout)}
     assert set(learners) == set(learner_registry())
     assert learners["sketched-kons"]["parameters"]["beta"] == 10.0
@@ -241,3 +241,14 @@ def test_compare_scheduler_options_are_documented_and_checked():
         run("compare", "sinc", "-l", "fgd", "--workers", "0"))
     assert "cannot connect to the Dask scheduler at 'nonsense:::'" in error_line(
         run("compare", "sinc", "-l", "fgd", "-d", "n=10", "--scheduler", "nonsense:::"))
+
+
+def test_kernel_sums_and_products_on_the_command_line():
+    result = run("replay", "sinc", "-d", "n=40", "-l", "fgd", "-k", "rbf+linear*laplacian",
+                 "--gamma", "0.5")
+    assert result.exit_code == 0, result.stderr
+    assert ("Sum(left=RBF(gamma=0.5), right=Product(left=Linear(), right=Laplacian(gamma=0.5)))"
+            in result.stdout)
+    assert "kernel 'linear+linear' takes no --gamma" in error_line(
+        run("replay", "sinc", "-k", "linear+linear", "--gamma", "1"))
+    assert "unknown kernel 'rfb' in 'rbf+rfb'" in error_line(run("replay", "sinc", "-k", "rbf+rfb"))

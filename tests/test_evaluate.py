@@ -13,7 +13,14 @@ from river import evaluate as river_evaluate
 from river import metrics, preprocessing, stream
 
 from okoco import BinaryClassifier, datasets, losses
-from okoco.evaluate import ReplayInterrupted, ReplayResult, checkpoint_grid, plot_runs, replay
+from okoco.evaluate import (
+    ReplayInterrupted,
+    ReplayResult,
+    checkpoint_grid,
+    iter_progressive_val,
+    plot_runs,
+    replay,
+)
 from okoco.learners import KONS, FunctionalGD, SketchedKONS
 
 
@@ -276,3 +283,72 @@ def test_ctrl_c_keeps_the_last_checkpoint_and_resume_finishes_the_run(tmp_path):
     whole = replay(FunctionalGD(), data, metrics=metrics.MAE(), checkpoints=[50, 150])
     assert resumed.columns["MAE"] == whole.columns["MAE"]
     assert resumed["t"].tolist() == [50, 150, 200]
+
+
+# -- the generator --------------------------------------------------------------------------------
+
+
+def test_generator_steps_match_rivers_iter_progressive_val_score():
+    ours_metric, theirs_metric = metrics.MAE(), metrics.MAE()
+    ours = iter_progressive_val(_regressor(), river_datasets.TrumpApproval(), ours_metric)
+    theirs = river_evaluate.iter_progressive_val_score(
+        river_datasets.TrumpApproval(), _regressor(), theirs_metric, step=1,
+        yield_predictions=True)
+    for step, ref, _ in zip(ours, theirs, range(200)):
+        assert step.t == ref["Step"]
+        assert step.y_pred == ref["Prediction"]
+        assert ref["MAE"].get() == ours_metric.get()
+    assert step.t == 200
+
+
+def test_generator_counts_from_start_and_names_the_bad_sample():
+    data = [({"a": 1.0}, 0.5), ({"a": 2.0}, 0.1), ({"a": float("nan")}, 0.5)]
+    steps = iter_progressive_val(FunctionalGD(), data, metrics.MAE(), start=10)
+    assert [next(steps).t, next(steps).t] == [11, 12]
+    with pytest.raises(ValueError, match="sample 13"):
+        next(steps)
+    with pytest.raises(ValueError, match="does not work"):
+        next(iter_progressive_val(FunctionalGD(), data, metrics.Accuracy()))
+
+
+def test_sigint_to_a_running_replay_process_leaves_the_result_so_far(tmp_path):
+    """A real SIGINT sent by another process to a replay running in a subprocess."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import itertools, json, sys\n"
+        "from river import metrics\n"
+        "from okoco import datasets\n"
+        "from okoco.evaluate import ReplayInterrupted, replay\n"
+        "from okoco.learners import FunctionalGD\n"
+        "def rows():  # an endless stream\n"
+        "    data = list(datasets.load('sinc', n=1000, seed=0))\n"
+        "    for i in itertools.count(1):\n"
+        "        if i == 200:\n"
+        "            print('running', flush=True)\n"
+        "        yield data[i % 1000]\n"
+        "try:\n"
+        "    replay(FunctionalGD(budget=50), rows(), metrics=metrics.MAE(), checkpoints=[100])\n"
+        "except ReplayInterrupted as stop:\n"
+        "    r = stop.result\n"
+        "    print(json.dumps({'n': r.n_samples, 'interrupted': r.interrupted,\n"
+        "                      't': r.columns['t'], 'mae': r.final['MAE']}))\n"
+        "    sys.exit(130)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            env=os.environ.copy())
+    try:
+        assert proc.stdout.readline().strip() == "running"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    report = json.loads(out)
+    assert report["interrupted"] and report["n"] >= 199
+    assert report["t"][0] == 100 and report["t"][-1] == report["n"]
+    assert math.isfinite(report["mae"])

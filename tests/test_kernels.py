@@ -97,3 +97,59 @@ def test_a_learner_with_a_normalized_linear_kernel_refuses_an_all_zero_first_row
     assert model.n_seen == 0 and model.dictionary_size == 0
     model.learn_one({"a": 1.0}, 0.5)
     assert np.isfinite(model.predict_one({"a": 2.0}))
+
+
+def explicit_rbf(X, Y, gamma):
+    return np.exp(-gamma * ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1))
+
+
+@pytest.mark.parametrize(
+    ("kernel", "formula"),
+    [
+        (kernels.RBF(0.3) + kernels.Linear(), lambda X, Y: explicit_rbf(X, Y, 0.3) + X @ Y.T),
+        (kernels.RBF(0.3) * kernels.Linear(), lambda X, Y: explicit_rbf(X, Y, 0.3) * (X @ Y.T)),
+        (2.5 * kernels.Laplacian(0.7),
+         lambda X, Y: 2.5 * np.exp(-0.7 * np.abs(X[:, None, :] - Y[None, :, :]).sum(-1))),
+        (kernels.Linear() * 0.5 + kernels.Polynomial(degree=2, gamma=0.5, coef0=1.0)
+         * kernels.RBF(1.2),
+         lambda X, Y: 0.5 * X @ Y.T + (0.5 * X @ Y.T + 1.0) ** 2 * explicit_rbf(X, Y, 1.2)),
+        (kernels.Sum(kernels.RBF(0.3), kernels.Linear(), normalize=True),
+         lambda X, Y: (explicit_rbf(X, Y, 0.3) + X @ Y.T)
+         / np.sqrt(np.outer(1 + (X * X).sum(1), 1 + (Y * Y).sum(1)))),
+    ],
+)
+def test_kernel_algebra_matches_explicit_formulas_and_stays_psd(kernel, formula, data):
+    X, Y = data
+    np.testing.assert_allclose(kernel(X, Y), formula(X, Y), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(kernel.diag(X), np.diag(formula(X, X)), rtol=1e-12)
+    np.testing.assert_allclose(kernel(X, X[4])[:, 0], formula(X, X)[:, 4], rtol=1e-12)
+    K = kernel(np.vstack([X, Y]))
+    np.testing.assert_allclose(K, K.T, atol=1e-12)
+    assert np.linalg.eigvalsh(K).min() > -1e-10 * np.abs(K).max()
+
+
+def test_kernel_algebra_types_and_errors():
+    rbf, lin = kernels.RBF(0.5), kernels.Linear()
+    assert rbf + lin == kernels.Sum(rbf, lin) != lin + rbf
+    assert rbf * 2 == 2 * rbf == kernels.Scaled(2.0, rbf)
+    assert isinstance(rbf * lin, kernels.Product)
+    for bad, error in [(lambda: 0 * rbf, ValueError), (lambda: -1.0 * rbf, ValueError),
+                       (lambda: rbf + 1.0, TypeError), (lambda: True * rbf, TypeError),
+                       (lambda: rbf * "2", TypeError), (lambda: kernels.Sum(rbf, "rbf"), TypeError),
+                       (lambda: kernels.Scaled(float("inf"), rbf), ValueError)]:
+        with pytest.raises(error):
+            bad()
+
+
+def test_a_learner_with_a_kernel_sum_extrapolates_a_trend():
+    from okoco.learners import KONS
+
+    # y = x on [0, 1], asked at x = 3: an RBF alone decays to 0, RBF + Linear follows the line.
+    preds = {}
+    choices = {"rbf": kernels.RBF(1.0), "sum": 0.1 * kernels.RBF(1.0) + kernels.Linear()}
+    for name, kernel in choices.items():
+        model = KONS(kernel=kernel, C=10.0, alpha=0.01, eta="hessian")
+        for x in np.linspace(0, 1, 50):
+            model.learn_one({"x": x}, x)
+        preds[name] = model.predict_one({"x": 3.0})
+    assert abs(preds["sum"] - 3.0) < 0.5 and abs(preds["rbf"]) < 0.1

@@ -98,6 +98,57 @@ def test_zero_derivative_with_active_projection():
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
 
 
+def ftl_kernel_ridge(K, y, alpha):
+    """Follow-the-leader kernel ridge: k_t^T (K_{<t} + (alpha/2) I)^{-1} y_{<t}, dense solves."""
+    preds = np.zeros(len(y))
+    for t in range(1, len(y)):
+        preds[t] = K[t, :t] @ np.linalg.solve(K[:t, :t] + alpha / 2 * np.eye(t), y[:t])
+    return preds
+
+
+def regression_stream(n=300, d=4, seed=5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(X @ np.array([1.0, -0.5, 0.3, 0.8])) + 0.1 * rng.normal(size=n)
+    y[0] = 0.0  # the first prediction is 0, so gdot_1 = 0: the step must not divide by it
+    return X, y
+
+
+@pytest.mark.parametrize("kernel", [kernels.RBF(gamma=0.7), kernels.Linear()])
+def test_hessian_step_is_follow_the_leader_kernel_ridge(kernel):
+    X, y = regression_stream()
+    alpha = 0.3
+    expected = ftl_kernel_ridge(kernel(X), y, alpha)
+    got = run(KONS(kernel=kernel, C=1e6, alpha=alpha, eta="hessian"), X, y)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-8)
+    assert np.abs(expected).max() > 0.5  # the reference is not trivially small
+
+
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic(), losses.SquaredHinge()])
+def test_hessian_step_equals_primal_ons_with_curvature_weights(loss):
+    X, y = squared_stream(n=200, d=4, seed=6)
+    if not isinstance(loss, losses.Squared):
+        y = np.where(y >= 0, 1.0, -1.0)
+    C, alpha = 0.1, 0.5
+    expected, active, records = primal_ons(X, y, loss, C, alpha, "hessian")
+    model = KONS(kernel=kernels.Linear(), loss=loss, C=C, alpha=alpha, eta="hessian")
+    got = run(model, X, y)
+    assert active > 0.1
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    assert model.rg_sum == pytest.approx(sum(r["g_Ainv_g"] for r in records), rel=1e-9)
+
+
+def test_hessian_step_needs_a_second_derivative():
+    class NoHessian:
+        def derivative(self, y, z):
+            return 2.0 * (z - y)
+
+    with pytest.raises(TypeError, match="second_derivative"):
+        KONS(loss=NoHessian(), eta="hessian")
+    with pytest.raises(ValueError, match="eta must be a policy name .*'hessian'.*got 'hesian'"):
+        KONS(eta="hesian")
+
+
 def test_first_two_steps_in_closed_form():
     kernel = kernels.RBF(gamma=0.5)
     x1, x2 = {"a": 0.1, "b": 0.3}, {"a": -0.4, "b": 0.2}
@@ -146,6 +197,23 @@ def test_regret_inequality_holds_deterministically():
             slack = regret_inequality_slack(X, y, preds, records, w, loss=loss, C=C,
                                             alpha=alpha, sigma=sigma, rg_sum=model.rg_sum)
             assert slack >= -1e-9
+
+
+def test_regret_inequality_holds_for_the_hessian_step_with_its_own_r_d():
+    # The telescoping inequality needs no monotone eta: it holds for eta_t = loss''/gdot^2 too,
+    # but R_D >= 0 there (eta_t >= sigma), so Theorem 1's log T rate does not follow.
+    C, alpha = 1.0, 1.0
+    X, y, w_true = feasible_linear_stream(C=C)
+    loss = losses.Squared()
+    sigma = loss.curvature(C)
+    model = KONS(kernel=kernels.Linear(), C=C, alpha=alpha, eta="hessian")
+    preds = run(model, X, y)
+    _, _, records = primal_ons(X, y, loss, C, alpha, "hessian")
+    assert all(r["weight"] >= sigma * r["gdot"] ** 2 for r in records)  # every R_D term >= 0
+    for w in (np.zeros(4), w_true, np.linalg.lstsq(X, y, rcond=None)[0]):
+        slack = regret_inequality_slack(X, y, preds, records, w, loss=loss, C=C,
+                                        alpha=alpha, sigma=sigma, rg_sum=model.rg_sum)
+        assert slack >= -1e-9
 
 
 def test_predict_many_matches_predict_one_and_pickle_roundtrip():

@@ -27,6 +27,26 @@ def test_derivative_matches_finite_differences(loss, y):
     np.testing.assert_allclose(loss.derivative(y, z), numeric, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic(), losses.SquaredHinge()])
+@pytest.mark.parametrize("y", [-1.0, 1.0, 0.3])
+def test_second_derivative_matches_finite_differences(loss, y):
+    if y == 0.3 and not isinstance(loss, losses.Squared):
+        return
+    z = np.linspace(-3, 3, 41) + 0.013  # avoids the squared hinge's kink at y z = 1
+    h = 1e-5
+    numeric = (loss.derivative(y, z + h) - loss.derivative(y, z - h)) / (2 * h)
+    got = loss.second_derivative(y, z)
+    assert got.shape == z.shape
+    np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
+    assert np.all(got >= 0)
+
+
+def test_second_derivative_is_a_scalar_for_scalars():
+    for loss in (losses.Squared(), losses.Logistic(), losses.SquaredHinge()):
+        assert np.ndim(loss.second_derivative(1.0, 0.5)) == 0
+    assert float(losses.SquaredHinge().second_derivative(1.0, 1.0)) == 0.0  # kink: flat side
+
+
 @pytest.mark.parametrize("C", [0.3, 1.0, 1.5, 3.0, 10.0])
 def test_curvature_satisfies_assumption_2(C):
     for y in (-C, -0.4 * C, 0.0, C):
@@ -74,3 +94,20 @@ def test_label_domain_and_bad_C():
     with pytest.raises(ValueError, match="C must be"):
         losses.Logistic().curvature(0.0)
     assert np.isfinite(losses.Logistic().derivative(1.0, -1e4))
+
+
+@pytest.mark.parametrize("C", [0.5, 1.0, 3.0])
+def test_exp_concavity_makes_exp_minus_eta_loss_concave_and_is_tight(C):
+    z = np.linspace(-C, C, 2001)
+    cases = [(losses.Squared(), (-C, 0.0, C)), (losses.Logistic(), (-1.0, 1.0)),
+             (losses.SquaredHinge(), (-1.0, 1.0))]
+    for loss, targets in cases:
+        eta = loss.exp_concavity(C)
+        worst = []
+        for y in targets:
+            f = np.exp(-eta * loss.value(y, z))
+            second = np.diff(f, 2)  # concave <=> second differences <= 0
+            assert second.max() <= 1e-12, (loss, y)
+            g = np.exp(-1.2 * eta * loss.value(y, z))  # a larger rate breaks concavity
+            worst.append(np.diff(g, 2).max())
+        assert max(worst) > 0, loss

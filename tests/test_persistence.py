@@ -19,6 +19,9 @@ from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
 REGRESSORS = {
     "kons": lambda: KONS(kernel=kernels.RBF(0.7), C=2.0, alpha=0.5),
     "kons-linear": lambda: KONS(kernel=kernels.Linear(), eta="sqrt"),
+    "kons-algebra": lambda: KONS(kernel=kernels.Sum(0.5 * kernels.RBF(0.7) * kernels.Laplacian(1.0),
+                                                    kernels.Linear(), normalize=True),
+                                 eta="hessian"),
     "sketched": lambda: SketchedKONS(kernel=kernels.Laplacian(0.5), beta=2.0, p_min=0.1, seed=3),
     "sketched-gen": lambda: SketchedKONS(beta=1.0, seed=np.random.default_rng(5)),
     "fgd-budget": lambda: FunctionalGD(kernel=kernels.Polynomial(2, 0.5, 1.0, normalize=True),
@@ -586,3 +589,34 @@ def test_checkpoint_size_grows_with_the_samples_not_the_capacity(tmp_path):
     replay(model, data, metrics=metrics.MAE(), checkpoint=path)
     held = sum(a.nbytes for a in _arrays(model))
     assert path.stat().st_size < 0.45 * held
+
+
+# -- the registry: how persistence knows the learners without importing them -------------------
+
+
+def test_learners_register_themselves_and_a_registered_subclass_round_trips(tmp_path):
+    assert set(persistence.registered(learners=True)) == {
+        "okoco.learners.kons.KONS", "okoco.learners.kons.SketchedKONS",
+        "okoco.learners.fgd.FunctionalGD", "okoco.learners.krls.KRLS",
+        "okoco.learners.binary.BinaryClassifier", "okoco.learners.pros.PROSNKONS",
+        "okoco.learners.pros.CONKONS", "okoco.learners.auto.Auto"}
+    assert "okoco.linalg.IncrementalCholesky" in persistence.registered()
+
+    class TracedKONS(KONS):
+        pass
+
+    with pytest.raises(TypeError, match="saves okoco learners"):
+        persistence.save(TracedKONS(), tmp_path / "m.npz")
+    persistence.register(TracedKONS, learner=True)
+    try:
+        model = TracedKONS(C=2.0)
+        for x, y in stream(15, seed=5):
+            model.learn_one(x, y)
+        loaded = okoco.load(model.save(tmp_path / "m.npz"))
+        assert type(loaded) is TracedKONS and predictions(loaded) == predictions(model)
+    finally:
+        path = f"{TracedKONS.__module__}.{TracedKONS.__qualname__}"
+        persistence._LEARNERS.pop(path)
+        persistence._OBJECTS.pop(path)
+    with pytest.raises(TypeError, match="classes"):
+        persistence.register("okoco.learners.kons.KONS")

@@ -219,7 +219,7 @@ print(json.dumps({"preds": [repr(p) for p in preds],
 
 
 def run_program(seed: int, hash_seed: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "OPENBLAS_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     return subprocess.Popen([sys.executable, "-c", PROGRAM, str(seed)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -5,6 +5,7 @@ import pytest
 from primal import feasible_linear_stream, primal_ons, regret_inequality_slack
 from river import checks, datasets, evaluate, metrics, preprocessing
 from streams import run, unit_rows
+from test_kons import ftl_kernel_ridge, regression_stream
 
 from okoco import BinaryClassifier, kernels, losses
 from okoco.learners import KONS, FunctionalGD, SketchedKONS
@@ -25,6 +26,32 @@ def test_p_min_one_is_bit_identical_to_kons(beta):
     assert run(sketched, X, y).tolist() == run(exact, X, y).tolist()
     assert sketched.dictionary_size == exact.dictionary_size == len(X)
     assert sketched.log_det == exact.log_det
+
+
+def test_hessian_step_keeping_every_point_is_follow_the_leader_kernel_ridge():
+    X, y = regression_stream()
+    kernel, alpha = kernels.RBF(gamma=0.7), 0.3
+    model = SketchedKONS(kernel=kernel, C=1e6, alpha=alpha, eta="hessian", beta=1.0,
+                         p_min=1.0, seed=0)
+    got = run(model, X, y)
+    assert model.dictionary_size == len(X)
+    np.testing.assert_allclose(got, ftl_kernel_ridge(kernel(X), y, alpha), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic()])
+def test_hessian_step_equals_primal_sketched_ons_replaying_the_coins(loss):
+    X, y = stream(n=250, d=4, seed=8)
+    if not isinstance(loss, losses.Squared):
+        y = np.where(y >= 0, 1.0, -1.0)
+    C, alpha = 0.3, 0.6
+    model = SketchedKONS(kernel=kernels.Linear(), loss=loss, C=C, alpha=alpha, eta="hessian",
+                         beta=1.0, eps=0.5, seed=4)
+    got = run(model, X, y)
+    coins = model.coins
+    assert 0 < coins.sum() < len(X)
+    expected, active, _ = primal_ons(X, y, loss, C, alpha, "hessian", coins=coins)
+    assert active > 0.05
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
 
 
 def test_beta_p_min_zero_is_projected_kernel_gd_with_step_one_over_alpha():

@@ -14,7 +14,7 @@ from okoco import BinaryClassifier, kernels, losses
 from okoco._validation import Interval, Options, Protocol, check_param, constraints_of
 from okoco.datasets import synthetic
 from okoco.dictionary import ALD, KORS, SQUEAK, INKEstimate, NystromKRR
-from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
+from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, FunctionalGD, SketchedKONS
 from okoco.regret import (
     BestConstant,
     ClippedKernelERM,
@@ -43,7 +43,7 @@ CASES = {
         "degree": (2.0, 0), "gamma": ([1.0], float("inf")), "coef0": ("0", -0.5),
         "normalize": ("yes", ANY)}),
     kernels.Linear: (kernels.Linear, {"normalize": (1, ANY)}),
-    KONS: (KONS, {"kernel": ("rbf", ANY), "loss": (np.sin, ANY), "C": ("1", 0.0),
+    KONS: (KONS, {"kernel": ("rbf", ANY), "loss": (np.zeros(2), ANY), "C": ("1", 0.0),
                   "alpha": ("x", 0.0), "eta": ([0.1], "fast")}),
     SketchedKONS: (SketchedKONS, {"kernel": (1.0, ANY), "loss": ("squared", ANY),
                                   "C": (True, -1.0), "alpha": (None, float("nan")),
@@ -69,6 +69,23 @@ CASES = {
     INKEstimate: (lambda **kw: INKEstimate(**{"kernel": RBF, **kw}),
                   {"kernel": ("rbf", ANY), "alpha": ("2", -2.0), "eps": (None, 0.0),
                    "qbar": ("100", 0.0), "seed": ([0], -1)}),
+    PROSNKONS: (PROSNKONS, {"kernel": ("rbf", ANY), "loss": (1.0, ANY), "C": ("3", 0.0),
+                            "alpha": (None, -1.0), "eta": ([1], "hessian"),
+                            "dictionary_ridge": ("1", 0.0), "eps": ("0.5", 2.0),
+                            "beta": (None, -1.0), "p_min": ("0", 1.1), "max_size": (2.5, 0),
+                            "seed": ("1", -1)}),
+    CONKONS: (CONKONS, {"kernel": (2, ANY), "loss": ("squared", ANY), "C": (None, -3.0),
+                        "alpha": ("1", 0.0), "eta": (None, -1.0),
+                        "dictionary_ridge": ([1.0], -1.0), "eps": (None, 0.0),
+                        "beta": ("1", -0.5), "p_min": (None, -0.5), "max_size": ("5", -1),
+                        "seed": (2.0, -2)}),
+    Auto: (Auto, {"kernel": (ANY, ANY), "loss": ("logistic", ANY), "C": ("3", 0.0)}),
+    kernels.Sum: (lambda **kw: kernels.Sum(**{"left": RBF, "right": RBF, **kw}),
+                  {"left": ("rbf", ANY), "right": (np.zeros(1), ANY), "normalize": ("no", ANY)}),
+    kernels.Product: (lambda **kw: kernels.Product(**{"left": RBF, "right": RBF, **kw}),
+                      {"left": (None, ANY), "right": (1, ANY), "normalize": (0, ANY)}),
+    kernels.Scaled: (lambda **kw: kernels.Scaled(**{"scale": 2.0, "kernel": RBF, **kw}),
+                     {"scale": ("2", 0.0), "kernel": (lambda X, Y: X, ANY)}),
     RegretTracker: (tracker, {"loss": ("squared", ANY), "comparator": (object(), ANY)}),
     NystromKRR: (lambda **kw: NystromKRR(**{"kernel": RBF, **kw}),
                  {"kernel": ("rbf", ANY), "alpha": ("1", 0.0), "regularization": (None, -1.0)}),

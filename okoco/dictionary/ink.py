@@ -8,6 +8,7 @@ from numbers import Real
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
+from okoco._blas import all_one_thread
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.dictionary._base import KERNEL, Dictionary
@@ -169,6 +170,7 @@ class INKEstimate(Dictionary):
 
         return apply
 
+    @all_one_thread
     def _update_vec(self, vec: np.ndarray, new: list) -> bool:
         """One point; whether it survived Expand."""
         t = self.n_seen

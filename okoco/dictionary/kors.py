@@ -181,7 +181,7 @@ class KORS(Dictionary):
         k_col = np.asarray(k_col, dtype=float).reshape(-1)
         if k_col.shape[0] != self.size:
             raise ValueError(f"k_col must have length {self.size} (the size), got {k_col.shape[0]}")
-        if not np.all(np.isfinite(k_col)):
+        if not np.isfinite(k_col).all():
             raise ValueError("k_col contains non-finite values")
         k_diag = _real("k_diag", k_diag, low=0.0)
         self._column_mode = True

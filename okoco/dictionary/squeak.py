@@ -6,6 +6,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from okoco._blas import all_one_thread
 from okoco._input import FeatureMap
 from okoco._validation import Interval, Options
 from okoco.dictionary._base import KERNEL, Dictionary
@@ -127,6 +128,7 @@ class SQUEAK(Dictionary):
         hat = (V * V) @ (s / (s + self.alpha))
         return (1.0 - self.eps) * hat / w
 
+    @all_one_thread
     def _update_vec(self, vec: np.ndarray, new: list) -> bool:
         """One point; whether at least one of its ``qbar`` copies was kept."""
         tau, k, kxx = self._scores(vec)

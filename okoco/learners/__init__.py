@@ -3,15 +3,19 @@
 from okoco import persistence
 from okoco._input import FeatureMap, Rows
 from okoco.dictionary import ALD, KORS
+from okoco.learners.auto import Auto
 from okoco.learners.base import KernelLearner, StepSize
 from okoco.learners.binary import BinaryClassifier
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.krls import KRLS
+from okoco.learners.pros import CONKONS, PROSNKONS
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
-__all__ = ["KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS", "KRLS"]
+__all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS",
+           "KRLS", "PROSNKONS", "CONKONS"]
 
 # What okoco files may hold: the learners, and every part a learner is built from.
-persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, BinaryClassifier, learner=True)
+persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
+                     BinaryClassifier, learner=True)
 persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, KORS, ALD)

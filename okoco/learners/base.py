@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import math
 import numbers
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -62,6 +63,10 @@ class StepSize:
         :math:`\eta_t = \sigma`, the loss's curvature on :math:`[-C, C]` (Theorem 1);
     ``"sqrt"``
         :math:`\eta_t = 1/(L C \sqrt t)` with :math:`L` the loss's Lipschitz constant;
+    ``"hessian"`` (only where the learner passes ``hessian=True``)
+        :math:`\eta_t \dot g_t^2 = \ell''(\hat y_t)`, known only after the prediction: the
+        call returns ``None`` and the learner uses ``loss.second_derivative`` as the weight
+        :math:`\eta_t \dot g_t^2` itself, so :math:`\dot g_t = 0` needs no division;
     a positive float
         constant;
     a callable
@@ -74,13 +79,18 @@ class StepSize:
     0.125
     >>> StepSize("sqrt", Squared(), C=1.0)(4)
     0.125
+    >>> StepSize("hessian", Squared(), C=1.0, hessian=True)(4) is None
+    True
     """
 
-    def __init__(self, eta, loss, C: float):
+    def __init__(self, eta, loss, C: float, *, hessian: bool = False):
         self.eta = eta
         self.decreasing = False
         if isinstance(eta, str):
-            if eta == "exp-concave":
+            if eta == "hessian" and hessian:
+                if not callable(getattr(loss, "second_derivative", None)):
+                    raise TypeError(f"eta='hessian' needs loss.second_derivative: {loss!r}")
+            elif eta == "exp-concave":
                 sigma = loss.curvature(C, None)
                 if not sigma > 0:
                     raise ValueError(
@@ -92,9 +102,8 @@ class StepSize:
                 self._scale = 1.0 / (loss.lipschitz(C, None) * C)
                 self.decreasing = True
             else:
-                raise ValueError(
-                    f"unknown eta policy {eta!r}; use 'exp-concave', 'sqrt', a number or a callable"
-                )
+                names = "'exp-concave', 'hessian', 'sqrt'" if hessian else "'exp-concave', 'sqrt'"
+                raise ValueError(f"unknown eta policy {eta!r}; use {names}, a number or a callable")
         elif callable(eta):
             self.decreasing = True
         elif isinstance(eta, numbers.Real) and not isinstance(eta, bool):
@@ -104,7 +113,9 @@ class StepSize:
         else:
             raise TypeError(f"eta must be a policy name, a number or a callable, got {eta!r}")
 
-    def __call__(self, t: int) -> float:
+    def __call__(self, t: int) -> float | None:
+        if self.eta == "hessian":
+            return None
         if isinstance(self.eta, str):
             return self._const if self.eta == "exp-concave" else self._scale / math.sqrt(t)
         if callable(self.eta):
@@ -117,10 +128,17 @@ class StepSize:
 
 #: Constraints shared by the learners' parameters (see okoco._validation).
 KERNEL = Protocol("an okoco kernel (callable, with a diag method)", "diag", callable_object=True)
-LOSS = Protocol("an okoco loss (with value and derivative methods)", "value", "derivative")
+LOSS = Protocol("an okoco loss (with a derivative method)", "derivative")
 BOUND = Interval(Real, 0, MAX_ABS_VALUE, closed="right")  # C: squares of C must not overflow
 ETA = [Options({"exp-concave", "sqrt"}, "a policy name"),
        Interval(Real, 0, None, closed="neither"), "callable"]
+ETA_HESSIAN = [Options({"exp-concave", "hessian", "sqrt"}, "a policy name"), *ETA[1:]]
+
+
+def _is_regression(loss) -> bool:
+    """A loss taking any real target (no ``check_target`` of its own), i.e. not a classifier's."""
+    check = getattr(type(loss), "check_target", None)
+    return check is None or check is _losses.Loss.check_target
 
 
 class KernelLearner(base.MiniBatchRegressor):
@@ -143,6 +161,7 @@ class KernelLearner(base.MiniBatchRegressor):
     (2, 2)
     """
 
+    _hessian_step = False  # whether eta="hessian" (a curvature-exact step) is a policy
     _parameter_constraints: dict = {
         "kernel": [None, KERNEL],
         "loss": [None, LOSS],
@@ -152,13 +171,20 @@ class KernelLearner(base.MiniBatchRegressor):
     def _setup(self) -> None:
         """Check the parameters, then build a fresh state (the end of every ``__init__``)."""
         check_params(self)
+        # kernel=None: RBF(gamma = 1/d), d fixed at the first learn (_fix_default_kernel)
         self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
         self._loss = self.loss if self.loss is not None else _losses.Squared()
         if hasattr(self, "eta"):  # a learner with a step size
-            self._eta = StepSize(self.eta, self._loss, self.C)
+            self._eta = StepSize(self.eta, self._loss, self.C, hessian=self._hessian_step)
+        self._reset()
+
+    def _reset(self) -> None:
+        """A fresh state with the same (checked) parameters: nothing learned."""
         self._features = FeatureMap()
         self._rng = np.random.default_rng(getattr(self, "seed", None))
         self.n_seen = 0
+        self._abs_target_sum = 0.0
+        self._warned_unscaled = False
         self._cache = None
         self._reset_state()
 
@@ -195,8 +221,15 @@ class KernelLearner(base.MiniBatchRegressor):
         y = check_target(y, self._loss)
         eta = self._step(self.n_seen + 1)
         vec, new = self._features.encode(x, arrays=False)
-        self._learn_vec(vec, y, eta)
+        kernel = self._kernel
+        self._fix_default_kernel(vec.shape[0])
+        try:
+            self._learn_vec(vec, y, eta)
+        except BaseException:
+            self._kernel = kernel  # the step failed: nothing changes, the default kernel neither
+            raise
         self._features.add(new)  # new features are registered once the step succeeded
+        self._watch_target_scale([y])
         self.n_seen += 1
         self._cache = None
 
@@ -214,6 +247,8 @@ class KernelLearner(base.MiniBatchRegressor):
                    for i, target in enumerate(targets)]
         etas = [self._step(self.n_seen + 1 + i) for i in range(len(targets))]
         with undo_on_error(self, shared=(self.kernel, self.loss)):
+            self._fix_default_kernel(V.shape[1])
+            self._watch_target_scale(targets)
             for i, (target, eta) in enumerate(zip(targets, etas)):
                 in_row(i, self._learn_vec, V[i], target, eta)
                 self.n_seen += 1
@@ -239,6 +274,28 @@ class KernelLearner(base.MiniBatchRegressor):
         return preds
 
     # -- helpers for subclasses -----------------------------------------------------------
+
+    def _fix_default_kernel(self, width: int) -> None:
+        """``kernel=None`` means ``RBF(gamma=1/d)``, ``d`` the features of the first row learned
+        (scikit-learn's ``gamma="scale"`` for standardized inputs), fixed from then on so that
+        stored factorizations stay valid."""
+        if self.n_seen == 0 and self.kernel is None:
+            self._kernel = _kernels.RBF(gamma=1.0 / max(width, 1))
+
+    def _watch_target_scale(self, targets: list) -> None:
+        """Warn once when the mean ``|y|`` exceeds ``2 C``: most predictions are then clipped
+        far from their targets (raw targets where standardized ones were meant)."""
+        if self.C is None or not _is_regression(self._loss):
+            return
+        self._abs_target_sum += float(np.abs(targets).sum())
+        n, C = self.n_seen + len(targets), self.C
+        if self._abs_target_sum > 2 * C * n and not self._warned_unscaled:
+            self._warned_unscaled = True
+            warnings.warn(
+                f"the targets average |y| = {self._abs_target_sum / n:.3g}, far outside the "
+                f"predictions' range [-C, C] = [-{C:g}, {C:g}]; standardize them (river's "
+                "preprocessing.TargetStandardScaler around the model) or raise C",
+                UserWarning, stacklevel=3)
 
     def _step(self, t: int) -> float | None:
         """Step size of step ``t``, computed (and checked) before any state changes."""

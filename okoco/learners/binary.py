@@ -61,7 +61,7 @@ class BinaryClassifier(base.Wrapper, base.Classifier):
     >>> model = preprocessing.StandardScaler() | BinaryClassifier(
     ...     FunctionalGD(loss=losses.Logistic(), C=3.0, eta=0.5))
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.96%
+    Accuracy: 89.52%
     """
 
     _parameter_constraints = {

@@ -44,7 +44,8 @@ class KRLS(KernelLearner):
     Parameters
     ----------
     kernel
-        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1.0)``.
+        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1/d)``, ``d`` the
+        number of features at the first learn (fixed from then on; suits standardized inputs).
     nu
         ALD threshold > 0: smaller keeps more points.
     C
@@ -148,9 +149,7 @@ class KRLS(KernelLearner):
             self._store.append(v)
         elif m:
             err = y - float(a @ self._beta[:m])
-            Pa = self._P.matvec(a)
-            s = 1.0 / (1.0 + float(a @ Pa))
-            self._P.rank_one(-s, Pa)  # P <- P - P a a^T P / (1 + a^T P a)
+            Pa, s = self._P.inverse_update(a)  # P <- P - P a a^T P / (1 + a^T P a)
             self._beta[:m] += Pa * (s * err)  # G alpha~ += q e
 
     @property

@@ -1,0 +1,314 @@
+r"""PROS-N-KONS and CON-KONS (Calandriello, Lazaric & Valko, NeurIPS 2017).
+
+*Efficient Second-Order Online Kernel Learning with Adaptive Embedding*: a KORS dictionary
+:math:`\mathcal I` over the unscaled kernel, the Nyström embedding of every point in the span of
+that dictionary, and a primal Online Newton Step in :math:`\mathbb R^m`, :math:`m = |\mathcal I|`.
+Per step, with :math:`L L^\top = K_{\mathcal I}` (``okoco.linalg.IncrementalCholesky``):
+
+.. code-block:: text
+
+    k = k_I(x_t),  kappa = k(x_t, x_t),  h = L^{-1} k        # O(m d + m^2)
+    ybar = h . u;  yhat = clip(ybar, -C, C);  gdot = loss'(y_t, yhat)
+    coin: KORS(k, kappa) decides whether x_t joins I        # O(m^2), skipped at max_size
+    if it joins: border L (pivot sqrt(kappa - h.h)); u <- [u; 0]; P <- diag(P, 1/alpha)
+    z = L^{-1} k_I(x_t)      (= [h; pivot] after a join, h otherwise)
+    s = z . P z;  w = u - h(ybar) P z / s                    # oblique projection, P = A^{-1}
+    q = eta gdot^2 s;  P <- P - eta gdot^2 (Pz)(Pz)^T / (1 + q)   # Sherman-Morrison, O(m^2)
+    u <- w - gdot P z / (1 + q)                              # next step's u = w - A^{-1} g
+    PROS-N-KONS only: after a join, restart u = 0, P = I / alpha (a new phase)
+
+``u`` is the ONS point before the projection, so a prediction is ``clip(h . u)`` and costs one
+triangular solve. Bordering leaves the first ``m`` coordinates of every embedding unchanged, so
+CON-KONS's extension by a zero weight and a fresh ``alpha`` on the new coordinate is exact.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+
+from okoco._input import Rows, reserve
+from okoco._validation import Interval
+from okoco.dictionary import KORS
+from okoco.learners.base import ETA, KernelLearner, clip_excess, overflow_message
+from okoco.linalg import IncrementalCholesky, PackedSymmetric
+
+__all__ = ["PROSNKONS", "CONKONS"]
+
+# s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never projects).
+_MIN_S = 1e-300
+# A point whose residual k(x, x) - h.h is below this fraction of k(x, x) lies in the span of the
+# dictionary to working precision: it is not offered to KORS, since as an atom it would only add
+# a coordinate made of rounding noise (amplified by 1 / pivot) to every embedding.
+_SPAN_TOL = 1e-10
+
+
+class PROSNKONS(KernelLearner):
+    r"""PROS-N-KONS: second-order online kernel learning in an adaptive Nyström embedding.
+
+    Calandriello, Lazaric & Valko (2017), *Efficient Second-Order Online Kernel Learning with
+    Adaptive Embedding* (NeurIPS), Algorithm 1. A KORS dictionary :math:`\mathcal I` (Kernel
+    Online Row Sampling over the unscaled kernel, ridge ``dictionary_ridge``) decides whether
+    :math:`x_t` joins; every point is embedded as
+    :math:`z_t = L^{-1} k_{\mathcal I}(x_t)` with :math:`L L^\top = K_{\mathcal I}`, so that
+    :math:`z_t^\top z_{t'} = k_{\mathcal I}(x_t)^\top K_{\mathcal I}^{-1} k_{\mathcal I}(x_{t'})`
+    (the Nyström approximation), and an Online Newton Step runs on :math:`z_t`:
+
+    .. math::
+
+        u_t = w_{t-1} - A_{t-1}^{-1} g_{t-1},\quad
+        w_t = \Pi^{A_{t-1}}_{\{|z_t^\top w| \le C\}}(u_t),\quad
+        A_t = A_{t-1} + \eta_t g_t g_t^\top,\ g_t = \dot g_t z_t,
+
+    with :math:`A = \alpha I` at the start of every phase. PROS-N-KONS starts a new phase
+    (:math:`u = 0`, :math:`A = \alpha I` in :math:`\mathbb R^{m+1}`) each time the dictionary
+    grows; :class:`CONKONS` continues instead. :math:`A^{-1}` is kept packed and updated by
+    Sherman-Morrison (BLAS ``dspr``), the embedding factor is bordered, so a step costs
+    :math:`O(m d + m^2)` whatever ``t`` is, and memory is :math:`O(m^2 + m d)`.
+
+    The paper's Theorem 1 bounds the regret by the number of phases :math:`J` (at most the
+    dictionary size, :math:`O(d_{\rm eff}(\gamma)\log^2 T)` with high probability under KORS's
+    conditions) times an ONS regret of order :math:`d_{\rm eff}\log T` per phase, plus the
+    Nyström approximation error controlled by the KORS accuracy ``eps`` and ridge.
+
+    Choices the paper leaves open, made here:
+
+    - the point that joins the dictionary is embedded over the *new* dictionary in its own step
+      (exactly, :math:`z_t = [h; \text{pivot}]`); the restart then takes effect from the next
+      step, which is the paper's "reset when :math:`z_{t-1} = 1`" and keeps ``predict_one``
+      equal to the prediction the update uses;
+    - :math:`L` is the bordered Cholesky factor rather than the paper's eigendecomposition
+      :math:`\Sigma^{-1/2}U^\top`: the two embeddings differ by a rotation (same inner
+      products, same ONS), and bordering costs :math:`O(m^2)` instead of :math:`O(m^3)`;
+    - a point whose residual :math:`k(x,x) - h^\top h` is below :math:`10^{-10} k(x, x)` is
+      already in the span of the dictionary to working precision and is not offered to KORS
+      (as an atom it would add a coordinate of amplified rounding noise; KORS's regularized
+      score can still be large for it);
+    - ``max_size`` freezes the dictionary once full (KORS is no longer consulted).
+
+    Parameters
+    ----------
+    kernel
+        An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1.0)``.
+    loss
+        An ``okoco.losses`` loss; ``None`` means ``Squared()``.
+    C
+        Predictions are clipped to ``[-C, C]``.
+    alpha
+        Ridge of the preconditioner, :math:`A = \alpha I` at the start of a phase, > 0.
+    eta
+        :math:`\eta_t`: ``"exp-concave"`` (:math:`\sigma` of the loss, the default),
+        ``"sqrt"``, a number or a callable of ``t``.
+    dictionary_ridge
+        The KORS regularizer (the paper's :math:`\gamma`), > 0: smaller keeps more atoms and
+        embeds more accurately.
+    eps
+        KORS accuracy in ``(0, 1]``.
+    beta
+        KORS oversampling, >= 0 (``okoco.dictionary.beta_proof`` gives the theoretical value).
+    p_min
+        KORS's floor of the sampling probability, in ``[0, 1]`` (``1`` keeps every point).
+    max_size
+        Optional hard cap on the dictionary (memory :math:`O(\text{max\_size}^2)`). Once full,
+        the embedding is frozen and ONS continues in it; the regret guarantee no longer holds
+        (the embedding's error is then not controlled).
+    seed
+        Seed of KORS's coins.
+
+    Attributes
+    ----------
+    n_seen
+        Steps learned.
+    dictionary_size
+        Atoms :math:`m` (the embedding's dimension).
+    n_restarts
+        Phases started after the first (PROS-N-KONS; always 0 for CON-KONS).
+    online_effective_dimension
+        :math:`\sum_t q_t/(1+q_t)`, :math:`q_t = \eta_t g_t^\top A_{t-1}^{-1} g_t`.
+    log_det
+        :math:`\log\det(A_t/\alpha)` of the current phase.
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from okoco import kernels
+    >>> from okoco.learners import PROSNKONS
+    >>> model = preprocessing.TargetStandardScaler(
+    ...     preprocessing.StandardScaler() | PROSNKONS(kernel=kernels.RBF(0.1), C=3.0, seed=0))
+    >>> evaluate.progressive_val_score(datasets.TrumpApproval().take(300), model, metrics.MAE())
+    MAE: ...
+    """
+
+    _restart = True
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "eta": ETA,
+        "dictionary_ridge": [Interval(Real, 0, None, closed="neither")],
+        "eps": KORS._parameter_constraints["eps"],
+        "beta": KORS._parameter_constraints["beta"],
+        "p_min": KORS._parameter_constraints["p_min"],
+        "max_size": [None, Interval(Integral, 1, None, closed="left")],
+        "seed": ["seed"],
+    }
+
+    def __init__(self, kernel=None, loss=None, C: float = 1.0, alpha: float = 1.0,
+                 eta="exp-concave", dictionary_ridge: float = 1.0, eps: float = 0.5,
+                 beta: float = 1.0, p_min: float = 0.0, max_size: int | None = None,
+                 seed: int | None = None):
+        self.kernel = kernel
+        self.loss = loss
+        self.C = C
+        self.alpha = alpha
+        self.eta = eta
+        self.dictionary_ridge = dictionary_ridge
+        self.eps = eps
+        self.beta = beta
+        self.p_min = p_min
+        self.max_size = max_size
+        self.seed = seed
+        self._setup()
+
+    def _reset_state(self) -> None:
+        self._kors = KORS(kernel=None, alpha=self.dictionary_ridge, eps=self.eps,
+                          beta=self.beta, p_min=self.p_min, seed=self._rng)
+        self._store = Rows()  # the atoms, for kernel rows
+        self._embed = IncrementalCholesky()  # L L^T = K_I
+        self._u = np.zeros(16)  # the ONS point before projection, in a doubling buffer
+        self._P = PackedSymmetric()  # A^{-1} of the current phase
+        self.n_restarts = 0
+        self.online_effective_dimension = 0.0
+        self.log_det = 0.0
+
+    # -- embedding -----------------------------------------------------------------------
+
+    def _analyse(self, v: np.ndarray):
+        """Kernel row, diagonal and embedding ``h = L^{-1} k_I(v)`` (no state change)."""
+        return self._cached(v, self._analyse_now)
+
+    def _analyse_now(self, v: np.ndarray):
+        k = self._store.kernel_row(self._kernel, v)
+        kappa = float(self._kernel.diag(v[None, :])[0])
+        if not (math.isfinite(kappa) and np.isfinite(k).all()):
+            bad = kappa if not math.isfinite(kappa) else k[~np.isfinite(k)][0]
+            raise ValueError(overflow_message(self._kernel, bad))
+        return k, kappa, self._embed.half_solve(k)
+
+    def embed(self, x: dict) -> np.ndarray:
+        """The embedding :math:`z = L^{-1} k_{\\mathcal I}(x)` of one point (a new array).
+
+        Inner products of embeddings are the Nyström approximation
+        :math:`k_{\\mathcal I}(x)^\\top K_{\\mathcal I}^{-1} k_{\\mathcal I}(x')`.
+        """
+        return self._analyse(self._features.encode(x, arrays=False)[0])[2].copy()
+
+    # -- protocol ------------------------------------------------------------------------
+
+    def _predict_vec(self, v: np.ndarray) -> float:
+        h = self._analyse(v)[2]
+        return float(h @ self._u[: h.shape[0]])
+
+    def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
+        H = self._embed.half_solve(self._store.kernel_block(self._kernel, V))
+        return self._u[: self._embed.size] @ H
+
+    def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
+        k, kappa, h = self._analyse(v)
+        m, alpha = self._embed.size, self.alpha
+        u = self._u[:m]
+        ybar = float(h @ u)
+        excess = clip_excess(ybar, self.C)
+        gdot = float(self._loss.derivative(y, ybar - excess))
+        Pz = self._P.matvec(h)
+        s = max(float(h @ Pz), 0.0)
+        # A join adds pivot^2 / alpha to s (the new coordinate of z is the pivot); bound it so
+        # that every check happens before KORS draws its coin.
+        s_bound = s + max(kappa, 1.0) / alpha
+        if not (math.isfinite(ybar) and math.isfinite(gdot)
+                and math.isfinite(eta * gdot * gdot * s_bound)):
+            raise ValueError(
+                f"the target {y!r} gives the loss derivative {gdot:g} at the prediction "
+                f"{ybar - excess:g}, too large for a second-order step; rescale the targets"
+            )
+        residual = kappa - float(h @ h)
+        full = self.max_size is not None and m >= self.max_size
+        joined = (not full and residual > _SPAN_TOL * kappa
+                  and self._kors.update_column(k, kappa)[0])
+        if joined:
+            pivot = math.sqrt(self._embed.append(k, kappa, half=h))
+            self._store.append(v)
+            self._u = reserve(self._u, m + 1)
+            self._u[m] = 0.0
+            self._P.append(np.zeros(m), 1.0 / alpha)
+            m += 1
+            u = self._u[:m]
+            Pz = np.append(Pz, pivot / alpha)
+            s += pivot * pivot / alpha
+
+        # Oblique projection onto |z.w| <= C in the A-norm, then the Newton step.
+        if excess:
+            u -= (excess / max(s, _MIN_S)) * Pz
+        q = eta * gdot * gdot * s
+        self._P.rank_one(-eta * gdot * gdot / (1.0 + q), Pz)
+        u -= (gdot / (1.0 + q)) * Pz
+        self.online_effective_dimension += q / (1.0 + q)
+        self.log_det += math.log1p(q)
+        if joined and self._restart:
+            self._new_phase(m)
+
+    def _new_phase(self, m: int) -> None:
+        """PROS-N-KONS's restart: ``u = 0`` and ``A = alpha I`` over the new dictionary."""
+        self._u[:m] = 0.0
+        self._P = PackedSymmetric(capacity=max(m, 16))
+        inv = 1.0 / self.alpha
+        for j in range(m):  # once per phase, not per step
+            self._P.append(np.zeros(j), inv)
+        self.log_det = 0.0
+        self.n_restarts += 1
+
+    @property
+    def dictionary_size(self) -> int:
+        return self._embed.size
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The ONS point :math:`u` in embedding coordinates (a copy; the next prediction at
+        ``x`` is ``clip(embed(x) . weights)``)."""
+        return self._u[: self._embed.size].copy()
+
+    @property
+    def atoms(self) -> np.ndarray:
+        """The dictionary points, ``(dictionary_size, n_features)`` (a copy)."""
+        return self._store.view().copy()
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"seed": 0}
+        yield {"p_min": 1.0, "max_size": 20, "seed": 1}
+
+
+class CONKONS(PROSNKONS):
+    r"""CON-KONS: :class:`PROSNKONS` without restarts.
+
+    Calandriello, Lazaric & Valko (2017), *Efficient Second-Order Online Kernel Learning with
+    Adaptive Embedding* (NeurIPS), the continuous variant of PROS-N-KONS. When a point joins
+    the dictionary, the ONS point is extended by a zero and :math:`A` by :math:`\alpha` on the
+    new coordinate; since the bordered factor leaves the existing coordinates of every
+    embedding unchanged, the function learned so far is kept exactly. With every point in the
+    dictionary (``p_min=1``) this is the primal ONS on the Nyström features of all the points.
+    Parameters, attributes and costs are those of :class:`PROSNKONS` (``n_restarts`` stays 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco import kernels
+    >>> from okoco.learners import CONKONS
+    >>> model = CONKONS(kernel=kernels.RBF(1.0), C=1.0, seed=0)
+    >>> for x in np.random.default_rng(0).uniform(-3, 3, 1000):
+    ...     model.learn_one({"x": x}, float(np.sin(x)))
+    >>> round(model.predict_one({"x": 1.0}), 2), model.dictionary_size < 50
+    (0.84, True)
+    """
+
+    _restart = False

@@ -1,0 +1,271 @@
+"""PROS-N-KONS and CON-KONS against explicit references (dense Nyström features, primal ONS)."""
+
+import math
+import pickle
+import runpy
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from primal import primal_ons
+from river import checks
+from streams import as_dicts, run, unit_rows
+
+import okoco
+from okoco import BinaryClassifier, kernels, losses
+from okoco.experiment import learner_registry
+from okoco.learners import CONKONS, PROSNKONS
+
+
+def nystrom_features(kernel, atoms, X):
+    """Rows ``L^{-1} k_I(x)`` with ``L`` numpy's Cholesky factor of ``K_I`` (the reference)."""
+    L = np.linalg.cholesky(kernel(atoms, atoms))
+    return np.linalg.solve(L, kernel(atoms, X)).T
+
+
+def wavy(X):
+    return np.clip(1.5 * np.sin(3 * X @ np.arange(1.0, X.shape[1] + 1)), -1, 1)
+
+
+@pytest.mark.parametrize("eta", [0.5, lambda t: 2.0 / math.sqrt(t)])
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic()])
+def test_con_kons_keeping_every_point_is_primal_ons_on_nystrom_features(eta, loss):
+    X = unit_rows(40, 3, seed=1)
+    y = wavy(X)
+    if isinstance(loss, losses.Logistic):
+        y = np.where(y >= 0, 1.0, -1.0)
+    kernel, C, alpha = kernels.RBF(0.5), 0.1, 0.7
+    model = CONKONS(kernel=kernel, loss=loss, C=C, alpha=alpha, eta=eta, p_min=1.0, seed=0)
+    got = run(model, X, y)
+    assert model.dictionary_size == len(X)  # every point joined, in order
+    Phi = nystrom_features(kernel, X, X)
+    expected, active, _ = primal_ons(Phi, y, loss, C, alpha, eta)
+    assert active >= 0.2
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+
+
+def test_linear_kernel_full_rank_dictionary_is_primal_ons_on_x():
+    d, n = 5, 200
+    X = unit_rows(n, d, seed=3)
+    y = wavy(X)
+    C, alpha, eta = 0.1, 0.7, 0.5
+    model = CONKONS(kernel=kernels.Linear(), C=C, alpha=alpha, eta=eta, p_min=1.0, max_size=d,
+                    seed=0)
+    got = run(model, X, y)
+    assert model.dictionary_size == d
+    np.testing.assert_allclose(model.atoms, X[:d])
+    expected, active, _ = primal_ons(X, y, losses.Squared(), C, alpha, eta)
+    assert active >= 0.2
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+
+
+def test_con_kons_with_sampling_is_primal_ons_on_the_growing_embedding():
+    """With KORS sampling, step t sees the final dictionary's Nyström features truncated to the
+    atoms present at t (bordering keeps the leading coordinates)."""
+    X = np.random.default_rng(2).uniform(-1, 1, size=(300, 2))
+    y = np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1])
+    kernel, C, alpha, eta = kernels.RBF(1.0), 0.3, 0.5, 0.4
+    model = CONKONS(kernel=kernel, C=C, alpha=alpha, eta=eta, dictionary_ridge=0.5, seed=4)
+    got, sizes = [], []
+    for x, target in zip(as_dicts(X), y):
+        got.append(model.predict_one(x))
+        model.learn_one(x, target)
+        sizes.append(model.dictionary_size)
+    m = model.dictionary_size
+    assert 5 < m < 100
+    Phi = nystrom_features(kernel, model.atoms, X)
+    Phi[np.arange(m)[None, :] >= np.array(sizes)[:, None]] = 0.0
+    expected, active, _ = primal_ons(Phi, y, losses.Squared(), C, alpha, eta)
+    assert active >= 0.2
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+
+
+def test_pros_n_kons_restarts_at_every_join():
+    X = unit_rows(120, 3, seed=5)
+    y = wavy(X)
+    kernel, C, alpha, eta, cap = kernels.RBF(0.5), 0.1, 0.7, 0.5, 6
+    model = PROSNKONS(kernel=kernel, C=C, alpha=alpha, eta=eta, p_min=1.0, max_size=cap, seed=0)
+    got = run(model, X, y)
+    assert model.dictionary_size == cap and model.n_restarts == cap
+    # the last phase starts after the last join: fresh primal ONS on the final embedding
+    expected, active, _ = primal_ons(nystrom_features(kernel, X[:cap], X[cap:]), y[cap:],
+                                     losses.Squared(), C, alpha, eta)
+    assert active >= 0.2
+    np.testing.assert_allclose(got[cap:], expected, rtol=0, atol=1e-9)
+    # during the first phases every prediction is the restarted 0
+    np.testing.assert_array_equal(got[1:cap], 0.0)
+
+
+def test_embedding_inner_products_are_the_nystrom_approximation():
+    kernel = kernels.RBF(1.0)
+    model = CONKONS(kernel=kernel, dictionary_ridge=0.01, beta=2.0, seed=0)
+    rng = np.random.default_rng(0)
+    probes = as_dicts(rng.normal(size=(6, 3)))
+    before, m_before = None, 0
+    for x in as_dicts(rng.normal(size=(400, 3))):
+        model.learn_one(x, float(np.tanh(x["x0"])))
+        if model.dictionary_size > m_before:  # an append: the old coordinates must not move
+            Z = np.array([model.embed(p) for p in probes])
+            if before is not None:
+                np.testing.assert_allclose(Z[:, :m_before], before, rtol=0, atol=1e-12)
+            before, m_before = Z, model.dictionary_size
+    assert model.dictionary_size > 10
+    atoms, P = model.atoms, np.array([[p[f"x{j}"] for j in range(3)] for p in probes])
+    kIP = kernel(atoms, P)
+    expected = kIP.T @ np.linalg.solve(kernel(atoms, atoms), kIP)
+    Z = np.array([model.embed(p) for p in probes])
+    np.testing.assert_allclose(Z @ Z.T, expected, rtol=0, atol=1e-9)
+
+
+def state_arrays_nbytes(model):
+    """Bytes of every numpy array the model holds (its memory, all buffers included)."""
+    blob = pickle.dumps(model)
+    return len(blob)
+
+
+def test_memory_and_work_stop_growing_once_the_dictionary_is_full():
+    """With the dictionary full, the state (every buffer) is the same size at t = 2,000 and
+    t = 6,000: nothing is kept per step. The operations of a step only touch that state."""
+    rng = np.random.default_rng(0)
+    model = CONKONS(kernel=kernels.RBF(0.5), dictionary_ridge=0.01, max_size=30, seed=0)
+    rows = rng.normal(size=(6000, 4))
+    sizes = {}
+    for t, row in enumerate(rows, 1):
+        model.learn_one({f"x{j}": float(v) for j, v in enumerate(row)}, float(np.sin(row[0])))
+        if t in (2000, 6000):
+            sizes[t] = (state_arrays_nbytes(model), model.dictionary_size)
+    assert sizes[2000] == sizes[6000] and sizes[2000][1] == 30
+
+
+@pytest.mark.slow
+def test_per_step_time_does_not_grow_with_t():
+    """Steps 1,001-2,000 against 19,001-20,000 with the same dictionary size (``max_size``
+    reached early): the time per step must not grow with t (generous margin, shared machine).
+    Without ``max_size`` the cost follows m, which grows with d_eff (see the docs)."""
+    rng = np.random.default_rng(0)
+    model = CONKONS(kernel=kernels.RBF(0.2), max_size=100, seed=0)
+    rows = as_dicts(rng.normal(size=(20_000, 5)))
+    ys = [float(np.tanh(x["x0"] + x["x1"])) for x in rows]
+    elapsed = {}
+    for t, (x, y) in enumerate(zip(rows, ys), 1):
+        if t in (1_001, 19_001):
+            assert model.dictionary_size == 100
+            start = time.perf_counter()
+        model.predict_one(x)
+        model.learn_one(x, y)
+        if t in (2_000, 20_000):
+            elapsed[t] = time.perf_counter() - start
+    assert elapsed[20_000] < 2.0 * elapsed[2_000]
+
+
+@pytest.mark.parametrize("model", [PROSNKONS(seed=0), CONKONS(seed=0),
+                                   BinaryClassifier(CONKONS(loss=losses.Logistic(), seed=0))])
+def test_river_check_estimator(model):
+    checks.check_estimator(model)
+
+
+def trained(cls, n=40):
+    model = cls(C=2.0, dictionary_ridge=0.05, seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(n):
+        x = {"a": float(rng.normal()), "b": float(rng.normal())}
+        model.learn_one(x, float(np.tanh(x["a"])))
+    return model
+
+
+@pytest.mark.parametrize("cls", [PROSNKONS, CONKONS])
+@pytest.mark.parametrize(("x", "y", "error"), [
+    ({"a": float("nan")}, 0.5, ValueError),
+    ({"a": "1.0"}, 0.5, TypeError),
+    ({"a": 1e200}, 0.5, ValueError),
+    ({"a": 0.3}, float("inf"), ValueError),
+    ({"a": 0.3}, "0.5", TypeError),
+    ({"a": 0.3, "new": None}, 0.5, TypeError),
+])
+def test_bad_input_raises_and_leaves_the_state_unchanged(cls, x, y, error):
+    model = trained(cls)
+    probes = [{"a": 0.2, "b": -0.4}, {"a": 1.5}]
+    state, preds = pickle.dumps(model), [model.predict_one(p) for p in probes]
+    with pytest.raises(error):
+        model.learn_one(x, y)
+    assert pickle.dumps(model) == state
+    assert [model.predict_one(p) for p in probes] == preds
+
+
+def test_a_target_too_large_for_a_second_order_step_is_refused_before_any_change():
+    model = CONKONS(kernel=kernels.Linear(), C=1.0, alpha=1e-300, eta=1.0, seed=0)
+    model.learn_one({"a": 1.0}, 0.5)
+    state = pickle.dumps(model)
+    with pytest.raises(ValueError, match="too large for a second-order step"):
+        model.learn_one({"a": 1e100}, 1e150)
+    assert pickle.dumps(model) == state
+
+
+@pytest.mark.parametrize(("params", "error", "match"), [
+    ({"alpha": 0.0}, ValueError, "alpha"),
+    ({"alpha": "1"}, TypeError, "alpha"),
+    ({"dictionary_ridge": -1.0}, ValueError, "dictionary_ridge"),
+    ({"dictionary_ridge": True}, TypeError, "dictionary_ridge"),
+    ({"max_size": 0}, ValueError, "max_size"),
+    ({"max_size": 2.5}, TypeError, "max_size"),
+    ({"eps": 1.5}, ValueError, "eps"),
+    ({"beta": -1.0}, ValueError, "beta"),
+    ({"p_min": 2.0}, ValueError, "p_min"),
+    ({"C": 0.0}, ValueError, "C"),
+    ({"eta": "fast"}, ValueError, "eta"),
+])
+def test_bad_parameters_are_named(params, error, match):
+    with pytest.raises(error, match=match):
+        CONKONS(**params)
+
+
+@pytest.mark.parametrize("cls", [PROSNKONS, CONKONS])
+def test_save_load_is_exact_and_continues_identically(cls, tmp_path):
+    model = trained(cls, n=60)
+    loaded = okoco.load(model.save(tmp_path / "m.npz"))
+    assert type(loaded) is cls and loaded.dictionary_size == model.dictionary_size
+    assert loaded._kors._rng is loaded._rng
+    rng = np.random.default_rng(7)
+    for _ in range(60):  # same predictions, same coins, same updates
+        x = {"a": float(rng.normal()), "b": float(rng.normal())}
+        assert loaded.predict_one(x) == model.predict_one(x)
+        loaded.learn_one(x, 0.3)
+        model.learn_one(x, 0.3)
+    assert loaded.dictionary_size == model.dictionary_size
+    assert pickle.dumps(loaded.weights) == pickle.dumps(model.weights)
+
+
+def test_predict_many_and_learn_many_match_the_one_row_methods():
+    X = np.random.default_rng(3).normal(size=(80, 3))
+    y = np.tanh(X[:, 0])
+    one, many = CONKONS(dictionary_ridge=0.05, seed=1), CONKONS(dictionary_ridge=0.05, seed=1)
+    run(one, X, y)
+    many.learn_many(X, y)
+    probe = np.random.default_rng(4).normal(size=(10, 3))
+    np.testing.assert_allclose(many.predict_many(probe),
+                               [one.predict_one(x) for x in as_dicts(probe)], rtol=0, atol=1e-12)
+
+
+def test_cli_names_and_learning_quality():
+    registry = learner_registry()
+    assert registry["pros-n-kons"] is PROSNKONS and registry["con-kons"] is CONKONS
+    X = np.random.default_rng(0).uniform(-3, 3, size=(1500, 1))
+    y = np.sin(X[:, 0])
+    for cls in (PROSNKONS, CONKONS):
+        model = cls(kernel=kernels.RBF(1.0), seed=0)
+        preds = run(model, X, y)
+        assert np.mean((preds[-300:] - y[-300:]) ** 2) < 1e-3
+        assert model.dictionary_size < 60
+
+
+def test_regret_example_runs_and_con_kons_does_not_forget(tmp_path, monkeypatch, capsys):
+    examples = Path(__file__).parent.parent / "examples"
+    monkeypatch.syspath_prepend(str(examples))
+    result = runpy.run_path(str(examples / "regret_pros.py"))["main"](
+        ["--small", "--out", str(tmp_path)])
+    assert Path(result["figures"][0]).stat().st_size > 0
+    assert "regret_pros.png" in capsys.readouterr().out
+    regret, sizes = result["regret"], result["dictionary_size"]
+    assert sizes["CON-KONS"] == sizes["PROS-N-KONS"] < result["T"]
+    assert regret["CON-KONS"] < regret["PROS-N-KONS"]  # restarts forget what was learned

@@ -1,0 +1,114 @@
+"""okoco's steps stay off BLAS thread pools, and okoco never changes the user's BLAS settings.
+
+The checks run in fresh processes with the threading a user gets by default (no pinning
+variables), because that is where OpenBLAS hands small calls to its pool.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from okoco._blas import DOT_BLOCK, OneThread, all_one_thread, dot, scipy_one_thread
+
+HERE = Path(__file__).parent
+PINNING = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+           "OPENBLAS_DEFAULT_NUM_THREADS", "BLIS_NUM_THREADS")
+WORKLOADS = ["SketchedKONS", "KONS", "FunctionalGD", "FunctionalGD-budget", "KRLS",
+             "KRLS-max_size", "KORS", "ALD"]
+
+
+def default_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in PINNING}
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")])
+    return env
+
+
+def run_python(args: list, timeout: float = 300) -> dict:
+    proc = subprocess.run([sys.executable, *args], env=default_env(), capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def probe() -> dict:
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("the probe reads Linux's /proc/self/task")
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("OpenBLAS uses one thread by default on a single core: nothing to check")
+    return run_python([str(HERE / "blas_probe.py"), *WORKLOADS])
+
+
+def test_probe_sees_the_thread_pool(probe):
+    """The control calls (a packed rank-one update, a long dot product) wake the workers, so
+    a zero below means the step did not use the pool, not that the probe is blind."""
+    assert all(n > 1 for n in probe["threads"]), probe["threads"]
+    assert probe["control"] > 0
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_step_does_not_enter_a_threaded_blas_region(probe, workload):
+    """predict_one + learn_one (or a dictionary update) at sizes above OpenBLAS's threading
+    thresholds (> 10,000 points for the O(t) products, > 100 atoms for the packed updates)."""
+    assert probe[workload] == 0, f"BLAS workers woke {probe[workload]} times during {workload}"
+
+
+IMPORT_CHECK = """
+import json
+import numpy, scipy.linalg
+from threadpoolctl import threadpool_info
+def info():
+    return [{k: i[k] for k in ("filepath", "num_threads")} for i in threadpool_info()]
+before = info()
+import okoco, okoco.learners, okoco.dictionary, okoco.evaluate, okoco.cli, okoco.regret
+after_import = info()
+from okoco.learners import KRLS, SketchedKONS
+for model in (KRLS(nu=1e-6), SketchedKONS(seed=0)):
+    for i in range(200):
+        x = {"a": (i % 37) / 37, "b": (i % 11) / 11}
+        model.predict_one(x); model.learn_one(x, 0.5)
+print(json.dumps({"before": before, "after_import": after_import, "after_steps": info()}))
+"""
+
+
+def test_import_leaves_threadpool_info_unchanged():
+    report = run_python(["-c", IMPORT_CHECK])
+    assert report["before"], "no BLAS found"
+    assert report["after_import"] == report["before"]
+    assert report["after_steps"] == report["before"]  # every scope restored the user's count
+
+
+def blas_threads() -> dict:
+    return {i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def test_one_thread_scope_limits_and_restores():
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        with all_one_thread:
+            with scipy_one_thread:  # nested: only the outermost scope touches a library
+                assert set(blas_threads().values()) == {1}
+            assert set(blas_threads().values()) == {1}
+        assert blas_threads() == before
+
+
+def test_one_thread_scope_restores_after_an_error():
+    scope = OneThread("scipy")
+    before = blas_threads()
+    with pytest.raises(RuntimeError):
+        with scope:
+            raise RuntimeError("boom")
+    assert blas_threads() == before
+
+
+@pytest.mark.parametrize("n", [0, 1, DOT_BLOCK, DOT_BLOCK + 1, 3 * DOT_BLOCK + 5])
+def test_dot_matches_a_plain_sum(n):
+    rng = np.random.default_rng(n)
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    assert dot(a, b) == pytest.approx(float(np.sum(a * b)), rel=1e-12, abs=1e-12)
