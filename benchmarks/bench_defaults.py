@@ -105,10 +105,10 @@ def _sketched_grid() -> dict:
     settings = itertools.product(("exp-concave", "hessian"), (1.0, 3.0, 10.0), (0.0, 0.1), (1.0,))
     settings = [*settings, *itertools.product(("hessian",), (1.0, 3.0, 10.0), (0.0, 0.1), (0.1,))]
     for eta, beta, floor, alpha in settings:
-        name = f"SketchedKONS(eta={eta}, beta={beta:g}, gamma={floor:g}, alpha={alpha:g})"
+        name = f"SketchedKONS(eta={eta}, beta={beta:g}, p_min={floor:g}, alpha={alpha:g})"
         grid[name] = _okoco_model(
             lambda loss, eta=eta, beta=beta, floor=floor, alpha=alpha: SketchedKONS(
-                loss=loss, eta=eta, beta=beta, gamma=floor, alpha=alpha, seed=0))
+                loss=loss, eta=eta, beta=beta, p_min=floor, alpha=alpha, seed=0))
     return grid
 
 

@@ -45,12 +45,12 @@ def dictionary_rates(m: int, d: int = 10, n_calls: int = 200) -> dict:
     probes = rng.normal(size=(n_calls, d))
     out = {}
 
-    kors = KORS(kernel, alpha=1.0, eps=0.5, beta=10.0, gamma=1.0, seed=0)  # keep everything
+    kors = KORS(kernel, alpha=1.0, eps=0.5, beta=10.0, p_min=1.0, seed=0)  # keep everything
     kors.update_many(X)
     assert kors.size == m
-    kors.gamma, kors.beta = 0.0, 0.0  # p = 0: every later point is scored and rejected
+    kors.p_min, kors.beta = 0.0, 0.0  # p = 0: every later point is scored and rejected
     out["KORS rejected"] = best_rate(lambda i: kors.update(probes[i]), n_calls)
-    kors.gamma = 1.0  # every later point is added (the dictionary grows by n_calls)
+    kors.p_min = 1.0  # every later point is added (the dictionary grows by n_calls)
     out["KORS added"] = best_rate(lambda i: kors.update(probes[i]), n_calls, repeats=1)
 
     ald = ALD(kernel, nu=1e-6)

@@ -61,7 +61,7 @@ def psi_error(K: np.ndarray, gamma: float, w: np.ndarray) -> float:
 
 def merge_runs(X: np.ndarray, K: np.ndarray, partitions: int, scheduler) -> dict:
     timings: dict = {}
-    d = merge_tree(X, RBF(gamma=0.1), partitions=partitions, gamma=10.0, eps=0.5, qbar=30,
+    d = merge_tree(X, RBF(gamma=0.1), partitions=partitions, alpha=10.0, eps=0.5, qbar=30,
                    seed=0, scheduler=scheduler, timings=timings)
     w = np.zeros(X.shape[0])
     w[d.indices] = d.weights

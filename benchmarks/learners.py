@@ -308,14 +308,14 @@ def entries(stream: Stream, quick: bool = False, skip: tuple[str, ...] = (),
                 else [{"beta": 3.0, "floor": 0.0, **a} for a in alphas])
     add("SketchedKONS", "okoco", "okoco", with_gammas(sketches),
         lambda gamma, beta, floor, alpha=1.0: _okoco("SketchedKONS", gamma, task, beta=beta,
-                                                     gamma=floor, alpha=alpha, seed=0))
+                                                     p_min=floor, alpha=alpha, seed=0))
     etas = [0.5, 2.0] if task == "binary" else [0.1, 0.5]
     add("FunctionalGD", "okoco", "okoco", with_gammas([{"eta": e} for e in etas]),
         lambda gamma, eta: _okoco("FunctionalGD", gamma, task, eta=eta))
     if task == "regression":
         add("KRLS", "okoco", "okoco",
             with_gammas([{"nu": 1e-1, "ridge": 1e-1}, {"nu": 1e-2, "ridge": 1e-2}]),
-            lambda gamma, nu, ridge: _okoco("KRLS", gamma, task, nu=nu, ridge=ridge))
+            lambda gamma, nu, ridge: _okoco("KRLS", gamma, task, nu=nu, alpha=ridge))
 
     rf = "river RBFSampler+" + ("LogisticRegression" if task == "binary" else "LinearRegression")
     rates = [{"lr": 0.01}, {"lr": 0.1}] if task == "binary" else [{"lr": 0.001}, {"lr": 0.01}]

@@ -7,7 +7,7 @@ With ``eta = sigma = 1/(8 C^2)`` and ``alpha = 1`` the paper predicts for exact 
 ``t`` points. A reweight-only dictionary (KORS inside Sketched-KONS) sees leverage scores
 ``1/(t + alpha)`` for the repeated point, so it stops sampling: the preconditioner stays small and
 the regret loses its log rate (the "limitation of dictionary sketches" paragraph), unless the
-floor ``gamma`` keeps sampling a fraction ``gamma`` of the steps, which costs ``gamma t`` atoms.
+floor ``p_min`` keeps sampling a fraction ``p_min`` of the steps, which costs ``p_min t`` atoms.
 
 The comparator is :class:`okoco.regret.BestConstant`: on a single repeated point every function
 is a constant there, so the best constant in ``[-C, C]`` is the best comparator in the paper's
@@ -39,9 +39,9 @@ def main(argv=None) -> dict:
         # eta="exp-concave": the step under which the paper's log T regret holds
         "KONS": KONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA, eta="exp-concave"),
         "SketchedKONS β=1, γ=0": SketchedKONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA,
-                                              eta="exp-concave", beta=1.0, gamma=0.0, seed=0),
+                                              eta="exp-concave", beta=1.0, p_min=0.0, seed=0),
         "SketchedKONS β=1, γ=0.1": SketchedKONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA,
-                                                eta="exp-concave", beta=1.0, gamma=0.1, seed=0),
+                                                eta="exp-concave", beta=1.0, p_min=0.1, seed=0),
     }
     checkpoints = sorted(set(log_checkpoints(T, per_decade=6).tolist()) | {T})
     trackers, sizes = {}, {}

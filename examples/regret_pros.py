@@ -32,7 +32,7 @@ def learners(kernel, loss) -> dict:
     common = {"kernel": kernel, "loss": loss, "C": C, "alpha": ALPHA}
     return {
         "KONS": KONS(**common),
-        "SketchedKONS β=1, γ=0.02": SketchedKONS(**common, beta=1.0, gamma=0.02, seed=0),
+        "SketchedKONS β=1, γ=0.02": SketchedKONS(**common, beta=1.0, p_min=0.02, seed=0),
         "PROS-N-KONS": PROSNKONS(**common, dictionary_ridge=0.1, seed=0),
         "CON-KONS": CONKONS(**common, dictionary_ridge=0.1, seed=0),
     }

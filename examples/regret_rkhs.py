@@ -7,7 +7,7 @@ records ``R_t``. The dashed curve is Theorem 1 of Calandriello et al. (2017) for
 ``eta = sigma``:
 ``alpha ||f_t||^2 + 2 d_eff(alpha / (sigma L^2)) log(2 sigma L^2 t / alpha) / sigma``.
 Theory predicts ``R_t = O(d_eff log t)`` for KONS, a regret inflated by at most
-``1 / max(gamma, beta tau_min)`` for Sketched-KONS (Theorem 3), and ``O(sqrt t)`` for functional
+``1 / max(p_min, beta tau_min)`` for Sketched-KONS (Theorem 3), and ``O(sqrt t)`` for functional
 gradient descent.
 
 Run: python examples/regret_rkhs.py [--small] [--out DIR]
@@ -36,9 +36,9 @@ def learners(kernel, loss) -> dict:
         "KONS": KONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA, eta="exp-concave"),
         "KONS eta=hessian": KONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA, eta="hessian"),
         "SketchedKONS γ=0.2": SketchedKONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA,
-                                           eta="exp-concave", beta=1.0, gamma=0.2, seed=0),
+                                           eta="exp-concave", beta=1.0, p_min=0.2, seed=0),
         "SketchedKONS γ=0.02": SketchedKONS(kernel=kernel, loss=loss, C=C, alpha=ALPHA,
-                                            eta="exp-concave", beta=1.0, gamma=0.02, seed=0),
+                                            eta="exp-concave", beta=1.0, p_min=0.02, seed=0),
         "FunctionalGD": FunctionalGD(kernel=kernel, loss=loss, C=C, eta="sqrt"),
         "KRLS": KRLS(kernel=kernel, nu=0.01, C=C),
     }

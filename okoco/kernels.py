@@ -36,10 +36,12 @@ array([[2.    , 1.2131],
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.spatial.distance import cdist
+
+from okoco._validation import Interval, check_params
 
 __all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled"]
 
@@ -55,14 +57,8 @@ def _as_rows(X) -> np.ndarray:
     return X
 
 
-def _positive(name: str, value, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
-    return value
+#: The constraint of every kernel scale ``gamma``.
+SCALE = [Interval(Real, 0, None, closed="neither")]
 
 
 def _sq_dists(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -153,12 +149,12 @@ class Kernel:
     def __mul__(self, other):
         if isinstance(other, Kernel):
             return Product(self, other)
-        if isinstance(other, numbers.Real) and not isinstance(other, bool):
+        if isinstance(other, Real) and not isinstance(other, bool):
             return Scaled(other, self)
         return NotImplemented
 
     def __rmul__(self, other):
-        if isinstance(other, numbers.Real) and not isinstance(other, bool):
+        if isinstance(other, Real) and not isinstance(other, bool):
             return Scaled(other, self)
         return NotImplemented
 
@@ -178,8 +174,11 @@ class RBF(Kernel):
     True
     """
 
+    _parameter_constraints = {"gamma": SCALE}
+
     def __init__(self, gamma: float = 1.0):
-        self.gamma = _positive("gamma", gamma)
+        self.gamma = gamma
+        check_params(self)
 
     def _gram(self, X, Y):
         D = _sq_dists(X, Y)
@@ -208,8 +207,11 @@ class Laplacian(Kernel):
     0.135335
     """
 
+    _parameter_constraints = {"gamma": SCALE}
+
     def __init__(self, gamma: float = 1.0):
-        self.gamma = _positive("gamma", gamma)
+        self.gamma = gamma
+        check_params(self)
 
     def _gram(self, X, Y):
         D = cdist(X, Y, "cityblock")
@@ -244,17 +246,24 @@ class Polynomial(Kernel):
     25.0
     """
 
+    _parameter_constraints = {
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "gamma": SCALE,
+        "coef0": [Interval(Real, 0, None, closed="left")],
+        "normalize": ["boolean"],
+    }
+
     def __init__(
         self, degree: int = 2, gamma: float = 1.0, coef0: float = 1.0, normalize: bool = False
     ):
-        if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
-            raise ValueError(f"degree must be a positive integer, got {degree!r}")
-        self.degree = int(degree)
-        self.gamma = _positive("gamma", gamma)
-        self.coef0 = _positive("coef0", coef0, allow_zero=True)
-        if normalize and self.coef0 == 0:
-            raise ValueError("normalize=True needs coef0 > 0, else k(0, 0) = 0")
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.normalize = normalize
+        check_params(self)
         self.normalize = bool(normalize)
+        if normalize and self.coef0 == 0:
+            raise ValueError("Polynomial: normalize=True needs coef0 > 0, else k(0, 0) = 0")
 
     def _gram(self, X, Y):
         return (self.gamma * (X @ Y.T) + self.coef0) ** self.degree
@@ -281,7 +290,11 @@ class Linear(Kernel):
     11.0
     """
 
+    _parameter_constraints = {"normalize": ["boolean"]}
+
     def __init__(self, normalize: bool = False):
+        self.normalize = normalize
+        check_params(self)
         self.normalize = bool(normalize)
 
     def __call__(self, X, Y=None):
@@ -297,10 +310,20 @@ class Linear(Kernel):
         return np.einsum("ij,ij->i", X, X)
 
 
-def _kernel(name: str, value) -> Kernel:
-    if not isinstance(value, Kernel):
-        raise TypeError(f"{name} must be an okoco kernel, got {value!r}")
-    return value
+class _OkocoKernel:
+    """The constraint on the parts of a kernel sum, product or multiple: okoco kernels."""
+
+    def accepts_type(self, value) -> bool:
+        return isinstance(value, Kernel)
+
+    def convert(self, value):
+        return value
+
+    def __str__(self) -> str:
+        return "an okoco kernel"
+
+
+_PARTS = {"left": [_OkocoKernel()], "right": [_OkocoKernel()], "normalize": ["boolean"]}
 
 
 class Sum(Kernel):
@@ -323,9 +346,13 @@ class Sum(Kernel):
     6.0
     """
 
+    _parameter_constraints = _PARTS
+
     def __init__(self, left: Kernel, right: Kernel, normalize: bool = False):
-        self.left = _kernel("left", left)
-        self.right = _kernel("right", right)
+        self.left = left
+        self.right = right
+        self.normalize = normalize
+        check_params(self)
         self.normalize = bool(normalize)
 
     def _gram(self, X, Y):
@@ -357,9 +384,13 @@ class Product(Kernel):
     121.0
     """
 
+    _parameter_constraints = _PARTS
+
     def __init__(self, left: Kernel, right: Kernel, normalize: bool = False):
-        self.left = _kernel("left", left)
-        self.right = _kernel("right", right)
+        self.left = left
+        self.right = right
+        self.normalize = normalize
+        check_params(self)
         self.normalize = bool(normalize)
 
     def _gram(self, X, Y):
@@ -393,9 +424,12 @@ class Scaled(Kernel):
     array([0.5, 0.5])
     """
 
+    _parameter_constraints = {"scale": SCALE, "kernel": [_OkocoKernel()]}
+
     def __init__(self, scale: float, kernel: Kernel):
-        self.scale = _positive("scale", scale)
-        self.kernel = _kernel("kernel", kernel)
+        self.scale = scale
+        self.kernel = kernel
+        check_params(self)
 
     def _gram(self, X, Y):
         return self.scale * self.kernel(X, Y)

@@ -26,8 +26,9 @@ A loss is any object with these methods (all vectorised over numpy arrays):
 Optionally a loss may define ``check_target(y)`` that raises ``ValueError`` for a target outside
 its domain; learners call it before touching their state.
 
-The constants follow ``spec/kons-kors-sketched-kons.md`` section 1, including the corrected
-squared-hinge curvature for ``C > 1`` (the naive :math:`1/(2(1+C)^2)` is not valid there).
+The constants are those of Calandriello, Lazaric & Valko (2017), "Second-Order Kernel Online
+Convex Optimization with Adaptive Sketching", with a corrected squared-hinge curvature for
+``C > 1`` (the naive :math:`1/(2(1+C)^2)` is not valid there).
 
 Examples
 --------
@@ -42,16 +43,17 @@ Examples
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numpy as np
+
+from okoco._validation import Interval, check_param
 
 __all__ = ["Loss", "Squared", "Logistic", "SquaredHinge"]
 
 
 def _check_C(C: float) -> float:
-    if not (isinstance(C, (int, float)) and math.isfinite(C) and C > 0):
-        raise ValueError(f"C must be a finite number > 0, got {C!r}")
-    return float(C)
+    return check_param("C", C, [Interval(Real, 0, None, closed="neither")])
 
 
 class Loss:
@@ -106,7 +108,7 @@ class Squared(Loss):
     def curvature(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)
         Y = C if y_max is None else float(y_max)
-        return 1.0 / (2.0 * (C + Y) ** 2)
+        return 1.0 / (2.0 * (C + Y) * (C + Y))  # a product overflows to inf, ** would raise
 
     def lipschitz(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)
@@ -205,7 +207,7 @@ class SquaredHinge(Loss):
         C = _check_C(C)
         if C <= 1.0:
             return 1.0 / (2.0 * (1.0 + C) ** 2)
-        return (3.0 * C - 1.0) / (8.0 * C**2 * (1.0 + C))
+        return (3.0 * C - 1.0) / (8.0 * C * C * (1.0 + C))
 
     def lipschitz(self, C: float, y_max: float | None = None) -> float:
         return 2.0 * (1.0 + _check_C(C))

@@ -59,6 +59,7 @@ import collections
 import functools
 import importlib
 import inspect
+import itertools
 import json
 import math
 import os
@@ -79,8 +80,8 @@ __all__ = ["save", "load", "read_metadata", "register", "FORMAT_NAME", "FORMAT_V
 
 FORMAT_NAME = "okoco-model"
 CHECKPOINT_FORMAT_NAME = "okoco-replay-checkpoint"
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 META_KEY = "__okoco__"
 
 #: The learners :func:`save` accepts, by class path (exact classes: a subclass may hold more
@@ -471,10 +472,76 @@ def _read(path: str | os.PathLike, expected: str | None, *,
             f"{meta.get('okoco_version', '?')}); this okoco {_version()} reads format version "
             f"{supported} only"
         )
+    if version == 1:
+        try:
+            meta = _upgrade_v1(meta)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"{str(path)!r} is not a readable okoco file (damaged version-1 "
+                             f"metadata: {type(error).__name__}: {error})") from None
     if expected is not None and meta["format"] != expected:
         what = "a replay checkpoint" if meta["format"] == CHECKPOINT_FORMAT_NAME else "a model"
         raise ValueError(f"{str(path)!r} is {what} ({meta['format']!r}), not {expected!r}")
     return meta, loaded
+
+
+# -- version-1 files ----------------------------------------------------------------------------
+# Version 2 moved the input classes to okoco._input and renamed parameters: the probability floor
+# gamma -> p_min (SketchedKONS, PROS-N-KONS, CON-KONS, KORS), KRLS's and ALD's ridge -> alpha.
+# A version-1 file is rewritten into the version-2 layout before anything is decoded.
+
+_V1_RENAMES = {
+    "okoco.learners.kons.SketchedKONS": {"gamma": "p_min"},
+    "okoco.learners.pros.PROSNKONS": {"gamma": "p_min"},
+    "okoco.learners.pros.CONKONS": {"gamma": "p_min"},
+    "okoco.dictionary.kors.KORS": {"gamma": "p_min"},
+    "okoco.learners.krls.KRLS": {"ridge": "alpha"},
+    "okoco.dictionary.ald.ALD": {"ridge": "alpha"},
+}
+
+
+def _upgrade_v1(meta: dict) -> dict:
+    """A version-1 metadata tree in the version-2 layout."""
+    fresh_ids = itertools.count(-1, -1)  # ids of the objects version 2 adds (never in a file)
+
+    def attributes(path: str, attrs: dict) -> tuple[str, dict]:
+        attrs = {_V1_RENAMES.get(path, {}).get(k, k): v for k, v in attrs.items()}
+        if path.startswith("okoco.learners.") and "n_seen" in attrs:  # a nested learner
+            attrs.setdefault("_abs_target_sum", 0.0)
+            attrs.setdefault("_warned_unscaled", False)
+        if path == "okoco.learners.features.FeatureMap":
+            return "okoco._input.FeatureMap", {**attrs, "mode": None}
+        if path == "okoco.learners.features.PointStore":
+            return "okoco._input.Rows", {
+                "max_size": attrs["max_size"], "n": attrs["size"], "d": attrs["n_cols"],
+                "n_added": attrs["n_added"], "data": attrs["_X"], "fields": attrs["_fields"]}
+        if path == "okoco.dictionary._base._Rows":
+            return "okoco._input.Rows", {"max_size": None, "n_added": attrs["n"],
+                                         "fields": {}, **attrs}
+        if "_feature_index" in attrs:  # a dictionary: its input mapping became a FeatureMap
+            attrs["_features"] = {"__obj__": "okoco._input.FeatureMap", "id": next(fresh_ids),
+                                  "attrs": {"columns": attrs.pop("_feature_index"),
+                                            "mode": attrs.pop("_mode"), "_last": None}}
+        return path, attrs
+
+    def upgrade(tree: Any) -> Any:
+        if isinstance(tree, list):
+            return [upgrade(item) for item in tree]
+        if not isinstance(tree, dict):
+            return tree
+        tree = {key: upgrade(value) for key, value in tree.items()}
+        if isinstance(tree.get("__obj__"), str) and isinstance(tree.get("attrs"), dict):
+            tree["__obj__"], tree["attrs"] = attributes(tree["__obj__"], tree["attrs"])
+        return tree
+
+    meta = upgrade(meta)
+    if isinstance(meta.get("state"), dict) and "n_seen" in meta["state"]:  # a learner
+        meta["state"].setdefault("_abs_target_sum", 0.0)  # added after 0.1.0: the target-scale
+        meta["state"].setdefault("_warned_unscaled", False)  # warning's running sum and flag
+    renames = _V1_RENAMES.get(meta.get("class"), {})
+    for part in ("params", "state"):
+        if isinstance(meta.get(part), dict):
+            meta[part] = {renames.get(k, k): v for k, v in meta[part].items()}
+    return meta
 
 
 def _version() -> str:

@@ -1,4 +1,5 @@
-"""The bad-input catalogue (docs/guide/reliability.md) for every learner.
+"""The bad-input catalogue (docs/guide/reliability.md) for every learner, dictionary, the regret
+tracker and ``okoco.load``.
 
 Each bad row gets a clear error naming the feature (or the target / label), and afterwards the
 learner's state is byte-for-byte what it was (pickled) and it predicts exactly as before.
@@ -11,14 +12,19 @@ from __future__ import annotations
 
 import decimal
 import fractions
+import json
+import os
 import pickle
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import okoco
 from okoco import BinaryClassifier, kernels, losses
+from okoco.dictionary import ALD, KORS, SQUEAK, INKEstimate
 from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
+from okoco.regret import KernelRidge, RegretTracker
 
 REGRESSORS = {
     "kons": lambda: KONS(C=2.0),
@@ -235,3 +241,391 @@ def test_a_target_too_large_for_a_second_order_step(learner):
     with pytest.raises(ValueError, match="target 1e\\+100 .*too large for a second-order step"):
         model.learn_one({"a": 0.3}, 1e100)
     assert_unchanged(model, snap)
+
+
+# -- the catalogue: every kind of bad input, against every object that reads input ---------------
+#
+# Each kind raises its documented error, and afterwards the object's pickled state (every array,
+# bit for bit) and its answers on fixed probes are exactly what they were. The kinds are grouped
+# by what they corrupt; each group runs against every learner, dictionary, the tracker or load.
+
+INF = float("inf")
+FEATURE_VALUES = [  # a bad value of one feature in a dict row
+    ("nan", float("nan"), ValueError, "not finite"),
+    ("float32-nan", np.float32("nan"), ValueError, "not finite"),
+    ("inf", INF, ValueError, "not finite"),
+    ("minus-inf", -INF, ValueError, "not finite"),
+    ("float64-inf", np.float64(INF), ValueError, "not finite"),
+    ("1e300", 1e300, ValueError, "too large"),
+    ("minus-1e151", -1e151, ValueError, "too large"),
+    ("int-10**400", 10**400, ValueError, "too large"),
+    ("minus-int-10**400", -(10**400), ValueError, "too large"),
+    ("fraction-10**400", fractions.Fraction(10**400), ValueError, "too large"),
+    ("None", None, TypeError, "non-numeric"),
+    ("str", "3.1", TypeError, "non-numeric"),
+    ("numpy-str", np.str_("1"), TypeError, "non-numeric"),
+    ("bytes", b"1", TypeError, "non-numeric"),
+    ("list", [1.0], TypeError, "non-numeric"),
+    ("tuple", (1.0,), TypeError, "non-numeric"),
+    ("dict", {}, TypeError, "non-numeric"),
+    ("set", {1.0}, TypeError, "non-numeric"),
+    ("complex", 1j, TypeError, "non-numeric"),
+    ("numpy-complex", np.complex128(1.0), TypeError, "non-numeric"),
+    ("decimal", decimal.Decimal("1.5"), TypeError, "non-numeric"),
+    ("array-1", np.array([1.0]), TypeError, "non-numeric"),
+    ("array-0d", np.array(1.0), TypeError, "non-numeric"),
+    ("datetime64", np.datetime64("2020-01-01"), TypeError, "non-numeric"),
+    ("object", object(), TypeError, "non-numeric"),
+]
+TARGETS = [  # a bad regression target (also the tracker's y and y_pred)
+    ("nan", float("nan"), ValueError, "finite"),
+    ("inf", INF, ValueError, "finite"),
+    ("minus-inf", -INF, ValueError, "finite"),
+    ("1e300", 1e300, ValueError, "too large"),
+    ("int-10**400", 10**400, ValueError, "too large"),
+    ("minus-int-10**400", -(10**400), ValueError, "too large"),
+    ("None", None, TypeError, "real number"),
+    ("str", "1.5", TypeError, "real number"),
+    ("bool", True, TypeError, "real number"),
+    ("numpy-bool", np.bool_(False), TypeError, "real number"),
+    ("complex", 1j, TypeError, "real number"),
+    ("decimal", decimal.Decimal("0.5"), TypeError, "real number"),
+    ("list", [0.5], TypeError, "real number"),
+    ("array-1", np.array([0.5]), TypeError, "real number"),
+]
+NOT_ROWS = [  # what is not a row at all (learners take dicts only)
+    ("list", [1.0, 2.0]), ("None", None), ("str", "a=1"), ("bytes", b"a"),
+    ("array", np.array([1.0])), ("pairs", (("a", 1.0),)), ("set", {"a"}), ("int", 3),
+]
+ARRAY_ROWS = [  # bad 1-D array rows, for the objects fed arrays (dictionaries, tracker)
+    ("wrong-width", np.zeros(3), ValueError, "3 features, expected 2"),
+    ("nan", np.array([0.0, np.nan]), ValueError, "feature 1 is not finite"),
+    ("inf", np.array([INF, 0.0]), ValueError, "feature 0 is not finite"),
+    ("1e300", np.array([0.0, 1e300]), ValueError, "feature 1 .* too large"),
+    ("strings", np.array(["1", "2"]), TypeError, "feature 0 has a non-numeric value"),
+    ("complex", np.array([1j, 0j]), TypeError, "feature 0 has a non-numeric value"),
+    ("object-None", np.array([0.5, None], dtype=object), TypeError, "feature 1 .*non-numeric"),
+    ("2-D", np.zeros((1, 2)), ValueError, "1-D"),
+    ("a-dict", {"a": 1.0}, TypeError, "fed arrays; got a dict"),
+]
+
+
+def _frame(column):
+    return pd.DataFrame({"a": [0.1, 0.2, 0.3, 0.4], "b": column})
+
+
+BATCHES = [  # bad batches: (X, y or None for "the right targets"), error, message
+    ("nan-row-3", np.array([[0.1, 0.2]] * 3 + [[np.nan, 0.0]]), None, ValueError,
+     "row 3: feature 0 is not finite"),
+    ("inf-row-2", np.array([[0.1, 0.2], [0.3, 0.4], [0.0, -INF], [0.5, 0.5]]), None, ValueError,
+     "row 2: feature 1 is not finite"),
+    ("1e300-row-1", np.array([[0.1, 0.2], [1e300, 0.0], [0.0, 0.0], [0.5, 0.5]]), None,
+     ValueError, "row 1: feature 0 .* too large"),
+    ("object-str-row-1", np.array([[0.1, 0.2], ["x", 1.0], [0.0, 0.0], [0.5, 0.5]],
+                                  dtype=object), None, TypeError, "row 1: feature 0 .*'x'"),
+    ("object-10**400-row-2", np.array([[0.1, 0.2], [0.1, 0.2], [10**400, 1.0], [0.5, 0.5]],
+                                      dtype=object), None, ValueError, "row 2: .*too large"),
+    ("numpy-strings", np.array([["0.1", "0.2"]] * 4), None, TypeError, "row 0: .*non-numeric"),
+    ("complex-array", np.ones((4, 2), dtype=complex), None, TypeError, "row 0: .*non-numeric"),
+    ("frame-object-str-row-2", _frame([0.1, 0.2, "red", 0.4]), None, TypeError,
+     "row 2: feature 'b' .*'red'"),
+    ("frame-complex", _frame([1j, 2j, 3j, 4j]), None, TypeError, "row 0: feature 'b'"),
+    ("frame-inf-row-1", _frame([0.1, INF, 0.3, 0.4]), None, ValueError,
+     "row 1: feature 'b' is not finite"),
+    ("dicts-nan-row-3", [{"a": 0.1}, {"a": 0.2}, {"b": 0.3}, {"a": np.nan}], None, ValueError,
+     "row 3: feature 'a' is not finite"),
+    ("dicts-str-row-1", [{"a": 0.1}, {"a": "0.2"}, {"b": 0.3}, {"a": 0.0}], None, TypeError,
+     "row 1: feature 'a' .*non-numeric"),
+    ("3-D", np.zeros((4, 2, 1)), None, ValueError, "2-D"),
+    ("1-D", np.zeros(4), None, ValueError, "2-D"),
+]
+TARGET_BATCHES = [  # bad targets of a good batch (learners' learn_many)
+    ("too-few-targets", [0.1, 0.2, 0.3], ValueError, "4 rows but y has 3"),
+    ("nan-target-row-2", [0.1, 0.2, np.nan, 0.3], ValueError, "row 2: the target is nan"),
+    ("str-target-row-1", [0.1, "0.2", 0.3, 0.4], TypeError, "row 1: the target must be"),
+    ("huge-target-row-3", [0.1, 0.2, 0.3, 10**400], ValueError, "row 3: the target .*too large"),
+]
+LABELS = [  # bad labels of a BinaryClassifier that has seen 'yes' and 'no'
+    ("third-class", "maybe", ValueError, "'maybe' is a third class"),
+    ("None-third-class", None, ValueError, "third class"),
+    ("nan-third-class", float("nan"), ValueError, "third class"),
+    ("list", ["yes"], TypeError, "hashable"),
+    ("dict", {"y": 1}, TypeError, "hashable"),
+    ("array", np.array([1]), TypeError, "hashable"),
+]
+FIRST_LABELS = [  # bad labels of a BinaryClassifier that has seen one label
+    ("nan-after-one-label", float("nan"), ValueError, "not equal to itself"),
+    ("set", {"yes"}, TypeError, "hashable"),
+]
+TRACKER_ONLY = [  # y_pred is checked like a target; mixing row kinds is refused
+    ("y_pred-nan", lambda t: t.update({"a": 0.1}, 0.2, float("nan")), ValueError,
+     "y_pred is nan"),
+    ("y_pred-str", lambda t: t.update({"a": 0.1}, 0.2, "0.1"), TypeError,
+     "y_pred must be a real number"),
+    ("array-after-dicts", lambda t: t.update(np.zeros(2), 0.2, 0.1), TypeError,
+     "fed dicts; got an array"),
+]
+N_KINDS = (len(FEATURE_VALUES) + len(TARGETS) + len(NOT_ROWS) + len(ARRAY_ROWS) + len(BATCHES)
+           + len(TARGET_BATCHES) + len(LABELS) + len(FIRST_LABELS) + len(TRACKER_ONLY))
+
+
+def test_the_catalogue_has_at_least_60_kinds():
+    assert N_KINDS + len(LOAD_CASES) >= 60
+
+
+# -- the objects and their state --------------------------------------------------------------
+
+DICTIONARIES = {
+    "kors": lambda: KORS(kernels.RBF(0.5), beta=2.0, seed=0),
+    "ald": lambda: ALD(kernels.RBF(0.5), nu=0.05),
+    "squeak": lambda: SQUEAK(kernels.RBF(0.5), qbar=10, seed=0),
+    "ink": lambda: INKEstimate(kernels.RBF(0.5), qbar=50.0, seed=0),
+}
+ROWS = [{"a": float(v), "b": float(w)} for v, w in np.random.default_rng(1).normal(size=(20, 2))]
+
+
+def fed(name, arrays=False):
+    """A dictionary, or the tracker, after 20 rows (dicts, or arrays of the same numbers)."""
+    obj = (DICTIONARIES[name]() if name != "tracker" else
+           RegretTracker(losses.Squared(), KernelRidge(kernels.RBF(0.5)), checkpoints=[10]))
+    for row in ROWS:
+        x = np.array([row["a"], row["b"]]) if arrays else row
+        obj.update(x, row["a"], 0.0) if name == "tracker" else obj.update(x)
+    return obj
+
+
+def answers(obj):
+    """What the object tells about fixed probes (and its own summaries)."""
+    if isinstance(obj, RegretTracker):
+        return obj.X.tolist(), obj.features, obj.regret.tolist(), obj.n_seen
+    if hasattr(obj, "update"):  # a dictionary
+        arrays = obj.feature_names == [0, 1]
+        probes = ([np.array([0.2, -0.4]), np.array([1.5, 0.0])] if arrays else
+                  [{"a": 0.2, "b": -0.4}, {"a": 1.5}])
+        return ([obj.kernel_column(p).tolist() for p in probes],
+                obj.nystrom_features(probes).tolist(), obj.indices.tolist())
+    if isinstance(obj, BinaryClassifier):
+        return [obj.predict_proba_one(x) for x in PROBES]
+    return [obj.predict_one(x) for x in PROBES]
+
+
+def state(obj):
+    return pickle.dumps(obj), answers(obj)
+
+
+def check(obj, action, error, message):
+    """``action(obj)`` raises ``error`` matching ``message`` and changes nothing."""
+    before = state(obj)
+    with pytest.raises(error, match=message):
+        action(obj)
+    assert state(obj) == before
+
+
+LEARNER_NAMES = sorted(ALL)
+DICT_NAMES = sorted(DICTIONARIES)
+
+
+# -- feature values ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kind", "value", "error", "message"), FEATURE_VALUES,
+                         ids=[k[0] for k in FEATURE_VALUES])
+def test_catalogue_feature_values(kind, value, error, message):
+    for name in LEARNER_NAMES:
+        model, y = trained(name), target_for(name)
+        for x in ({"a": value}, {"a": 0.1, "new": value}):
+            bad = "a" if "new" not in x else "new"
+            match = f"feature '{bad}' .*({message})"
+            check(model, lambda m, x=x, y=y: m.learn_one(x, y), error, match)
+            check(model, lambda m, x=x: m.predict_one(x), error, match)
+        if name != "binary":
+            X = np.empty((3, 2), dtype=object)  # the bad value as a cell of a batch
+            X[:] = [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]
+            X[2, 1] = value
+            check(model, lambda m, X=X: m.learn_many(X, [0.1, 0.2, 0.3]), error,
+                  f"row 2: feature 1 .*({message})")
+            check(model, lambda m, X=X: m.predict_many(X), error, f"row 2: feature 1 .*({message})")
+    for name in [*DICT_NAMES, "tracker"]:
+        obj = fed(name)
+        for x in ({"a": value}, {"a": 0.1, "new": value}):
+            bad = "a" if "new" not in x else "new"
+            match = f"feature '{bad}' .*({message})"
+            step = ((lambda o, x=x: o.update(x, 0.1, 0.2)) if name == "tracker" else
+                    (lambda o, x=x: o.update(x)))
+            check(obj, step, error, match)
+        if name != "tracker":
+            rows = [{"a": 0.1}, {"a": 0.2}, {"b": 0.3}, {"a": 0.4, "c": value}]
+            check(obj, lambda o, rows=rows: o.update_many(rows), error,
+                  f"row 3: feature 'c' .*({message})")
+            check(obj, lambda o: o.kernel_column({"a": value}), error, "feature 'a'")
+
+
+# -- rows that are not rows ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kind", "x"), NOT_ROWS, ids=[k[0] for k in NOT_ROWS])
+def test_catalogue_not_rows(kind, x):
+    for name in LEARNER_NAMES:
+        model, y = trained(name), target_for(name)
+        check(model, lambda m, y=y: m.learn_one(x, y), TypeError, "must be a dict")
+        check(model, lambda m: m.predict_one(x), TypeError, "must be a dict")
+    if kind in ("list", "array"):  # arrays are rows for the dictionaries and the tracker ...
+        return
+    for name in [*DICT_NAMES, "tracker"]:  # ... the rest is not
+        obj = fed(name)
+        step = ((lambda o: o.update(x, 0.1, 0.2)) if name == "tracker" else
+                (lambda o: o.update(x)))
+        check(obj, step, TypeError, "got")
+
+
+@pytest.mark.parametrize(("kind", "x", "error", "message"), ARRAY_ROWS,
+                         ids=[k[0] for k in ARRAY_ROWS])
+def test_catalogue_array_rows(kind, x, error, message):
+    for name in [*DICT_NAMES, "tracker"]:
+        obj = fed(name, arrays=True)
+        step = ((lambda o: o.update(x, 0.1, 0.2)) if name == "tracker" else
+                (lambda o: o.update(x)))
+        check(obj, step, error, message)
+    for name in DICT_NAMES:
+        check(fed(name), lambda o: o.update(np.zeros(2)), TypeError, "fed dicts; got an array")
+
+
+# -- targets and labels --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kind", "y", "error", "message"), TARGETS, ids=[k[0] for k in TARGETS])
+def test_catalogue_targets(kind, y, error, message):
+    for name in sorted(REGRESSORS):
+        check(trained(name), lambda m: m.learn_one({"a": 0.1}, y), error,
+              f"the target.*{message}")
+    tracker = fed("tracker")
+    check(tracker, lambda t: t.update({"a": 0.1}, y, 0.2), error, f"the target.*{message}")
+    check(tracker, lambda t: t.update({"a": 0.1}, 0.2, y), error, f"y_pred.*{message}")
+
+
+@pytest.mark.parametrize(("kind", "label", "error", "message"), LABELS,
+                         ids=[k[0] for k in LABELS])
+def test_catalogue_labels(kind, label, error, message):
+    check(trained("binary"), lambda m: m.learn_one({"a": 0.1}, label), error, message)
+
+
+@pytest.mark.parametrize(("kind", "label", "error", "message"), FIRST_LABELS,
+                         ids=[k[0] for k in FIRST_LABELS])
+def test_catalogue_labels_after_one_label(kind, label, error, message):
+    model = BinaryClassifier(KONS(loss=losses.Logistic()))
+    model.learn_one({"a": 0.3}, "yes")
+    check(model, lambda m: m.learn_one({"a": 0.1}, label), error, message)
+    assert model.predict_one({"a": 0.1}) == "yes"  # predictions stay labels, never NaN
+
+
+# -- batches -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kind", "X", "y", "error", "message"), BATCHES,
+                         ids=[k[0] for k in BATCHES])
+def test_catalogue_batches(kind, X, y, error, message):
+    targets = [0.1, 0.2, 0.3, 0.4]
+    for name in sorted(REGRESSORS):
+        model = trained(name)
+        check(model, lambda m: m.learn_many(X, targets), error, message)
+        check(model, lambda m: m.predict_many(X), error, message)
+    for name in DICT_NAMES:
+        arrays = isinstance(X, np.ndarray)
+        obj = fed(name, arrays=arrays)
+        check(obj, lambda o: o.update_many(X), error, message)
+
+
+@pytest.mark.parametrize(("kind", "y", "error", "message"), TARGET_BATCHES,
+                         ids=[k[0] for k in TARGET_BATCHES])
+def test_catalogue_target_batches(kind, y, error, message):
+    X = np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6], [0.7, 0.8]])
+    for name in sorted(REGRESSORS):
+        check(trained(name), lambda m: m.learn_many(X, y), error, message)
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSORS))
+def test_a_batch_that_fails_midway_is_undone_and_names_the_row(name):
+    """Valid cells, but row 2 overflows a polynomial kernel while learning: rows 0-1 are undone."""
+    make = {"kons": KONS, "sketched": lambda **k: SketchedKONS(seed=0, **k),
+            "fgd": FunctionalGD, "krls": KRLS}[name]
+    model = make(kernel=kernels.Polynomial(degree=3))
+    for i in range(5):
+        model.learn_one({"0": i / 5, "1": 0.0}, 0.1 * i)
+    with np.errstate(over="ignore", invalid="ignore"):
+        check(model, lambda m: m.learn_many(pd.DataFrame({"0": [0.1, 0.2, 1e120],
+                                                          "1": [0.0, 0.0, 0.0]}),
+                                            [0.1, 0.2, 0.3]),
+              ValueError, "row 2: .*(overflow|too large|not finite)")
+
+
+# -- the tracker ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kind", "action", "error", "message"), TRACKER_ONLY,
+                         ids=[k[0] for k in TRACKER_ONLY])
+def test_catalogue_tracker(kind, action, error, message):
+    check(fed("tracker"), action, error, message)
+
+
+# -- load ----------------------------------------------------------------------------------------
+
+def _write_text(path):
+    path.write_text("not a model")
+
+
+def _write_plain_npz(path):
+    np.savez(path, a=np.zeros(2))
+
+
+def _write_pickled(path):
+    np.savez(path, __okoco__=np.array("{}"), a=np.array([{"x": 1}], dtype=object))
+
+
+def _edit_meta(edit):
+    def write(path):
+        model = KONS()
+        model.learn_one({"a": 1.0}, 0.5)
+        model.save(path)
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {k: archive[k] for k in archive.files if k != "__okoco__"}
+            meta = json.loads(str(archive["__okoco__"]))
+        edit(meta)
+        np.savez(path, __okoco__=np.array(json.dumps(meta)), **arrays)
+    return write
+
+
+LOAD_CASES = [  # damaged or foreign files: okoco.load raises and the file is left as it was
+    ("text-file", _write_text, ValueError, "not an okoco file"),
+    ("plain-npz", _write_plain_npz, ValueError, "not an okoco file"),
+    ("pickled-arrays", _write_pickled, ValueError, "object arrays"),
+    ("version-99", _edit_meta(lambda m: m.update(format_version=99)), ValueError, "version 99"),
+    ("unknown-format", _edit_meta(lambda m: m.update(format="zip")), ValueError,
+     "not an okoco file"),
+    ("not-a-learner", _edit_meta(lambda m: m.update({"class": "os.system"})), ValueError,
+     "not an okoco learner"),
+    ("bad-parameter", _edit_meta(lambda m: m["params"].update(alpha=-1.0)), ValueError,
+     "KONS: alpha must be"),
+    ("missing-state", _edit_meta(lambda m: m["state"].pop("rg_sum")), ValueError,
+     "does not match"),
+    ("truncated", lambda p: (_edit_meta(lambda m: None)(p),
+                             p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])),
+     ValueError, "not an okoco file|not a readable okoco file"),
+    ("state-a-list", _edit_meta(lambda m: m.update(state=[1, 2])), ValueError, "model.npz"),
+    ("dangling-reference", _edit_meta(lambda m: m["state"].update(log_det={"__ref__": 12345})),
+     ValueError, "model.npz"),
+    ("foreign-object", _edit_meta(lambda m: m["state"].update(
+        _features={"__obj__": "subprocess.Popen", "id": 99, "attrs": {}})), ValueError,
+     "never loads"),
+]
+
+
+@pytest.mark.parametrize(("kind", "write", "error", "message"), LOAD_CASES,
+                         ids=[k[0] for k in LOAD_CASES])
+def test_catalogue_load(kind, write, error, message, tmp_path):
+    path = tmp_path / "model.npz"
+    write(path)
+    before = path.read_bytes()
+    with pytest.raises(error, match=message):
+        okoco.load(path)
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["model.npz"]
+
+
+def test_load_of_a_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        okoco.load(tmp_path / "absent.npz")
+    assert os.listdir(tmp_path) == []

@@ -199,7 +199,7 @@ def test_help_documents_preprocessing():
         (["replay", "sinc", "-l", "svm"], "unknown learner 'svm'"),
         (["replay", "sinc", "-p", "foo=1"], "has no parameter 'foo'"),
         (["replay", "sinc", "-p", "alpha"], "must look like key=value"),
-        (["replay", "sinc", "-l", "kons", "-p", "alpha=-1"], "alpha must be finite and > 0"),
+        (["replay", "sinc", "-l", "kons", "-p", "alpha=-1"], "alpha must be a real number > 0"),
         (["replay", "sinc", "-p", "kernel=rbf"], "set kernel with --kernel"),
         (["replay", "sinc", "-k", "sigmoid"], "unknown kernel 'sigmoid'"),
         (["replay", "sinc", "-k", "rbf", "--degree", "3"], "takes no --degree"),

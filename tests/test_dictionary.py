@@ -347,7 +347,7 @@ def test_kors_keeping_everything_gives_exactly_one_plus_eps_times_tau():
     X = np.random.default_rng(9).normal(size=(120, 2))
     k = RBF(gamma=0.5)
     alpha, eps = 0.4, 0.3
-    kors = KORS(k, alpha=alpha, eps=eps, beta=0.0, gamma=1.0, seed=0)
+    kors = KORS(k, alpha=alpha, eps=eps, beta=0.0, p_min=1.0, seed=0)
     taus = []
     for x in X:
         assert kors.update(x)
@@ -364,8 +364,8 @@ def test_kors_update_column_matches_kernel_driven_run_and_rescaled_eq4():
     X = rng.normal(size=(100, 2))
     k = RBF(gamma=0.5)
     K = k(X, X)
-    ref = KORS(k, alpha=0.5, eps=0.5, beta=3.0, gamma=0.05, seed=3)
-    col = KORS(None, alpha=0.5, eps=0.5, beta=3.0, gamma=0.05, seed=3)
+    ref = KORS(k, alpha=0.5, eps=0.5, beta=3.0, p_min=0.05, seed=3)
+    col = KORS(None, alpha=0.5, eps=0.5, beta=3.0, p_min=0.05, seed=3)
     for t in range(100):
         ref.update(X[t])
         added, tau, p = col.update_column(K[col.indices, t], K[t, t])
@@ -391,7 +391,7 @@ def test_kors_update_column_matches_kernel_driven_run_and_rescaled_eq4():
 def test_kors_edge_cases_and_reproducibility():
     X = np.random.default_rng(11).normal(size=(80, 3))
     k = RBF(gamma=0.5)
-    none = KORS(k, alpha=1.0, eps=0.5, beta=0.0, gamma=0.0, seed=0)
+    none = KORS(k, alpha=1.0, eps=0.5, beta=0.0, p_min=0.0, seed=0)
     assert not none.update_many(X).any() and none.size == 0
     runs = [KORS(k, alpha=1.0, eps=0.5, beta=1.0, seed=s) for s in (5, 5, 6)]
     for r in runs:
@@ -574,7 +574,7 @@ def test_squeak_compressed_estimator_equals_literal_eq5_and_invariants():
     k = RBF(gamma=0.5)
     K = k(X, X)
     eps, gamma, qbar = 0.5, 2.0, 8
-    sq = SQUEAK(k, gamma=gamma, eps=eps, qbar=qbar, seed=0)
+    sq = SQUEAK(k, alpha=gamma, eps=eps, qbar=qbar, seed=0)
     history, ever_dropped = {}, set()
     for t in range(120):
         if t % 10 == 5:
@@ -601,7 +601,7 @@ def test_squeak_printed_max_rule_breaks_p_below_tau(rule):
     """The printed line 5, max(min(tau~, p~), p~/2), halves at most per step and lets a fresh
     point enter with p~ >= 1/2 > tau~, violating p~ <= tau~; the min rule never does."""
     X = np.random.default_rng(18).normal(size=(100, 2))
-    sq = SQUEAK(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=10, rule=rule, seed=1)
+    sq = SQUEAK(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=10, rule=rule, seed=1)
     last, above = {}, 0
     for t, x in enumerate(X):
         sq.update(x)
@@ -621,7 +621,7 @@ def squeak_check(seed, n=400, qbar=50, eps=0.5, gamma=2.0):
     X[: n // 10] *= 4.0
     k = RBF(gamma=0.5)
     K = k(X, X)
-    sq = SQUEAK(k, gamma=gamma, eps=eps, qbar=qbar, seed=seed)
+    sq = SQUEAK(k, alpha=gamma, eps=eps, qbar=qbar, seed=seed)
     ok = True
     for t in range(n):
         sq.update(X[t])
@@ -671,7 +671,7 @@ def test_ink_scores_and_deff_match_dense_eq14_eq15():
     K = k(X, X)
     gamma, eps = 2.0, 0.5
     a = (2 - eps) / (1 - eps)
-    ink = INKEstimate(k, gamma=gamma, eps=eps, qbar=300.0, seed=0)
+    ink = INKEstimate(k, alpha=gamma, eps=eps, qbar=300.0, seed=0)
     for t in range(90):
         idx, b = ink.indices, ink.weights
         if len(idx):
@@ -708,7 +708,7 @@ def ink_check(seed, n=300, qbar=3000.0, eps=0.5, gamma=2.0):
     X[: n // 10] *= 4.0
     k = RBF(gamma=0.5)
     K = k(X, X)
-    ink = INKEstimate(k, gamma=gamma, eps=eps, qbar=qbar, seed=seed)
+    ink = INKEstimate(k, alpha=gamma, eps=eps, qbar=qbar, seed=seed)
     sizes = []
     for x in X:
         ink.update(x)
@@ -736,11 +736,11 @@ def test_ink_size_and_accuracy_over_seeds():
 
 
 def test_ink_guards_on_degenerate_kernel_and_small_budget():
-    ink = INKEstimate(ZeroKernel(), gamma=2.0, eps=0.5, qbar=10.0, seed=0)
+    ink = INKEstimate(ZeroKernel(), alpha=2.0, eps=0.5, qbar=10.0, seed=0)
     ink.update_many(np.ones((5, 1)))
     assert ink.n_deff_guard == 5 and ink.deff_estimate == 0.0
     X = np.random.default_rng(21).normal(size=(150, 3))
-    small = INKEstimate(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=50.0, seed=0)
+    small = INKEstimate(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=50.0, seed=0)
     previous = 0.0
     for x in X:
         small.update(x)
@@ -754,8 +754,8 @@ def test_ink_guards_on_degenerate_kernel_and_small_budget():
     [
         lambda: KORS(RBF(gamma=0.5), alpha=1.0, eps=0.5, beta=2.0, seed=0),
         lambda: ALD(RBF(gamma=0.5), nu=0.05),
-        lambda: SQUEAK(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=10, seed=0),
-        lambda: INKEstimate(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=200.0, seed=0),
+        lambda: SQUEAK(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=10, seed=0),
+        lambda: INKEstimate(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=200.0, seed=0),
     ],
 )
 def test_dict_input_with_appearing_features_equals_padded_arrays(make):
@@ -820,10 +820,10 @@ def test_bad_input_is_rejected_and_leaves_state_unchanged(cls):
         (lambda: KORS(RBF(), alpha=0.0), "alpha"),
         (lambda: KORS(RBF(), eps=1.5), "eps"),
         (lambda: KORS(RBF(), beta=-1.0), "beta"),
-        (lambda: KORS(RBF(), gamma=2.0), "gamma"),
+        (lambda: KORS(RBF(), p_min=2.0), "p_min"),
         (lambda: ALD(RBF(), nu=0.0), "nu"),
         (lambda: ALD(RBF(), nu=0.1, max_size=0), "max_size"),
-        (lambda: SQUEAK(RBF(), gamma=-1.0), "gamma"),
+        (lambda: SQUEAK(RBF(), alpha=-1.0), "alpha"),
         (lambda: SQUEAK(RBF(), qbar=0), "qbar"),
         (lambda: SQUEAK(RBF(), rule="median"), "rule"),
         (lambda: INKEstimate(RBF(), eps=1.0), "eps"),
@@ -853,7 +853,7 @@ def test_ald_update_column_matches_update_and_ridge_uses_the_regularized_residua
     X = np.random.default_rng(5).normal(size=(400, 2))
     k = RBF(gamma=0.5)
     for ridge in (0.0, 1e-4):
-        by_point, by_column = ALD(k, nu=1e-3, ridge=ridge), ALD(None, nu=1e-3, ridge=ridge)
+        by_point, by_column = ALD(k, nu=1e-3, alpha=ridge), ALD(None, nu=1e-3, alpha=ridge)
         for x in X:
             by_point.update(x)
             col = k(X[by_column.indices], x)[:, 0]
@@ -868,7 +868,7 @@ def test_ald_update_column_matches_update_and_ridge_uses_the_regularized_residua
         a, delta = by_point.project(z)
         np.testing.assert_allclose(a, np.linalg.solve(G, g), rtol=1e-7, atol=1e-9)  # cond(G) ~ 1e5
         assert delta == pytest.approx(1.0 - g @ np.linalg.solve(G, g), abs=1e-10)
-    plain, loaded = ALD(k, nu=1e-3), ALD(k, nu=1e-3, ridge=1e-4)
+    plain, loaded = ALD(k, nu=1e-3), ALD(k, nu=1e-3, alpha=1e-4)
     plain.update_many(X)
     loaded.update_many(X)
     assert plain.size <= loaded.size <= 1.5 * plain.size < len(X) / 4

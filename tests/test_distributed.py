@@ -90,7 +90,7 @@ def test_failing_task_is_reported_with_its_parameters(client):
                       ("no-such-dataset", 1.0, "error"), ("no-such-dataset", -1.0, "error")]
     bad = res.records[1]
     assert bad["seed"] == 3 and bad["learner"] == "kons" and bad["data_params"] == {"n": 40}
-    assert "alpha must be finite and > 0" in bad["error"] and bad["error_type"] == "UserError"
+    assert "alpha must be a real number > 0" in bad["error"] and bad["error_type"] == "UserError"
     assert "unknown dataset 'no-such-dataset'" in res.records[2]["error"]
     assert res.results[1] is None and res.results[0].n_samples == 40
     assert len(res.ok) == 1 and len(res.failed) == 3
@@ -224,7 +224,7 @@ def test_cli_compare_reports_failed_runs(client, tmp_path):
     assert result.exit_code == 1
     failed = result.stderr.strip().splitlines()
     assert len(failed) == 2 and all(line.startswith("failed: kons alpha=-1") for line in failed)
-    assert "alpha must be finite and > 0" in failed[0]
+    assert "alpha must be a real number > 0" in failed[0]
     assert "fgd" in result.stdout and "kons" not in result.stdout
     assert [r.split(",")[:2] for r in out.read_text().splitlines()[1:]] == [
         ["fgd", "0"], ["fgd", "1"]]
@@ -232,15 +232,15 @@ def test_cli_compare_reports_failed_runs(client, tmp_path):
     here = runner.invoke(app, every)
     there = runner.invoke(app, [*every, "--scheduler", client.scheduler.address])
     assert here.exit_code == there.exit_code == 2
-    assert there.stderr == here.stderr and "alpha must be finite" in here.stderr
+    assert there.stderr == here.stderr and "alpha must be a real number" in here.stderr
 
 
 # ---------------------------------------------------------------------------- SQUEAK.merge
 def fresh(x: np.ndarray, qbar: int) -> SQUEAK:
     """A dictionary holding one new point with qbar copies at probability 1: the new material
     of one sequential SQUEAK step (not reachable through update, hence the internals)."""
-    d = SQUEAK(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=qbar)
-    d._commit(x, x, [])
+    d = SQUEAK(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=qbar)
+    d._commit(*d._features.encode(x))
     d._K, d._p, d._Q = np.array([[1.0]]), np.array([1.0]), np.array([qbar])
     d._store(0, 1.0, x)
     d.n_seen = 1
@@ -249,7 +249,7 @@ def fresh(x: np.ndarray, qbar: int) -> SQUEAK:
 
 def test_sequential_squeak_is_merging_one_fresh_point_at_a_time():
     X = np.random.default_rng(3).normal(size=(150, 2))
-    seq = SQUEAK(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=10, seed=7)
+    seq = SQUEAK(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=10, seed=7)
     seq.update(X[0])
     merged = copy.deepcopy(seq)
     for x in X[1:]:
@@ -281,8 +281,8 @@ def test_merge_scores_equal_literal_eq5_and_invariants():
     X = rng.normal(size=(160, 2))
     K = RBF(gamma=0.5)(X, X)
     eps, gamma, qbar = 0.5, 2.0, 6
-    a = SQUEAK(RBF(gamma=0.5), gamma=gamma, eps=eps, qbar=qbar, seed=1)
-    b = SQUEAK(RBF(gamma=0.5), gamma=gamma, eps=eps, qbar=qbar, seed=2)
+    a = SQUEAK(RBF(gamma=0.5), alpha=gamma, eps=eps, qbar=qbar, seed=1)
+    b = SQUEAK(RBF(gamma=0.5), alpha=gamma, eps=eps, qbar=qbar, seed=2)
     a.update_many(X[:90])
     b.update_many(X[90:])
     before = [copy.deepcopy(vars(d)) for d in (a, b)]
@@ -313,7 +313,7 @@ def test_merge_unites_dict_features_like_zero_padded_arrays():
     names = ["a", "b", "c"]
 
     def build(rows, keys, seed, as_dict):
-        d = SQUEAK(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=8, seed=seed)
+        d = SQUEAK(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=8, seed=seed)
         for row in rows:
             d.update({k: row[names.index(k)] for k in keys} if as_dict else row)
         return d
@@ -328,23 +328,23 @@ def test_merge_unites_dict_features_like_zero_padded_arrays():
 
 def test_merge_rejects_what_cannot_be_merged():
     k = RBF(gamma=0.5)
-    a = SQUEAK(k, gamma=2.0, qbar=5, seed=0)
+    a = SQUEAK(k, alpha=2.0, qbar=5, seed=0)
     a.update_many(np.zeros((3, 2)))
-    with pytest.raises(ValueError, match="different gamma"):
-        a.merge(SQUEAK(k, gamma=3.0, qbar=5))
+    with pytest.raises(ValueError, match="different alpha"):
+        a.merge(SQUEAK(k, alpha=3.0, qbar=5))
     with pytest.raises(ValueError, match="different kernels"):
-        a.merge(SQUEAK(RBF(gamma=1.0), gamma=2.0, qbar=5))
+        a.merge(SQUEAK(RBF(gamma=1.0), alpha=2.0, qbar=5))
     with pytest.raises(TypeError, match="another SQUEAK"):
         a.merge(object())
-    wide = SQUEAK(k, gamma=2.0, qbar=5)
+    wide = SQUEAK(k, alpha=2.0, qbar=5)
     wide.update(np.zeros(3))
     with pytest.raises(ValueError, match="different numbers of features"):
         a.merge(wide)
-    dicts = SQUEAK(k, gamma=2.0, qbar=5)
+    dicts = SQUEAK(k, alpha=2.0, qbar=5)
     dicts.update({"x": 1.0})
     with pytest.raises(TypeError, match="arrays with one fed dicts"):
         a.merge(dicts)
-    empty = a.merge(SQUEAK(k, gamma=2.0, qbar=5), seed=0)  # an empty side is allowed
+    empty = a.merge(SQUEAK(k, alpha=2.0, qbar=5), seed=0)  # an empty side is allowed
     assert empty.n_seen == 3 and set(empty.indices) <= {0, 1, 2}
 
 
@@ -387,7 +387,7 @@ def test_merge_tree_on_cluster_is_accurate_and_equals_serial(client):
 def test_one_partition_is_sequential_squeak():
     X = squeak_problem(1, n=150)
     d = merge_tree(X, RBF(gamma=0.5), partitions=1, qbar=10, seed=9)
-    seq = SQUEAK(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=10,
+    seq = SQUEAK(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=10,
                  seed=np.random.SeedSequence(9).spawn(1)[0])
     seq.update_many(X)
     np.testing.assert_array_equal(d.indices, seq.indices)

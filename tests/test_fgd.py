@@ -65,7 +65,7 @@ def test_step_size_policies():
     assert model._eta(10) == pytest.approx(np.exp(-2.0))
     with pytest.raises(ValueError, match="policy"):
         FunctionalGD(eta="fast")
-    with pytest.raises(ValueError, match="unknown eta policy .hessian."):
+    with pytest.raises(ValueError, match="eta must be a policy name .*got 'hessian'"):
         FunctionalGD(eta="hessian")  # a first-order step has no curvature weight
     with pytest.raises(ValueError):
         FunctionalGD(eta=-1.0)

@@ -62,7 +62,7 @@ def test_normalize_gives_unit_diagonal(kernel, data):
         (lambda: kernels.RBF(gamma="1"), TypeError),
         (lambda: kernels.Laplacian(gamma=0.0), ValueError),
         (lambda: kernels.Polynomial(degree=0), ValueError),
-        (lambda: kernels.Polynomial(degree=2.5), ValueError),
+        (lambda: kernels.Polynomial(degree=2.5), TypeError),
         (lambda: kernels.Polynomial(coef0=-1.0), ValueError),
         (lambda: kernels.Polynomial(coef0=0.0, normalize=True), ValueError),
     ],

@@ -145,7 +145,7 @@ def test_hessian_step_needs_a_second_derivative():
 
     with pytest.raises(TypeError, match="second_derivative"):
         KONS(loss=NoHessian(), eta="hessian")
-    with pytest.raises(ValueError, match="unknown eta policy 'hesian'.*'hessian'"):
+    with pytest.raises(ValueError, match="eta must be a policy name .*'hessian'.*got 'hesian'"):
         KONS(eta="hesian")
 
 

@@ -38,7 +38,7 @@ def sinc_stream(n, seed=0, noise=0.1):
 def test_weights_equal_the_batch_least_squares_solution(nu, ridge):
     X, y = sinc_stream(300)
     kernel = kernels.RBF(gamma=0.7)
-    model = KRLS(kernel=kernel, nu=nu, ridge=ridge)
+    model = KRLS(kernel=kernel, nu=nu, alpha=ridge)
     for t, (x, target) in enumerate(zip(as_dicts(X), y), start=1):
         model.learn_one(x, target)
         if t in (50, 300):
@@ -52,7 +52,7 @@ def test_weights_equal_the_batch_least_squares_solution(nu, ridge):
 def test_tiny_nu_on_distinct_points_is_kernel_ridge_regression():
     X, y = sinc_stream(120, seed=1)
     kernel, ridge = kernels.RBF(gamma=0.5), 1e-3
-    model = KRLS(kernel=kernel, nu=1e-12, ridge=ridge)
+    model = KRLS(kernel=kernel, nu=1e-12, alpha=ridge)
     for x, target in zip(as_dicts(X), y):
         model.learn_one(x, target)
     assert model.dictionary_size == len(X)
@@ -116,14 +116,14 @@ def test_clipping_and_loss_validation():
     assert np.isfinite(unclipped.last_residual) and unclipped.log_det == pytest.approx(0.0)
     with pytest.raises(ValueError):
         KRLS(nu=0.0)
-    with pytest.raises(ValueError, match="ridge"):
-        KRLS(ridge=-1.0)
+    with pytest.raises(ValueError, match="alpha"):
+        KRLS(alpha=-1.0)
 
 
 def test_river_check_estimator_and_progressive_validation():
     checks.check_estimator(KRLS())
     model = preprocessing.TargetStandardScaler(
-        preprocessing.StandardScaler() | KRLS(kernel=kernels.RBF(0.05), nu=0.05, ridge=1e-2)
+        preprocessing.StandardScaler() | KRLS(kernel=kernels.RBF(0.05), nu=0.05, alpha=1e-2)
     )
     mae = evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
     assert mae.get() < 1.0
@@ -135,7 +135,7 @@ def test_a_ridge_below_nu_does_not_inflate_the_dictionary():
     X, y = sinc_stream(2000, seed=2)
     sizes = {}
     for ridge in (0.0, 1e-4, 1e-2):
-        model = KRLS(kernel=kernels.RBF(gamma=1.0), nu=1e-3, ridge=ridge)
+        model = KRLS(kernel=kernels.RBF(gamma=1.0), nu=1e-3, alpha=ridge)
         for x, target in zip(as_dicts(X), y):
             model.learn_one(x, target)
         sizes[ridge] = model.dictionary_size

@@ -5,9 +5,9 @@ import pytest
 from streams import as_dicts, unit_rows
 
 from okoco import BinaryClassifier, kernels, losses
+from okoco._input import FeatureMap, Rows
 from okoco.learners import FunctionalGD
 from okoco.learners.base import clip_excess
-from okoco.learners.features import FeatureMap, PointStore
 
 LEARNERS = [
     lambda: FunctionalGD(eta=0.3),
@@ -106,15 +106,17 @@ def test_emerging_and_vanishing_features_are_zero():
 
 def test_clip_excess_and_point_store_ring():
     assert clip_excess(2.0, 1.0) == 1.0 and clip_excess(-0.5, 1.0) == 0.0
-    store = PointStore(fields=("c",), max_size=3)
+    store = Rows(fields=("c",), max_size=3)
     for i in range(5):
         store.append(np.array([float(i)] * (1 + i % 2)), c=float(i))
     assert store.size == 3 and store.n_added == 5
     assert sorted(store.field("c")) == [2.0, 3.0, 4.0]
-    assert sorted(store.points[:, 0]) == [2.0, 3.0, 4.0]
+    assert sorted(store.view()[:, 0]) == [2.0, 3.0, 4.0]
     fm = FeatureMap()
-    np.testing.assert_array_equal(fm.vector({"a": 1, "b": 2}, register=True), [1, 2])
-    np.testing.assert_array_equal(fm.vector({"c": 3, "a": 1}, register=False), [1, 0, 3])
+    vec, new = fm.encode({"a": 1, "b": 2})
+    fm.add(new)
+    np.testing.assert_array_equal(vec, [1, 2])
+    np.testing.assert_array_equal(fm.encode({"c": 3, "a": 1})[0], [1, 0, 3])
     assert fm.width == 2
 
 

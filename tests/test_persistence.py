@@ -22,13 +22,13 @@ REGRESSORS = {
     "kons-algebra": lambda: KONS(kernel=kernels.Sum(0.5 * kernels.RBF(0.7) * kernels.Laplacian(1.0),
                                                     kernels.Linear(), normalize=True),
                                  eta="hessian"),
-    "sketched": lambda: SketchedKONS(kernel=kernels.Laplacian(0.5), beta=2.0, gamma=0.1, seed=3),
+    "sketched": lambda: SketchedKONS(kernel=kernels.Laplacian(0.5), beta=2.0, p_min=0.1, seed=3),
     "sketched-gen": lambda: SketchedKONS(beta=1.0, seed=np.random.default_rng(5)),
     "fgd-budget": lambda: FunctionalGD(kernel=kernels.Polynomial(2, 0.5, 1.0, normalize=True),
                                        eta=0.3, lam=0.01, budget=7),
     "fgd": lambda: FunctionalGD(C=1.5),
     "krls": lambda: KRLS(nu=0.05, C=2.0),
-    "krls-max": lambda: KRLS(nu=1e-4, max_size=5, ridge=1e-6),
+    "krls-max": lambda: KRLS(nu=1e-4, max_size=5, alpha=1e-6),
 }
 CLASSIFIERS = {
     "bin-kons": lambda: BinaryClassifier(KONS(loss=losses.Logistic())),
@@ -104,7 +104,7 @@ def test_shared_objects_stay_shared_and_arrays_are_owned(tmp_path):
     assert loaded._chol._L.flags.writeable and loaded._chol._L.base is None
     # the whole buffers are kept, spare capacity included
     assert loaded._chol._L.shape == model._chol._L.shape
-    assert loaded._store._X.shape == model._store._X.shape
+    assert loaded._store.data.shape == model._store.data.shape
 
 
 def test_metadata_documents_the_format(tmp_path):
@@ -112,7 +112,7 @@ def test_metadata_documents_the_format(tmp_path):
     model.learn_one({"x": 1.0}, 0.5)
     path = model.save(tmp_path / "m.npz")
     meta = persistence.read_metadata(path)
-    assert meta["format"] == "okoco-model" and meta["format_version"] == 1
+    assert meta["format"] == "okoco-model" and meta["format_version"] == 2
     assert meta["okoco_version"] == okoco.__version__
     assert meta["class"] == "okoco.learners.kons.KONS"
     assert meta["params"]["C"] == 2.5
@@ -150,6 +150,34 @@ def saved_kons(tmp_path):
     model = KONS()
     model.learn_one({"a": 1.0}, 0.5)
     return model.save(tmp_path / "m.npz")
+
+
+V1 = os.path.join(os.path.dirname(__file__), "data", "format-v1")
+
+
+@pytest.mark.parametrize("name", ["kons", "sketched", "fgd", "krls", "binary"])
+def test_version_1_files_load_and_predict_as_saved(name, tmp_path):
+    """Files of okoco 0.1.0 (``tests/data/format-v1/make.py``): renamed parameters are mapped
+    (``gamma`` -> ``p_min``, ``ridge`` -> ``alpha``) and the loaded model predicts exactly what
+    the saved one did, before and after one more learning step."""
+    with open(os.path.join(V1, "expected.json")) as f:
+        reference = json.load(f)
+    assert persistence.read_metadata(os.path.join(V1, f"{name}.npz"))["format_version"] == 1
+    model = okoco.load(os.path.join(V1, f"{name}.npz"))
+    learner = model.learner if name == "binary" else model
+    assert [learner.predict_one(x) for x in reference["probes"]] == reference["expected"][name]
+    model.learn_one({"a": 0.1, "d": 0.5}, "no" if name == "binary" else 0.3)
+    assert [learner.predict_one(x) for x in reference["probes"]] == \
+        reference["expected"][name + "+step"]
+    if name == "sketched":
+        assert model.p_min == 0.1 and model._kors.p_min == 0.1
+    if name == "krls":
+        assert model.alpha == 1e-4 and model._ald.alpha == 1e-4
+    again = okoco.load(model.save(tmp_path / "v2.npz"))  # and it saves as version 2
+    assert persistence.read_metadata(tmp_path / "v2.npz")["format_version"] == 2
+    assert [learner.predict_one(x) for x in reference["probes"]] == \
+        [(again.learner if name == "binary" else again).predict_one(x)
+         for x in reference["probes"]]
 
 
 def test_unknown_version_is_refused_naming_both_versions(tmp_path):
@@ -485,7 +513,7 @@ DAMAGES = {
     "padded array too short": lambda p: rewrite(
         p, lambda meta: meta["state"].update(log_det={"__padded__": "a0", "id": 97, "rows": 0})),
     "metadata not a dict": lambda p: rewrite(p, lambda meta: meta["state"].update(
-        _store={"__obj__": "okoco.learners.features.PointStore", "id": 77, "attrs": 5})),
+        _store={"__obj__": "okoco._input.Rows", "id": 77, "attrs": 5})),
 }
 
 

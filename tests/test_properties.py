@@ -132,7 +132,7 @@ def make_learner(kind, kernel, C):
     if kind == "kons":
         return KONS(kernel=kernel, C=C, alpha=0.5)
     if kind == "sketched":
-        return SketchedKONS(kernel=kernel, C=C, beta=2.0, gamma=0.1, seed=0)
+        return SketchedKONS(kernel=kernel, C=C, beta=2.0, p_min=0.1, seed=0)
     if kind == "fgd":
         return FunctionalGD(kernel=kernel, C=C, eta=0.5, budget=8)
     return KRLS(kernel=kernel, C=C, nu=1e-3)
@@ -205,7 +205,7 @@ from okoco import kernels
 from okoco.learners import SketchedKONS
 seed = int(sys.argv[1])
 rng = np.random.default_rng(123)  # the data: the same in every process
-model = SketchedKONS(kernel=kernels.RBF(2.0), beta=1.0, gamma=0.05, seed=seed)
+model = SketchedKONS(kernel=kernels.RBF(2.0), beta=1.0, p_min=0.05, seed=seed)
 preds = []
 for t in range(300):
     x = {f"f{j}": float(v) for j, v in enumerate(rng.normal(size=3)) if v > -1.0}

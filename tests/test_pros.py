@@ -36,7 +36,7 @@ def test_con_kons_keeping_every_point_is_primal_ons_on_nystrom_features(eta, los
     if not isinstance(loss, losses.Squared):
         y = np.where(y >= 0, 1.0, -1.0)
     kernel, C, alpha = kernels.RBF(0.5), 0.1, 0.7
-    model = CONKONS(kernel=kernel, loss=loss, C=C, alpha=alpha, eta=eta, gamma=1.0, seed=0)
+    model = CONKONS(kernel=kernel, loss=loss, C=C, alpha=alpha, eta=eta, p_min=1.0, seed=0)
     got = run(model, X, y)
     assert model.dictionary_size == len(X)  # every point joined, in order
     Phi = nystrom_features(kernel, X, X)
@@ -50,7 +50,7 @@ def test_linear_kernel_full_rank_dictionary_is_primal_ons_on_x():
     X = unit_rows(n, d, seed=3)
     y = wavy(X)
     C, alpha, eta = 0.1, 0.7, 0.5
-    model = CONKONS(kernel=kernels.Linear(), C=C, alpha=alpha, eta=eta, gamma=1.0, max_size=d,
+    model = CONKONS(kernel=kernels.Linear(), C=C, alpha=alpha, eta=eta, p_min=1.0, max_size=d,
                     seed=0)
     got = run(model, X, y)
     assert model.dictionary_size == d
@@ -98,7 +98,7 @@ def test_pros_n_kons_restarts_at_every_join():
     X = unit_rows(120, 3, seed=5)
     y = wavy(X)
     kernel, C, alpha, eta, cap = kernels.RBF(0.5), 0.1, 0.7, 0.5, 6
-    model = PROSNKONS(kernel=kernel, C=C, alpha=alpha, eta=eta, gamma=1.0, max_size=cap, seed=0)
+    model = PROSNKONS(kernel=kernel, C=C, alpha=alpha, eta=eta, p_min=1.0, max_size=cap, seed=0)
     got = run(model, X, y)
     assert model.dictionary_size == cap and model.n_restarts == cap
     # the last phase starts after the last join: fresh primal ONS on the final embedding
@@ -224,7 +224,7 @@ def test_a_target_too_large_for_a_second_order_step_is_refused_before_any_change
     ({"max_size": 2.5}, TypeError, "max_size"),
     ({"eps": 1.5}, ValueError, "eps"),
     ({"beta": -1.0}, ValueError, "beta"),
-    ({"gamma": 2.0}, ValueError, "gamma"),
+    ({"p_min": 2.0}, ValueError, "p_min"),
     ({"C": 0.0}, ValueError, "C"),
     ({"eta": "fast"}, ValueError, "eta"),
 ])

@@ -411,7 +411,7 @@ def test_kons_family_regret_per_step_decreases_and_kons_below_theorem1():
     learners = {
         "kons": KONS(kernel=k, loss=loss, C=C, alpha=alpha, eta="exp-concave"),
         "sketched": SketchedKONS(kernel=k, loss=loss, C=C, alpha=alpha, eta="exp-concave",
-                                 beta=2.0, eps=0.5, gamma=0.1, seed=0),
+                                 beta=2.0, eps=0.5, p_min=0.1, seed=0),
         "fgd": FunctionalGD(kernel=k, loss=loss, C=C, eta="sqrt"),
     }
     trackers = {}

@@ -18,10 +18,10 @@ def stream(n=300, d=3, seed=0):
 
 
 @pytest.mark.parametrize("beta", [0.0, 3.0])
-def test_gamma_one_is_bit_identical_to_kons(beta):
+def test_p_min_one_is_bit_identical_to_kons(beta):
     X, y = stream()
     kw = dict(kernel=kernels.RBF(gamma=1.5), C=0.3, alpha=0.5, eta=0.4)
-    sketched = SketchedKONS(**kw, beta=beta, gamma=1.0, seed=1)
+    sketched = SketchedKONS(**kw, beta=beta, p_min=1.0, seed=1)
     exact = KONS(**kw)
     assert run(sketched, X, y).tolist() == run(exact, X, y).tolist()
     assert sketched.dictionary_size == exact.dictionary_size == len(X)
@@ -32,7 +32,7 @@ def test_hessian_step_keeping_every_point_is_follow_the_leader_kernel_ridge():
     X, y = regression_stream()
     kernel, alpha = kernels.RBF(gamma=0.7), 0.3
     model = SketchedKONS(kernel=kernel, C=1e6, alpha=alpha, eta="hessian", beta=1.0,
-                         gamma=1.0, seed=0)
+                         p_min=1.0, seed=0)
     got = run(model, X, y)
     assert model.dictionary_size == len(X)
     np.testing.assert_allclose(got, ftl_kernel_ridge(kernel(X), y, alpha), rtol=0, atol=1e-8)
@@ -54,10 +54,10 @@ def test_hessian_step_equals_primal_sketched_ons_replaying_the_coins(loss):
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
 
 
-def test_beta_gamma_zero_is_projected_kernel_gd_with_step_one_over_alpha():
+def test_beta_p_min_zero_is_projected_kernel_gd_with_step_one_over_alpha():
     X, y = stream(seed=2)
     alpha = 2.0
-    sketched = SketchedKONS(kernel=kernels.RBF(1.0), C=0.2, alpha=alpha, beta=0.0, gamma=0.0)
+    sketched = SketchedKONS(kernel=kernels.RBF(1.0), C=0.2, alpha=alpha, beta=0.0, p_min=0.0)
     gd = FunctionalGD(kernel=kernels.RBF(1.0), C=0.2, eta=1.0 / alpha)
     got, expected = run(sketched, X, y), run(gd, X, y)
     assert sketched.dictionary_size == 0
@@ -125,7 +125,7 @@ def test_river_check_estimator(model):
 
 
 def test_parameter_validation():
-    for bad in (dict(eps=0.0), dict(eps=1.5), dict(beta=-1.0), dict(gamma=1.5), dict(alpha=-1)):
+    for bad in (dict(eps=0.0), dict(eps=1.5), dict(beta=-1.0), dict(p_min=1.5), dict(alpha=-1)):
         with pytest.raises(ValueError):
             SketchedKONS(**bad)
 

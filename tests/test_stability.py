@@ -32,7 +32,7 @@ def run(model, X, y):
 
 
 def unclipped(model, x: dict) -> float:
-    return model._predict_vec(model._features.vector(x, register=False))
+    return model._predict_vec(model._features.encode(x)[0])
 
 
 def assert_state_finite(model):
@@ -102,7 +102,7 @@ def assert_factorizations_hold(model, X):
     elif isinstance(model, KRLS) and model.dictionary_size:
         ald = model._ald
         pts = X[ald.indices]
-        G = model._kernel(pts, pts) + model.ridge * np.eye(len(pts))
+        G = model._kernel(pts, pts) + model.alpha * np.eye(len(pts))
         assert relative_drift(ald.cholesky, G) < DRIFT
 
 
@@ -110,7 +110,7 @@ def learners(C=1.0, kernel=None, alpha=1.0):
     kernel = kernel or kernels.RBF(1.0)
     return {
         "kons": lambda: KONS(kernel=kernel, C=C, alpha=alpha),
-        "sketched": lambda: SketchedKONS(kernel=kernel, C=C, alpha=alpha, beta=2.0, gamma=0.05,
+        "sketched": lambda: SketchedKONS(kernel=kernel, C=C, alpha=alpha, beta=2.0, p_min=0.05,
                                          seed=0),
         "fgd": lambda: FunctionalGD(kernel=kernel, C=C, eta=0.5),
         "krls": lambda: KRLS(kernel=kernel, C=C, nu=1e-6),
@@ -209,7 +209,7 @@ def test_targets_exactly_at_the_clip_boundary(name, loss):
     factories = {
         "kons": lambda: KONS(loss=loss, C=C, alpha=0.1, eta=0.01),
         "sketched": lambda: SketchedKONS(loss=loss, C=C, alpha=0.1, eta=0.01, beta=2.0,
-                                         gamma=0.2, seed=0),
+                                         p_min=0.2, seed=0),
         "fgd": lambda: FunctionalGD(loss=loss, C=C, eta=2.0),
     }
     model = factories[name]()

@@ -7,13 +7,13 @@ has standard deviation ``noise``; the noise-free targets are kept in ``dataset.i
 ===================  ===========================================================================
 name                 design
 ===================  ===========================================================================
-``adversarial``      seed 001 §6: one point shown at every step, targets ``+C, -C, +C, ...``
+``adversarial``      KONS paper, Discussion: one point at every step, targets ``+C, -C, ...``
 ``rkhs``             f = sum_j a_j exp(-gamma |x - c_j|^2) scaled into [-1, 1], plus noise
-``sinc``             y = sin(x)/x + noise, x ~ U[-10, 10] (Engel et al. 2004; seed 004 R-004-E)
+``sinc``             y = sin(x)/x + noise, x ~ U[-10, 10] (Engel, Mannor & Meir 2004)
 ``friedman``         Friedman #1 (Friedman 1991), as ``sklearn.datasets.make_friedman1``
 ``mackey-glass``     Mackey-Glass delay equation, time-delay embedding, next-value target
-``bernoulli-kernel`` seed 003 §A.4 / R-003-B: x in [0, 1], f = sin 2πx + 0.5 cos 6πx
-``uniform``          seed 004 R-004-B input laws: U[0, 1]^d, N(0, I_d), standard Cauchy^d
+``bernoulli-kernel`` El Alaoui & Mahoney (2015): x in [0, 1], f = sin 2πx + 0.5 cos 6πx
+``uniform``          input laws of Sun, Gomez & Schmidhuber (2012): U[0,1]^d, N(0,I), Cauchy^d
 ``normal``
 ``cauchy``
 ===================  ===========================================================================
@@ -21,10 +21,12 @@ name                 design
 
 from __future__ import annotations
 
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
+from okoco._validation import Interval, Options, check_param
 from okoco.datasets.base import Dataset
 
 __all__ = [
@@ -40,23 +42,28 @@ __all__ = [
 ]
 
 
-def _check_n(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
-    return int(n)
+#: The constraints of the generators' parameters, by name (one table for every generator).
+_COUNT = [Interval(Integral, 1, None, closed="left")]
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
+_NONNEGATIVE = [Interval(Real, 0, None, closed="left")]
+_CONSTRAINTS = {
+    "n": _COUNT, "d": _COUNT, "n_centers": _COUNT, "embedding": _COUNT, "horizon": _COUNT,
+    "noise": _NONNEGATIVE, "burn_in": _NONNEGATIVE,
+    "C": _POSITIVE, "gamma": _POSITIVE, "tau": _POSITIVE, "sample_every": _POSITIVE,
+    "dt": _POSITIVE, "a": _POSITIVE,
+    "low": [Interval(Real, None, None)], "high": [Interval(Real, None, None)],
+    "design": [Options({"beta", "quantile", "grid"})],
+}
 
 
-def _check_d(d: int, minimum: int = 1) -> int:
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < minimum:
-        raise ValueError(f"d must be an integer >= {minimum}, got {d!r}")
-    return int(d)
-
-
-def _check_nonneg(name: str, value: float) -> float:
-    value = float(value)
-    if not np.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return value
+def _checked(generator: str, **params) -> tuple:
+    """The parameters, checked against :data:`_CONSTRAINTS` (numbers as float / int)."""
+    values = tuple(check_param(name, value, _CONSTRAINTS[name], owner=generator)
+                   for name, value in params.items())
+    if "low" in params and not values[-2] < values[-1]:
+        raise ValueError(f"{generator}: need low < high, got low={values[-2]!r}, "
+                         f"high={values[-1]!r}")
+    return values
 
 
 def _make(name: str, X: np.ndarray, y_clean: np.ndarray, noise: float,
@@ -68,10 +75,10 @@ def _make(name: str, X: np.ndarray, y_clean: np.ndarray, noise: float,
 
 def adversarial(n: int = 1000, C: float = 1.0, d: int = 1, x: Any = None, noise: float = 0.0,
                 seed: int | None = 0) -> Dataset:
-    """Seed 001's adversarial example: the same point at every step, targets alternating ±C.
+    """The adversarial example of the KONS paper: one point at every step, targets alternating ±C.
 
-    Calandriello et al. (2017), "Second-order kernel online convex optimization with adaptive
-    sketching", Discussion (spec ``kons-kors-sketched-kons.md`` §6): the losses alternate
+    Calandriello, Lazaric & Valko (2017), "Second-Order Kernel Online Convex Optimization with
+    Adaptive Sketching", Discussion (limitations of dictionary sketches): the losses alternate
     ``(C - f(x))^2`` and ``(-C - f(x))^2``, so the best comparator is (asymptotically) ``f = 0``
     and a second-order method keeps a rank-one ``A_t``. The first target is ``+C``.
 
@@ -96,10 +103,7 @@ def adversarial(n: int = 1000, C: float = 1.0, d: int = 1, x: Any = None, noise:
     >>> [(x["x0"], y) for x, y in ds]
     [(0.5, 2.0), (0.5, -2.0), (0.5, 2.0), (0.5, -2.0)]
     """
-    n, d = _check_n(n), _check_d(d)
-    C, noise = float(C), _check_nonneg("noise", noise)
-    if not np.isfinite(C) or C <= 0:
-        raise ValueError(f"C must be a finite number > 0, got {C!r}")
+    n, d, C, noise = _checked("adversarial", n=n, d=d, C=C, noise=noise)
     rng = np.random.default_rng(seed)
     if x is None:
         point = rng.uniform(-1.0, 1.0, size=d)
@@ -112,7 +116,7 @@ def adversarial(n: int = 1000, C: float = 1.0, d: int = 1, x: Any = None, noise:
     X = np.tile(point, (n, 1))
     y_clean = np.where(np.arange(n) % 2 == 0, C, -C)
     return _make("adversarial", X, y_clean, noise, rng, seed,
-                 "seed 001: one point, targets alternating +C, -C", C=C)
+                 "KONS paper: one point, targets alternating +C, -C", C=C)
 
 
 def rkhs(n: int = 1000, d: int = 2, n_centers: int = 20, gamma: float = 1.0,
@@ -131,10 +135,8 @@ def rkhs(n: int = 1000, d: int = 2, n_centers: int = 20, gamma: float = 1.0,
     >>> ds.n, ds.d, float(abs(ds.info["y_clean"]).max())
     (50, 3, 1.0)
     """
-    n, d, n_centers = _check_n(n), _check_d(d), _check_n(n_centers)
-    noise, gamma = _check_nonneg("noise", noise), float(gamma)
-    if not np.isfinite(gamma) or gamma <= 0:
-        raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
+    n, d, n_centers, noise, gamma = _checked("rkhs", n=n, d=d, n_centers=n_centers, noise=noise,
+                                             gamma=gamma)
     rng = np.random.default_rng(seed)
     centers = rng.uniform(-1.0, 1.0, size=(n_centers, d))
     coef = rng.standard_normal(n_centers)
@@ -153,8 +155,8 @@ def sinc(n: int = 1000, noise: float = 0.1, low: float = -10.0, high: float = 10
          seed: int | None = 0) -> Dataset:
     """Noisy sinc: ``y = sin(x)/x + noise * N(0, 1)`` with ``x ~ U[low, high]``.
 
-    The benchmark of Engel, Mannor & Meir (2004) for KRLS (spec R-004-E: ``n = 3000``,
-    ``noise = 0.1``).
+    The benchmark of Engel, Mannor & Meir (2004), "The Kernel Recursive Least-Squares Algorithm"
+    (``n = 3000``, ``noise = 0.1``).
 
     Examples
     --------
@@ -162,9 +164,7 @@ def sinc(n: int = 1000, noise: float = 0.1, low: float = -10.0, high: float = 10
     >>> all(abs(y - np.sin(x["x0"]) / x["x0"]) < 1e-12 for x, y in ds)
     True
     """
-    n, noise = _check_n(n), _check_nonneg("noise", noise)
-    if not (np.isfinite(low) and np.isfinite(high) and low < high):
-        raise ValueError(f"need finite low < high, got low={low!r}, high={high!r}")
+    n, noise, low, high = _checked("sinc", n=n, noise=noise, low=low, high=high)
     rng = np.random.default_rng(seed)
     x = rng.uniform(low, high, size=n)
     return _make("sinc", x.reshape(-1, 1), np.sinc(x / np.pi), noise, rng, seed,
@@ -183,7 +183,8 @@ def friedman(n: int = 1000, d: int = 10, noise: float = 1.0, seed: int | None = 
     >>> ds.n, ds.d, ds.task
     (100, 6, 'regression')
     """
-    n, d, noise = _check_n(n), _check_d(d, 5), _check_nonneg("noise", noise)
+    n, noise = _checked("friedman", n=n, noise=noise)
+    d = check_param("d", d, [Interval(Integral, 5, None, closed="left")], owner="friedman")
     rng = np.random.default_rng(seed)
     X = rng.uniform(0.0, 1.0, size=(n, d))
     y_clean = (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2
@@ -213,12 +214,9 @@ def mackey_glass(n: int = 1000, tau: float = 30.0, embedding: int = 7, sample_ev
     >>> bool(np.all(X[1:, -1] == y[:-1]))
     True
     """
-    n, embedding, horizon = _check_n(n), _check_d(embedding), _check_d(horizon)
-    noise = _check_nonneg("noise", noise)
-    for pname, value in (("tau", tau), ("sample_every", sample_every), ("dt", dt)):
-        if not np.isfinite(value) or value <= 0:
-            raise ValueError(f"{pname} must be a finite number > 0, got {value!r}")
-    burn_in = _check_nonneg("burn_in", burn_in)
+    n, embedding, horizon, noise, tau, sample_every, dt, burn_in = _checked(
+        "mackey_glass", n=n, embedding=embedding, horizon=horizon, noise=noise, tau=tau,
+        sample_every=sample_every, dt=dt, burn_in=burn_in)
     lag = int(round(tau / dt))
     every = int(round(sample_every / dt))
     if lag < 1 or every < 1:
@@ -247,11 +245,11 @@ def mackey_glass(n: int = 1000, tau: float = 30.0, embedding: int = 7, sample_ev
 
 def bernoulli_kernel(n: int = 500, design: str = "beta", a: float = 0.2, noise: float = 0.5,
                      seed: int | None = 0) -> Dataset:
-    """Seed 003's synthetic design for the Bernoulli (periodic Sobolev) kernel on ``[0, 1]``.
+    """A synthetic design for the Bernoulli (periodic Sobolev) kernel on ``[0, 1]``.
 
-    Rudi, Camoriano & Rosasco / Alaoui & Mahoney leverage-score experiment as digested in
-    ``ridge-leverage-scores-oks-krls.md`` (§A.4, R-003-A/B, the paper leaves ``f`` and the
-    design unspecified): ``f*(x) = sin(2 pi x) + 0.5 cos(6 pi x)``, which lies in the RKHS of
+    After the leverage-score experiment of El Alaoui & Mahoney (2015), "Fast Randomized Kernel
+    Methods With Statistical Guarantees" (the paper leaves ``f`` and the design unspecified):
+    ``f*(x) = sin(2 pi x) + 0.5 cos(6 pi x)``, which lies in the RKHS of
     ``k(x, y) = (-1)^(s-1) / (2s)! B_2s({x - y})`` for every ``s >= 1``, and noise std 0.5.
 
     Parameters
@@ -259,8 +257,8 @@ def bernoulli_kernel(n: int = 500, design: str = "beta", a: float = 0.2, noise: 
     design
         ``"beta"``: i.i.d. ``x ~ Beta(a, a)`` (dense at the borders, sparse in the centre: the
         high-leverage points sit in the middle); ``"quantile"``: the fixed design
-        ``x_i = F^{-1}_{Beta(a,a)}((i - 0.5)/n)`` of R-003-B (sorted); ``"grid"``: the
-        uniform grid ``x_i = (i - 1)/n`` of R-003-A (circulant kernel matrix).
+        ``x_i = F^{-1}_{Beta(a,a)}((i - 0.5)/n)`` (sorted); ``"grid"``: the
+        uniform grid ``x_i = (i - 1)/n`` (circulant kernel matrix).
     a
         Beta shape parameter (``a < 1`` concentrates mass at the borders).
 
@@ -272,9 +270,7 @@ def bernoulli_kernel(n: int = 500, design: str = "beta", a: float = 0.2, noise: 
     >>> [round(y, 6) for _, y in ds]
     [0.5, 1.0, -0.5, -1.0]
     """
-    n, noise = _check_n(n), _check_nonneg("noise", noise)
-    if not np.isfinite(a) or a <= 0:
-        raise ValueError(f"a must be a finite number > 0, got {a!r}")
+    n, noise, a, design = _checked("bernoulli_kernel", n=n, noise=noise, a=a, design=design)
     rng = np.random.default_rng(seed)
     if design == "beta":
         x = rng.beta(a, a, size=n)
@@ -284,11 +280,9 @@ def bernoulli_kernel(n: int = 500, design: str = "beta", a: float = 0.2, noise: 
         x = beta.ppf((np.arange(1, n + 1) - 0.5) / n, a, a)
     elif design == "grid":
         x = np.arange(n) / n
-    else:
-        raise ValueError(f"design must be 'beta', 'quantile' or 'grid', got {design!r}")
     y_clean = np.sin(2 * np.pi * x) + 0.5 * np.cos(6 * np.pi * x)
     return _make("bernoulli-kernel", x.reshape(-1, 1), y_clean, noise, rng, seed,
-                 "seed 003: Beta(0.2,0.2) design on [0,1], sin 2πx + 0.5 cos 6πx + noise",
+                 "Beta(0.2,0.2) design on [0,1], sin 2πx + 0.5 cos 6πx + noise",
                  design=design, a=a)
 
 
@@ -300,7 +294,8 @@ def _input_law(name: str, X: np.ndarray, noise: float, rng: np.random.Generator,
 
 _LAW_DOC = """
 
-    Seed 004 (``ridge-leverage-scores-oks-krls.md`` R-004-B) studies how the OKS/ALD dictionary
+    Sun, Gomez & Schmidhuber (2012), "On the Size of the Online Kernel Sparsification
+    Dictionary", study how the OKS/ALD dictionary
     grows with the input law: bounded inputs saturate it, Gaussian inputs make it grow
     logarithmically and Cauchy inputs about like ``sqrt(n)``. The paper has no targets; so that
     the stream can drive a learner, ``y = sin(|x|)/|x| + noise * N(0, 1)``.
@@ -309,7 +304,7 @@ _LAW_DOC = """
 
 def uniform(n: int = 1000, d: int = 1, low: float = 0.0, high: float = 1.0, noise: float = 0.1,
             seed: int | None = 0) -> Dataset:
-    """Inputs ``x ~ U[low, high]^d`` (seed 004's bounded law).
+    """Inputs ``x ~ U[low, high]^d`` (the bounded law of Sun et al. 2012).
 
     Examples
     --------
@@ -317,41 +312,39 @@ def uniform(n: int = 1000, d: int = 1, low: float = 0.0, high: float = 1.0, nois
     >>> X.shape, bool(X.min() >= 0 and X.max() <= 1)
     ((100, 2), True)
     """
-    n, d, noise = _check_n(n), _check_d(d), _check_nonneg("noise", noise)
-    if not (np.isfinite(low) and np.isfinite(high) and low < high):
-        raise ValueError(f"need finite low < high, got low={low!r}, high={high!r}")
+    n, d, noise, low, high = _checked("uniform", n=n, d=d, noise=noise, low=low, high=high)
     rng = np.random.default_rng(seed)
     X = rng.uniform(low, high, size=(n, d))
-    return _input_law("uniform", X, noise, rng, seed, "seed 004: x ~ U[0,1]^d, y = sinc|x| + noise")
+    return _input_law("uniform", X, noise, rng, seed, "x ~ U[0,1]^d, y = sinc|x| + noise")
 
 
 def normal(n: int = 1000, d: int = 1, noise: float = 0.1, seed: int | None = 0) -> Dataset:
-    """Inputs ``x ~ N(0, I_d)`` (seed 004's light-tailed unbounded law).
+    """Inputs ``x ~ N(0, I_d)`` (the light-tailed unbounded law of Sun et al. 2012).
 
     Examples
     --------
     >>> normal(n=10, d=2, seed=5)
     Dataset(name='normal', n=10, d=2, task='regression')
     """
-    n, d, noise = _check_n(n), _check_d(d), _check_nonneg("noise", noise)
+    n, d, noise = _checked("normal", n=n, d=d, noise=noise)
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
-    return _input_law("normal", X, noise, rng, seed, "seed 004: x ~ N(0, I_d), y = sinc|x| + noise")
+    return _input_law("normal", X, noise, rng, seed, "x ~ N(0, I_d), y = sinc|x| + noise")
 
 
 def cauchy(n: int = 1000, d: int = 1, noise: float = 0.1, seed: int | None = 0) -> Dataset:
-    """Inputs with i.i.d. standard Cauchy coordinates (seed 004's heavy-tailed law).
+    """Inputs with i.i.d. standard Cauchy coordinates (the heavy-tailed law of Sun et al. 2012).
 
     Examples
     --------
     >>> cauchy(n=10, seed=5).task
     'regression'
     """
-    n, d, noise = _check_n(n), _check_d(d), _check_nonneg("noise", noise)
+    n, d, noise = _checked("cauchy", n=n, d=d, noise=noise)
     rng = np.random.default_rng(seed)
     X = rng.standard_cauchy((n, d))
     return _input_law("cauchy", X, noise, rng, seed,
-                      "seed 004: standard Cauchy inputs, y = sinc|x| + noise")
+                      "standard Cauchy inputs, y = sinc|x| + noise")
 
 
 for _f in (uniform, normal, cauchy):

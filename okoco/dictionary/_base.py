@@ -1,117 +1,63 @@
-"""Shared machinery of the dictionaries: input mapping, atom storage, Nyström features."""
+"""Shared machinery of the dictionaries: atom storage and Nyström features."""
 
 from __future__ import annotations
 
+import abc
 import math
-import numbers
-from collections.abc import Mapping, Sequence
+from numbers import Integral, Real
 
 import numpy as np
 
+from okoco._input import FeatureMap, Rows, reserve, undo_on_error
+from okoco._validation import Interval, Protocol, check_param, check_params
+
 __all__ = ["Dictionary"]
+
+#: The constraint on a dictionary's kernel (``None`` where kernel columns are fed instead).
+KERNEL = Protocol("a kernel (callable as kernel(X, Y) -> (n, m), with a diag(X) method)",
+                  "diag", callable_object=True)
 
 
 def _check_kernel(kernel) -> None:
-    if not callable(kernel) or not callable(getattr(kernel, "diag", None)):
-        raise TypeError(
-            "kernel must be callable as kernel(X, Y) -> (n, m) array and have a diag(X) method, "
-            f"got {kernel!r}"
-        )
+    check_param("kernel", kernel, [KERNEL])
 
 
 def _real(name: str, value, *, low=None, high=None, low_open=False, high_open=False) -> float:
-    """Validate a real parameter against an interval, with a clear message."""
-    plain = type(value) is float  # the hot path skips the slow abstract-class check
-    if not plain and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    ok = math.isfinite(value)
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value < high if high_open else value <= high
-    if not ok:
-        lo = "(" if low_open else "["
-        hi = ")" if high_open else "]"
-        interval = f"{lo}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi}"
-        raise ValueError(f"{name} must be finite and in {interval}, got {value!r}")
-    return value
+    """A real parameter in an interval (``check_param`` with an :class:`Interval`)."""
+    if type(value) is float and math.isfinite(value) and (  # the per-step fast path
+            low is None or (value > low if low_open else value >= low)) and (
+            high is None or (value < high if high_open else value <= high)):
+        return value
+    closed = {(False, False): "both", (True, False): "right", (False, True): "left",
+              (True, True): "neither"}[(low_open, high_open)]
+    return check_param(name, value, [Interval(Real, low, high, closed=closed)])
 
 
 def _integer(name: str, value, *, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value!r}")
-    return int(value)
+    return check_param(name, value, [Interval(Integral, low, None, closed="left")])
 
 
-def _records(X):
-    """A DataFrame becomes a list of row dicts keyed by column name; anything else is unchanged."""
-    if hasattr(X, "columns") and hasattr(X, "to_dict"):
-        return X.to_dict("records")
-    return X
-
-
-class _Rows:
-    """Row buffer ``(n, d)`` whose rows and columns both grow by capacity doubling."""
-
-    def __init__(self, n_cols: int = 0, capacity: int = 16):
-        self.data = np.zeros((capacity, max(n_cols, 1)))
-        self.n = 0
-        self.d = n_cols
-
-    def view(self) -> np.ndarray:
-        return self.data[: self.n, : self.d]
-
-    def _reserve(self, rows: int, cols: int) -> None:
-        r, c = self.data.shape
-        if rows <= r and cols <= c:
-            return
-        while r < rows:
-            r *= 2
-        while c < cols:
-            c *= 2
-        new = np.zeros((r, c))
-        new[: self.n, : self.d] = self.data[: self.n, : self.d]
-        self.data = new
-
-    def add_columns(self, k: int) -> None:
-        """Append ``k`` zero columns (a feature unseen so far is 0 for every stored row)."""
-        self._reserve(self.n, self.d + k)
-        self.data[: self.n, self.d : self.d + k] = 0.0
-        self.d += k
-
-    def append(self, row: np.ndarray) -> None:
-        self._reserve(self.n + 1, self.d)
-        self.data[self.n, : self.d] = row
-        self.n += 1
-
-    def keep(self, mask: np.ndarray) -> None:
-        kept = self.data[: self.n][mask]
-        self.data[: kept.shape[0]] = kept
-        self.data[kept.shape[0] : self.n] = 0.0
-        self.n = kept.shape[0]
-
-
-class Dictionary:
+class Dictionary(abc.ABC):
     """Base class of the online dictionaries (KORS, ALD, SQUEAK, INK-Estimate).
 
     A dictionary reads a stream of points one at a time with ``update(x)`` and keeps a weighted
-    subset of them, the *atoms*. It owns the mapping from the river world to arrays: ``x`` is a 1-D
-    array (fixed length) or a ``dict`` mapping feature names to numbers, in which case a missing
-    feature is ``0`` and a feature never seen before extends every stored atom with a ``0``.
-    Invalid input raises a ``TypeError`` / ``ValueError`` naming the feature and leaves the
-    dictionary unchanged.
+    subset of them, the *atoms*. ``x`` is a 1-D array (fixed length) or a ``dict`` mapping feature
+    names to numbers, in which case a missing feature is ``0`` and a feature never seen before
+    extends every stored atom with a ``0``. Invalid input raises a ``TypeError`` / ``ValueError``
+    naming the feature (and the row, in :meth:`update_many`) and leaves the dictionary unchanged;
+    :meth:`update_many` is all or nothing.
+
+    A subclass implements ``_update_vec(vec, new)``: one step on a validated vector, calling
+    :meth:`_commit` with the new feature names before it changes anything else.
 
     Common attributes: ``size`` (number of atoms), ``indices`` (0-based stream positions of the
     atoms), ``weights`` (the diagonal of ``S S^T``, i.e. the paper's ``1 / p~``), ``atoms`` (the
     stored points, ``(size, d)``), ``n_seen``. From them, the regularized Nyström approximation
 
-    ``K~ = K_{X,I} S (S^T K_{I,I} S + gamma I)^{-1} S^T K_{I,X}``
+    ``K~ = K_{X,I} S (S^T K_{I,I} S + alpha I)^{-1} S^T K_{I,X}``
 
     is available as explicit features (:meth:`nystrom_features`, ``Z Z^T = K~``) or as a matrix
-    (:meth:`approximate_kernel`). ``gamma`` defaults to the dictionary's own regularizer.
+    (:meth:`approximate_kernel`). ``alpha`` defaults to the dictionary's own regularizer.
 
     Examples
     --------
@@ -130,21 +76,29 @@ class Dictionary:
     (1, 2)
     """
 
-    _nystrom_gamma: float = 0.0
+    _parameter_constraints: dict = {"kernel": [None, KERNEL]}
 
-    def __init__(self, kernel):
-        if kernel is not None:
-            _check_kernel(kernel)
+    def __init__(self, kernel, **params):
+        """Keep and check the parameters (``_parameter_constraints``), then an empty state."""
         self.kernel = kernel
-        self._mode: str | None = None  # "array" or "dict" once the first point is seen
-        self._feature_index: dict = {}
-        self._atoms = _Rows()
+        for name, value in params.items():
+            setattr(self, name, value)
+        check_params(self)
+        if "seed" in params:
+            self._rng = np.random.default_rng(self.seed)
+        self._features = FeatureMap()
+        self._atoms = Rows()
         self._indices = np.zeros(16, dtype=np.int64)
         self._weights = np.zeros(16)
         self._size = 0
         self.n_seen = 0
 
     # ------------------------------------------------------------------ public views
+    @property
+    def _nystrom_alpha(self) -> float:
+        """The regularizer :meth:`nystrom_features` uses by default."""
+        return self.alpha
+
     @property
     def size(self) -> int:
         """Number of atoms (distinct stored points)."""
@@ -171,131 +125,57 @@ class Dictionary:
     @property
     def feature_names(self) -> list:
         """Feature names in column order (dict input) or column positions (array input)."""
-        if self._mode == "dict":
-            return list(self._feature_index)
-        return list(range(self._atoms.d))
+        return self._features.names
 
-    # ------------------------------------------------------------------ input mapping
-    def _vectorize(self, x) -> tuple[np.ndarray, list]:
-        """Map one point to a vector over the known features plus any new ones (not committed)."""
-        if isinstance(x, Mapping):
-            if self._mode == "array":
-                raise TypeError("this dictionary was fed arrays; got a dict")
-            index = self._feature_index
-            new = [name for name in x if name not in index]
-            vec = np.zeros(len(index) + len(new))
-            pos = {name: len(index) + j for j, name in enumerate(new)}
-            for name, value in x.items():
-                if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                    raise TypeError(f"feature {name!r} must be a real number, got {value!r}")
-                value = float(value)
-                if not np.isfinite(value):
-                    raise ValueError(f"feature {name!r} is not finite ({value!r})")
-                vec[index[name] if name in index else pos[name]] = value
-            return vec, new
-        if isinstance(x, (str, bytes)):
-            raise TypeError(f"x must be a dict or a 1-D numeric array, got {type(x).__name__}")
-        if self._mode == "dict":
-            raise TypeError("this dictionary was fed dicts; got an array")
-        try:
-            vec = np.array(x, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"x must be a dict or a 1-D numeric array: {exc}") from None
-        if vec.ndim != 1:
-            raise ValueError(f"x must be 1-D, got shape {vec.shape}")
-        if self._mode == "array" and vec.shape[0] != self._atoms.d:
-            raise ValueError(f"x has {vec.shape[0]} features, expected {self._atoms.d}")
-        bad = np.flatnonzero(~np.isfinite(vec))
-        if bad.size:
-            raise ValueError(f"feature {int(bad[0])} is not finite ({vec[bad[0]]!r})")
-        return vec, []
+    # ------------------------------------------------------------------ input
+    def update(self, x) -> bool:
+        """Process one point (a dict or a 1-D array); return whether it joined the dictionary."""
+        vec, new = self._features.encode(x)
+        return self._update_vec(vec, new)
 
-    def _commit(self, x, vec: np.ndarray, new: list) -> None:
-        """Record the input mode and any new feature names (after validation succeeded)."""
-        if self._mode is None:
-            self._mode = "dict" if isinstance(x, Mapping) else "array"
-            if self._mode == "array":
-                self._atoms.add_columns(vec.shape[0])
-                self._on_new_features(vec.shape[0])
+    def update_many(self, X) -> np.ndarray:
+        """Call :meth:`update` on every row of ``X``; returns the flags.
+
+        ``X`` is a 2-D array, a list of dicts, or a DataFrame (columns are feature names). The
+        whole batch is validated first, and on any error nothing is kept.
+        """
+        V, new = self._features.encode_many(X)
+        with undo_on_error(self, shared=(self.kernel,)):
+            return np.array([self._update_vec(v, new if i == 0 else [])
+                             for i, v in enumerate(V)], dtype=bool)
+
+    @abc.abstractmethod
+    def _update_vec(self, vec: np.ndarray, new: list) -> bool:
+        """One step on a validated vector; :meth:`_commit` ``new`` before changing anything."""
+
+    def _commit(self, vec: np.ndarray, new: list) -> None:
+        """Register the new features of an accepted point; atoms get 0 for them."""
         if new:
-            for name in new:
-                self._feature_index[name] = len(self._feature_index)
+            self._features.add(new)
             self._atoms.add_columns(len(new))
-            self._on_new_features(len(new))
-
-    def _on_new_features(self, k: int) -> None:
-        """Hook for subclasses storing more points than the atoms (INK-Estimate)."""
-
-    def _padded(self, rows: np.ndarray, width: int) -> np.ndarray:
-        if rows.shape[1] == width:
-            return rows
-        out = np.zeros((rows.shape[0], width))
-        out[:, : rows.shape[1]] = rows
-        return out
 
     def _kernel_column(self, vec: np.ndarray) -> np.ndarray:
-        atoms = self._atoms.view()
-        if atoms.shape[0] == 0:
-            return np.zeros(0)
-        return np.asarray(self.kernel(self._padded(atoms, vec.shape[0]), vec[None, :]))[:, 0]
+        return np.asarray(self._atoms.kernel_row(self.kernel, vec))
 
     def kernel_column(self, x) -> np.ndarray:
         """Kernel values ``k(atom_j, x)`` between every atom and one point (no state change)."""
         self._require_kernel()
-        vec, _ = self._vectorize(x)
-        return self._kernel_column(vec)
+        return self._kernel_column(self._features.encode(x)[0])
 
-    def _matrix(self, X) -> np.ndarray:
-        """Map a batch (2-D array, list of dicts, or a single point) to rows over known features."""
-        X = _records(X)
-        if isinstance(X, Mapping):
-            X = [X]
-        if isinstance(X, Sequence) and len(X) > 0 and isinstance(X[0], Mapping):
-            if self._mode == "array":
-                raise TypeError("this dictionary was fed arrays; got dicts")
-            index = dict(self._feature_index)
-            rows = []
-            for x in X:
-                saved, self._feature_index = self._feature_index, index
-                try:
-                    vec, new = self._vectorize(x)
-                finally:
-                    self._feature_index = saved
-                for name in new:
-                    index[name] = len(index)
-                rows.append(vec)
-            out = np.zeros((len(rows), len(index)))
-            for i, vec in enumerate(rows):
-                out[i, : vec.shape[0]] = vec
-            return out
-        X = np.asarray(X, dtype=float)
-        if X.ndim == 1:
-            X = X[None, :]
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D, got shape {X.shape}")
-        if self._mode is not None and X.shape[1] != self._atoms.d:
-            raise ValueError(f"X has {X.shape[1]} features, expected {self._atoms.d}")
-        if not np.all(np.isfinite(X)):
-            raise ValueError("X contains non-finite values")
-        return X
+    def _points(self, X) -> np.ndarray:
+        """One point or a batch as validated rows over the known features then any new ones."""
+        if isinstance(X, dict):
+            return self._features.encode(X)[0][None, :]
+        if not hasattr(X, "columns") and not (
+                isinstance(X, (list, tuple)) and X and isinstance(X[0], dict)):
+            X = np.asarray(X)
+            if X.ndim == 1:
+                return self._features.encode(X)[0][None, :]
+        return self._features.encode_many(X)[0]
 
     def _require_kernel(self) -> None:
         if self.kernel is None:
             raise RuntimeError("this dictionary has no kernel (it was built from kernel columns)")
-
-    # ------------------------------------------------------------------ batch use
-    def update_many(self, X) -> np.ndarray:
-        """Call :meth:`update` on every row of ``X``; returns the flags.
-
-        ``X`` is a 2-D array, a list of dicts, or a DataFrame (rows become dicts keyed by column).
-        """
-        X = _records(X)
-        if isinstance(X, np.ndarray) and X.ndim == 2:
-            return np.array([self.update(row) for row in X], dtype=bool)
-        return np.array([self.update(x) for x in X], dtype=bool)
-
-    def update(self, x) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
 
     def selection_matrix(self, n: int | None = None) -> np.ndarray:
         """Weighted selection matrix ``S`` (``n x size``), ``S[indices[j], j] = sqrt(weights[j])``.
@@ -307,20 +187,20 @@ class Dictionary:
         S[self.indices, np.arange(self._size)] = np.sqrt(self.weights)
         return S
 
-    def nystrom_features(self, X, gamma: float | None = None) -> np.ndarray:
+    def nystrom_features(self, X, alpha: float | None = None) -> np.ndarray:
         """Explicit Nyström features ``Z`` with ``Z Z^T = K~`` (regularized Nyström).
 
-        ``Z = K_{X,I} S V diag(e)^{-1/2}`` where ``S^T K_{I,I} S + gamma I = V diag(e) V^T``;
-        eigenvalues below ``1e-12 max(e)`` are dropped, so ``gamma = 0`` gives the plain Nyström
+        ``Z = K_{X,I} S V diag(e)^{-1/2}`` where ``S^T K_{I,I} S + alpha I = V diag(e) V^T``;
+        eigenvalues below ``1e-12 max(e)`` are dropped, so ``alpha = 0`` gives the plain Nyström
         ``K_{X,I} K_{I,I}^+ K_{I,X}`` (duplicates allowed). Cost ``O(n m^2 + m^3)``.
 
         Parameters
         ----------
         X
             Points (2-D array, list of dicts, or one point).
-        gamma
-            Nyström regularizer; defaults to the dictionary's own (``alpha`` for KORS, ``gamma``
-            for SQUEAK and INK-Estimate, ``0`` for ALD).
+        alpha
+            Nyström regularizer; defaults to the dictionary's own ``alpha`` (for ALD its Gram
+            loading, 0 by default).
 
         Returns
         -------
@@ -328,35 +208,34 @@ class Dictionary:
             ``(n, r)`` features, ``r <= size``.
         """
         self._require_kernel()
-        gamma = self._nystrom_gamma if gamma is None else _real("gamma", gamma, low=0.0)
-        X = self._matrix(X)
-        atoms = self._padded(self._atoms.view(), X.shape[1])
+        alpha = self._nystrom_alpha if alpha is None else _real("alpha", alpha, low=0.0)
+        X = self._points(X)
+        atoms = self._atoms.padded(X.shape[1])
         if atoms.shape[0] == 0:
             return np.zeros((X.shape[0], 0))
         sw = np.sqrt(self.weights)
         M = sw[:, None] * np.asarray(self.kernel(atoms, atoms)) * sw[None, :]
-        M[np.diag_indices_from(M)] += gamma
+        M[np.diag_indices_from(M)] += alpha
         e, V = np.linalg.eigh(M)
         keep = e > 1e-12 * max(e.max(), 0.0) if e.max() > 0 else np.zeros(e.shape, dtype=bool)
         P = V[:, keep] / np.sqrt(e[keep])
         return (np.asarray(self.kernel(X, atoms)) * sw[None, :]) @ P
 
-    def approximate_kernel(self, X, Y=None, gamma: float | None = None) -> np.ndarray:
+    def approximate_kernel(self, X, Y=None, alpha: float | None = None) -> np.ndarray:
         """The Nyström approximation ``K~(X, Y) = Z_X Z_Y^T`` (see :meth:`nystrom_features`)."""
-        ZX = self.nystrom_features(X, gamma)
-        ZY = ZX if Y is None else self.nystrom_features(Y, gamma)
+        ZX = self.nystrom_features(X, alpha)
+        ZY = ZX if Y is None else self.nystrom_features(Y, alpha)
         return ZX @ ZY.T
 
     # ------------------------------------------------------------------ storage helpers
     def _store(self, index: int, weight: float, vec: np.ndarray | None) -> None:
         m = self._size
-        if m == self._indices.shape[0]:
-            self._indices = np.concatenate([self._indices, np.zeros(m, dtype=np.int64)])
-            self._weights = np.concatenate([self._weights, np.zeros(m)])
+        self._indices = reserve(self._indices, m + 1)
+        self._weights = reserve(self._weights, m + 1)
         self._indices[m] = index
         self._weights[m] = weight
         if vec is not None:
-            self._atoms.append(self._padded(vec[None, :], self._atoms.d)[0])
+            self._atoms.append(vec)
         self._size = m + 1
 
     def _keep(self, mask: np.ndarray) -> None:
@@ -364,7 +243,7 @@ class Dictionary:
         kept = int(mask.sum())
         self._indices[:kept] = self._indices[:m][mask]
         self._weights[:kept] = self._weights[:m][mask]
-        if self._atoms.n:
+        if self._atoms.n:  # atoms are stored unless the dictionary is fed kernel columns
             self._atoms.keep(mask)
         self._size = kept
 

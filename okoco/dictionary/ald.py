@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 
-from okoco.dictionary._base import Dictionary, _integer, _real
+from okoco._input import reserve
+from okoco._validation import Interval
+from okoco.dictionary._base import Dictionary, _real
 from okoco.linalg import IncrementalCholesky
 
 __all__ = ["ALD"]
@@ -17,8 +21,9 @@ class ALD(Dictionary):
 
     ``delta = k(x, x) - g^T G_D^{-1} g = det G_{D + x} / det G_D``,  ``g = k_D(x)``
 
-    exceeds the threshold ``nu`` (Sun, Gomez & Schmidhuber 2012, Sect. 2, who call it ``alpha``;
-    ``spec/ridge-leverage-scores-oks-krls.md`` §B.2.1). The ALD coefficients ``a = G_D^{-1} g`` and
+    exceeds the threshold ``nu`` (Engel, Mannor & Meir 2004, "The Kernel Recursive Least-Squares
+    Algorithm"; Sun, Gomez & Schmidhuber 2012, "On the Size of the Online Kernel Sparsification
+    Dictionary", Sect. 2, who call it ``alpha``). The ALD coefficients ``a = G_D^{-1} g`` and
     ``delta`` are what KRLS needs at every step, so both are left in ``last_coefficients`` and
     ``last_residual``, and :meth:`project` computes them for any point without changing anything.
     The Gram matrix ``G_D`` is kept as an :class:`okoco.linalg.IncrementalCholesky` (``O(m^2)`` per
@@ -37,12 +42,13 @@ class ALD(Dictionary):
         ALD threshold ``> 0``.
     max_size
         Optional maximum number of atoms.
-    ridge
-        Diagonal loading ``r >= 0``: the factored Gram is ``G_D + r I`` and the residual is the
-        regularized ``delta = k(x, x) - g^T (G_D + r I)^{-1} g`` (at least the exact one, and equal
-        to it as ``r -> 0``); the Schur complement of the loaded Gram, its new pivot, is
-        ``delta + r``, so :meth:`gram`, :meth:`logdet` and :attr:`cholesky` are those of
-        ``G_D + r I`` (``log det = sum_j log(delta_j + r)``). ``0`` is the paper's exact ALD.
+    alpha
+        Ridge (diagonal loading) ``alpha >= 0``: the factored Gram is ``G_D + alpha I`` and the
+        residual is the regularized ``delta = k(x, x) - g^T (G_D + alpha I)^{-1} g`` (at least the
+        exact one, and equal to it as ``alpha -> 0``); the Schur complement of the loaded Gram, its
+        new pivot, is ``delta + alpha``, so :meth:`gram`, :meth:`logdet` and :attr:`cholesky` are
+        those of ``G_D + alpha I`` (``log det = sum_j log(delta_j + alpha)``). ``0`` is the
+        paper's exact ALD.
 
     Attributes
     ----------
@@ -71,12 +77,15 @@ class ALD(Dictionary):
     True
     """
 
-    def __init__(self, kernel, nu: float, max_size: int | None = None, ridge: float = 0.0):
-        super().__init__(kernel)
+    _parameter_constraints = {
+        "nu": [Interval(Real, 0, None, closed="neither")],
+        "max_size": [None, Interval(Integral, 1, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(self, kernel, nu: float, max_size: int | None = None, alpha: float = 0.0):
+        super().__init__(kernel, nu=nu, max_size=max_size, alpha=alpha)
         self._column_mode = False
-        self.nu = _real("nu", nu, low=0.0, low_open=True)
-        self.max_size = None if max_size is None else _integer("max_size", max_size)
-        self.ridge = _real("ridge", ridge, low=0.0)
         self._chol = IncrementalCholesky()
         self._residuals = np.zeros(16)
         self.last_coefficients = np.zeros(0)
@@ -127,18 +136,16 @@ class ALD(Dictionary):
         Returns ``(a, delta)`` with ``a = G_D^{-1} k_D(x)`` and ``delta = k(x, x) - k_D(x)^T a``.
         """
         self._require_kernel()
-        vec, _ = self._vectorize(x)
+        vec, _ = self._features.encode(x)
         a, delta, _ = self.project_column(self._kernel_column(vec), self._diag(vec))
         return a, delta
 
-    def update(self, x) -> bool:
-        """Process one point; return whether it joined the dictionary (``delta > nu``)."""
+    def _update_vec(self, vec: np.ndarray, new: list) -> bool:
         if self.size and self._column_mode:
             raise RuntimeError("this ALD is driven by update_column; do not mix with update(x)")
         self._require_kernel()
-        vec, new = self._vectorize(x)
         g, kxx = self._kernel_column(vec), self._diag(vec)
-        self._commit(x, vec, new)
+        self._commit(vec, new)
         return self._step(g, kxx, vec)
 
     def update_column(self, k_col, k_diag: float, projection=None) -> bool:
@@ -191,9 +198,8 @@ class ALD(Dictionary):
         added = bool(delta > self.nu and not full)
         if added:
             m = self.size
-            self._chol.append(g, kxx + self.ridge, half=h)
-            if m == self._residuals.shape[0]:
-                self._residuals = np.concatenate([self._residuals, np.zeros(m)])
+            self._chol.append(g, kxx + self.alpha, half=h)
+            self._residuals = reserve(self._residuals, m + 1)
             self._residuals[m] = delta
             self._store(self.n_seen, 1.0, vec)
         self.n_seen += 1

@@ -1,18 +1,24 @@
-"""INK-Estimate (Calandriello, Lazaric & Valko, UAI 2016, Algorithm 3) and Shrink-Expand."""
+"""INK-Estimate and Shrink-Expand (Calandriello, Lazaric & Valko 2016, "Analysis of Nyström
+Method with Sequential Ridge Leverage Score Sampling", Algorithm 3 and Subroutine 2)."""
 
 from __future__ import annotations
+
+from numbers import Real
 
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
 from okoco._blas import all_one_thread
-from okoco.dictionary._base import Dictionary, _real, _Rows
+from okoco._input import Rows, reserve
+from okoco._validation import Interval
+from okoco.dictionary._base import KERNEL, Dictionary
 
 __all__ = ["INKEstimate", "shrink_expand"]
 
 
 def shrink_expand(b, p, qbar: float, rng: np.random.Generator) -> np.ndarray:
-    """Shrink-Expand (seed 000, Subroutine 2) for integer weights ``b`` and new probabilities ``p``.
+    """Shrink-Expand (Subroutine 2 of the INK-Estimate paper) for integer weights ``b`` and new
+    probabilities ``p``.
 
     The printed loop ``while b p <= 1/qbar and b != 0: b <- b + 1 w.p. b/(b+1) else b <- 0`` (with
     the guard on the *updated* ``b``; the printed guard on the old weight never terminates after a
@@ -50,15 +56,17 @@ def shrink_expand(b, p, qbar: float, rng: np.random.Generator) -> np.ndarray:
 
 
 class INKEstimate(Dictionary):
-    """INK-Estimate (seed 000, Algorithm 3): sequential RLS sampling with estimated ``d_eff``.
+    """INK-Estimate: sequential RLS sampling with estimated ``d_eff`` (Calandriello, Lazaric &
+    Valko 2016, "Analysis of Nyström Method with Sequential Ridge Leverage Score Sampling",
+    Algorithm 3).
 
     At step ``t + 1`` (``t`` points seen) the new point's full kernel column ``k-bar`` against all
     past points is formed, the current approximation ``K~_t = Z Z^T`` (``Z = K_t S L^{-T}``,
-    ``L L^T = S^T K_t S + gamma I``, ``S = diag(sqrt(b))`` on the atoms) is never formed densely
+    ``L L^T = S^T K_t S + alpha I``, ``S = diag(sqrt(b))`` on the atoms) is never formed densely
     (its resolvents are applied by Woodbury through ``Z^T Z``), and
 
     * the scores of the atoms and of the new point follow Eq. 14,
-      ``tau~_i = (k_ii - k_i^T (K-bar_{t+1} + a gamma I)^{-1} k_i) / (a gamma)`` with the exact
+      ``tau~_i = (k_ii - k_i^T (K-bar_{t+1} + a alpha I)^{-1} k_i) / (a alpha)`` with the exact
       full columns ``k_i`` and ``a = (2 - eps) / (1 - eps)``, by block inversion;
     * the effective dimension follows Eqs. 15-16,
       ``d~_{t+1} = d~_t + a Delta~_t``;
@@ -66,7 +74,7 @@ class INKEstimate(Dictionary):
       :func:`shrink_expand` updates the integer weights ``b`` (the paper's ``S`` has entries
       ``sqrt(b)``; :attr:`weights` returns ``b``).
 
-    Guards (``spec/ink-estimate-squeak.md`` Part D.9): a negative ``Delta~_t`` (which happens when
+    Guards (not in the paper): a negative ``Delta~_t`` (which happens when
     ``K~_t`` is inaccurate) is clamped to 0 and counted in :attr:`n_negative_increments`; if
     ``d~`` is not positive the probabilities are left unchanged (counted in
     :attr:`n_deff_guard`).
@@ -79,8 +87,8 @@ class INKEstimate(Dictionary):
     ----------
     kernel
         Kernel object.
-    gamma
-        Nyström / RLS regularizer ``> 0`` (theory: ``gamma > 1``).
+    alpha
+        Nyström / RLS regularizer ``> 0`` (theory: ``alpha > 1``; the paper's ``gamma``).
     eps
         Accuracy ``in (0, 1)``.
     qbar
@@ -93,24 +101,24 @@ class INKEstimate(Dictionary):
     >>> import numpy as np
     >>> from okoco.kernels import RBF
     >>> from okoco.dictionary import INKEstimate
-    >>> ink = INKEstimate(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=200.0, seed=0)
+    >>> ink = INKEstimate(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=200.0, seed=0)
     >>> _ = ink.update_many(np.random.default_rng(0).normal(size=(100, 2)))
     >>> 0 < ink.size <= 8 * 200, ink.deff_estimate > 0
     (True, True)
     """
 
-    def __init__(
-        self, kernel, gamma: float = 2.0, eps: float = 0.5, qbar: float = 100.0, seed=None
-    ):
-        if kernel is None:
-            raise TypeError("INKEstimate needs a kernel")
-        super().__init__(kernel)
-        self.gamma = _real("gamma", gamma, low=0.0, low_open=True)
-        self.eps = _real("eps", eps, low=0.0, high=1.0, low_open=True, high_open=True)
-        self.qbar = _real("qbar", qbar, low=0.0, low_open=True)
-        self.seed = seed
-        self._rng = np.random.default_rng(seed)
-        self._history = _Rows()
+    _parameter_constraints = {
+        "kernel": [KERNEL],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "eps": [Interval(Real, 0, 1, closed="neither")],
+        "qbar": [Interval(Real, 0, None, closed="neither")],
+        "seed": ["seed"],
+    }
+
+    def __init__(self, kernel, alpha: float = 2.0, eps: float = 0.5, qbar: float = 100.0,
+                 seed=None):
+        super().__init__(kernel, alpha=alpha, eps=eps, qbar=qbar, seed=seed)
+        self._history = Rows()
         self._C = np.zeros((16, 16))  # C[:t, j] = full kernel column of atom j over all t points
         self._p = np.zeros(0)
         self.deff_estimate = 0.0
@@ -118,10 +126,6 @@ class INKEstimate(Dictionary):
         self.n_deff_guard = 0
         self.last_scores = np.zeros(0)
         self.last_added = False
-
-    @property
-    def _nystrom_gamma(self) -> float:  # type: ignore[override]
-        return self.gamma
 
     @property
     def ink_alpha(self) -> float:
@@ -133,11 +137,12 @@ class INKEstimate(Dictionary):
         """Current ``p~_i`` of the atoms."""
         return self._p.copy()
 
-    def _on_new_features(self, k: int) -> None:
-        self._history.add_columns(k)
+    def _commit(self, vec: np.ndarray, new: list) -> None:
+        super()._commit(vec, new)
+        self._history.add_columns(len(new))  # every past point, not only the atoms
 
     def _factor(self, t: int) -> np.ndarray:
-        """``Z = K_t S L^{-T}`` with ``L L^T = S^T K_t S + gamma I``, so that ``K~_t = Z Z^T``."""
+        """``Z = K_t S L^{-T}`` with ``L L^T = S^T K_t S + alpha I``, so that ``K~_t = Z Z^T``."""
         m = self.size
         if m == 0 or t == 0:
             return np.zeros((t, 0))
@@ -145,7 +150,7 @@ class INKEstimate(Dictionary):
         sb = np.sqrt(self._weights[:m])
         M = sb[:, None] * C[self._indices[:m], :] * sb[None, :]
         M = (M + M.T) / 2.0
-        M[np.diag_indices(m)] += self.gamma
+        M[np.diag_indices(m)] += self.alpha
         L = cholesky(M, lower=True, check_finite=False)
         return solve_triangular(L, (C * sb[None, :]).T, lower=True, check_finite=False).T
 
@@ -166,20 +171,18 @@ class INKEstimate(Dictionary):
         return apply
 
     @all_one_thread
-    def update(self, x) -> bool:
-        """Process one point; return whether it survived Expand."""
-        vec, new = self._vectorize(x)
+    def _update_vec(self, vec: np.ndarray, new: list) -> bool:
+        """One point; whether it survived Expand."""
         t = self.n_seen
-        hist = self._padded(self._history.view(), vec.shape[0])
-        kbar = np.asarray(self.kernel(hist, vec[None, :]))[:, 0] if t else np.zeros(0)
+        kbar = np.asarray(self._history.kernel_row(self.kernel, vec))
         kk = float(np.asarray(self.kernel.diag(vec[None, :]))[0])
         m = self.size
         a = self.ink_alpha
-        ag = a * self.gamma
+        ag = a * self.alpha
         Z = self._factor(t)
         ZtZ = Z.T @ Z
         G_ag = self._resolvent(Z, ZtZ, ag)
-        # Eq. 14 by block inversion of (K-bar_{t+1} + a gamma I)
+        # Eq. 14 by block inversion of (K-bar_{t+1} + a alpha I)
         V1 = np.empty((t, m + 1))
         V1[:, :m] = self._C[:t, :m]
         V1[:, m] = kbar
@@ -192,13 +195,13 @@ class INKEstimate(Dictionary):
         kii = np.append(V1[self._indices[:m], np.arange(m)], kk)
         tau = np.clip((kii - quad) / ag, 0.0, None)
         # Eqs. 15-16: d_eff increment
-        g_kbar = self._resolvent(Z, ZtZ, self.gamma)(kbar)
-        k_g2_k = float(g_kbar @ g_kbar)  # kbar^T (K~_t + gamma I)^{-2} kbar
-        num = kk - float(kbar @ Gk) - (1.0 - self.eps) ** 2 / 4.0 * self.gamma * k_g2_k
-        den = kk + self.gamma - float(kbar @ Gk)
+        g_kbar = self._resolvent(Z, ZtZ, self.alpha)(kbar)
+        k_g2_k = float(g_kbar @ g_kbar)  # kbar^T (K~_t + alpha I)^{-2} kbar
+        num = kk - float(kbar @ Gk) - (1.0 - self.eps) ** 2 / 4.0 * self.alpha * k_g2_k
+        den = kk + self.alpha - float(kbar @ Gk)
         increment = num / den
         # ---- commit
-        self._commit(x, vec, new)
+        self._commit(vec, new)
         if increment < 0:
             self.n_negative_increments += 1
             increment = 0.0
@@ -212,7 +215,7 @@ class INKEstimate(Dictionary):
         b_old = np.append(self._weights[:m].astype(np.int64), 1)
         b_new = shrink_expand(b_old, p_new, self.qbar, self._rng)
         # new row of the stored columns, then drop / add columns
-        self._reserve_C(t + 1, m + 1)
+        self._C = reserve(self._C, t + 1, m + 1)
         self._C[t, :m] = kbar[self._indices[:m]]
         keep = b_new[:m] > 0
         kept = int(keep.sum())
@@ -226,20 +229,7 @@ class INKEstimate(Dictionary):
             self._C[t, kept] = kk
             self._p = np.append(self._p, p_new[m])
             self._store(t, float(b_new[m]), vec)
-        self._history.append(self._padded(vec[None, :], self._history.d)[0])
+        self._history.append(vec)
         self.n_seen += 1
         self.last_scores, self.last_added = tau, added
         return added
-
-    def _reserve_C(self, rows: int, cols: int) -> None:
-        r, c = self._C.shape
-        if rows <= r and cols <= c:
-            return
-        r2, c2 = r, c
-        while r2 < rows:
-            r2 *= 2
-        while c2 < cols:
-            c2 *= 2
-        new = np.zeros((r2, c2))
-        new[:r, :c] = self._C
-        self._C = new

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numpy as np
 
+from okoco._validation import Interval
 from okoco.dictionary._base import Dictionary, _integer, _real
 from okoco.linalg import IncrementalCholesky
 
@@ -23,7 +25,7 @@ def beta_paper(T: int, delta: float, eps: float) -> float:
     """Oversampling ``beta = 3 log(T / delta) / eps^2`` as printed in Theorem 2 of KORS.
 
     The proof of Theorem 2 actually needs :func:`beta_proof` (union bound over ``T`` steps and
-    ``2T`` martingale events); see ``spec/kons-kors-sketched-kons.md`` §3.
+    ``2T`` martingale events).
 
     Examples
     --------
@@ -60,7 +62,7 @@ class KORS(Dictionary):
     = (1 + eps) q / (1 + q)``, with
     ``q = (k_tt - a^T (S K_II S + alpha I)^{-1} a) / alpha``, ``a = S k_{I,t}`` (Sherman–Morrison),
 
-    then ``p~_t = max(min(beta tau~_t, 1), gamma)``, a coin ``z_t ~ Bernoulli(p~_t)`` and, if it
+    then ``p~_t = max(min(beta tau~_t, 1), p_min)``, a coin ``z_t ~ Bernoulli(p~_t)`` and, if it
     lands, the point joins with weight ``1 / p~_t``. Weights never change afterwards, so the
     factor of ``S K_II S + alpha I`` is only ever bordered: ``O(m^2)`` per step with
     :class:`okoco.linalg.IncrementalCholesky`.
@@ -68,7 +70,7 @@ class KORS(Dictionary):
     With probability ``1 - delta`` and ``beta >= beta_proof(T, delta, eps)`` (Theorem 2, corrected):
     ``(1 - eps) A_t <= A_t^I <= (1 + eps) A_t`` for all ``t``,
     ``tau_{t,t} <= tau~_t <= rho tau_{t,t}`` with ``rho = (1 + eps) / (1 - eps)``, and
-    ``|I_t| <= 3 rho beta d_onl(alpha)`` (plus ``3 gamma t`` with the floor).
+    ``|I_t| <= 3 rho beta d_onl(alpha)`` (plus ``3 p_min t`` with the floor).
 
     Parameters
     ----------
@@ -81,8 +83,9 @@ class KORS(Dictionary):
         Accuracy ``in (0, 1]``.
     beta
         Oversampling ``>= 0``; see :func:`beta_paper` and :func:`beta_proof`.
-    gamma
-        Probability floor ``in [0, 1]`` (Sketched-KONS, Algorithm 3); ``gamma = 1`` keeps all.
+    p_min
+        Probability floor ``in [0, 1]`` (Sketched-KONS, Algorithm 3, where it is called
+        ``gamma``); ``p_min = 1`` keeps every point.
     seed
         Seed or ``numpy.random.Generator`` for the coins.
 
@@ -107,32 +110,23 @@ class KORS(Dictionary):
     True
     """
 
-    def __init__(
-        self,
-        kernel=None,
-        alpha: float = 1.0,
-        eps: float = 0.5,
-        beta: float = 10.0,
-        gamma: float = 0.0,
-        seed=None,
-    ):
-        super().__init__(kernel)
-        self.alpha = _real("alpha", alpha, low=0.0, low_open=True)
-        self.eps = _real("eps", eps, low=0.0, high=1.0, low_open=True)
-        self.beta = _real("beta", beta, low=0.0)
-        self.gamma = _real("gamma", gamma, low=0.0, high=1.0)
-        self.seed = seed
-        self._rng = np.random.default_rng(seed)
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "eps": [Interval(Real, 0, 1, closed="right")],
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "p_min": [Interval(Real, 0, 1, closed="both")],
+        "seed": ["seed"],
+    }
+
+    def __init__(self, kernel=None, alpha: float = 1.0, eps: float = 0.5, beta: float = 10.0,
+                 p_min: float = 0.0, seed=None):
+        super().__init__(kernel, alpha=alpha, eps=eps, beta=beta, p_min=p_min, seed=seed)
         self._chol = IncrementalCholesky()
         self._column_mode = False
         self.last_tau = float("nan")
         self.last_p = float("nan")
         self.last_q = float("nan")
         self.last_added = False
-
-    @property
-    def _nystrom_gamma(self) -> float:  # type: ignore[override]
-        return self.alpha
 
     @property
     def rho(self) -> float:
@@ -150,15 +144,13 @@ class KORS(Dictionary):
             raise RuntimeError("KORS driven by update_column stores no points; use indices")
         return super().atoms
 
-    def update(self, x) -> bool:
-        """Process one point (dict or 1-D array); return whether it joined the dictionary."""
+    def _update_vec(self, vec: np.ndarray, new: list) -> bool:
         self._require_kernel()
         if self._column_mode:
             raise RuntimeError("this KORS is driven by update_column; do not mix with update")
-        vec, new = self._vectorize(x)
         k_col = self._kernel_column(vec)
         k_diag = float(np.asarray(self.kernel.diag(vec[None, :]))[0])
-        self._commit(x, vec, new)
+        self._commit(vec, new)
         added, _, _ = self._step(k_col, k_diag, vec)
         return added
 
@@ -200,7 +192,7 @@ class KORS(Dictionary):
         h = self._chol.half_solve(a)
         q = max(k_diag - float(h @ h), 0.0) / self.alpha
         tau = (1.0 + self.eps) * q / (1.0 + q)
-        p = max(min(self.beta * tau, 1.0), self.gamma)
+        p = max(min(self.beta * tau, 1.0), self.p_min)
         added = bool(self._rng.random() < p)
         if added:
             scale = 1.0 / math.sqrt(p)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 
-from okoco.dictionary._base import _check_kernel, _real
+from okoco._validation import Interval, check_params
+from okoco.dictionary._base import KERNEL
 
 __all__ = ["NystromKRR"]
 
@@ -74,12 +77,18 @@ class NystromKRR:
     True
     """
 
+    _parameter_constraints = {
+        "kernel": [KERNEL],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "regularization": [Interval(Real, 0, None, closed="left")],
+    }
+
     def __init__(self, kernel, alpha: float = 1.0, regularization: float = 0.0, landmarks=None,
                  weights=None):
-        _check_kernel(kernel)
         self.kernel = kernel
-        self.alpha = _real("alpha", alpha, low=0.0, low_open=True)
-        self.regularization = _real("regularization", regularization, low=0.0)
+        self.alpha = alpha
+        self.regularization = regularization
+        check_params(self)
         self.landmarks = None if landmarks is None else np.asarray(landmarks, dtype=float)
         self.weights = None if weights is None else np.asarray(weights, dtype=float)
 
@@ -89,7 +98,7 @@ class NystromKRR:
         """Use the atoms and weights of a fitted dictionary (``regularization`` defaults to the
         dictionary's own Nyström regularizer)."""
         if regularization is None:
-            regularization = dictionary._nystrom_gamma
+            regularization = dictionary._nystrom_alpha
         return cls(dictionary.kernel, alpha=alpha, regularization=regularization,
                    landmarks=dictionary.atoms, weights=dictionary.weights)
 

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 
 from okoco._blas import all_one_thread
-from okoco.dictionary._base import Dictionary, _integer, _real
+from okoco._input import FeatureMap
+from okoco._validation import Interval, Options
+from okoco.dictionary._base import KERNEL, Dictionary
 
 __all__ = ["SQUEAK"]
 
 
 class SQUEAK(Dictionary):
-    """SQUEAK (Algorithm 1 of seed 002): anytime ridge-leverage-score dictionary with shrinking.
+    """SQUEAK: anytime ridge-leverage-score dictionary with shrinking (Calandriello, Lazaric &
+    Valko 2017, "Pack only the essentials: Adaptive dictionary learning for kernel ridge
+    regression", Algorithm 1).
 
     Each new point is offered ``qbar`` copies. At step ``t + 1`` the scores of the current atoms and
-    of the new point are estimated from the dictionary alone (Eq. 5, in the stable compressed form
-    of ``spec/ink-estimate-squeak.md`` §B.2): with ``D`` the atoms plus the new point, weights
+    of the new point are estimated from the dictionary alone (Eq. 5, in a numerically stable
+    compressed form): with ``D`` the atoms plus the new point, weights
     ``w_j = Q_j / (qbar p~_j)`` (old probabilities and copies) and ``w_new = 1``,
 
-    ``tau~_j = (1 - eps) / w_j [A (A + gamma I)^{-1}]_jj``,  ``A = W^{1/2} K_DD W^{1/2}``.
+    ``tau~_j = (1 - eps) / w_j [A (A + alpha I)^{-1}]_jj``,  ``A = W^{1/2} K_DD W^{1/2}``.
 
     Probabilities follow ``p~_j <- min(tau~_j, p~_j)`` (``rule="min"``, the rule the analysis
     uses; a fresh point has previous probability 1) or the printed
@@ -28,9 +34,10 @@ class SQUEAK(Dictionary):
     atom are merged into one column of weight ``Q_j / (qbar p~_j)`` (same ``K~``), so ``size`` is
     the number of distinct atoms and :attr:`n_copies` the paper's ``|I_t|``.
 
-    Theorem 1 (seed 002): with ``qbar = O(alpha / eps^2 log(n / delta))``,
-    ``alpha = (1 + eps) / (1 - eps)``, w.p. ``1 - delta`` the dictionary is ``gamma``-accurate at
-    every ``t`` and ``|I_t| = O(qbar d_eff(gamma)_t)``. Cost: ``O(m^3)`` per step (one
+    Theorem 1 of the paper: with ``qbar = O(rho / eps^2 log(n / delta))``,
+    ``rho = (1 + eps) / (1 - eps)``, w.p. ``1 - delta`` the dictionary is ``alpha``-accurate at
+    every ``t`` and ``|I_t| = O(qbar d_eff(alpha)_t)`` (the paper writes ``gamma`` for the
+    regularizer ``alpha`` and ``alpha`` for ``rho``). Cost: ``O(m^3)`` per step (one
     eigendecomposition of the ``(m + 1) x (m + 1)`` weighted Gram), ``O(m^2)`` memory; kernel
     values are only ever evaluated among the atoms and the new point.
 
@@ -38,8 +45,8 @@ class SQUEAK(Dictionary):
     ----------
     kernel
         Kernel object.
-    gamma
-        Nyström / RLS regularizer ``> 0`` (the theory assumes ``gamma > 1``).
+    alpha
+        Nyström / RLS regularizer ``> 0`` (the theory assumes ``alpha > 1``).
     eps
         Accuracy ``in (0, 1)``.
     qbar
@@ -55,7 +62,7 @@ class SQUEAK(Dictionary):
     >>> from okoco.kernels import RBF
     >>> from okoco.dictionary import SQUEAK, effective_dimension
     >>> X = np.random.default_rng(0).normal(size=(200, 2))
-    >>> sq = SQUEAK(RBF(gamma=0.5), gamma=2.0, eps=0.5, qbar=20, seed=0)
+    >>> sq = SQUEAK(RBF(gamma=0.5), alpha=2.0, eps=0.5, qbar=20, seed=0)
     >>> _ = sq.update_many(X)
     >>> sq.size < 200
     True
@@ -63,35 +70,23 @@ class SQUEAK(Dictionary):
     True
     """
 
-    def __init__(
-        self,
-        kernel,
-        gamma: float = 2.0,
-        eps: float = 0.5,
-        qbar: int = 50,
-        rule: str = "min",
-        seed=None,
-    ):
-        if kernel is None:
-            raise TypeError("SQUEAK needs a kernel")
-        super().__init__(kernel)
-        self.gamma = _real("gamma", gamma, low=0.0, low_open=True)
-        self.eps = _real("eps", eps, low=0.0, high=1.0, low_open=True, high_open=True)
-        self.qbar = _integer("qbar", qbar)
-        if rule not in ("min", "max"):
-            raise ValueError(f"rule must be 'min' or 'max', got {rule!r}")
-        self.rule = rule
-        self.seed = seed
-        self._rng = np.random.default_rng(seed)
+    _parameter_constraints = {
+        "kernel": [KERNEL],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "eps": [Interval(Real, 0, 1, closed="neither")],
+        "qbar": [Interval(Integral, 1, None, closed="left")],
+        "rule": [Options({"min", "max"})],
+        "seed": ["seed"],
+    }
+
+    def __init__(self, kernel, alpha: float = 2.0, eps: float = 0.5, qbar: int = 50,
+                 rule: str = "min", seed=None):
+        super().__init__(kernel, alpha=alpha, eps=eps, qbar=qbar, rule=rule, seed=seed)
         self._K = np.zeros((0, 0))
         self._p = np.zeros(0)
         self._Q = np.zeros(0, dtype=np.int64)
         self.last_scores = np.zeros(0)
         self.last_added = False
-
-    @property
-    def _nystrom_gamma(self) -> float:  # type: ignore[override]
-        return self.gamma
 
     @property
     def probabilities(self) -> np.ndarray:
@@ -110,8 +105,7 @@ class SQUEAK(Dictionary):
 
     def estimate_scores(self, x) -> np.ndarray:
         """Eq. 5 estimates for the atoms and ``x`` (last entry), without changing anything."""
-        vec, _ = self._vectorize(x)
-        return self._scores(vec)[0]
+        return self._scores(self._features.encode(x)[0])[0]
 
     def _scores(self, vec: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         m = self.size
@@ -127,19 +121,18 @@ class SQUEAK(Dictionary):
         return self._estimate(KD, w), k, kxx
 
     def _estimate(self, KD: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """Eq. 5, compressed: ``(1 - eps) / w_j [A (A + gamma I)^{-1}]_jj``, ``A = W^.5 K W^.5``."""
+        """Eq. 5, compressed: ``(1 - eps) / w_j [A (A + alpha I)^{-1}]_jj``, ``A = W^.5 K W^.5``."""
         sw = np.sqrt(w)
         s, V = np.linalg.eigh(sw[:, None] * KD * sw[None, :])
         s = np.clip(s, 0.0, None)
-        hat = (V * V) @ (s / (s + self.gamma))
+        hat = (V * V) @ (s / (s + self.alpha))
         return (1.0 - self.eps) * hat / w
 
     @all_one_thread
-    def update(self, x) -> bool:
-        """Process one point; return whether at least one of its ``qbar`` copies was kept."""
-        vec, new = self._vectorize(x)
+    def _update_vec(self, vec: np.ndarray, new: list) -> bool:
+        """One point; whether at least one of its ``qbar`` copies was kept."""
         tau, k, kxx = self._scores(vec)
-        self._commit(x, vec, new)
+        self._commit(vec, new)
         m = self.size
         p_old = np.append(self._p, 1.0)
         p_new = np.minimum(tau, p_old)
@@ -172,12 +165,11 @@ class SQUEAK(Dictionary):
     def merge(self, other: SQUEAK, seed=None) -> SQUEAK:
         """A dictionary for the union of two streams: this one's points, then ``other``'s.
 
-        An **extension**, not from the papers: seed 002 only remarks that dictionaries built in
-        parallel on disjoint data can be merged recursively (``spec/ink-estimate-squeak.md``,
-        "Distributed variant"). The merge is a Dict-Update whose new material is the other
-        dictionary: with ``D`` the atoms of both and their current weights
-        ``w_j = Q_j / (qbar p~_j)``, the scores of Eq. 5 (compressed form) are
-        ``tau~_j = (1 - eps) / w_j [A (A + gamma I)^{-1}]_jj``, ``A = W^{1/2} K_DD W^{1/2}``;
+        An **extension**, not from the papers: the SQUEAK paper only remarks that dictionaries
+        built in parallel on disjoint data can be merged recursively. The merge is a Dict-Update
+        whose new material is the other dictionary: with ``D`` the atoms of both and their
+        current weights ``w_j = Q_j / (qbar p~_j)``, the scores of Eq. 5 (compressed form) are
+        ``tau~_j = (1 - eps) / w_j [A (A + alpha I)^{-1}]_jj``, ``A = W^{1/2} K_DD W^{1/2}``;
         then ``p~_j <- min(tau~_j, p~_j)`` (or the ``"max"`` rule) and every atom is thinned,
         ``Q_j <- Binomial(Q_j, p~_new / p~_old)``. Sequential SQUEAK is the special case where
         ``other`` holds one fresh point with ``qbar`` copies at probability 1. No theorem covers
@@ -192,7 +184,7 @@ class SQUEAK(Dictionary):
         Parameters
         ----------
         other
-            A SQUEAK dictionary with the same kernel, ``gamma``, ``eps``, ``qbar`` and ``rule``.
+            A SQUEAK dictionary with the same kernel, ``alpha``, ``eps``, ``qbar`` and ``rule``.
         seed
             Seed or ``numpy.random.Generator`` of the merged dictionary (the thinning and any
             later update).
@@ -208,8 +200,8 @@ class SQUEAK(Dictionary):
         >>> import numpy as np
         >>> from okoco.kernels import RBF
         >>> X = np.random.default_rng(0).normal(size=(200, 2))
-        >>> a = SQUEAK(RBF(gamma=0.5), gamma=2.0, qbar=20, seed=1); _ = a.update_many(X[:100])
-        >>> b = SQUEAK(RBF(gamma=0.5), gamma=2.0, qbar=20, seed=2); _ = b.update_many(X[100:])
+        >>> a = SQUEAK(RBF(gamma=0.5), alpha=2.0, qbar=20, seed=1); _ = a.update_many(X[:100])
+        >>> b = SQUEAK(RBF(gamma=0.5), alpha=2.0, qbar=20, seed=2); _ = b.update_many(X[100:])
         >>> ab = a.merge(b, seed=3)
         >>> ab.n_seen, ab.size <= a.size + b.size
         (200, True)
@@ -218,7 +210,7 @@ class SQUEAK(Dictionary):
         """
         if not isinstance(other, SQUEAK):
             raise TypeError(f"can only merge with another SQUEAK, got {type(other).__name__}")
-        for name in ("gamma", "eps", "qbar", "rule"):
+        for name in ("alpha", "eps", "qbar", "rule"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if mine != theirs:
                 raise ValueError(f"cannot merge SQUEAK dictionaries with different {name}: "
@@ -228,35 +220,32 @@ class SQUEAK(Dictionary):
         ):
             raise ValueError(f"cannot merge SQUEAK dictionaries with different kernels: "
                              f"{self.kernel!r} and {other.kernel!r}")
-        modes = {self._mode, other._mode} - {None}
+        modes = {self._features.mode, other._features.mode} - {None}
         if len(modes) > 1:
             raise TypeError("cannot merge a dictionary fed arrays with one fed dicts")
         mode = modes.pop() if modes else None
-        A, B = self._atoms.view(), other._atoms.view()
-        index: dict = {}
+        features = FeatureMap()
+        features.mode = mode
         if mode == "dict":
-            index = dict(self._feature_index)
-            for name in other._feature_index:
-                index.setdefault(name, len(index))
-            d = len(index)
-            B_aligned = np.zeros((B.shape[0], d))
-            B_aligned[:, [index[n] for n in other._feature_index]] = B
-            A, B = self._padded(A, d), B_aligned
+            features.add(self._features.columns)
+            features.add([n for n in other._features.columns if n not in features.columns])
         elif mode == "array":
-            dims = {dct._atoms.d for dct in (self, other) if dct._mode is not None}
+            dims = {len(dct._features.columns) for dct in (self, other) if dct._features.mode}
             if len(dims) > 1:
                 raise ValueError(f"cannot merge dictionaries over different numbers of "
                                  f"features: {sorted(dims)}")
-            d = dims.pop()
-            A, B = self._padded(A, d), self._padded(B, d)
-        else:
-            d = 0
+            features.add(range(dims.pop()))
+        d = features.width
+        A = self._atoms.padded(d)
+        B = np.zeros((other.size, d))
+        if other.size and mode is not None:  # other's columns, placed by feature name
+            B[:, [features.columns[n] for n in other._features.columns]] = \
+                other._atoms.view()
 
-        out = SQUEAK(self.kernel, gamma=self.gamma, eps=self.eps, qbar=self.qbar,
+        out = SQUEAK(self.kernel, alpha=self.alpha, eps=self.eps, qbar=self.qbar,
                      rule=self.rule, seed=seed)
-        out._mode, out._feature_index = mode, index
-        if mode is not None:
-            out._atoms.add_columns(d)
+        out._features = features
+        out._atoms.add_columns(d)
         ma, mb = self.size, other.size
         m = ma + mb
         KD = np.empty((m, m))

@@ -88,7 +88,7 @@ def merge_tree(
     kernel: Any,
     *,
     partitions: int | None = None,
-    gamma: float = 2.0,
+    alpha: float = 2.0,
     eps: float = 0.5,
     qbar: int = 50,
     rule: str = "min",
@@ -109,7 +109,7 @@ def merge_tree(
     partitions
         Number of contiguous blocks (default: the cluster's worker threads, 1 when serial).
         ``partitions=1`` is plain sequential SQUEAK.
-    gamma, eps, qbar, rule
+    alpha, eps, qbar, rule
         SQUEAK parameters, shared by every partition and merge.
     seed
         Seed of the whole tree (see the module docstring); same seed and ``partitions``, same
@@ -136,13 +136,13 @@ def merge_tree(
     (300, True, True)
     """
     X = _as_array(X)
-    SQUEAK(kernel, gamma=gamma, eps=eps, qbar=qbar, rule=rule)  # validate before any work
+    SQUEAK(kernel, alpha=alpha, eps=eps, qbar=qbar, rule=rule)  # validate before any work
     if partitions is not None and (isinstance(partitions, bool)
                                    or not isinstance(partitions, (int, np.integer))
                                    or partitions < 1):
         raise ValueError(f"partitions must be a positive integer, got {partitions!r}")
     check_scheduler(scheduler, workers)
-    squeak = {"gamma": gamma, "eps": eps, "qbar": qbar, "rule": rule}
+    squeak = {"alpha": alpha, "eps": eps, "qbar": qbar, "rule": rule}
     start = time.perf_counter()
     with open_client(scheduler, workers, timeout=timeout) as client:
         if partitions is None:
@@ -213,8 +213,10 @@ def nystrom_krr(
         Kernel object.
     mu
         Regression ridge ``> 0``.
-    partitions, gamma, eps, qbar, seed, scheduler, workers, timeout
+    partitions, eps, qbar, seed, scheduler, workers, timeout
         As :func:`merge_tree`.
+    gamma
+        The dictionary's (SQUEAK's) regularizer, ``alpha`` of :func:`merge_tree`.
 
     Returns
     -------
@@ -232,7 +234,7 @@ def nystrom_krr(
     True
     """
     X = _as_array(X)
-    dictionary = merge_tree(X, kernel, partitions=partitions, gamma=gamma, eps=eps, qbar=qbar,
+    dictionary = merge_tree(X, kernel, partitions=partitions, alpha=gamma, eps=eps, qbar=qbar,
                             seed=seed, scheduler=scheduler, workers=workers, timeout=timeout)
     model = NystromKRR.from_dictionary(dictionary, alpha=mu).fit(X, y)
     model.dictionary_ = dictionary

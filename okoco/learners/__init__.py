@@ -1,12 +1,11 @@
 """Online kernel learners sharing one ``predict_one`` / ``learn_one`` protocol."""
 
 from okoco import persistence
+from okoco._input import FeatureMap, Rows
 from okoco.dictionary import ALD, KORS
-from okoco.dictionary._base import _Rows
 from okoco.learners.auto import Auto
 from okoco.learners.base import KernelLearner, StepSize
 from okoco.learners.binary import BinaryClassifier
-from okoco.learners.features import FeatureMap, PointStore
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.krls import KRLS
@@ -19,5 +18,4 @@ __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", 
 # What okoco files may hold: the learners, and every part a learner is built from.
 persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
                      BinaryClassifier, learner=True)
-persistence.register(FeatureMap, PointStore, StepSize, IncrementalCholesky, PackedSymmetric,
-                     KORS, ALD, _Rows)
+persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, KORS, ALD)

@@ -3,8 +3,12 @@ r"""The small base every okoco learner stands on.
 It owns what the papers leave implicit: the river ``dict`` boundary (features appear and
 vanish, missing = 0), input validation that leaves the state untouched on error, the clipped
 projection :math:`h(z) = \mathrm{sign}(z)\max(|z| - C, 0)`, the step-size policy and the seeded
-random generator. A learner subclass implements two array methods:
+random generator. A learner subclass declares its parameters in ``_parameter_constraints``
+(checked by :func:`okoco._validation.check_params`), assigns them in ``__init__`` and calls
+:meth:`KernelLearner._setup`; it implements three abstract methods:
 
+``_reset_state()``
+    create the algorithm's state (called by ``_setup``);
 ``_predict_vec(v) -> float``
     the unclipped prediction :math:`\bar y` of the current function at ``v``;
 ``_learn_vec(v, y, eta)``
@@ -13,9 +17,11 @@ random generator. A learner subclass implements two array methods:
 
 from __future__ import annotations
 
+import abc
 import math
 import numbers
 import warnings
+from numbers import Real
 
 import numpy as np
 from river import base
@@ -23,7 +29,8 @@ from river import base
 from okoco import kernels as _kernels
 from okoco import losses as _losses
 from okoco import persistence
-from okoco.learners.features import MAX_ABS_VALUE, FeatureMap, check_target, check_value
+from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, in_row, undo_on_error
+from okoco._validation import Interval, Options, Protocol, check_params
 
 __all__ = ["KernelLearner", "StepSize", "clip_excess"]
 
@@ -119,6 +126,15 @@ class StepSize:
         return self._const
 
 
+#: Constraints shared by the learners' parameters (see okoco._validation).
+KERNEL = Protocol("an okoco kernel (callable, with a diag method)", "diag", callable_object=True)
+LOSS = Protocol("an okoco loss (with a derivative method)", "derivative")
+BOUND = Interval(Real, 0, MAX_ABS_VALUE, closed="right")  # C: squares of C must not overflow
+ETA = [Options({"exp-concave", "sqrt"}, "a policy name"),
+       Interval(Real, 0, None, closed="neither"), "callable"]
+ETA_HESSIAN = [Options({"exp-concave", "hessian", "sqrt"}, "a policy name"), *ETA[1:]]
+
+
 def _is_regression(loss) -> bool:
     """A loss taking any real target (no ``check_target`` of its own), i.e. not a classifier's."""
     check = getattr(type(loss), "check_target", None)
@@ -128,10 +144,10 @@ def _is_regression(loss) -> bool:
 class KernelLearner(base.MiniBatchRegressor):
     """Base class of the okoco regressors (a river ``MiniBatchRegressor``).
 
-    Subclasses call :meth:`_setup` at the end of ``__init__`` and implement
-    ``_reset_state``, ``_predict_vec`` and ``_learn_vec``; those with a step size set
-    ``self._eta`` (a :class:`StepSize`). Predictions are always in
-    ``[-C, C]``. ``learn_many`` is exactly a sequence of ``learn_one`` calls.
+    A subclass's ``__init__`` assigns its parameters and calls :meth:`_setup`, which checks
+    them against ``_parameter_constraints`` and builds the state through the abstract
+    ``_reset_state``. Predictions are always in ``[-C, C]``. ``learn_many`` is exactly a
+    sequence of ``learn_one`` calls and, like it, changes nothing when it fails.
 
     Examples
     --------
@@ -145,25 +161,25 @@ class KernelLearner(base.MiniBatchRegressor):
     (2, 2)
     """
 
-    _clipping_optional = False  # True where C=None (no clipping) is allowed
+    _hessian_step = False  # whether eta="hessian" (a curvature-exact step) is a policy
+    _parameter_constraints: dict = {
+        "kernel": [None, KERNEL],
+        "loss": [None, LOSS],
+        "C": [BOUND],
+    }
 
     def _setup(self) -> None:
-        if self.kernel is not None and not callable(self.kernel):
-            raise TypeError(f"kernel must be an okoco kernel, got {self.kernel!r}")
-        if self.loss is not None and not hasattr(self.loss, "derivative"):
-            raise TypeError(f"loss must follow the okoco loss protocol, got {self.loss!r}")
-        if self.C is None and self._clipping_optional:
-            pass
-        elif isinstance(self.C, bool) or not isinstance(self.C, numbers.Real):
-            raise TypeError(f"C must be a number, got {self.C!r}")
-        elif not (math.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be finite and > 0, got {self.C!r}")
-        # kernel=None: RBF(gamma = 1/d), d fixed at the first learn (_learned); 1.0 until then
+        """Check the parameters, then build a fresh state (the end of every ``__init__``)."""
+        check_params(self)
+        # kernel=None: RBF(gamma = 1/d), d fixed at the first learn (_fix_default_kernel)
         self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
         self._loss = self.loss if self.loss is not None else _losses.Squared()
+        if hasattr(self, "eta"):  # a learner with a step size
+            self._eta = StepSize(self.eta, self._loss, self.C, hessian=self._hessian_step)
         self._reset()
 
     def _reset(self) -> None:
+        """A fresh state with the same (checked) parameters: nothing learned."""
         self._features = FeatureMap()
         self._rng = np.random.default_rng(getattr(self, "seed", None))
         self.n_seen = 0
@@ -171,6 +187,18 @@ class KernelLearner(base.MiniBatchRegressor):
         self._warned_unscaled = False
         self._cache = None
         self._reset_state()
+
+    @abc.abstractmethod
+    def _reset_state(self) -> None:
+        """Create the algorithm's state (the stored points and whatever the update keeps)."""
+
+    @abc.abstractmethod
+    def _predict_vec(self, v: np.ndarray) -> float:
+        """The unclipped prediction at the validated vector ``v`` (no state change)."""
+
+    @abc.abstractmethod
+    def _learn_vec(self, v: np.ndarray, y: float, eta: float | None) -> None:
+        """One protocol step on a validated vector; raise before changing anything."""
 
     # -- river protocol -------------------------------------------------------------------
 
@@ -180,7 +208,7 @@ class KernelLearner(base.MiniBatchRegressor):
         A prediction that overflows (features too large for the kernel) raises ``ValueError``
         instead of returning NaN or a silently clipped infinity.
         """
-        z = self._predict_vec(self._features.vector(x, register=False))
+        z = self._predict_vec(self._features.encode(x, arrays=False)[0])
         if not math.isfinite(z):
             raise ValueError(overflow_message(self._kernel, z))
         return self._clip(z)
@@ -192,9 +220,15 @@ class KernelLearner(base.MiniBatchRegressor):
         """
         y = check_target(y, self._loss)
         eta = self._step(self.n_seen + 1)
-        vec = self._features.vector(x, register=True)  # validates every value before registering
-        self._fix_default_kernel()
-        self._learn_vec(vec, y, eta)
+        vec, new = self._features.encode(x, arrays=False)
+        kernel = self._kernel
+        self._fix_default_kernel(vec.shape[0])
+        try:
+            self._learn_vec(vec, y, eta)
+        except BaseException:
+            self._kernel = kernel  # the step failed: nothing changes, the default kernel neither
+            raise
+        self._features.add(new)  # new features are registered once the step succeeded
         self._watch_target_scale([y])
         self.n_seen += 1
         self._cache = None
@@ -202,36 +236,31 @@ class KernelLearner(base.MiniBatchRegressor):
     def learn_many(self, X, y) -> None:
         """``learn_one`` over the rows of a DataFrame or a 2-D array, in order.
 
-        The whole batch is validated first; on an error nothing is learned.
+        The whole batch is validated first, and a step that fails later (a numerical overflow)
+        undoes the batch: on any error nothing is learned, and the message names the row.
         """
-        names, values = self._batch(X)
-        targets = [check_target(v, self._loss) for v in np.asarray(y, dtype=object).ravel()]
-        if len(targets) != values.shape[0]:
-            raise ValueError(f"X has {values.shape[0]} rows but y has {len(targets)} targets")
-        present = ~np.isnan(values)
-        cols = self._features.indices(names, register=True)
-        width = self._features.width
-        self._fix_default_kernel()
-        self._watch_target_scale(targets)
-        for i, target in enumerate(targets):
-            eta = self._step(self.n_seen + 1)
-            vec = np.zeros(width)
-            vec[cols[present[i]]] = values[i, present[i]]  # NaN = absent (DataFrame rows)
-            self._learn_vec(vec, target, eta)
-            self.n_seen += 1
-            self._cache = None
+        V, new = self._features.encode_many(X, arrays=False)
+        targets = np.asarray(y, dtype=object).ravel()
+        if len(targets) != V.shape[0]:
+            raise ValueError(f"X has {V.shape[0]} rows but y has {len(targets)} targets")
+        targets = [in_row(i, check_target, target, self._loss)
+                   for i, target in enumerate(targets)]
+        etas = [self._step(self.n_seen + 1 + i) for i in range(len(targets))]
+        with undo_on_error(self, shared=(self.kernel, self.loss)):
+            self._fix_default_kernel(V.shape[1])
+            self._watch_target_scale(targets)
+            for i, (target, eta) in enumerate(zip(targets, etas)):
+                in_row(i, self._learn_vec, V[i], target, eta)
+                self.n_seen += 1
+                self._cache = None
+        self._features.add(new)
 
     def predict_many(self, X):
         """Predictions of the current model for each row (a Series for a DataFrame input).
 
         A row whose prediction overflows raises ``ValueError`` naming the row.
         """
-        names, values = self._batch(X)
-        cols = self._features.indices(names, register=False)
-        width = max(self._features.width, int(cols.max()) + 1 if cols.size else 0)
-        V = np.zeros((values.shape[0], width))
-        filled = np.nan_to_num(values, nan=0.0)
-        V[:, cols] = filled
+        V, _ = self._features.encode_many(X, arrays=False)
         preds = self._predict_vecs(V)
         bad = np.flatnonzero(~np.isfinite(preds))
         if bad.size:
@@ -239,51 +268,19 @@ class KernelLearner(base.MiniBatchRegressor):
         if self.C is not None:
             preds = np.clip(preds, -self.C, self.C)
         if hasattr(X, "index"):
-            import pandas as pd
+            import pandas as pd  # optional dependency, only present with a DataFrame input
 
             return pd.Series(preds, index=X.index, dtype=float)
         return preds
 
     # -- helpers for subclasses -----------------------------------------------------------
 
-    def _batch(self, X) -> tuple[list, np.ndarray]:
-        """Column names and float values of a batch, validated without a per-cell loop.
-
-        In a DataFrame NaN means "absent from that row" (as when it is built from dicts); in an
-        array every cell must be a finite number. A bad cell raises naming its row and feature.
-        """
-        is_frame = hasattr(X, "columns")
-        raw = X.to_numpy() if is_frame else np.asarray(X)
-        if raw.ndim != 2:
-            raise ValueError(f"X must be 2-D, got shape {raw.shape}")
-        names = list(X.columns) if is_frame else list(range(raw.shape[1]))
-        try:
-            values = raw.astype(float)
-            ok = np.isfinite(values) & (np.abs(values) <= MAX_ABS_VALUE)
-            if is_frame:
-                ok |= np.isnan(values)
-        except (TypeError, ValueError):  # strings or objects somewhere: find the culprit
-            values, ok = None, np.zeros(raw.shape, dtype=bool)
-        for i, j in zip(*np.nonzero(~ok)):
-            cell = raw[i, j]
-            if is_frame and cell is None:
-                continue
-            try:
-                check_value(names[j], cell)
-            except (TypeError, ValueError) as error:
-                raise type(error)(f"row {i}: {error}") from None
-        if values is None:  # only missing cells were non-numeric
-            values = np.array(
-                [[np.nan if c is None else float(c) for c in row] for row in raw], dtype=float
-            )
-        return names, values
-
-    def _fix_default_kernel(self) -> None:
-        """``kernel=None`` means ``RBF(gamma=1/d)``, ``d`` the features known at the first learn
+    def _fix_default_kernel(self, width: int) -> None:
+        """``kernel=None`` means ``RBF(gamma=1/d)``, ``d`` the features of the first row learned
         (scikit-learn's ``gamma="scale"`` for standardized inputs), fixed from then on so that
         stored factorizations stay valid."""
         if self.n_seen == 0 and self.kernel is None:
-            self._kernel = _kernels.RBF(gamma=1.0 / max(self._features.width, 1))
+            self._kernel = _kernels.RBF(gamma=1.0 / max(width, 1))
 
     def _watch_target_scale(self, targets: list) -> None:
         """Warn once when the mean ``|y|`` exceeds ``2 C``: most predictions are then clipped

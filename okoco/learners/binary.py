@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 
 import numpy as np
 from river import base
 
 from okoco import losses, persistence
+from okoco._validation import Protocol, check_params
 from okoco.learners.fgd import FunctionalGD
 
 __all__ = ["BinaryClassifier"]
+
+
+class _Label:
+    """The constraint on a class label: hashable, and equal to itself (NaN never is, so it could
+    never be matched or predicted)."""
+
+    def accepts_type(self, value) -> bool:
+        return isinstance(value, Hashable)
+
+    def convert(self, value):
+        return value if value == value else None
+
+    def __str__(self) -> str:
+        return "a hashable label equal to itself"
+
+
+LABEL = _Label()
 
 
 class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
@@ -45,9 +64,18 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
     Accuracy: 89.52%
     """
 
+    _parameter_constraints = {
+        "learner": [None, Protocol("an okoco regressor (with learn_one and predict_one)",
+                                   "learn_one", "predict_one")],
+        "pos_label": [None, LABEL],
+    }
+
     def __init__(self, learner=None, pos_label=None):
-        self.learner = learner if learner is not None else FunctionalGD(loss=losses.Logistic())
+        self.learner = learner
         self.pos_label = pos_label
+        check_params(self)
+        if learner is None:
+            self.learner = FunctionalGD(loss=losses.Logistic())
         self._labels: list = [] if pos_label is None else [pos_label]
 
     @property
@@ -80,10 +108,15 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     def _sign(self, y, labels: list | None = None) -> float:
         labels = self._labels if labels is None else labels
+        if not LABEL.accepts_type(y):
+            raise TypeError(f"a label must be hashable (a str, int, bool, ...), got {y!r} "
+                            f"({type(y).__name__})")
         if y not in labels and len(labels) >= 2:
             raise ValueError(
                 f"label {y!r} is a third class; this BinaryClassifier has seen {labels!r}"
             )
+        if LABEL.convert(y) is None and y is not None:
+            raise ValueError(f"the label {y!r} cannot be a class: it is not equal to itself")
         _, pos = self._pair(labels if y in labels else [*labels, y])
         return 1.0 if y == pos else -1.0
 

@@ -1,15 +1,17 @@
-r"""Functional gradient descent in an RKHS (NORMA, Kivinen, Smola & Williamson 2004)."""
+r"""Functional gradient descent in an RKHS (NORMA: Kivinen, Smola & Williamson 2004, "Online
+Learning with Kernels")."""
 
 from __future__ import annotations
 
 import math
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 
 from okoco._blas import dot
-from okoco.learners.base import KernelLearner, StepSize, clip_excess, overflow_message
-from okoco.learners.features import PointStore
+from okoco._input import Rows
+from okoco._validation import Interval
+from okoco.learners.base import ETA, KernelLearner, clip_excess, overflow_message
 
 __all__ = ["FunctionalGD"]
 
@@ -25,8 +27,9 @@ class FunctionalGD(KernelLearner):
     3. step: :math:`f \leftarrow (1 - \eta_t\lambda) f - \eta_t \dot g_t\, k(x_t, \cdot)`,
        with :math:`\dot g_t = \ell_t'(\hat y_t)`.
 
-    With ``lam = 0`` and ``eta = 1/alpha`` this is Sketched-KONS with
-    :math:`\beta = \gamma = 0` (spec section 4). With ``budget = tau`` only the last ``tau``
+    With ``lam = 0`` and ``eta = 1/alpha`` this is Sketched-KONS with ``beta = p_min = 0``
+    (Calandriello, Lazaric & Valko 2017, "Second-Order Kernel Online Convex Optimization with
+    Adaptive Sketching", Sect. 4). With ``budget = tau`` only the last ``tau``
     terms are kept, NORMA's truncation.
 
     Parameters
@@ -65,32 +68,24 @@ class FunctionalGD(KernelLearner):
     MAE: 0.349478
     """
 
-    def __init__(
-        self,
-        kernel=None,
-        loss=None,
-        C: float = 3.0,
-        eta="sqrt",
-        lam: float = 0.0,
-        budget: int | None = None,
-    ):
+    _parameter_constraints = {
+        "eta": ETA,
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "budget": [None, Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, kernel=None, loss=None, C: float = 3.0, eta="sqrt", lam: float = 0.0,
+                 budget: int | None = None):
         self.kernel = kernel
         self.loss = loss
         self.C = C
         self.eta = eta
         self.lam = lam
         self.budget = budget
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not lam >= 0:
-            raise ValueError(f"lam must be a number >= 0, got {lam!r}")
-        if budget is not None and (
-            isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1
-        ):
-            raise ValueError(f"budget must be a positive integer or None, got {budget!r}")
         self._setup()
-        self._eta = StepSize(eta, self._loss, C)
 
     def _reset_state(self) -> None:
-        self._store = PointStore(fields=("coef",), max_size=self.budget)
+        self._store = Rows(fields=("coef",), max_size=self.budget)
 
     def _row(self, v: np.ndarray) -> np.ndarray:
         return self._cached(v, lambda u: self._store.kernel_row(self._kernel, u))

@@ -1,7 +1,8 @@
 r"""Kernel Online Newton Step and its sketched variant (Calandriello, Lazaric & Valko, ICML 2017).
 
-Both learners share one core written in the unscaled-coefficient form of
-``spec/kons-kors-sketched-kons.md`` sections 2.4-2.5 and 4 (the corrected Lemmas 2 and 4):
+Both learners share one core written in the unscaled-coefficient form of Lemmas 2 and 4 of
+Calandriello, Lazaric & Valko (2017), "Second-Order Kernel Online Convex Optimization with
+Adaptive Sketching" (with the printed typos corrected):
 
 .. code-block:: text
 
@@ -10,7 +11,7 @@ Both learners share one core written in the unscaled-coefficient form of
     ybar = (k . c - h . g) / alpha  # g = L^{-1} (D K c)_I, maintained in O(t)
     s = kappa - h . h               # = alpha phi^T A^{-1} phi > 0
     yhat = clip(ybar, -C, C);  observe gdot;  w_t = eta_t gdot^2;  d_t = gdot sqrt(eta_t)
-    z = coin (KONS: 1; Sketched-KONS: KORS with p = max(min(beta tau~, 1), gamma))
+    z = coin (KONS: 1; Sketched-KONS: KORS with p = max(min(beta tau~, 1), p_min))
     c_t = z w_t yhat - gdot - alpha h(ybar) / s
     if z: border L with d_t h and the pivot sqrt(alpha + d_t^2 s)
 
@@ -29,14 +30,15 @@ follow-the-leader kernel ridge regression, ``k^T (K + (alpha/2) I)^{-1} y`` over
 from __future__ import annotations
 
 import math
-import numbers
+from numbers import Real
 
 import numpy as np
 
 from okoco._blas import dot
+from okoco._input import Rows, reserve
+from okoco._validation import Interval
 from okoco.dictionary import KORS
-from okoco.learners.base import KernelLearner, StepSize, clip_excess, overflow_message
-from okoco.learners.features import PointStore
+from okoco.learners.base import ETA_HESSIAN, KernelLearner, clip_excess, overflow_message
 from okoco.linalg import IncrementalCholesky
 
 __all__ = ["KONS", "SketchedKONS"]
@@ -114,6 +116,13 @@ class KONS(KernelLearner):
     MAE: ...
     """
 
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "eta": ETA_HESSIAN,
+    }
+
+    _hessian_step = True  # eta="hessian" is a policy here
+
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian"):
         self.kernel = kernel
@@ -121,18 +130,10 @@ class KONS(KernelLearner):
         self.C = C
         self.alpha = alpha
         self.eta = eta
-        self._init()
-
-    def _init(self) -> None:
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real):
-            raise TypeError(f"alpha must be a number, got {self.alpha!r}")
-        if not (math.isfinite(self.alpha) and self.alpha > 0):
-            raise ValueError(f"alpha must be finite and > 0, got {self.alpha!r}")
         self._setup()
-        self._eta = StepSize(self.eta, self._loss, self.C, hessian=True)
 
     def _reset_state(self) -> None:
-        self._store = PointStore(fields=("d", "c", "Kc", "z"))
+        self._store = Rows(fields=("d", "c", "Kc", "z"))
         self._chol = IncrementalCholesky()
         self._g = np.zeros(16)  # L^{-1} (D K c)_I
         self._refreshes_seen = 0
@@ -234,8 +235,7 @@ class KONS(KernelLearner):
             m = self._chol.size
             half = d_t * h
             pivot = self._chol.append(d_t * e, d_t * d_t * kappa + alpha, half=half)
-            if self._g.shape[0] <= m:
-                self._g = np.concatenate([self._g, np.zeros(self._g.shape[0])])
+            self._g = reserve(self._g, m + 1)
             self._g[m] = (d_t * kc_new - half @ self._g[:m]) / math.sqrt(pivot)
             self._note_selected(index)
             self._sync_g()  # the append may have refreshed the factor: recompute g then
@@ -254,7 +254,7 @@ class SketchedKONS(KONS):
     r"""Sketched-KONS (Algorithm 3): KONS whose preconditioner keeps only KORS-sampled points.
 
     Each step draws one coin :math:`z_t \sim \mathrm{Bernoulli}(\tilde p_t)` with
-    :math:`\tilde p_t = \max(\min(\beta\tilde\tau_{t,t}, 1), \gamma)`, where
+    :math:`\tilde p_t = \max(\min(\beta\tilde\tau_{t,t}, 1), p_{\min})`, where
     :math:`\tilde\tau_{t,t}` is KORS's ridge-leverage-score estimate on the rescaled kernel
     (``okoco.dictionary.KORS``). The preconditioner
     :math:`\tilde A_t = \tilde A_{t-1} + \eta_t z_t g_t g_t^\top` is unweighted, KORS's is
@@ -262,8 +262,8 @@ class SketchedKONS(KONS):
     corrected Lemma 4 (with the :math:`z_t` factor), so the coin is drawn first.
 
     Per step: :math:`O(t)` for the kernel row and the running ``K c``, plus
-    :math:`O(|\mathcal I|^2)` for KORS and the preconditioner. ``gamma=1`` is exactly KONS;
-    ``beta=gamma=0`` is projected kernel gradient descent with step :math:`1/\alpha`.
+    :math:`O(|\mathcal I|^2)` for KORS and the preconditioner. ``p_min=1`` is exactly KONS;
+    ``beta=p_min=0`` is projected kernel gradient descent with step :math:`1/\alpha`.
 
     Parameters
     ----------
@@ -273,8 +273,8 @@ class SketchedKONS(KONS):
         KORS accuracy :math:`\varepsilon \in (0, 1]`.
     beta
         KORS oversampling; ``okoco.dictionary`` has helpers for the theoretical value.
-    gamma
-        Floor of the sampling probability, in ``[0, 1]``.
+    p_min
+        Floor of the sampling probability, in ``[0, 1]`` (the paper's :math:`\gamma`).
     seed
         Seed of the coin's random generator.
 
@@ -282,31 +282,33 @@ class SketchedKONS(KONS):
     --------
     >>> from okoco import kernels
     >>> from okoco.learners import SketchedKONS
-    >>> model = SketchedKONS(kernel=kernels.RBF(1.0), beta=2.0, gamma=0.0, seed=0)
+    >>> model = SketchedKONS(kernel=kernels.RBF(1.0), beta=2.0, p_min=0.0, seed=0)
     >>> for i in range(200):  # 20 distinct points, seen 10 times each
     ...     model.learn_one({"x": (i % 20) / 20}, 0.5)
     >>> model.dictionary_size < 60
     True
     """
 
+    _parameter_constraints = {
+        "eps": KORS._parameter_constraints["eps"],
+        "beta": KORS._parameter_constraints["beta"],
+        "p_min": KORS._parameter_constraints["p_min"],
+        "seed": ["seed"],
+    }
+
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
-                 eta="hessian", eps: float = 0.5, beta: float = 10.0, gamma: float = 0.0,
+                 eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,
                  seed: int | None = None):
-        self.kernel = kernel
-        self.loss = loss
-        self.C = C
-        self.alpha = alpha
-        self.eta = eta
         self.eps = eps
         self.beta = beta
-        self.gamma = gamma
+        self.p_min = p_min
         self.seed = seed
-        self._init()
+        super().__init__(kernel, loss, C, alpha, eta)
 
     def _reset_state(self) -> None:
         super()._reset_state()
         self._kors = KORS(kernel=None, alpha=self.alpha, eps=self.eps, beta=self.beta,
-                          gamma=self.gamma, seed=self._rng)
+                          p_min=self.p_min, seed=self._rng)
         self._selected = np.zeros(16, dtype=np.intp)
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
@@ -318,6 +320,5 @@ class SketchedKONS(KONS):
 
     def _note_selected(self, index: int) -> None:
         m = self._chol.size
-        if self._selected.shape[0] < m:
-            self._selected = np.concatenate([self._selected, np.zeros_like(self._selected)])
+        self._selected = reserve(self._selected, m)
         self._selected[m - 1] = index

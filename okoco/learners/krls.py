@@ -3,14 +3,13 @@ r"""Kernel recursive least squares on the ALD dictionary (Engel, Mannor & Meir 2
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 from okoco import losses as _losses
+from okoco._input import Rows, reserve
 from okoco.dictionary import ALD
-from okoco.learners.base import KernelLearner, overflow_message
-from okoco.learners.features import PointStore
+from okoco.learners.base import BOUND, KernelLearner, overflow_message
 from okoco.linalg import PackedSymmetric
 
 __all__ = ["KRLS"]
@@ -24,7 +23,8 @@ class KRLS(KernelLearner):
     exceeds ``nu`` (``okoco.dictionary.ALD``). With the historical ALD coefficients
     :math:`a_t` as the rows of :math:`A_t`, the weights are the least-squares solution
     :math:`\tilde\alpha_t = G_{\mathcal D}^{-1} (A_t^\top A_t)^{-1} A_t^\top y_{1:t}`, kept up to
-    date by the recursion of ``spec/ridge-leverage-scores-oks-krls.md`` section B.2.3:
+    date by the KRLS recursion (Engel, Mannor & Meir 2004, "The Kernel Recursive Least-Squares
+    Algorithm", Table 1):
 
     - grow: :math:`\tilde\alpha \leftarrow [\tilde\alpha - a\,e/\delta;\ e/\delta]`,
       :math:`P \leftarrow \mathrm{diag}(P, 1)`;
@@ -53,8 +53,8 @@ class KRLS(KernelLearner):
     max_size
         When the dictionary holds this many points it stops growing; later points only update
         the weights (as KAFBOX's KRLS does).
-    ridge
-        Diagonal loading of the dictionary Gram, :math:`G_{\mathcal D} + \text{ridge}\, I`, for
+    alpha
+        Ridge (diagonal loading) of the dictionary Gram, :math:`G_{\mathcal D} + \alpha I`, for
         stability (0 for the exact recursion); the ALD test then uses the regularized residual
         (see ``okoco.dictionary.ALD``), so a ridge below ``nu`` leaves the dictionary size
         about unchanged. With every point in the dictionary KRLS reproduces kernel ridge
@@ -84,31 +84,32 @@ class KRLS(KernelLearner):
     (True, True)
     """
 
+    _parameter_constraints = {
+        "C": [None, BOUND],
+        "nu": ALD._parameter_constraints["nu"],
+        "max_size": ALD._parameter_constraints["max_size"],
+        "alpha": ALD._parameter_constraints["alpha"],
+    }
+
     def __init__(self, kernel=None, nu: float = 0.01, C: float | None = None,
-                 max_size: int | None = None, ridge: float = 0.0, loss=None):
+                 max_size: int | None = None, alpha: float = 0.0, loss=None):
         self.kernel = kernel
         self.nu = nu
         self.C = C
         self.max_size = max_size
-        self.ridge = ridge
+        self.alpha = alpha
         self.loss = loss
-        if loss is not None and not isinstance(loss, _losses.Squared):
-            raise ValueError(
-                f"KRLS minimises the squared loss; it cannot use {loss!r}. For other losses "
-                "use KONS, SketchedKONS or FunctionalGD"
-            )
-        if isinstance(ridge, bool) or not isinstance(ridge, numbers.Real) or not (
-            math.isfinite(ridge) and ridge >= 0
-        ):
-            raise ValueError(f"ridge must be a finite number >= 0, got {ridge!r}")
         self._setup()
 
-    _clipping_optional = True
-
     def _reset_state(self) -> None:
+        if not isinstance(self._loss, _losses.Squared):
+            raise ValueError(
+                f"KRLS: loss must be the squared loss (KRLS minimises it), got {self.loss!r}; "
+                "for other losses use KONS, SketchedKONS or FunctionalGD"
+            )
         # The learner keeps the points; the ALD dictionary works on their kernel columns.
-        self._store = PointStore()
-        self._ald = ALD(None, nu=self.nu, max_size=self.max_size, ridge=self.ridge)
+        self._store = Rows()
+        self._ald = ALD(None, nu=self.nu, max_size=self.max_size, alpha=self.alpha)
         self._beta = np.zeros(16)  # G_D alpha~, in a doubling buffer
         self._P = PackedSymmetric()  # (A^T A)^{-1}
         self.last_residual = float("nan")
@@ -141,9 +142,8 @@ class KRLS(KernelLearner):
         added = ald.update_column(g, kxx, projection)  # validates g and kxx before any change
         self.last_residual = delta
         if added:
-            # beta = G alpha~ becomes [beta; y]: the new point is fitted exactly (B.2.3 "grow").
-            if self._beta.shape[0] == m:
-                self._beta = np.concatenate([self._beta, np.zeros(m)])
+            # beta = G alpha~ becomes [beta; y]: the new point is fitted exactly (the "grow" step).
+            self._beta = reserve(self._beta, m + 1)
             self._beta[m] = y
             self._P.append(np.zeros(m), 1.0)
             self._store.append(v)
@@ -160,7 +160,7 @@ class KRLS(KernelLearner):
     @property
     def atoms(self) -> np.ndarray:
         """The dictionary points, ``(dictionary_size, n_features)`` (a copy)."""
-        return self._store.points.copy()
+        return self._store.view().copy()
 
     @property
     def dictionary_size(self) -> int:

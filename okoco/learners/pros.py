@@ -25,13 +25,14 @@ CON-KONS's extension by a zero weight and a fresh ``alpha`` on the new coordinat
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 
+from okoco._input import Rows, reserve
+from okoco._validation import Interval
 from okoco.dictionary import KORS
-from okoco.dictionary._base import _integer, _real
-from okoco.learners.base import KernelLearner, StepSize, clip_excess, overflow_message
-from okoco.learners.features import PointStore
+from okoco.learners.base import ETA, KernelLearner, clip_excess, overflow_message
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
 __all__ = ["PROSNKONS", "CONKONS"]
@@ -111,7 +112,7 @@ class PROSNKONS(KernelLearner):
         KORS accuracy in ``(0, 1]``.
     beta
         KORS oversampling, >= 0 (``okoco.dictionary.beta_proof`` gives the theoretical value).
-    gamma
+    p_min
         KORS's floor of the sampling probability, in ``[0, 1]`` (``1`` keeps every point).
     max_size
         Optional hard cap on the dictionary (memory :math:`O(\text{max\_size}^2)`). Once full,
@@ -145,10 +146,21 @@ class PROSNKONS(KernelLearner):
     """
 
     _restart = True
+    _hessian_step = True  # eta="hessian" is a policy here
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "eta": ETA,
+        "dictionary_ridge": [Interval(Real, 0, None, closed="neither")],
+        "eps": KORS._parameter_constraints["eps"],
+        "beta": KORS._parameter_constraints["beta"],
+        "p_min": KORS._parameter_constraints["p_min"],
+        "max_size": [None, Interval(Integral, 1, None, closed="left")],
+        "seed": ["seed"],
+    }
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 1.0,
                  eta="exp-concave", dictionary_ridge: float = 1.0, eps: float = 0.5,
-                 beta: float = 1.0, gamma: float = 0.0, max_size: int | None = None,
+                 beta: float = 1.0, p_min: float = 0.0, max_size: int | None = None,
                  seed: int | None = None):
         self.kernel = kernel
         self.loss = loss
@@ -158,20 +170,15 @@ class PROSNKONS(KernelLearner):
         self.dictionary_ridge = dictionary_ridge
         self.eps = eps
         self.beta = beta
-        self.gamma = gamma
+        self.p_min = p_min
         self.max_size = max_size
         self.seed = seed
-        _real("alpha", alpha, low=0.0, low_open=True)
-        _real("dictionary_ridge", dictionary_ridge, low=0.0, low_open=True)
-        if max_size is not None:
-            _integer("max_size", max_size)
         self._setup()
-        self._eta = StepSize(self.eta, self._loss, self.C, hessian=True)
 
     def _reset_state(self) -> None:
         self._kors = KORS(kernel=None, alpha=self.dictionary_ridge, eps=self.eps,
-                          beta=self.beta, gamma=self.gamma, seed=self._rng)
-        self._store = PointStore()  # the atoms, for kernel rows
+                          beta=self.beta, p_min=self.p_min, seed=self._rng)
+        self._store = Rows()  # the atoms, for kernel rows
         self._embed = IncrementalCholesky()  # L L^T = K_I
         self._u = np.zeros(16)  # the ONS point before projection, in a doubling buffer
         self._P = PackedSymmetric()  # A^{-1} of the current phase
@@ -199,7 +206,7 @@ class PROSNKONS(KernelLearner):
         Inner products of embeddings are the Nyström approximation
         :math:`k_{\\mathcal I}(x)^\\top K_{\\mathcal I}^{-1} k_{\\mathcal I}(x')`.
         """
-        return self._analyse(self._features.vector(x, register=False))[2].copy()
+        return self._analyse(self._features.encode(x, arrays=False)[0])[2].copy()
 
     # -- protocol ------------------------------------------------------------------------
 
@@ -243,8 +250,7 @@ class PROSNKONS(KernelLearner):
         if joined:
             pivot = math.sqrt(self._embed.append(k, kappa, half=h))
             self._store.append(v)
-            if self._u.shape[0] == m:
-                self._u = np.concatenate([self._u, np.zeros(m)])
+            self._u = reserve(self._u, m + 1)
             self._u[m] = 0.0
             self._P.append(np.zeros(m), 1.0 / alpha)
             m += 1
@@ -286,12 +292,12 @@ class PROSNKONS(KernelLearner):
     @property
     def atoms(self) -> np.ndarray:
         """The dictionary points, ``(dictionary_size, n_features)`` (a copy)."""
-        return self._store.points.copy()
+        return self._store.view().copy()
 
     @classmethod
     def _unit_test_params(cls):
         yield {"seed": 0}
-        yield {"gamma": 1.0, "max_size": 20, "seed": 1}
+        yield {"p_min": 1.0, "max_size": 20, "seed": 1}
 
 
 class CONKONS(PROSNKONS):
@@ -302,7 +308,7 @@ class CONKONS(PROSNKONS):
     the dictionary, the ONS point is extended by a zero and :math:`A` by :math:`\alpha` on the
     new coordinate; since the bordered factor leaves the existing coordinates of every
     embedding unchanged, the function learned so far is kept exactly. With every point in the
-    dictionary (``gamma=1``) this is the primal ONS on the Nyström features of all the points.
+    dictionary (``p_min=1``) this is the primal ONS on the Nyström features of all the points.
     Parameters, attributes and costs are those of :class:`PROSNKONS` (``n_restarts`` stays 0).
 
     Examples

@@ -1,10 +1,11 @@
-r"""Regret bounds of KONS and Sketched-KONS (Calandriello et al. 2017), as computable curves.
+r"""Regret bounds of KONS and Sketched-KONS as computable curves (Calandriello, Lazaric & Valko
+2017, "Second-Order Kernel Online Convex Optimization with Adaptive Sketching").
 
 All bounds use the effective dimension of the **raw** kernel matrix
-:math:`d_{\rm eff}^T(\lambda) = \mathrm{Tr}(K_T(K_T + \lambda I)^{-1})` (spec section 5) and
+:math:`d_{\rm eff}^T(\lambda) = \mathrm{Tr}(K_T(K_T + \lambda I)^{-1})` and
 assume a normalised kernel (:math:`k(x, x) = 1`), as the paper does.
 
-Corrections relative to the printed statements (spec sections 4 and 5):
+Corrections relative to the printed statements (found by re-deriving the proofs):
 
 - Theorem 1, exp-concave case: the proof yields :math:`\log(2\sigma L^2 T/\alpha)`; the printed
   :math:`\log(2\sigma L^2 T)` agrees only for :math:`\alpha \ge 1`. We use the proof's form.
@@ -13,7 +14,7 @@ Corrections relative to the printed statements (spec sections 4 and 5):
   :math:`\alpha\lVert w\rVert^2 + \bar d_{\rm onl}/\eta_T + 4C^2L^2\sum_t\eta_t` with Lemma 3,
   :math:`\bar d_{\rm eff}(\alpha) \le d_{\rm eff}(\alpha/(L^2\eta_1)) = d_{\rm eff}(\alpha C/L)`
   and :math:`\lVert\bar K_T\rVert \le L^2\sum_t\eta_t \le 2L\sqrt T/C`.
-- Theorem 3: the sampling floor is :math:`\tilde p_{\min} \ge \max\{\gamma, \min(1,
+- Theorem 3: the sampling floor is :math:`\tilde p_{\min} \ge \max\{p_{\min}, \min(1,
   \beta\bar\tau_{\min})\}`, and the proof's :math:`R_G` bound carries a :math:`1/(1-\varepsilon)`
   that the printed Eq. 5 drops (pass ``eps`` to include it).
 
@@ -92,9 +93,10 @@ def theorem1_sqrt(T: int, d_eff: float, *, alpha: float, L: float, C: float,
 
 
 def theorem3(T: int, d_eff: float, *, alpha: float, sigma: float, L: float, beta: float,
-             gamma: float, tau_min: float, eps: float = 0.0, w_norm2: float = 0.0) -> float:
+             p_min: float, tau_min: float, eps: float = 0.0, w_norm2: float = 0.0) -> float:
     r"""Sketched-KONS (Theorem 3): the Theorem 1 term divided by
-    :math:`(1-\varepsilon)\max\{\gamma, \min(1, \beta\bar\tau_{\min})\}`.
+    :math:`(1-\varepsilon)\max\{p_{\min}, \min(1, \beta\bar\tau_{\min})\}`, where
+    ``p_min`` is the sampling-probability floor (the paper's :math:`\gamma`).
 
     Holds with probability :math:`1-\delta` when
     :math:`\beta \ge 3\log(4T^2/\delta)/\varepsilon^2` (the proof's condition; the printed
@@ -105,20 +107,20 @@ def theorem3(T: int, d_eff: float, *, alpha: float, sigma: float, L: float, beta
     --------
     >>> from okoco.regret.bounds import theorem1_exp_concave, theorem3
     >>> args = dict(T=1000, d_eff=5.0, alpha=1.0, sigma=0.125, L=4.0)
-    >>> theorem3(**args, beta=1.0, gamma=0.1, tau_min=0.01) / theorem1_exp_concave(**args)
+    >>> theorem3(**args, beta=1.0, p_min=0.1, tau_min=0.01) / theorem1_exp_concave(**args)
     10.0
     """
-    p_min = max(gamma, min(1.0, beta * tau_min))
-    if not p_min > 0:
-        raise ValueError("max(gamma, beta * tau_min) must be > 0")
+    floor = max(p_min, min(1.0, beta * tau_min))
+    if not floor > 0:
+        raise ValueError("max(p_min, beta * tau_min) must be > 0")
     if not 0 <= eps < 1:
         raise ValueError(f"eps must be in [0, 1), got {eps!r}")
     term = theorem1_exp_concave(T, d_eff, alpha=alpha, sigma=sigma, L=L)
-    return alpha * w_norm2 + term / ((1.0 - eps) * p_min)
+    return alpha * w_norm2 + term / ((1.0 - eps) * floor)
 
 
 def kons_bound(K, *, loss, C: float, alpha: float, eta="exp-concave", y_max=None,
-               w_norm2: float = 0.0, beta=None, gamma: float = 0.0, tau_min=None,
+               w_norm2: float = 0.0, beta=None, p_min: float = 0.0, tau_min=None,
                eps: float = 0.0) -> float:
     r"""The regret bound at :math:`T = ` ``len(K)`` from the raw kernel matrix ``K``.
 
@@ -148,14 +150,14 @@ def kons_bound(K, *, loss, C: float, alpha: float, eta="exp-concave", y_max=None
     if beta is not None or tau_min is not None:
         if beta is None or tau_min is None:
             raise ValueError("Theorem 3 needs both beta and tau_min")
-        return theorem3(T, d, alpha=alpha, sigma=sigma, L=L, beta=beta, gamma=gamma,
+        return theorem3(T, d, alpha=alpha, sigma=sigma, L=L, beta=beta, p_min=p_min,
                         tau_min=tau_min, eps=eps, w_norm2=w_norm2)
     return theorem1_exp_concave(T, d, alpha=alpha, sigma=sigma, L=L, w_norm2=w_norm2)
 
 
 def regret_inequality_terms(K, y, y_hat, f, *, loss, eta, sigma, alpha: float,
                             w_norm2: float) -> dict:
-    r"""Both sides of the deterministic regret inequality (spec section 5 and section 7 item 12).
+    r"""Both sides of the deterministic regret inequality of the proof of Theorem 1.
 
     .. math:: 2R_T(w) \le \alpha\lVert w\rVert^2 + \underbrace{\sum_t\bar\tau_{t,t}/\eta_t}_{R_G}
               + \underbrace{\sum_t(\eta_t - \sigma_t)\dot g_t^2(\hat y_t - f_t)^2}_{R_D}

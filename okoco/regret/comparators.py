@@ -48,13 +48,14 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg as sla
 from scipy.optimize import minimize_scalar
 
 from okoco import losses as _losses
+from okoco._validation import Interval, Options, Protocol, check_params
 from okoco.dictionary import NystromKRR
 
 __all__ = [
@@ -69,13 +70,12 @@ __all__ = [
 # ----------------------------------------------------------------------------- helpers
 
 
-def _check_positive(name: str, value, *, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return value
+#: The comparators' parameter constraints (checked by okoco._validation.check_params).
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
+_BOUND = [*_POSITIVE, Options({math.inf}, "math.inf")]  # C = inf: no constraint
+_COUNT = [Interval(Integral, 1, None, closed="left")]
+_KERNEL = [Protocol("a kernel (callable, with a diag method)", "diag", callable_object=True)]
+_LOSS = [Protocol("an okoco loss (with value and derivative methods)", "value", "derivative")]
 
 
 def _check_Xy(X, y) -> tuple[np.ndarray, np.ndarray]:
@@ -173,9 +173,12 @@ class KernelRidge(_Comparator):
 
     _params = ("kernel", "alpha")
 
+    _parameter_constraints = {"kernel": _KERNEL, "alpha": _POSITIVE}
+
     def __init__(self, kernel, alpha: float = 1.0):
         self.kernel = kernel
-        self.alpha = _check_positive("alpha", alpha)
+        self.alpha = alpha
+        check_params(self)
 
     def fit(self, X, y) -> KernelRidge:
         X, y = _check_Xy(X, y)
@@ -231,13 +234,17 @@ class KernelERM(_Comparator):
 
     _params = ("kernel", "loss", "alpha")
 
+    _parameter_constraints = {"kernel": _KERNEL, "loss": _LOSS, "alpha": _POSITIVE,
+                              "tol": _POSITIVE, "max_iter": _COUNT}
+
     def __init__(self, kernel, loss, alpha: float = 1.0, *, tol: float = 1e-10,
                  max_iter: int = 100):
         self.kernel = kernel
         self.loss = loss
-        self.alpha = _check_positive("alpha", alpha)
-        self.tol = _check_positive("tol", tol)
-        self.max_iter = int(max_iter)
+        self.alpha = alpha
+        self.tol = tol
+        self.max_iter = max_iter
+        check_params(self)
 
     def _objective(self, y, f, a) -> float:
         return float(np.sum(self.loss.value(y, f))) + self.alpha * float(a @ f)
@@ -308,10 +315,13 @@ class BestConstant(_Comparator):
 
     _params = ("loss", "C")
 
+    _parameter_constraints = {"loss": _LOSS, "C": _BOUND, "xtol": _POSITIVE}
+
     def __init__(self, loss, C: float = 1.0, *, xtol: float = 1e-10):
         self.loss = loss
-        self.C = _check_positive("C", C, allow_inf=True)
-        self.xtol = _check_positive("xtol", xtol)
+        self.C = C
+        self.xtol = xtol
+        check_params(self)
 
     def fit(self, X, y) -> BestConstant:
         X, y = _check_Xy(X, y)
@@ -411,15 +421,19 @@ class ClippedKernelERM(_Comparator):
 
     _params = ("kernel", "loss", "C", "alpha")
 
+    _parameter_constraints = {"kernel": _KERNEL, "loss": _LOSS, "C": _BOUND, "alpha": _POSITIVE,
+                              "jitter": _POSITIVE, "tol": _POSITIVE, "max_iter": _COUNT}
+
     def __init__(self, kernel, loss, C: float = 1.0, alpha: float = 1.0, *,
                  jitter: float = 1e-10, tol: float = 1e-9, max_iter: int = 50):
         self.kernel = kernel
         self.loss = loss
-        self.C = _check_positive("C", C, allow_inf=True)
-        self.alpha = _check_positive("alpha", alpha)
-        self.jitter = _check_positive("jitter", jitter)
-        self.tol = _check_positive("tol", tol)
-        self.max_iter = int(max_iter)
+        self.C = C
+        self.alpha = alpha
+        self.jitter = jitter
+        self.tol = tol
+        self.max_iter = max_iter
+        check_params(self)
 
     def _residual(self, y, f, a) -> float:
         G = self.loss.derivative(y, f) + 2.0 * self.alpha * a
@@ -692,24 +706,27 @@ class NystromKernelERM(_Comparator):
 
     _params = ("kernel", "loss", "alpha", "n_components", "C", "landmarks", "seed")
 
+    _parameter_constraints = {
+        "kernel": _KERNEL, "loss": [None, *_LOSS], "alpha": _POSITIVE, "n_components": _COUNT,
+        "C": _BOUND, "landmarks": [Options({"uniform", "rls"})], "seed": ["seed"],
+        "tol": _POSITIVE, "max_iter": _COUNT,
+    }
+
     def __init__(self, kernel, loss=None, alpha: float = 1.0, n_components: int = 500, *,
                  C: float = math.inf, landmarks: str = "uniform", seed=0, tol: float = 1e-10,
                  max_iter: int = 100):
         self.kernel = kernel
-        self.loss = _losses.Squared() if loss is None else loss
-        self.alpha = _check_positive("alpha", alpha)
-        if isinstance(n_components, bool) or not isinstance(n_components, numbers.Integral):
-            raise TypeError(f"n_components must be an integer, got {n_components!r}")
-        if n_components < 1:
-            raise ValueError(f"n_components must be >= 1, got {n_components!r}")
-        self.n_components = int(n_components)
-        self.C = _check_positive("C", C, allow_inf=True)
-        if landmarks not in ("uniform", "rls"):
-            raise ValueError(f"landmarks must be 'uniform' or 'rls', got {landmarks!r}")
+        self.loss = loss
+        self.alpha = alpha
+        self.n_components = n_components
+        self.C = C
         self.landmarks = landmarks
         self.seed = seed
-        self.tol = _check_positive("tol", tol)
-        self.max_iter = int(max_iter)
+        self.tol = tol
+        self.max_iter = max_iter
+        check_params(self)
+        if loss is None:
+            self.loss = _losses.Squared()
 
     def _exact(self):
         """The exact comparator with the same parameters."""

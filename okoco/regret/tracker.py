@@ -2,11 +2,13 @@ r"""Measure the regret of an online learner against an offline comparator, as it
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
+from numbers import Integral
 
 import numpy as np
 
+from okoco._input import FeatureMap, Rows, check_target, reserve
+from okoco._validation import Interval, Protocol, check_param, check_params
 from okoco.regret import bounds as _bounds
 
 __all__ = ["RegretTracker", "log_checkpoints"]
@@ -73,78 +75,57 @@ class RegretTracker:
     ([50, 100], True)
     """
 
+    _parameter_constraints = {
+        "loss": [Protocol("an okoco loss (with value and derivative methods)", "value",
+                          "derivative")],
+        "comparator": [Protocol("a comparator (with fit and predict methods)", "fit", "predict")],
+    }
+
     def __init__(self, loss, comparator, checkpoints=None):
-        for name in ("fit", "predict"):
-            if not callable(getattr(comparator, name, None)):
-                raise TypeError(f"comparator must have a {name}() method, got {comparator!r}")
         self.loss = loss
         self.comparator = comparator
+        check_params(self)
         if checkpoints is None:
             cps = log_checkpoints()
         else:
-            cps = np.asarray(sorted({int(c) for c in checkpoints}), dtype=int)
-            if cps.size and cps[0] < 1:
-                raise ValueError("checkpoints must be >= 1")
+            step = [Interval(Integral, 1, None, closed="left")]
+            cps = np.asarray(sorted({check_param("checkpoints", c, step, owner="RegretTracker")
+                                     for c in checkpoints}), dtype=int)
         self._checkpoints = cps
         self._next = 0
         self.n_seen = 0
-        self.features: list = []
-        self._index: dict = {}
-        self._X = np.zeros((16, 0))
+        self._features = FeatureMap()
+        self._X = Rows()
         self._y = np.zeros(16)
         self._yp = np.zeros(16)
         self._cum = 0.0
         self._rows: list[tuple] = []
-        self._width = None
 
-    # -------------------------------------------------------------- input
-    def _row(self, x) -> np.ndarray:
-        if isinstance(x, Mapping):
-            if self._width is not None and not self._index and self.n_seen:
-                raise TypeError("this tracker was fed arrays; got a dict")
-            for k in x:
-                if k not in self._index:
-                    self._index[k] = len(self.features)
-                    self.features.append(k)
-            v = np.zeros(len(self.features))
-            for k, val in x.items():
-                if isinstance(val, bool) or not isinstance(val, numbers.Real):
-                    raise TypeError(f"feature {k!r} must be a real number, got {val!r}")
-                v[self._index[k]] = float(val)
-        else:
-            if self._index:
-                raise TypeError("this tracker was fed dicts; got an array")
-            v = np.asarray(x, dtype=float).ravel()
-            if self._width is not None and v.shape[0] != self._width:
-                raise ValueError(f"x has {v.shape[0]} features, expected {self._width}")
-            self._width = v.shape[0]
-        if not np.all(np.isfinite(v)):
-            bad = [f for f, val in zip(self.features or range(len(v)), v, strict=False)
-                   if not np.isfinite(val)]
-            raise ValueError(f"x has non-finite values in feature(s) {bad}")
-        return v
+    @property
+    def features(self) -> list:
+        """Feature names of a dict stream (positions of an array stream), in column order."""
+        return self._features.names
 
     def update(self, x, y: float, y_pred: float) -> RegretTracker:
         """Record one step: features ``x`` (dict or 1-D array), target ``y``, prediction ``y_pred``.
 
-        Evaluates the regret if the new step count is a checkpoint. Returns ``self``.
+        Evaluates the regret if the new step count is a checkpoint. Returns ``self``. Invalid
+        input raises (``TypeError``/``ValueError``, naming the feature) before anything changes.
         """
-        v = self._row(x)
-        y, y_pred = float(y), float(y_pred)
-        if not (np.isfinite(y) and np.isfinite(y_pred)):
-            raise ValueError(f"y and y_pred must be finite, got {y!r} and {y_pred!r}")
+        vec, new = self._features.encode(x)
+        y = check_target(y)
+        y_pred = check_target(y_pred, what="y_pred")
+        loss = float(self.loss.value(y, y_pred))
+        if not np.isfinite(loss):
+            raise ValueError(f"the loss of y_pred = {y_pred!r} for y = {y!r} is {loss!r}")
         n = self.n_seen
-        if n == self._y.shape[0] or v.shape[0] > self._X.shape[1]:
-            cap = max(16, 2 * n) if n == self._y.shape[0] else self._y.shape[0]
-            X = np.zeros((cap, max(v.shape[0], self._X.shape[1])))
-            X[:n, : self._X.shape[1]] = self._X[:n]
-            self._X = X
-            if cap != self._y.shape[0]:
-                self._y = np.concatenate([self._y[:n], np.zeros(cap - n)])
-                self._yp = np.concatenate([self._yp[:n], np.zeros(cap - n)])
-        self._X[n, : v.shape[0]] = v
+        self._features.add(new)
+        self._X.add_columns(len(new))
+        self._X.append(vec)
+        self._y = reserve(self._y, n + 1)
+        self._yp = reserve(self._yp, n + 1)
         self._y[n], self._yp[n] = y, y_pred
-        self._cum += float(self.loss.value(y, y_pred))
+        self._cum += loss
         self.n_seen = n + 1
         while self._next < len(self._checkpoints) and self._checkpoints[self._next] < self.n_seen:
             self._next += 1
@@ -157,7 +138,7 @@ class RegretTracker:
     @property
     def X(self) -> np.ndarray:
         """The features seen so far, ``(n_seen, n_features)``."""
-        return self._X[: self.n_seen]
+        return self._X.view()
 
     @property
     def y(self) -> np.ndarray:
@@ -204,7 +185,7 @@ class RegretTracker:
 
     # -------------------------------------------------------------- bounds and plots
     def bound(self, *, C: float, alpha: float, eta="exp-concave", kernel=None, y_max=None,
-              include_norm: bool = True, beta=None, gamma: float = 0.0, tau_min=None,
+              include_norm: bool = True, beta=None, p_min: float = 0.0, tau_min=None,
               eps: float = 0.0, max_exact: int = 5000) -> np.ndarray:
         r"""The theoretical bound at each evaluated checkpoint (see :func:`bounds.kons_bound`).
 
@@ -225,7 +206,7 @@ class RegretTracker:
             K = kernel(self.X[:t], self.X[:t])
             w2 = norm2 if (include_norm and np.isfinite(norm2)) else 0.0
             out.append(_bounds.kons_bound(K, loss=self.loss, C=C, alpha=alpha, eta=eta,
-                                          y_max=y_max, w_norm2=w2, beta=beta, gamma=gamma,
+                                          y_max=y_max, w_norm2=w2, beta=beta, p_min=p_min,
                                           tau_min=tau_min, eps=eps))
         return np.array(out)
 

@@ -1,0 +1,491 @@
+"""The one input boundary: rows of features and targets to float64, and growing buffers.
+
+Learners, dictionaries and the regret tracker all read their input here, so a mistake is worded
+the same everywhere and the same promise holds everywhere: **everything is validated before any
+state changes**, a batch included (a bad cell fails the whole batch, naming its row).
+
+- A row is a ``dict`` of feature names to numbers (river's format; a missing feature is 0 and a
+  feature never seen before gets a new column) or, where the caller allows it, a 1-D array whose
+  positions are the features (then every row must have the same length).
+- A number is a real scalar: ``bool`` counts as 0/1 and numpy or ``fractions`` numbers are their
+  float value. ``None``, strings, bytes, complex numbers, ``Decimal`` and containers are a
+  ``TypeError``; NaN, infinities and magnitudes above ``1e150`` (whose square overflows float64)
+  are a ``ValueError``.
+- A batch is a 2-D array, a list of rows or a DataFrame (NaN / ``None`` in a DataFrame mean
+  "absent from that row", as when it is built from dicts; in an array NaN is an error).
+
+Buffers grow by capacity doubling (:func:`reserve`, :class:`Rows`), never ``np.append`` per step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "reserve", "FeatureMap", "Rows",
+           "undo_on_error"]
+
+# Values beyond this cannot be squared in float64; a kernel would silently return inf/NaN.
+MAX_ABS_VALUE = 1e150
+
+
+def _huge(value) -> str:
+    """A number too large for float64, shown briefly (``10**400`` is ``~1e+400``)."""
+    if isinstance(value, numbers.Integral):
+        digits = str(abs(int(value)))
+        return f"{'-' if value < 0 else ''}~{digits[0]}e+{len(digits) - 1}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _bad_value(name, value) -> Exception:
+    """The error for a feature value that is not a usable number (one wording everywhere)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return TypeError(f"feature {name!r} has a non-numeric value {value!r} "
+                         f"({type(value).__name__}); encode it as a number first")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer or fraction beyond float64
+        return ValueError(f"feature {name!r} = {_huge(value)} is too large "
+                          f"(|x| > {MAX_ABS_VALUE:g}); scale the features")
+    if not math.isfinite(number):
+        return ValueError(f"feature {name!r} is not finite ({number!r}); impute or drop "
+                          "non-finite values")
+    return ValueError(f"feature {name!r} = {number!r} is too large (|x| > {MAX_ABS_VALUE:g}); "
+                      "scale the features")
+
+
+def check_value(name, value) -> float:
+    """Return a feature value as a float, or raise the error that names the feature.
+
+    Examples
+    --------
+    >>> check_value("rooms", 3), check_value("open", True)
+    (3.0, 1.0)
+    >>> check_value("price", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: feature 'price' is not finite (nan); impute or drop non-finite values
+    """
+    if type(value) is float and -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
+        return value  # the common case, without the checks below (NaN fails the comparison)
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if isinstance(value, numbers.Real):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if -MAX_ABS_VALUE <= number <= MAX_ABS_VALUE:
+            return number
+    raise _bad_value(name, value)
+
+
+def check_target(y, loss=None, what: str = "the target") -> float:
+    """Validate a regression target (for ``loss``, if given) before any state changes.
+
+    Like a feature, a target must be a finite real number of magnitude at most ``1e150``; a
+    ``bool`` is refused (a label, not a number). A loss may add its own domain check
+    (``loss.check_target``, e.g. labels in {-1, +1}).
+
+    Examples
+    --------
+    >>> check_target(2)
+    2.0
+    >>> check_target("2")
+    Traceback (most recent call last):
+    ...
+    TypeError: the target must be a real number, got '2' (str)
+    """
+    if type(y) is not float or not -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
+        if isinstance(y, (bool, np.bool_)) or not isinstance(y, numbers.Real):
+            raise TypeError(f"{what} must be a real number, got {y!r} ({type(y).__name__})")
+        try:
+            number = float(y)
+        except OverflowError:  # an integer or fraction beyond float64
+            number = None
+        if number is not None and not math.isfinite(number):
+            raise ValueError(f"{what} is {number!r}; it must be finite")
+        if number is None or abs(number) > MAX_ABS_VALUE:
+            shown = _huge(y) if number is None else repr(number)
+            raise ValueError(f"{what} {shown} is too large (|y| > {MAX_ABS_VALUE:g}); "
+                             "rescale the targets")
+        y = number
+    check = getattr(loss, "check_target", None)
+    if check is not None:
+        check(y)
+    return y
+
+
+def reserve(buffer: np.ndarray, *shape: int) -> np.ndarray:
+    """``buffer`` if it already holds ``shape``, else a zero-padded copy grown by doubling.
+
+    Each axis that is too short becomes ``max(needed, 2 * current)``; the old content is kept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> reserve(np.arange(4.0), 5)
+    array([0., 1., 2., 3., 0., 0., 0., 0.])
+    >>> reserve(np.ones((2, 2)), 2, 3).shape
+    (2, 4)
+    """
+    old = buffer.shape
+    if shape[0] <= old[0] and all(need <= have for need, have in zip(shape[1:], old[1:])):
+        return buffer
+    new = tuple(have if need <= have else max(need, 2 * have) for need, have in zip(shape, old))
+    grown = np.zeros(new + old[len(shape):], dtype=buffer.dtype)
+    grown[tuple(slice(0, n) for n in old)] = buffer
+    return grown
+
+
+def _numbers(raw: np.ndarray, names, *, absent: bool, rows: bool) -> np.ndarray:
+    """Validate a 2-D array of cells as float64; NaN marks absent cells when ``absent``.
+
+    No per-cell Python loop for numeric arrays; object arrays are checked cell by cell, so a
+    string is never parsed as a number. The first bad cell raises, naming its row (if ``rows``)
+    and its feature.
+    """
+    kind = raw.dtype.kind
+    if raw.size == 0:
+        return np.zeros(raw.shape)
+    if kind == "O":
+        values = np.empty(raw.shape)
+        for (i, j), cell in np.ndenumerate(raw):
+            if absent and (cell is None or (type(cell) is float and cell != cell)):
+                values[i, j] = np.nan
+                continue
+            values[i, j] = in_row(i, check_value, names[j], cell) if rows else \
+                check_value(names[j], cell)
+        return values
+    if kind not in "biuf":  # strings, complex numbers, dates: no cell is a real number
+        error = _bad_value(names[0], raw[0, 0])
+        raise type(error)(f"row 0: {error}" if rows else str(error))
+    values = raw.astype(float)
+    ok = np.abs(values) <= MAX_ABS_VALUE
+    if absent:
+        ok |= np.isnan(values)
+    if ok.all():
+        return values
+    i, j = (int(k[0]) for k in np.nonzero(~ok))
+    error = _bad_value(names[j], raw[i, j].item())
+    raise type(error)(f"row {i}: {error}" if rows else str(error))
+
+
+def in_row(i: int, function, *args):
+    """``function(*args)``; a ``TypeError``/``ValueError`` it raises gets ``"row i: "`` in front."""
+    try:
+        return function(*args)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"row {i}: {error}") from None
+
+
+class NewColumns(list):
+    """The names of a row's new features, tagged with the kind of row they came from."""
+
+    def __init__(self, names=(), mode: str = "dict"):
+        super().__init__(names)
+        self.mode = mode
+
+
+class FeatureMap:
+    """Feature names to columns, in first-learned order, and rows to dense vectors.
+
+    Rows are dicts (a missing feature is 0; a new feature gets the next column once the row is
+    accepted with :meth:`add`) or 1-D arrays (positions are features; the first array fixes
+    the width). One map takes one kind of row: ``mode`` is ``None``, ``"dict"`` or ``"array"``.
+
+    The last dict encoded is remembered (a copy, its vector, the width at the time): test-then-
+    train encodes each row twice, for ``predict_one`` and then ``learn_one``, and the second call
+    returns the same (read-only) vector when it is the same dict, unchanged, and no column was
+    added.
+
+    Examples
+    --------
+    >>> fm = FeatureMap()
+    >>> vec, new = fm.encode({"b": 2.0, "a": 1.0})
+    >>> vec, new
+    (array([2., 1.]), ['b', 'a'])
+    >>> fm.add(new)
+    >>> fm.encode({"a": 5.0, "c": 7.0})  # "c" is new: a trailing column, not yet registered
+    (array([0., 5., 7.]), ['c'])
+    >>> fm.columns
+    {'b': 0, 'a': 1}
+    """
+
+    def __init__(self):
+        self.columns: dict = {}
+        self.mode: str | None = None
+        self._last: tuple | None = None
+
+    def __getstate__(self) -> dict:
+        return {"columns": self.columns, "mode": self.mode, "_last": None}
+
+    @property
+    def width(self) -> int:
+        return len(self.columns)
+
+    @property
+    def names(self) -> list:
+        """Feature names (dicts) or positions (arrays) in column order."""
+        return list(self.columns)
+
+    def add(self, new) -> None:
+        """Register the new features of an accepted row (what :meth:`encode` returned)."""
+        if self.mode is None and new:
+            self.mode = getattr(new, "mode", "dict")
+        self._last = None  # the row was learned: the next one is another
+        columns = self.columns
+        for name in new:
+            columns[name] = len(columns)
+
+    def encode(self, x, *, arrays: bool = True) -> tuple[np.ndarray, list]:
+        """Validated vector of one row over the known columns then the new ones, and the new names.
+
+        Nothing is registered; pass the names to :meth:`add` once the row is accepted. With
+        ``arrays=False`` only dicts are rows (the river learners).
+        """
+        if isinstance(x, dict):
+            return self._encode_dict(x)
+        if not arrays or isinstance(x, (str, bytes, Mapping)) or x is None:
+            kind = "a dict of features" if not arrays else "a dict or a 1-D array of numbers"
+            raise TypeError(f"x must be {kind}, got {type(x).__name__}")
+        if self.mode == "dict":
+            raise TypeError("this object was fed dicts; got an array")
+        raw = np.asarray(x)
+        if raw.ndim != 1:
+            raise ValueError(f"x must be 1-D, got shape {raw.shape}")
+        d = raw.shape[0]
+        if self.mode == "array" and d != self.width:
+            raise ValueError(f"x has {d} features, expected {self.width}")
+        vec = _numbers(raw[None, :], range(d), absent=False, rows=False)[0]
+        return vec, NewColumns(() if self.mode == "array" else range(d), "array")
+
+    def _encode_dict(self, x: dict) -> tuple[np.ndarray, list]:
+        if self.mode == "array":
+            raise TypeError("this object was fed arrays; got a dict")
+        columns = self.columns
+        width = len(columns)
+        last = self._last
+        # The same dict object, unchanged, and no column added since: an equal but different
+        # dict may hold values validation must still see (Decimal("1.5") == 1.5).
+        if last is not None and last[4] is x and last[2] == width and last[0] == x:
+            return last[1], last[3]
+        cols, values, unknown = [], [], []
+        for name, value in x.items():
+            if type(value) is not float or not -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
+                value = check_value(name, value)  # inlined fast path: this runs on every step
+            values.append(value)
+            col = columns.get(name)
+            if col is None:
+                col = width + len(unknown)
+                unknown.append(name)
+            cols.append(col)
+        vec = np.zeros(width + len(unknown))
+        vec[cols] = values
+        self._last = (dict(x), vec, width, unknown, x)
+        return vec, unknown
+
+    def encode_many(self, X, *, arrays: bool = True) -> tuple[np.ndarray, list]:
+        """Validated ``(n, width + new)`` matrix of a batch, and the new feature names.
+
+        ``X`` is a DataFrame (columns are feature names, NaN/``None`` = absent), a 2-D array
+        (positions are features; with ``arrays=False`` its columns are named 0, 1, ...), or a
+        list of dicts. Nothing is registered; a bad cell raises naming its row and feature.
+        """
+        if isinstance(X, (list, tuple)) and X and all(isinstance(x, dict) for x in X):
+            return self._encode_dicts(X)
+        is_frame = hasattr(X, "columns") and hasattr(X, "to_numpy")
+        if is_frame:  # a column that is not numeric is checked cell by cell
+            numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
+            raw = X.to_numpy() if numeric else X.to_numpy(dtype=object)
+        else:
+            raw = np.asarray(X)
+        if raw.ndim != 2:
+            raise ValueError(f"X must be 2-D, got shape {raw.shape}")
+        named = is_frame or not arrays
+        if not named and self.mode == "dict":
+            raise TypeError("this object was fed dicts; got an array")
+        if not named and self.mode == "array" and raw.shape[1] != self.width:
+            raise ValueError(f"X has {raw.shape[1]} features, expected {self.width}")
+        if named and self.mode == "array":
+            raise TypeError("this object was fed arrays; got named columns")
+        names = list(X.columns) if is_frame else list(range(raw.shape[1]))
+        values = _numbers(raw, names, absent=is_frame, rows=True)
+        if not named:
+            return values, NewColumns(() if self.mode == "array" else names, "array")
+        new = [name for name in dict.fromkeys(names) if name not in self.columns]
+        at = {name: len(self.columns) + j for j, name in enumerate(new)}
+        cols = np.array([self.columns.get(name, at.get(name)) for name in names], dtype=np.intp)
+        out = np.zeros((raw.shape[0], self.width + len(new)))
+        out[:, cols] = np.nan_to_num(values, nan=0.0) if is_frame else values
+        return out, new
+
+    def _encode_dicts(self, X) -> tuple[np.ndarray, list]:
+        if self.mode == "array":
+            raise TypeError("this object was fed arrays; got dicts")
+        saved, last = dict(self.columns), self._last
+        vecs = []
+        try:
+            for i, x in enumerate(X):
+                vec, new = in_row(i, self._encode_dict, x)
+                vecs.append(vec)
+                for name in new:  # later rows see the earlier rows' new features
+                    self.columns[name] = len(self.columns)
+            new = list(self.columns)[len(saved):]
+        finally:
+            self.columns, self._last = saved, last
+        out = np.zeros((len(vecs), len(saved) + len(new)))
+        for i, vec in enumerate(vecs):
+            out[i, : vec.shape[0]] = vec
+        return out, new
+
+
+class Rows:
+    """Rows of float64 (and per-row scalars) in a buffer that doubles in both directions.
+
+    Rows are appended whole; a row narrower than the buffer is 0 in the other columns (a feature
+    it did not have), and :meth:`add_columns` widens every row with zeros. With ``max_size`` the
+    buffer is a ring: once full, each new row overwrites the oldest (sums over rows do not depend
+    on their order, so it is never rotated).
+
+    Parameters
+    ----------
+    fields
+        Names of the per-row float arrays to keep beside the rows (e.g. coefficients).
+    max_size
+        Optional bound on the number of rows kept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.kernels import Linear
+    >>> rows = Rows(fields=("coef",), max_size=2)
+    >>> for i in range(3):
+    ...     _ = rows.append(np.array([float(i), 1.0]), coef=0.5 * i)
+    >>> rows.view()  # the ring overwrote the oldest row
+    array([[2., 1.],
+           [1., 1.]])
+    >>> rows.field("coef"), rows.kernel_row(Linear(), np.array([1.0, 1.0]))
+    (array([1. , 0.5]), array([3., 2.]))
+    """
+
+    def __init__(self, fields: tuple[str, ...] = (), max_size: int | None = None):
+        self.max_size = max_size
+        self.n = 0  # rows held
+        self.d = 0  # columns in use (the buffer may hold spare zero columns)
+        self.n_added = 0  # rows ever appended
+        self.data = np.zeros((0, 0))
+        self.fields = {name: np.zeros(0) for name in fields}
+
+    @property
+    def size(self) -> int:
+        return self.n
+
+    def view(self) -> np.ndarray:
+        """The rows held, ``(n, d)`` (a view: writes go to the buffer)."""
+        return self.data[: self.n, : self.d]
+
+    def field(self, name: str) -> np.ndarray:
+        """A view of one per-row array over the rows held (writes go to the buffer)."""
+        return self.fields[name][: self.n]
+
+    def _grow(self, rows: int, cols: int) -> None:
+        if rows <= self.data.shape[0] and cols <= self.data.shape[1]:
+            return  # the common case, on every append
+        if self.max_size is not None and rows > self.data.shape[0]:
+            rows = min(max(rows, 2 * self.data.shape[0], 16), self.max_size)
+        elif rows > self.data.shape[0]:
+            rows = max(rows, 16)
+        self.data = reserve(self.data, rows, cols)
+        for name, values in self.fields.items():
+            self.fields[name] = reserve(values, self.data.shape[0])
+
+    def add_columns(self, k: int) -> None:
+        """Widen every row by ``k`` zero columns (a feature unseen so far)."""
+        self._grow(self.n, self.d + k)
+        self.d += k
+
+    def append(self, row: np.ndarray, **values: float) -> int:
+        """Store a row (and its scalars); return its slot."""
+        full = self.max_size is not None and self.n == self.max_size
+        slot = self.n_added % self.max_size if full else self.n
+        width = row.shape[0]
+        self._grow(slot + 1, width)
+        self.data[slot, :width] = row
+        self.data[slot, width:] = 0.0
+        for name, v in values.items():
+            self.fields[name][slot] = v
+        self.n = max(self.n, slot + 1)
+        self.d = max(self.d, width)
+        self.n_added += 1
+        return slot
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the rows where ``mask`` is true, in order (not for a ring)."""
+        kept = int(mask.sum())
+        self.data[:kept] = self.data[: self.n][mask]
+        self.data[kept : self.n] = 0.0
+        for values in self.fields.values():
+            values[:kept] = values[: self.n][mask]
+        self.n = kept
+
+    def padded(self, width: int) -> np.ndarray:
+        """The rows held over ``max(d, width)`` columns (zeros beyond ``d``)."""
+        if width <= self.d:
+            return self.view()
+        if width <= self.data.shape[1]:
+            return self.data[: self.n, :width]  # the spare columns are zeros
+        return np.pad(self.view(), ((0, 0), (0, width - self.d)))
+
+    def kernel_row(self, kernel, vec: np.ndarray) -> np.ndarray:
+        """``k(r_i, x)`` for every row held, one vectorised kernel call."""
+        if self.n == 0:
+            return np.zeros(0)
+        width = vec.shape[0]
+        if width < self.d:  # features this row does not have are 0 in it
+            vec = np.pad(vec, (0, self.d - width))
+        return kernel(self.padded(width), vec[None, :])[:, 0]
+
+    def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:
+        """``k(r_i, v_j)`` for every row held and every row of ``V``: shape ``(n, len(V))``."""
+        if self.n == 0:
+            return np.zeros((0, V.shape[0]))
+        if V.shape[1] < self.d:
+            V = np.pad(V, ((0, 0), (0, self.d - V.shape[1])))
+        return kernel(self.padded(V.shape[1]), V)
+
+
+@contextlib.contextmanager
+def undo_on_error(obj, shared=()):
+    """Restore ``obj``'s attributes as they were if the block raises (a batch is all or nothing).
+
+    The objects in ``shared`` (the user's kernel or loss) are kept, not copied.
+
+    Examples
+    --------
+    >>> class Counter:
+    ...     def __init__(self):
+    ...         self.seen = []
+    >>> c = Counter()
+    >>> try:
+    ...     with undo_on_error(c):
+    ...         c.seen.append(1)
+    ...         raise ValueError("row 1: bad")
+    ... except ValueError:
+    ...     pass
+    >>> c.seen
+    []
+    """
+    saved = copy.deepcopy(obj.__dict__, {id(o): o for o in shared})
+    try:
+        yield
+    except BaseException:
+        obj.__dict__.clear()
+        obj.__dict__.update(saved)
+        raise
