@@ -66,7 +66,7 @@ def test_hessian_step_on_the_linear_kernel_is_primal_ons_with_loss_curvature():
     y = np.where(wavy(X) >= 0, 1.0, -1.0)
     loss, C, alpha = losses.Logistic(), 0.1, 0.05
     model = CONKONS(kernel=kernels.Linear(), loss=loss, C=C, alpha=alpha, eta="hessian",
-                    gamma=1.0, max_size=d, seed=0)
+                    p_min=1.0, max_size=d, seed=0)
     got = run(model, X, y)
     expected, active, _ = primal_ons(X, y, loss, C, alpha, "hessian")
     assert active >= 0.2

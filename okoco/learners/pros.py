@@ -32,7 +32,7 @@ import numpy as np
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.dictionary import KORS
-from okoco.learners.base import ETA, KernelLearner, clip_excess, overflow_message
+from okoco.learners.base import ETA_HESSIAN, KernelLearner, clip_excess, overflow_message
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
 __all__ = ["PROSNKONS", "CONKONS"]
@@ -149,7 +149,7 @@ class PROSNKONS(KernelLearner):
     _hessian_step = True  # eta="hessian" is a policy here
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
-        "eta": ETA,
+        "eta": ETA_HESSIAN,
         "dictionary_ridge": [Interval(Real, 0, None, closed="neither")],
         "eps": KORS._parameter_constraints["eps"],
         "beta": KORS._parameter_constraints["beta"],
