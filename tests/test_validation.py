@@ -70,7 +70,7 @@ CASES = {
                   {"kernel": ("rbf", ANY), "alpha": ("2", -2.0), "eps": (None, 0.0),
                    "qbar": ("100", 0.0), "seed": ([0], -1)}),
     PROSNKONS: (PROSNKONS, {"kernel": ("rbf", ANY), "loss": (1.0, ANY), "C": ("3", 0.0),
-                            "alpha": (None, -1.0), "eta": ([1], "hessian"),
+                            "alpha": (None, -1.0), "eta": ([1], "newton"),
                             "dictionary_ridge": ("1", 0.0), "eps": ("0.5", 2.0),
                             "beta": (None, -1.0), "p_min": ("0", 1.1), "max_size": (2.5, 0),
                             "seed": ("1", -1)}),
