@@ -326,7 +326,23 @@ class _OkocoKernel:
 _PARTS = {"left": [_OkocoKernel()], "right": [_OkocoKernel()], "normalize": ["boolean"]}
 
 
-class Sum(Kernel):
+class _Pair(Kernel):
+    """Two kernels combined entrywise (the shared part of :class:`Sum` and :class:`Product`)."""
+
+    _parameter_constraints = _PARTS
+
+    def __init__(self, left: Kernel, right: Kernel, normalize: bool = False):
+        self.left = left
+        self.right = right
+        self.normalize = normalize
+        check_params(self)
+        self.normalize = bool(normalize)
+
+    def _params(self):
+        return {"left": self.left, "right": self.right}
+
+
+class Sum(_Pair):
     """Sum of two kernels, ``k(x, y) = left(x, y) + right(x, y)``; usually written ``left + right``.
 
     Parameters
@@ -346,14 +362,6 @@ class Sum(Kernel):
     6.0
     """
 
-    _parameter_constraints = _PARTS
-
-    def __init__(self, left: Kernel, right: Kernel, normalize: bool = False):
-        self.left = left
-        self.right = right
-        self.normalize = normalize
-        check_params(self)
-        self.normalize = bool(normalize)
 
     def _gram(self, X, Y):
         return self.left(X, Y) + self.right(X, Y)  # new arrays: a user kernel may cache its own
@@ -361,11 +369,8 @@ class Sum(Kernel):
     def _diag(self, X):
         return self.left.diag(X) + self.right.diag(X)
 
-    def _params(self):
-        return {"left": self.left, "right": self.right}
 
-
-class Product(Kernel):
+class Product(_Pair):
     """Elementwise product of two kernels, ``k(x, y) = left(x, y) * right(x, y)``;
     usually written ``left * right``. PSD by the Schur product theorem.
 
@@ -384,23 +389,12 @@ class Product(Kernel):
     121.0
     """
 
-    _parameter_constraints = _PARTS
-
-    def __init__(self, left: Kernel, right: Kernel, normalize: bool = False):
-        self.left = left
-        self.right = right
-        self.normalize = normalize
-        check_params(self)
-        self.normalize = bool(normalize)
 
     def _gram(self, X, Y):
         return self.left(X, Y) * self.right(X, Y)
 
     def _diag(self, X):
         return self.left.diag(X) * self.right.diag(X)
-
-    def _params(self):
-        return {"left": self.left, "right": self.right}
 
 
 class Scaled(Kernel):
