@@ -175,14 +175,14 @@ def test_defaults_table_runs_and_summarises(tmp_path):
     defaults = importlib.import_module("benchmarks.bench_defaults")
     out, page = tmp_path / "defaults.json", tmp_path / "defaults.md"
     names = "KONS(eta=hessian, alpha=0.1, C=3),KONS(eta=hessian, alpha=1, C=3),Auto(),river"
-    report = defaults.main(["--n", "40", "--only", names, "--streams", "sinc,german",
+    report = defaults.main(["--n", "40", "--only", names, "--streams", "sinc,phishing",
                             "--output", str(out), "--docs", str(page)])
     results = report["results"]
-    assert set(results["Auto()"]) == {"sinc", "german"}
+    assert set(results["Auto()"]) == {"sinc", "phishing"}
     assert "sinc" in results["river EWARegressor(Auto's experts)"]
     assert all(math.isfinite(v[0]) and v[2] == 40 for r in results.values() for v in r.values())
     text = page.read_text()
-    assert "| sinc |" in text and "| german |" in text and "Auto()" in text
+    assert "| sinc |" in text and "| phishing |" in text and "Auto()" in text
     # the summary is the geometric mean of error / best error, checked by hand on two streams
     fake = {"a": {"s": [1.0, 0, 0], "t": [4.0, 0, 0]}, "b": {"s": [2.0, 0, 0], "t": [1.0, 0, 0]}}
     score = defaults.summarise(fake, ["a", "b"], ["s", "t"])
