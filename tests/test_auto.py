@@ -18,9 +18,8 @@ from okoco.learners.auto import SharedPoints
 def expert_grid(d, loss, C):
     """The documented grid, built independently of Auto (each expert with kernels of its own)."""
     g = 1.0 / d
-    grid = [(kernels.RBF(3 * g), 0.1, "hessian"), (kernels.RBF(0.2 * g), 1.0, "exp-concave"),
-            (kernels.RBF(g) + g * kernels.Linear(), 1.0, "hessian"),
-            (kernels.RBF(0.2 * g) + g * kernels.Linear(), 0.1, "hessian")]
+    grid = [(kernels.RBF(0.2 * g), 0.1, "hessian"), (kernels.RBF(3 * g), 0.1, "hessian"),
+            (kernels.RBF(0.2 * g), 1.0, "exp-concave")]
     return [KONS(kernel=k, loss=loss, C=C, alpha=a, eta=eta) for k, a, eta in grid]
 
 

@@ -162,11 +162,6 @@ class ExpertRows:
         return self.points.kernel_block(kernel, V)
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    w = np.exp(logits - logits.max())
-    return w / w.sum()
-
-
 class Auto(KernelLearner):
     r"""Online self-tuning: a small grid of KONS experts, combined by exponential weights at the
     loss's exp-concavity rate, with a faster average used as far as the guarantee allows.
@@ -190,14 +185,14 @@ class Auto(KernelLearner):
     plain weighted average; ``fast_rate`` only decides how the slack is spent.
 
     The experts are built at the first learn, when ``d`` (the number of features) is known;
-    the grid was chosen by measurement on the defaults table of the docs:
-    ``KONS(eta="hessian")`` with ``RBF(3/d)`` (ridge 0.1: narrow), with ``RBF(1/d) + Linear()/d``
-    (ridge 1) and ``RBF(0.2/d) + Linear()/d`` (ridge 0.1: a linear part extrapolates trends), and
-    ``KONS(eta="exp-concave")`` with ``RBF(0.2/d)`` (ridge 1: a slower, steadier step). They
-    share the stored points and each kernel's row (:class:`SharedPoints`); each expert computes
-    exactly what a standalone KONS with its settings computes. Inputs should be standardized
-    (river's ``StandardScaler``), and regression targets too (``TargetStandardScaler``), as for
-    every okoco learner.
+    the grid was chosen by measurement on the defaults table of the docs (three experts: each
+    one adds its own factorization to the cost): ``KONS(eta="hessian")`` with ``RBF(0.2/d)``
+    (smooth) and with ``RBF(3/d)`` (narrow), both with ridge 0.1, and ``KONS(eta="exp-concave")``
+    with ``RBF(0.2/d)`` and ridge 1 (a slower, steadier step, which led on trending streams).
+    They share the stored points and each kernel's row (:class:`SharedPoints`; the first and
+    the last share the ``RBF(0.2/d)`` row); each expert computes exactly what a standalone KONS
+    with its settings computes. Inputs should be standardized (river's ``StandardScaler``),
+    and regression targets too (``TargetStandardScaler``), as for every okoco learner.
 
     Parameters
     ----------
@@ -261,7 +256,7 @@ class Auto(KernelLearner):
         self.cumulative_losses = np.zeros(0)
         self.cumulative_loss = 0.0
         self._points = SharedPoints()
-        self._mixture = None  # (weights, fast weights, slack) until the next learn
+        self._mixture = None  # (both weight vectors, slack) until the next learn
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
@@ -271,34 +266,39 @@ class Auto(KernelLearner):
     def _build_experts(self, d: int) -> list[KONS]:
         """The grid as standalone KONS (equal kernels are one object, so rows can be shared)."""
         g = 1.0 / max(d, 1)
-        smooth, linear = _kernels.RBF(0.2 * g), _kernels.Scaled(g, _kernels.Linear())
-        grid = [(_kernels.RBF(3.0 * g), 0.1, "hessian"), (smooth, 1.0, "exp-concave"),
-                (_kernels.RBF(g) + linear, 1.0, "hessian"), (smooth + linear, 0.1, "hessian")]
+        smooth = _kernels.RBF(0.2 * g)
+        grid = [(smooth, 0.1, "hessian"), (_kernels.RBF(3.0 * g), 0.1, "hessian"),
+                (smooth, 1.0, "exp-concave")]
         return [KONS(kernel=k, loss=self._loss, C=self.C, alpha=a, eta=eta)
                 for k, a, eta in grid]
 
     # -- weights --------------------------------------------------------------------------
 
+    def _mix(self) -> tuple[np.ndarray, float]:
+        """Both weight vectors (rows: the guaranteed rate, ``fast_rate``) and the slack, from
+        the cumulative losses; cached until the next learn."""
+        if self._mixture is None:
+            L, eta = self.cumulative_losses, self.rate
+            low = float(L.min())
+            scaled = np.exp(np.outer([-eta, -self.fast_rate], L - low))
+            sums = scaled.sum(axis=1)
+            mix = low - math.log(float(sums[0]) / L.shape[0]) / eta
+            self._mixture = (scaled / sums[:, None], mix - self.cumulative_loss)
+        return self._mixture
+
     @property
     def weights(self) -> np.ndarray:
-        return _softmax(-self.rate * self.cumulative_losses) if self.experts else np.zeros(0)
+        return self._mix()[0][0].copy() if self.experts else np.zeros(0)
 
     @property
     def fast_weights(self) -> np.ndarray:
-        if not self.experts:
-            return np.zeros(0)
-        return _softmax(-self.fast_rate * self.cumulative_losses)
+        return self._mix()[0][1].copy() if self.experts else np.zeros(0)
 
     @property
     def slack(self) -> float:
         r""":math:`\Phi - A`, with the mix loss
         :math:`\Phi = -\frac1\eta\log\frac1N\sum_i e^{-\eta L_i}`."""
-        if not self.experts:
-            return 0.0
-        L, eta = self.cumulative_losses, self.rate
-        low = L.min()
-        mix = low - math.log(float(np.mean(np.exp(-eta * (L - low))))) / eta
-        return mix - self.cumulative_loss
+        return self._mix()[1] if self.experts else 0.0
 
     @property
     def leader(self) -> str | None:
@@ -314,15 +314,15 @@ class Auto(KernelLearner):
 
     def _combine(self, preds: np.ndarray) -> float:
         """The guaranteed average, moved toward the fast one as far as the slack allows."""
-        if self._mixture is None:
-            self._mixture = (self.weights, self.fast_weights, self.slack)
-        weights, fast_weights, slack = self._mixture
-        safe = float(weights @ preds)
-        fast = float(fast_weights @ preds)
-        ends = self._target_ends
-        worst = float(np.max(self._loss.value(ends, fast) - self._loss.value(ends, safe)))
-        share = 1.0 if worst <= max(slack, 0.0) else max(slack, 0.0) / worst
-        return safe + share * (fast - safe)
+        both, slack = self._mix()
+        safe, fast = both @ preds
+        # worst case over the ends of the target range of loss(y, fast) - loss(y, safe)
+        lo, hi = self._target_ends
+        values = self._loss.value(np.array([lo, hi, lo, hi]), np.array([fast, fast, safe, safe]))
+        worst = max(values[0] - values[2], values[1] - values[3])
+        slack = max(slack, 0.0)
+        share = 1.0 if worst <= slack else slack / worst
+        return float(safe + share * (fast - safe))
 
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
