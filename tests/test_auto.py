@@ -193,6 +193,7 @@ def test_a_failed_batch_changes_nothing():
     with pytest.raises(ValueError):
         model.learn_many(X[10:], [*y[10:-1], 1e200])
     assert model.n_seen == 10 and model._points.rows.n == 10
+    assert all(e._store.points is model._points and e._store.n == 10 for e in model.experts)
     assert model.predict_one(as_dicts(X[10:11])[0]) == before
 
 
