@@ -14,10 +14,10 @@ Two measurements, written to ``benchmarks/results/pros.json`` and ``pros_accurac
     support-vector set grow with t).
 ``accuracy``
     Online (test-then-train) accuracy on Bananas, Phishing and the first 5,000 rows of Shuttle
-    (the streams of ``python -m benchmarks``) for CON-KONS (defaults, and with KONS's defaults
-    ``eta="hessian", alpha=0.1``), PROS-N-KONS (defaults, and with a larger KORS ridge: fewer
-    atoms, hence fewer restarts) and SketchedKONS (``beta`` 10 and 3), and for the budgeted
-    learners at the dictionary size CON-KONS reached (same number of stored points):
+    (the streams of ``python -m benchmarks``) for CON-KONS and PROS-N-KONS (defaults, and with
+    the step of the guarantee ``eta="exp-concave", alpha=1``; PROS-N-KONS also with a larger
+    KORS ridge: fewer atoms, hence fewer restarts) and SketchedKONS (``beta`` 10 and 3), and
+    for the budgeted learners at the dictionary size CON-KONS reached (same number of points):
     ``FunctionalGD(budget=...)`` (first order, best of four step sizes) and
     ``KRLS(max_size=...)`` (second-order least squares on the -1/+1 labels), and
     ``FunctionalGD`` without a budget (fewer bytes than CON-KONS on these short streams). Each
@@ -205,14 +205,16 @@ def scaling(steps: int, cap: float, window: int, only: list[str] | None) -> None
 
 # Settings tried on every stream besides its RBF widths; the best (width, setting) is reported.
 # FunctionalGD's step size is tuned so that "above the budgeted first-order learner" is a claim
-# against its best step, not an arbitrary one. CON-KONS is also run with KONS's defaults
-# (eta="hessian", alpha=0.1); the budgets follow CON-KONS with its own defaults (the KORS
-# dictionary does not depend on eta or alpha).
+# against its best step, not an arbitrary one. CON-KONS and PROS-N-KONS are also run with the
+# step of the regret guarantee (eta="exp-concave", alpha=1, their defaults before 0.2); the
+# budgets follow CON-KONS with its defaults (the KORS dictionary does not depend on eta or
+# alpha).
 ACCURACY_SETTINGS = {
     "CON-KONS": [{}],
-    "CON-KONS(eta='hessian', alpha=0.1)": [{"eta": "hessian", "alpha": 0.1}],
+    "CON-KONS(eta='exp-concave', alpha=1)": [{"eta": "exp-concave", "alpha": 1.0}],
     "PROS-N-KONS": [{}],
-    "PROS-N-KONS(dictionary_ridge=10)": [{"dictionary_ridge": 10.0}],
+    "PROS-N-KONS(eta='exp-concave', alpha=1)": [{"eta": "exp-concave", "alpha": 1.0}],
+    "PROS-N-KONS(dictionary_alpha=10)": [{"dictionary_alpha": 10.0}],
     "SketchedKONS": [{}, {"beta": 3.0}],  # its defaults (beta=10) and the scaling run's beta
     "FunctionalGD(budget)": [{"eta": eta} for eta in ("sqrt", 0.1, 0.5, 2.0)],
     # No budget: on these short streams its n (d + 1) stored numbers are still far fewer bytes

@@ -33,8 +33,8 @@ def learners(kernel, loss) -> dict:
     return {
         "KONS": KONS(**common),
         "SketchedKONS β=1, γ=0.02": SketchedKONS(**common, beta=1.0, p_min=0.02, seed=0),
-        "PROS-N-KONS": PROSNKONS(**common, dictionary_ridge=0.1, seed=0),
-        "CON-KONS": CONKONS(**common, dictionary_ridge=0.1, seed=0),
+        "PROS-N-KONS": PROSNKONS(**common, dictionary_alpha=0.1, seed=0),
+        "CON-KONS": CONKONS(**common, dictionary_alpha=0.1, seed=0),
     }
 
 

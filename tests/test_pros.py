@@ -80,7 +80,7 @@ def test_con_kons_with_sampling_is_primal_ons_on_the_growing_embedding():
     X = np.random.default_rng(2).uniform(-1, 1, size=(300, 2))
     y = np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1])
     kernel, C, alpha, eta = kernels.RBF(1.0), 0.3, 0.5, 0.4
-    model = CONKONS(kernel=kernel, C=C, alpha=alpha, eta=eta, dictionary_ridge=0.5, seed=4)
+    model = CONKONS(kernel=kernel, C=C, alpha=alpha, eta=eta, dictionary_alpha=0.5, seed=4)
     got, sizes = [], []
     for x, target in zip(as_dicts(X), y):
         got.append(model.predict_one(x))
@@ -150,7 +150,7 @@ def test_pros_n_kons_with_sampling_is_the_papers_restarted_ons():
     y = np.where(np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1]) >= 0, 1.0, -1.0)
     kernel, loss, C, alpha, eta = kernels.RBF(1.0), losses.Logistic(), 0.5, 0.3, 0.4
     model = PROSNKONS(kernel=kernel, loss=loss, C=C, alpha=alpha, eta=eta,
-                      dictionary_ridge=0.05, seed=3)
+                      dictionary_alpha=0.05, seed=3)
     got, sizes = [], [0]
     for x, target in zip(as_dicts(X), y):
         got.append(model.predict_one(x))
@@ -166,7 +166,7 @@ def test_pros_n_kons_with_sampling_is_the_papers_restarted_ons():
 
 def test_embedding_inner_products_are_the_nystrom_approximation():
     kernel = kernels.RBF(1.0)
-    model = CONKONS(kernel=kernel, dictionary_ridge=0.01, beta=2.0, seed=0)
+    model = CONKONS(kernel=kernel, dictionary_alpha=0.01, beta=2.0, seed=0)
     rng = np.random.default_rng(0)
     probes = as_dicts(rng.normal(size=(6, 3)))
     before, m_before = None, 0
@@ -195,7 +195,7 @@ def test_memory_and_work_stop_growing_once_the_dictionary_is_full():
     """With the dictionary full, the state (every buffer) is the same size at t = 2,000 and
     t = 6,000: nothing is kept per step. The operations of a step only touch that state."""
     rng = np.random.default_rng(0)
-    model = CONKONS(kernel=kernels.RBF(0.5), dictionary_ridge=0.01, max_size=30, seed=0)
+    model = CONKONS(kernel=kernels.RBF(0.5), dictionary_alpha=0.01, max_size=30, seed=0)
     rows = rng.normal(size=(6000, 4))
     sizes = {}
     for t, row in enumerate(rows, 1):
@@ -233,7 +233,7 @@ def test_river_check_estimator(model):
 
 
 def trained(cls, n=40):
-    model = cls(C=2.0, dictionary_ridge=0.05, seed=0)
+    model = cls(C=2.0, dictionary_alpha=0.05, seed=0)
     rng = np.random.default_rng(0)
     for _ in range(n):
         x = {"a": float(rng.normal()), "b": float(rng.normal())}
@@ -272,8 +272,8 @@ def test_a_target_too_large_for_a_second_order_step_is_refused_before_any_change
 @pytest.mark.parametrize(("params", "error", "match"), [
     ({"alpha": 0.0}, ValueError, "alpha"),
     ({"alpha": "1"}, TypeError, "alpha"),
-    ({"dictionary_ridge": -1.0}, ValueError, "dictionary_ridge"),
-    ({"dictionary_ridge": True}, TypeError, "dictionary_ridge"),
+    ({"dictionary_alpha": -1.0}, ValueError, "dictionary_alpha"),
+    ({"dictionary_alpha": True}, TypeError, "dictionary_alpha"),
     ({"max_size": 0}, ValueError, "max_size"),
     ({"max_size": 2.5}, TypeError, "max_size"),
     ({"eps": 1.5}, ValueError, "eps"),
@@ -306,7 +306,7 @@ def test_save_load_is_exact_and_continues_identically(cls, tmp_path):
 def test_predict_many_and_learn_many_match_the_one_row_methods():
     X = np.random.default_rng(3).normal(size=(80, 3))
     y = np.tanh(X[:, 0])
-    one, many = CONKONS(dictionary_ridge=0.05, seed=1), CONKONS(dictionary_ridge=0.05, seed=1)
+    one, many = CONKONS(dictionary_alpha=0.05, seed=1), CONKONS(dictionary_alpha=0.05, seed=1)
     run(one, X, y)
     many.learn_many(X, y)
     probe = np.random.default_rng(4).normal(size=(10, 3))

@@ -50,7 +50,7 @@ class PROSNKONS(KernelLearner):
 
     Calandriello, Lazaric & Valko (2017), *Efficient Second-Order Online Kernel Learning with
     Adaptive Embedding* (NeurIPS), Algorithm 1. A KORS dictionary :math:`\mathcal I` (Kernel
-    Online Row Sampling over the unscaled kernel, ridge ``dictionary_ridge``) decides whether
+    Online Row Sampling over the unscaled kernel, ridge ``dictionary_alpha``) decides whether
     :math:`x_t` joins; every point is embedded as
     :math:`z_t = L^{-1} k_{\mathcal I}(x_t)` with :math:`L L^\top = K_{\mathcal I}`, so that
     :math:`z_t^\top z_{t'} = k_{\mathcal I}(x_t)^\top K_{\mathcal I}^{-1} k_{\mathcal I}(x_{t'})`
@@ -102,13 +102,13 @@ class PROSNKONS(KernelLearner):
     alpha
         Ridge of the preconditioner, :math:`A = \alpha I` at the start of a phase, > 0.
     eta
-        :math:`\eta_t`: ``"exp-concave"`` (:math:`\sigma` of the loss, the default: the step
-        of KONS's regret guarantee; public ports of PROS-N-KONS weight :math:`g_t g_t^\top`
-        by :math:`\sigma/2`, i.e. ``eta=sigma / 2``), ``"hessian"`` (the weight
-        :math:`\eta_t\dot g_t^2` of :math:`z_t z_t^\top` in :math:`A` is the loss's second
-        derivative :math:`\ell''(\hat y_t)`, as for :class:`okoco.learners.KONS`; not covered
-        by the theorem), ``"sqrt"``, a number or a callable of ``t``.
-    dictionary_ridge
+        :math:`\eta_t`: ``"hessian"`` (the default, as for :class:`okoco.learners.KONS`: the
+        weight :math:`\eta_t\dot g_t^2` of :math:`z_t z_t^\top` in :math:`A` is the loss's
+        second derivative :math:`\ell''(\hat y_t)`; not covered by the theorem),
+        ``"exp-concave"`` (:math:`\sigma` of the loss: the step of the regret guarantee;
+        public ports of PROS-N-KONS weight :math:`g_t g_t^\top` by :math:`\sigma/2`, i.e.
+        ``eta=sigma / 2``), ``"sqrt"``, a number or a callable of ``t``.
+    dictionary_alpha
         The KORS regularizer (the paper's :math:`\gamma`), > 0: smaller keeps more atoms and
         embeds more accurately.
     eps
@@ -153,7 +153,7 @@ class PROSNKONS(KernelLearner):
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "eta": ETA_HESSIAN,
-        "dictionary_ridge": [Interval(Real, 0, None, closed="neither")],
+        "dictionary_alpha": [Interval(Real, 0, None, closed="neither")],
         "eps": KORS._parameter_constraints["eps"],
         "beta": KORS._parameter_constraints["beta"],
         "p_min": KORS._parameter_constraints["p_min"],
@@ -161,8 +161,8 @@ class PROSNKONS(KernelLearner):
         "seed": ["seed"],
     }
 
-    def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 1.0,
-                 eta="exp-concave", dictionary_ridge: float = 1.0, eps: float = 0.5,
+    def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
+                 eta="hessian", dictionary_alpha: float = 1.0, eps: float = 0.5,
                  beta: float = 1.0, p_min: float = 0.0, max_size: int | None = None,
                  seed: int | None = None):
         self.kernel = kernel
@@ -170,7 +170,7 @@ class PROSNKONS(KernelLearner):
         self.C = C
         self.alpha = alpha
         self.eta = eta
-        self.dictionary_ridge = dictionary_ridge
+        self.dictionary_alpha = dictionary_alpha
         self.eps = eps
         self.beta = beta
         self.p_min = p_min
@@ -179,7 +179,7 @@ class PROSNKONS(KernelLearner):
         self._setup()
 
     def _reset_state(self) -> None:
-        self._kors = KORS(kernel=None, alpha=self.dictionary_ridge, eps=self.eps,
+        self._kors = KORS(kernel=None, alpha=self.dictionary_alpha, eps=self.eps,
                           beta=self.beta, p_min=self.p_min, seed=self._rng)
         self._store = Rows()  # the atoms, for kernel rows
         self._embed = IncrementalCholesky()  # L L^T = K_I
