@@ -315,7 +315,10 @@ class SketchedKONS(KONS):
         return v[self._selected[: self._chol.size]]
 
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
-        added, _, _ = self._kors.update_column(d_t * e, d_t * d_t * kappa)
+        column = d_t * e  # kappa and d_t were checked by the step, d_t^2 kappa + alpha too
+        if not np.isfinite(column).all():
+            raise ValueError(overflow_message(self._kernel, float(column[~np.isfinite(column)][0])))
+        added, _, _ = self._kors._update_checked_column(column, d_t * d_t * kappa)
         return int(added)
 
     def _note_selected(self, index: int) -> None:

@@ -124,6 +124,9 @@ class KRLS(KernelLearner):
         if not (math.isfinite(kxx) and np.isfinite(g).all()):
             raise ValueError(overflow_message(self._kernel, kxx if not math.isfinite(kxx) else
                                               g[~np.isfinite(g)][0]))
+        if kxx < 0:
+            raise ValueError(f"k(x, x) = {kxx!r} < 0: {self._kernel!r} is not positive "
+                             "semi-definite")
         return g, kxx, self._ald.project_column(g, kxx)
 
     def _predict_vec(self, v: np.ndarray) -> float:
@@ -139,7 +142,7 @@ class KRLS(KernelLearner):
         m = ald.size
         g, kxx, projection = self._analyse(v)
         a, delta, _ = projection
-        added = ald.update_column(g, kxx, projection)  # validates g and kxx before any change
+        added = ald._update_checked_column(g, kxx, projection)  # _analyse_now checked both
         self.last_residual = delta
         if added:
             # beta = G alpha~ becomes [beta; y]: the new point is fitted exactly (the "grow" step).
