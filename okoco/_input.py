@@ -475,7 +475,8 @@ class Rows:
         if sq is not None:  # keep the norms' cache (a ring's bound stays an upper bound)
             if sq.shape[0] != self.data.shape[0]:
                 sq = self._sq = reserve(sq, self.data.shape[0])
-            norm = float(np.einsum("i,i->", row, row))  # never on BLAS threads
+            # a dot product of up to 8192 elements never goes to OpenBLAS's threads
+            norm = float(row @ row) if width <= _FAST_WIDTH else float(np.einsum("i,i->", row, row))
             sq[slot] = norm
             if norm > self._sq_max:
                 self._sq_max = norm

@@ -79,9 +79,11 @@ _EPS = float(np.finfo(float).eps)
 _RBF_TOL = 2e-13
 #: Above this gamma (2d + 4) eps S the whole block takes direct differences.
 _EXPANSION_LIMIT = 1e-6
-# numpy's matrix-vector product goes to OpenBLAS's thread pool above ~10^4 elements: the
-# kernel row of a learner's step runs on one thread (okoco._blas).
+# numpy's matrix-vector product goes to OpenBLAS's thread pool from 2304 * 4 = 9216 elements
+# (interface/gemv.c, GEMM_MULTITHREAD_THRESHOLD = 4): a larger kernel row of a learner's step
+# runs inside a one-thread scope (okoco._blas), a smaller one saves the scope's two calls.
 _numpy_one_thread = OneThread("numpy")
+_GEMV_THREADED = 9216
 
 
 def _sq_dists_exact(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -133,8 +135,11 @@ def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
         k = _sq_dists_exact(X, x[None, :])[:, 0]
         k *= -gamma
         return np.exp(k, out=k)
-    with _numpy_one_thread:
+    if X.size < _GEMV_THREADED:
         k = X @ x
+    else:
+        with _numpy_one_thread:
+            k = X @ x
     k *= -2.0
     k += sq
     k += xx

@@ -108,7 +108,7 @@ class FunctionalGD(KernelLearner):
         ybar = dot(self._row(v), coef)
         excess = clip_excess(ybar, self.C)
         gdot = float(self._loss.derivative(y, ybar - excess))
-        kappa = float(self._kernel.diag(v)[0])
+        kappa = float(self._kernel.diag(v[None, :])[0])
         c_new = -eta * gdot - (shrink * excess / kappa if excess else 0.0)
         if not (math.isfinite(c_new) and math.isfinite(ybar) and math.isfinite(kappa)):
             raise ValueError(overflow_message(self._kernel, ybar))  # nothing changed yet

@@ -206,7 +206,8 @@ class KONS(KernelLearner):
             d_t = gdot * math.sqrt(eta)
         # Refuse a step that would store non-finite numbers, before the coin or any state
         # changes: kernel values that overflowed, or a loss derivative far beyond the scale of C.
-        if not (math.isfinite(ybar) and math.isfinite(kappa) and np.isfinite(k).all()):
+        # k.sum() is finite iff every k_i is (short of an overflow of the sum, refused too)
+        if not (math.isfinite(ybar) and math.isfinite(kappa) and math.isfinite(k.sum())):
             raise ValueError(overflow_message(self._kernel, ybar))
         worst = weight * abs(yhat) + abs(gdot) + alpha * abs(excess) / s
         if not (abs(d_t) <= _MAX_D and math.isfinite(worst)
@@ -316,8 +317,8 @@ class SketchedKONS(KONS):
 
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
         column = d_t * e  # kappa and d_t were checked by the step, d_t^2 kappa + alpha too
-        if not np.isfinite(column).all():
-            raise ValueError(overflow_message(self._kernel, float(column[~np.isfinite(column)][0])))
+        if not math.isfinite(column.sum()):  # finite iff every entry is (or refused)
+            raise ValueError(overflow_message(self._kernel, float(column.sum())))
         added, _, _ = self._kors._update_checked_column(column, d_t * d_t * kappa)
         return int(added)
 
