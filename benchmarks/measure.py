@@ -461,10 +461,10 @@ STEP_FLOOR_BUDGET = 1_000  # FunctionalGD's budget and KRLS's max_size: Phishing
 
 def step_floor_stream(n: int, d: int = STEP_FLOOR_D, seed: int = 0) -> tuple[list, list, list]:
     """A synthetic Phishing-like stream: ``d`` features in ``[0, 1]`` as dicts, a regression
-    target and its sign as a ``+-1`` label."""
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.0, 1.0, size=(n, d))
-    y = np.sin(4.0 * X[:, 0]) + X[:, 1] * X[:, 2] - 0.5 + 0.1 * rng.standard_normal(n)
+    target and its sign as a ``+-1`` label; its first rows do not depend on ``n``."""
+    X = np.random.default_rng(seed).uniform(0.0, 1.0, size=(n, d))
+    noise = np.random.default_rng(seed + 1).standard_normal(n)
+    y = np.sin(4.0 * X[:, 0]) + X[:, 1] * X[:, 2] - 0.5 + 0.1 * noise
     rows = [{f"x{j}": v for j, v in enumerate(row)} for row in X.tolist()]
     return rows, y.tolist(), np.where(y > 0, 1.0, -1.0).tolist()
 
