@@ -467,8 +467,10 @@ class Rows:
         slot = self.n_added % self.max_size if full else self.n
         width = row.shape[0]
         self._grow(slot + 1, width)
-        self.data[slot, :width] = row
-        self.data[slot, width:] = 0.0
+        data = self.data
+        data[slot, :width] = row
+        if width < data.shape[1]:
+            data[slot, width:] = 0.0
         for name, v in values.items():
             self.fields[name][slot] = v
         sq = self._sq
