@@ -86,7 +86,7 @@ def okoco_learner(name: str):
                                              seed=0),
         f"FunctionalGD(budget={BUDGET})": lambda: FunctionalGD(kernel=kernel, loss=loss, C=3.0,
                                                                eta=0.5, budget=BUDGET),
-        f"KRLS(max_size={BUDGET})": lambda: KRLS(kernel=kernel, nu=1e-2, ridge=1e-2, C=3.0,
+        f"KRLS(max_size={BUDGET})": lambda: KRLS(kernel=kernel, nu=1e-2, alpha=1e-2, C=3.0,
                                                  max_size=BUDGET),
     }[name]()
     return model.predict_one, model.learn_one, lambda: model.dictionary_size
@@ -143,7 +143,10 @@ def run_scaling(name: str, X: np.ndarray, y: np.ndarray, cap: float, window: int
 
 
 def _child(conn, fn, args):
-    conn.send(fn(*args))
+    try:
+        conn.send(fn(*args))
+    except BaseException as error:  # the parent re-raises it instead of waiting forever
+        conn.send(RuntimeError(f"{fn.__name__}{args[:1]} failed: {error!r}"))
     conn.close()
 
 
@@ -154,6 +157,8 @@ def in_child(fn, *args) -> dict:
     proc.start()
     out = parent.recv()
     proc.join()
+    if isinstance(out, BaseException):
+        raise out
     return out
 
 
@@ -162,13 +167,22 @@ def save(path: Path, value) -> None:
     path.write_text(json.dumps(value, indent=1))
 
 
+def selected(name: str, only: list[str]) -> bool:
+    """A fragment of the name, or the whole name when a fragment is exactly one of LEARNERS."""
+    return any(o == name if o in LEARNERS else o in name for o in only)
+
+
 def scaling(steps: int, cap: float, window: int, only: list[str] | None) -> None:
     X, y = random_rbf(steps)
     out = {"steps": steps, "cap_s": cap, "window": window, "rbf_gamma": RBF_GAMMA,
            "budget": BUDGET, "machine": platform.platform(), "cpus": os.cpu_count(),
            "load_start": load_average(), "runs": []}
+    if only and RESULTS.exists():  # a partial run keeps the other learners' earlier runs
+        earlier = json.loads(RESULTS.read_text())
+        if (earlier["steps"], earlier["window"]) == (steps, window):
+            out["runs"] = [r for r in earlier["runs"] if not selected(r["learner"], only)]
     for name in LEARNERS:
-        if only and not any(o in name for o in only):
+        if only and not selected(name, only):
             continue
         run = in_child(run_scaling, name, X, y, cap, window)
         last = run["records"][-1]
@@ -176,7 +190,7 @@ def scaling(steps: int, cap: float, window: int, only: list[str] | None) -> None
               f"rss+{last['rss_growth_mb']:7.1f} MB size={last['size']:5d} "
               f"acc={last['accuracy']:.3f} {run['elapsed_s']:.0f} s load={last['load']}",
               flush=True)
-        out["runs"].append(run)
+        out["runs"] = [r for r in out["runs"] if r["learner"] != name] + [run]
         out["load_end"] = load_average()
         save(RESULTS, out)  # after every learner: a long run interrupted keeps what it measured
 

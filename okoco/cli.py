@@ -215,6 +215,24 @@ _SCALE_HELP = ("standardise features online (river StandardScaler, running mean 
 _SCALE_TARGET_HELP = ("regression: standardise targets online (river TargetStandardScaler); "
                       "metrics are still reported on the original scale")
 
+# The options replay and compare share, declared once (typer reads an option's declaration as
+# metadata when it builds each command, so one object serves both).
+_LOSS = typer.Option(None, "--loss", help="squared, logistic or squared-hinge "
+                     "[default: squared; logistic for binary tasks]")
+_KERNEL = typer.Option("rbf", "--kernel", "-k", help=_KERNEL_HELP)
+_GAMMA = typer.Option(None, "--gamma", help=_GAMMA_HELP)
+_DEGREE = typer.Option(None, "--degree", help=_DEGREE_HELP)
+_COEF0 = typer.Option(None, "--coef0", help=_COEF0_HELP)
+_NORMALIZE = typer.Option(False, "--normalize", help=_NORMALIZE_HELP)
+_DATA_PARAM = typer.Option([], "--data-param", "-d", metavar="KEY=VALUE", help=_DATA_PARAM_HELP)
+_TARGET = typer.Option(None, "--target", "-t",
+                       help="CSV target column, by name or index [default: last]")
+_METRIC = typer.Option([], "--metric", "-m", metavar="NAME", help=_METRIC_HELP)
+_MAX_SAMPLES = typer.Option(None, "--max-samples", "-n", help=_MAX_SAMPLES_HELP)
+_CHECKPOINTS = typer.Option(50, "--checkpoints", help=_CHECKPOINTS_HELP)
+_SCALE = typer.Option(True, "--scale/--no-scale", help=_SCALE_HELP)
+_SCALE_TARGET = typer.Option(True, "--scale-target/--no-scale-target", help=_SCALE_TARGET_HELP)
+
 
 def _common_options(kernel: str, gamma: float | None, degree: int | None, coef0: float | None,
                     normalize: bool, loss: str | None, C: float, param: list[str],
@@ -344,31 +362,27 @@ def replay(
                                   "file: .csv/.tsv, svmlight/LIBSVM, .mat"),
     learner: str = typer.Option(None, "--learner", "-l", metavar="NAME", show_default=False,
                                 help=_LEARNER_HELP + _DEFAULT_LEARNER_HELP),
-    loss: str = typer.Option(None, "--loss", help="squared, logistic or squared-hinge "
-                             "[default: squared; logistic for binary tasks]"),
-    kernel: str = typer.Option("rbf", "--kernel", "-k", help=_KERNEL_HELP),
-    gamma: float = typer.Option(None, "--gamma", help=_GAMMA_HELP),
-    degree: int = typer.Option(None, "--degree", help=_DEGREE_HELP),
-    coef0: float = typer.Option(None, "--coef0", help=_COEF0_HELP),
-    normalize: bool = typer.Option(False, "--normalize", help=_NORMALIZE_HELP),
+    loss: str = _LOSS,
+    kernel: str = _KERNEL,
+    gamma: float = _GAMMA,
+    degree: int = _DEGREE,
+    coef0: float = _COEF0,
+    normalize: bool = _NORMALIZE,
     C: float = typer.Option(3.0, "--C", help="predictions are clipped to [-C, C] (3 standard "
                             "deviations once targets are standardised)"),
     param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE",
                                     help="other learner parameter, key=value, repeatable: "
                                     "-p alpha=0.1 -p eta=sqrt"),
-    data_param: list[str] = typer.Option([], "--data-param", "-d", metavar="KEY=VALUE",
-                                         help=_DATA_PARAM_HELP),
-    target: str = typer.Option(None, "--target", "-t",
-                               help="CSV target column, by name or index [default: last]"),
-    metric: list[str] = typer.Option([], "--metric", "-m", metavar="NAME", help=_METRIC_HELP),
+    data_param: list[str] = _DATA_PARAM,
+    target: str = _TARGET,
+    metric: list[str] = _METRIC,
     seed: int = typer.Option(0, "--seed", "-s", help="seed of the learner (if it has one), "
                              "of synthetic data and of --shuffle (as compare's first run)"),
     shuffle: bool = typer.Option(False, "--shuffle", help="replay the samples in a random order"),
-    max_samples: int = typer.Option(None, "--max-samples", "-n", help=_MAX_SAMPLES_HELP),
-    checkpoints: int = typer.Option(50, "--checkpoints", help=_CHECKPOINTS_HELP),
-    scale: bool = typer.Option(True, "--scale/--no-scale", help=_SCALE_HELP),
-    scale_target: bool = typer.Option(True, "--scale-target/--no-scale-target",
-                                      help=_SCALE_TARGET_HELP),
+    max_samples: int = _MAX_SAMPLES,
+    checkpoints: int = _CHECKPOINTS,
+    scale: bool = _SCALE,
+    scale_target: bool = _SCALE_TARGET,
     output: Path = typer.Option(None, "--output", "-o", help="save the curves: run.json or "
                                 "run.csv (written to a temporary file, then renamed)"),
     plot: Path = typer.Option(None, "--plot", help="save a plot: run.png, .pdf or .svg"),
@@ -462,28 +476,24 @@ def compare(
                                       help=_LEARNER_HELP + "; repeatable"),
     seeds: int = typer.Option(1, "--seeds", help="runs per learner, seeds 0..N-1 (learner seed, "
                               "synthetic data seed and --shuffle order)"),
-    loss: str = typer.Option(None, "--loss", help="squared, logistic or squared-hinge "
-                             "[default: squared; logistic for binary tasks]"),
-    kernel: str = typer.Option("rbf", "--kernel", "-k", help=_KERNEL_HELP),
-    gamma: float = typer.Option(None, "--gamma", help=_GAMMA_HELP),
-    degree: int = typer.Option(None, "--degree", help=_DEGREE_HELP),
-    coef0: float = typer.Option(None, "--coef0", help=_COEF0_HELP),
-    normalize: bool = typer.Option(False, "--normalize", help=_NORMALIZE_HELP),
+    loss: str = _LOSS,
+    kernel: str = _KERNEL,
+    gamma: float = _GAMMA,
+    degree: int = _DEGREE,
+    coef0: float = _COEF0,
+    normalize: bool = _NORMALIZE,
     C: float = typer.Option(3.0, "--C", help="predictions are clipped to [-C, C]"),
     param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE",
                                     help="learner parameter key=value, given to every "
                                     "learner that has it"),
-    data_param: list[str] = typer.Option([], "--data-param", "-d", metavar="KEY=VALUE",
-                                         help=_DATA_PARAM_HELP),
-    target: str = typer.Option(None, "--target", "-t", help="CSV target column, by name or "
-                               "index [default: last]"),
-    metric: list[str] = typer.Option([], "--metric", "-m", metavar="NAME", help=_METRIC_HELP),
+    data_param: list[str] = _DATA_PARAM,
+    target: str = _TARGET,
+    metric: list[str] = _METRIC,
     shuffle: bool = typer.Option(False, "--shuffle", help="each seed replays its own order"),
-    max_samples: int = typer.Option(None, "--max-samples", "-n", help=_MAX_SAMPLES_HELP),
-    checkpoints: int = typer.Option(50, "--checkpoints", help=_CHECKPOINTS_HELP),
-    scale: bool = typer.Option(True, "--scale/--no-scale", help=_SCALE_HELP),
-    scale_target: bool = typer.Option(True, "--scale-target/--no-scale-target",
-                                      help=_SCALE_TARGET_HELP),
+    max_samples: int = _MAX_SAMPLES,
+    checkpoints: int = _CHECKPOINTS,
+    scale: bool = _SCALE,
+    scale_target: bool = _SCALE_TARGET,
     output: Path = typer.Option(None, "--output", "-o", help="r.json (summary and every run's "
                                 "curves) or r.csv (one row per run)"),
     plot: Path = typer.Option(None, "--plot", help="one plot of all learners: .png/.pdf/.svg"),

@@ -83,10 +83,10 @@ def weights_vector(d, n):
     return w
 
 
-def nystrom_dense(K, idx, w, gamma):
-    """K S (S^T K S + gamma I)^{-1} S^T K with pinv (gamma = 0 allowed)."""
+def nystrom_dense(K, idx, w, alpha):
+    """K S (S^T K S + alpha I)^{-1} S^T K with pinv (alpha = 0 allowed)."""
     C = K[:, idx] * np.sqrt(w)[None, :]
-    W = np.sqrt(w)[:, None] * K[np.ix_(idx, idx)] * np.sqrt(w)[None, :] + gamma * np.eye(len(idx))
+    W = np.sqrt(w)[:, None] * K[np.ix_(idx, idx)] * np.sqrt(w)[None, :] + alpha * np.eye(len(idx))
     return C @ np.linalg.pinv(W) @ C.T
 
 

@@ -415,13 +415,13 @@ def test_nystrom_krr_on_merged_dictionary_matches_dense_formula(client):
     X = rng.uniform(-3, 3, size=(240, 2))
     y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.normal(size=240)
     T = rng.uniform(-3, 3, size=(30, 2))
-    k, mu, gamma = RBF(gamma=0.5), 0.3, 2.0
-    model = nystrom_krr(X, y, k, mu=mu, gamma=gamma, qbar=10, partitions=3, seed=2,
-                        scheduler=client)
+    k, alpha, dictionary_alpha = RBF(gamma=0.5), 0.3, 2.0
+    model = nystrom_krr(X, y, k, alpha=alpha, dictionary_alpha=dictionary_alpha, qbar=10,
+                        partitions=3, seed=2, scheduler=client)
     d = model.dictionary_
     assert d.n_seen == 240 and d.size < 240
     Z = np.vstack([X, T])
-    Kt = nystrom_dense(k(Z, Z), d.indices, d.weights, gamma)  # K~ over train and test rows
-    dual = np.linalg.solve(Kt[:240, :240] + mu * np.eye(240), y)
+    Kt = nystrom_dense(k(Z, Z), d.indices, d.weights, dictionary_alpha)  # K~, train and test
+    dual = np.linalg.solve(Kt[:240, :240] + alpha * np.eye(240), y)
     np.testing.assert_allclose(model.fitted_, Kt[:240, :240] @ dual, atol=1e-8)
     np.testing.assert_allclose(model.predict(T), Kt[240:, :240] @ dual, atol=1e-8)

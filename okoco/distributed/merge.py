@@ -189,9 +189,9 @@ def nystrom_krr(
     y: Any,
     kernel: Any,
     *,
-    mu: float = 1.0,
+    alpha: float = 1.0,
     partitions: int | None = None,
-    gamma: float = 2.0,
+    dictionary_alpha: float = 2.0,
     eps: float = 0.5,
     qbar: int = 50,
     seed: int | None = None,
@@ -203,7 +203,7 @@ def nystrom_krr(
 
     The dictionary is built by :func:`merge_tree` (on the cluster); the regression itself,
     ``O(n m^2 + m^3)`` for ``m`` atoms, is fitted here by
-    :class:`~okoco.dictionary.NystromKRR` with the dictionary's atoms, weights and ``gamma``.
+    :class:`~okoco.dictionary.NystromKRR` with the dictionary's atoms and weights.
 
     Parameters
     ----------
@@ -211,12 +211,12 @@ def nystrom_krr(
         Training points ``(n, d)`` and targets ``(n,)`` (or ``(n, k)``).
     kernel
         Kernel object.
-    mu
-        Regression ridge ``> 0``.
+    alpha
+        The regression's ridge ``> 0``.
     partitions, eps, qbar, seed, scheduler, workers, timeout
         As :func:`merge_tree`.
-    gamma
-        The dictionary's (SQUEAK's) regularizer, ``alpha`` of :func:`merge_tree`.
+    dictionary_alpha
+        The dictionary's ridge ``> 0`` (SQUEAK's ``alpha``, passed to :func:`merge_tree`).
 
     Returns
     -------
@@ -229,13 +229,14 @@ def nystrom_krr(
     >>> from okoco.kernels import RBF
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-3, 3, size=(400, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=400)
-    >>> model = nystrom_krr(X, y, RBF(gamma=0.5), mu=0.1, partitions=4, qbar=10, seed=0)
+    >>> model = nystrom_krr(X, y, RBF(gamma=0.5), alpha=0.1, partitions=4, qbar=10, seed=0)
     >>> bool(np.mean((model.predict(X) - np.sin(X[:, 0])) ** 2) < 0.01)
     True
     """
     X = _as_array(X)
-    dictionary = merge_tree(X, kernel, partitions=partitions, alpha=gamma, eps=eps, qbar=qbar,
-                            seed=seed, scheduler=scheduler, workers=workers, timeout=timeout)
-    model = NystromKRR.from_dictionary(dictionary, alpha=mu).fit(X, y)
+    dictionary = merge_tree(X, kernel, partitions=partitions, alpha=dictionary_alpha, eps=eps,
+                            qbar=qbar, seed=seed, scheduler=scheduler, workers=workers,
+                            timeout=timeout)
+    model = NystromKRR.from_dictionary(dictionary, alpha=alpha).fit(X, y)
     model.dictionary_ = dictionary
     return model
