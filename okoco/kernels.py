@@ -145,9 +145,25 @@ def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
     k += xx
     k *= -gamma
     np.exp(k, out=k)
-    if k.max(initial=0.0) >= threshold:
+    if k.shape[0] and k.max() >= threshold:
         _rbf_fix(k[:, None], gamma, X, x[None, :], threshold)
     return k
+
+
+def self_similarity(kernel, x: np.ndarray) -> float:
+    """``k(x, x)`` of one 1-D row as a float: 1 for an RBF or Laplacian kernel without a call,
+    else ``kernel.diag`` (any object with the kernel protocol).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([3.0, 4.0])
+    >>> self_similarity(RBF(0.5), x), self_similarity(Linear(), x)
+    (1.0, 25.0)
+    """
+    if type(kernel) is RBF or type(kernel) is Laplacian:
+        return 1.0
+    return float(np.asarray(kernel.diag(x[None, :]))[0])
 
 
 class Kernel:

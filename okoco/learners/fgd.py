@@ -11,6 +11,7 @@ import numpy as np
 from okoco._blas import dot
 from okoco._input import Rows
 from okoco._validation import Interval
+from okoco.kernels import self_similarity
 from okoco.learners.base import ETA, KernelLearner, clip_excess, overflow_message
 
 __all__ = ["FunctionalGD"]
@@ -112,7 +113,7 @@ class FunctionalGD(KernelLearner):
         ybar = self._analyse(v)
         excess = clip_excess(ybar, self.C)
         gdot = float(self._loss.derivative(y, ybar - excess))
-        kappa = float(self._kernel.diag(v[None, :])[0])
+        kappa = self_similarity(self._kernel, v)
         c_new = -eta * gdot - (shrink * excess / kappa if excess else 0.0)
         if not (math.isfinite(c_new) and math.isfinite(ybar) and math.isfinite(kappa)):
             raise ValueError(overflow_message(self._kernel, ybar))  # nothing changed yet

@@ -38,6 +38,7 @@ from okoco._blas import dot
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.dictionary import KORS
+from okoco.kernels import self_similarity
 from okoco.learners.base import ETA_HESSIAN, KernelLearner, clip_excess, overflow_message
 from okoco.linalg import IncrementalCholesky
 
@@ -172,7 +173,7 @@ class KONS(KernelLearner):
     def _analyse_now(self, v: np.ndarray):
         store = self._store
         k = store.kernel_row(self._kernel, v)
-        kappa = float(self._kernel.diag(v)[0])
+        kappa = self_similarity(self._kernel, v)
         e = self._gather(store.field("d") * k)
         h = self._chol.half_solve(e)
         kc = dot(k, store.field("c"))

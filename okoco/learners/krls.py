@@ -9,6 +9,7 @@ import numpy as np
 from okoco import losses as _losses
 from okoco._input import Rows, reserve
 from okoco.dictionary import ALD
+from okoco.kernels import self_similarity
 from okoco.learners.base import BOUND, KernelLearner, overflow_message
 from okoco.linalg import PackedSymmetric
 
@@ -120,10 +121,11 @@ class KRLS(KernelLearner):
 
     def _analyse_now(self, v: np.ndarray):
         g = self._store.kernel_row(self._kernel, v)
-        kxx = float(self._kernel.diag(v[None, :])[0])
-        if not (math.isfinite(kxx) and np.isfinite(g).all()):
+        kxx = self_similarity(self._kernel, v)
+        if not (math.isfinite(kxx) and math.isfinite(g.sum())):  # finite iff every g_i is
+            bad = g[~np.isfinite(g)]
             raise ValueError(overflow_message(self._kernel, kxx if not math.isfinite(kxx) else
-                                              g[~np.isfinite(g)][0]))
+                                              (bad[0] if bad.size else g.sum())))
         if kxx < 0:
             raise ValueError(f"k(x, x) = {kxx!r} < 0: {self._kernel!r} is not positive "
                              "semi-definite")
