@@ -36,6 +36,7 @@ array([[2.    , 1.2131],
 
 from __future__ import annotations
 
+import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -148,6 +149,22 @@ def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
     if k.shape[0] and k.max() >= threshold:
         _rbf_fix(k[:, None], gamma, X, x[None, :], threshold)
     return k
+
+
+def finite_row(kernel, k: np.ndarray) -> bool:
+    """Whether every value of a kernel row is finite: true without a look for RBF and Laplacian
+    kernels (values in ``[0, 1]`` for finite inputs; an infinite distance gives 0), else one
+    sum (finite iff every value is, short of an overflow of the sum, then reported too).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> finite_row(RBF(1.0), np.ones(3)), finite_row(Linear(), np.array([1.0, np.inf]))
+    (True, False)
+    """
+    if type(kernel) is RBF or type(kernel) is Laplacian:
+        return True
+    return math.isfinite(k.sum())
 
 
 def self_similarity(kernel, x: np.ndarray) -> float:

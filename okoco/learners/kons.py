@@ -38,7 +38,7 @@ from okoco._blas import dot
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.dictionary import KORS
-from okoco.kernels import self_similarity
+from okoco.kernels import finite_row, self_similarity
 from okoco.learners.base import ETA_HESSIAN, KernelLearner, clip_excess, overflow_message
 from okoco.linalg import IncrementalCholesky
 
@@ -207,8 +207,7 @@ class KONS(KernelLearner):
             d_t = gdot * math.sqrt(eta)
         # Refuse a step that would store non-finite numbers, before the coin or any state
         # changes: kernel values that overflowed, or a loss derivative far beyond the scale of C.
-        # k.sum() is finite iff every k_i is (short of an overflow of the sum, refused too)
-        if not (math.isfinite(ybar) and math.isfinite(kappa) and math.isfinite(k.sum())):
+        if not (math.isfinite(ybar) and math.isfinite(kappa) and finite_row(self._kernel, k)):
             raise ValueError(overflow_message(self._kernel, ybar))
         worst = weight * abs(yhat) + abs(gdot) + alpha * abs(excess) / s
         if not (abs(d_t) <= _MAX_D and math.isfinite(worst)
