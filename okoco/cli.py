@@ -40,14 +40,14 @@ from okoco._version import __version__
 _API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs", "replay_run",
         "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
         "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
-        "_run_one", "read_metadata")
+        "_run_one", "_note_leader", "read_metadata")
 
 
 def _load_api() -> None:
     global datasets, DownloadError, atomic_write, to_json_ready, plot_runs, replay_run
     global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
     global learner_registry, load_dataset, _kernel, _metrics, _parameters, _run_one
-    global read_metadata
+    global read_metadata, _note_leader
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
     # deferred: scipy and river take about a second to import (see the note above _API)
@@ -64,6 +64,7 @@ def _load_api() -> None:
     learner_registry, load_dataset = experiment.learner_registry, experiment.load_dataset
     _kernel, _metrics = experiment.make_kernel, experiment.make_metrics
     _parameters, _run_one = experiment.parameters, experiment.run_one
+    _note_leader = experiment.note_leader
 
 
 def __getattr__(name: str) -> Any:
@@ -281,10 +282,12 @@ def _run_checkpointed(ds, learner: str, *, options: dict[str, Any], seed: int | 
     meta = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
             "model": describe(core), "seed": seed, "scale_features": options["scale"],
             "scale_target": options["scale_target"] and ds.task == "regression"}
-    return replay_run(model, ds, metrics=_metrics(options["metric"], ds.task),
-                      checkpoints=options["checkpoints"], progress=progress,
-                      max_samples=options["max_samples"], meta=meta, checkpoint=checkpoint,
-                      checkpoint_every=every, resume=resume)
+    result = replay_run(model, ds, metrics=_metrics(options["metric"], ds.task),
+                        checkpoints=options["checkpoints"], progress=progress,
+                        max_samples=options["max_samples"], meta=meta, checkpoint=checkpoint,
+                        checkpoint_every=every, resume=resume)
+    _note_leader(result, core)
+    return result
 
 
 def _defaults(defaults: dict[str, Any], given: Sequence[str]) -> list[str]:
@@ -336,6 +339,7 @@ def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target
     lines = [
         ("dataset", f"{ds.name} ({result.n_samples} samples, d={ds.d}, {ds.task})"),
         ("learner", f"{learner} ({result.meta['model']})"),
+        *((("leader", result.meta["leader"]),) if "leader" in result.meta else ()),
         ("scaling", scaled),
         *((m, _fmt(final[m])) for m in result.metrics),
         ("cum. loss", _fmt(final["cumulative_loss"])),

@@ -331,9 +331,19 @@ def run_one(dataset, learner: str, *, options: dict[str, Any], seed: int | None,
             "learner": learner, "model": describe(core), "seed": seed,
             "scale_features": options["scale"],
             "scale_target": options["scale_target"] and dataset.task == "regression"}
-    return replay(model, dataset, metrics=make_metrics(options["metric"], dataset.task),
-                  checkpoints=options["checkpoints"], progress=progress,
-                  max_samples=options["max_samples"], meta=meta)
+    result = replay(model, dataset, metrics=make_metrics(options["metric"], dataset.task),
+                    checkpoints=options["checkpoints"], progress=progress,
+                    max_samples=options["max_samples"], meta=meta)
+    note_leader(result, core)
+    return result
+
+
+def note_leader(result, learner: Any) -> None:
+    """Add ``meta["leader"]`` for a learner that follows one of its experts (``Auto``)."""
+    inner = getattr(learner, "learner", learner)  # a BinaryClassifier wraps the learner
+    leader = getattr(inner, "leader", None)
+    if leader is not None:
+        result.meta["leader"] = leader
 
 
 def describe(learner: Any) -> str:

@@ -4,18 +4,23 @@ import numpy as np
 import pytest
 from river import checks, datasets, evaluate, metrics, multiclass, preprocessing
 from streams import as_dicts
+from typer.testing import CliRunner
 
 import okoco
 from okoco import BinaryClassifier, kernels, losses
+from okoco import datasets as okoco_datasets
+from okoco._input import Rows
+from okoco.cli import app
 from okoco.learners import KONS, Auto
+from okoco.learners.auto import SharedPoints
 
 
 def expert_grid(d, loss, C):
-    """The documented grid, built independently of Auto."""
+    """The documented grid, built independently of Auto (each expert with kernels of its own)."""
     g = 1.0 / d
-    grid = [(kernels.RBF(g), 0.1), (kernels.RBF(g), 1.0), (kernels.RBF(0.2 * g), 0.1),
-            (kernels.RBF(g) + g * kernels.Linear(), 0.1)]
-    return [KONS(kernel=k, loss=loss, C=C, alpha=a, eta="hessian") for k, a in grid]
+    grid = [(kernels.RBF(0.2 * g), 0.1, "hessian"), (kernels.RBF(3 * g), 0.1, "hessian"),
+            (kernels.RBF(0.2 * g), 1.0, "exp-concave")]
+    return [KONS(kernel=k, loss=loss, C=C, alpha=a, eta=eta) for k, a, eta in grid]
 
 
 def bounded_stream(n=150, d=3, C=1.0, seed=0, labels=False):
@@ -26,43 +31,137 @@ def bounded_stream(n=150, d=3, C=1.0, seed=0, labels=False):
     return X, y
 
 
-@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic()])
-def test_weights_and_predictions_match_the_closed_form(loss):
+def softmax(logits):
+    w = np.exp(logits - logits.max())
+    return w / w.sum()
+
+
+def closed_form(preds, cumulative, own, loss, C, rate, fast_rate, labels):
+    """Auto's prediction from its definition: the weighted average at ``rate`` moved toward the
+    one at ``fast_rate`` by the largest share whose worst case the slack covers."""
+    safe = softmax(-rate * cumulative) @ preds
+    fast = softmax(-fast_rate * cumulative) @ preds
+    mix = -math.log(np.mean(np.exp(-rate * cumulative))) / rate
+    slack = mix - own
+    ends = [-1.0, 1.0] if labels else [-C, C]
+    worst = max(float(loss.value(y, fast) - loss.value(y, safe)) for y in ends)
+    share = 1.0 if worst <= max(slack, 0.0) else max(slack, 0.0) / worst
+    return safe + share * (fast - safe), slack
+
+
+@pytest.mark.parametrize(("loss", "labels"), [(losses.Squared(), False),
+                                              (losses.Logistic(), True)])
+def test_predictions_and_weights_match_the_closed_form(loss, labels):
     C = 2.0
-    X, y = bounded_stream(C=C, labels=not isinstance(loss, losses.Squared))
+    X, y = bounded_stream(C=C, labels=labels)
     model, experts = Auto(loss=loss, C=C), expert_grid(X.shape[1], loss, C)
-    cumulative = np.zeros(len(experts))
+    cumulative, own = np.zeros(len(experts)), 0.0
     rate = loss.exp_concavity(C)
     for x, target in zip(as_dicts(X), y):
         preds = np.array([e.predict_one(x) for e in experts])
-        w = np.exp(-rate * (cumulative - cumulative.min()))
-        w /= w.sum()
-        expected = float(w @ preds) if model.n_seen else 0.0
+        expected, slack = closed_form(preds, cumulative, own, loss, C, rate, 1.0, labels)
+        if not model.n_seen:
+            expected, slack = 0.0, 0.0
+        got = model.predict_one(x)
+        assert got == pytest.approx(expected, abs=1e-12)
+        assert model.slack == pytest.approx(slack, abs=1e-9) and slack >= -1e-9
+        model.learn_one(x, target)
+        for e in experts:
+            e.learn_one(x, target)
+        own += float(loss.value(target, got))
+        cumulative += loss.value(target, preds)
+    np.testing.assert_allclose(model.weights, softmax(-rate * cumulative), rtol=1e-10)
+    np.testing.assert_allclose(model.fast_weights, softmax(-1.0 * cumulative), rtol=1e-10)
+    np.testing.assert_allclose(model.cumulative_losses, cumulative, rtol=1e-10)
+    assert model.cumulative_loss == pytest.approx(own, rel=1e-10)
+
+
+def test_fast_rate_equal_to_the_rate_is_the_plain_weighted_average():
+    X, y = bounded_stream(n=80)
+    model, experts = Auto(C=1.0, fast_rate=1 / 8), expert_grid(X.shape[1], losses.Squared(), 1.0)
+    cumulative = np.zeros(len(experts))
+    for x, target in zip(as_dicts(X), y):
+        preds = np.array([e.predict_one(x) for e in experts])
+        expected = softmax(-cumulative / 8) @ preds if model.n_seen else 0.0
         assert model.predict_one(x) == pytest.approx(expected, abs=1e-12)
         model.learn_one(x, target)
         for e in experts:
             e.learn_one(x, target)
-        cumulative += loss.value(target, preds)
-    w = np.exp(-rate * (cumulative - cumulative.min()))
-    np.testing.assert_allclose(model.weights, w / w.sum(), rtol=1e-10)
-    np.testing.assert_allclose(model.cumulative_losses, cumulative, rtol=1e-10)
+        cumulative += losses.Squared().value(target, preds)
 
 
-@pytest.mark.parametrize(("loss", "labels"), [(losses.Squared(), False),
-                                              (losses.Logistic(), True),
-                                              (losses.SquaredHinge(), True)])
-def test_regret_to_the_best_expert_is_at_most_log_n_over_eta(loss, labels):
+def switching_stream(n=300, C=1.0, seed=1):
+    """Targets that follow one expert, then flip sign: where a fast average overreacts."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = np.where(np.arange(n) < n // 2, 1.0, -1.0) * np.tanh(X[:, 0]) * C
+    return X, y
+
+
+@pytest.mark.parametrize(("loss", "labels", "stream"), [
+    (losses.Squared(), False, "uniform"), (losses.Squared(), False, "switching"),
+    (losses.Logistic(), True, "uniform"), (losses.SquaredHinge(), True, "uniform")])
+@pytest.mark.parametrize("fast_rate", [1.0, 50.0])
+def test_regret_to_the_best_expert_is_at_most_log_n_over_eta_at_every_step(loss, labels, stream,
+                                                                            fast_rate):
     C = 1.0
-    X, y = bounded_stream(n=200, C=C, seed=3, labels=labels)
-    model = Auto(loss=loss, C=C)
+    X, y = (switching_stream(C=C) if stream == "switching"
+            else bounded_stream(n=200, C=C, seed=3, labels=labels))
+    model = Auto(loss=loss, C=C, fast_rate=fast_rate)
     total = 0.0
     for x, target in zip(as_dicts(X), y):
         total += float(loss.value(target, model.predict_one(x)))
         model.learn_one(x, target)
-    regret = total - model.cumulative_losses.min()
-    bound = math.log(len(model.experts)) / model.rate
-    assert regret <= bound + 1e-9
+        regret = total - model.cumulative_losses.min()
+        assert regret <= math.log(len(model.experts)) / model.rate + 1e-9
     assert model.rate == loss.exp_concavity(C)
+    assert model.slack >= -1e-9
+
+
+@pytest.mark.parametrize("loss", [None, losses.Logistic()])
+def test_every_expert_computes_what_a_standalone_kons_computes(loss):
+    """The shared points and kernel rows change no expert's arithmetic (a feature that appears
+    late exercises the padding of the stored points)."""
+    rng = np.random.default_rng(5)
+    n = 300
+    X = rng.normal(size=(n, 4))
+    X[: n // 3, 3] = 0.0
+    y = np.sign(X[:, 0] + 0.2 * rng.normal(size=n)) if loss else np.tanh(X[:, 0] * X[:, 1])
+    rows = [{f"x{j}": float(v) for j, v in enumerate(row) if not (j == 3 and i < n // 3)}
+            for i, row in enumerate(X)]
+    model = Auto(loss=loss)
+    model.learn_one(rows[0], y[0])
+    alone = expert_grid(3, model._loss, model.C)  # d = 3 at the first learn
+    for e in alone:
+        e.learn_one(rows[0], y[0])
+    for x, target in zip(rows[1:], y[1:]):
+        v = model._features.encode(x, arrays=False)[0]
+        shared = [e._clip(e._predict_vec(v)) for e in model.experts]
+        np.testing.assert_allclose(shared, [e.predict_one(x) for e in alone], rtol=0, atol=1e-12)
+        model.learn_one(x, target)
+        for e in alone:
+            e.learn_one(x, target)
+    assert model.dictionary_size == n and model._points.rows.n == n
+    for e in model.experts:
+        assert e._store.n == n
+
+
+def test_shared_rows_equal_each_kernels_own_rows():
+    rng = np.random.default_rng(2)
+    points, rows = SharedPoints(), Rows()
+    for x in rng.normal(size=(30, 3)):
+        points.append(x)
+        rows.append(x)
+    rbf, lin = kernels.RBF(0.4), kernels.Linear()
+    family = [rbf, kernels.RBF(0.1), rbf + 0.3 * lin, rbf * kernels.Polynomial(degree=2),
+              2.0 * kernels.Laplacian(0.5), kernels.Sum(rbf, lin, normalize=True)]
+    for v in (rng.normal(size=3), rng.normal(size=2)):  # the second is narrower: padded
+        for kernel in family:
+            np.testing.assert_array_equal(points.kernel_row(kernel, v), rows.kernel_row(kernel, v))
+    v = rng.normal(size=3)
+    first = points.kernel_row(rbf, v)
+    points.append(v)  # a new point: the memo is stale
+    assert points.kernel_row(rbf, v).shape == (first.shape[0] + 1,)
 
 
 @pytest.mark.parametrize("model", [Auto(), BinaryClassifier(Auto(loss=losses.Logistic()))])
@@ -77,12 +176,25 @@ def test_save_load_is_exact_and_continues_identically(tmp_path):
     for x, target in rows[:30]:
         model.learn_one(x, target)
     loaded = okoco.load(model.save(tmp_path / "auto.npz"))
+    assert all(e._store.points is loaded._points for e in loaded.experts)  # still shared
     for x, target in rows[30:]:
         assert loaded.predict_one(x) == model.predict_one(x)
         model.learn_one(x, target)
         loaded.learn_one(x, target)
     np.testing.assert_array_equal(loaded.weights, model.weights)
-    assert loaded.leader == model.leader
+    assert loaded.leader == model.leader and loaded.slack == model.slack
+
+
+def test_a_failed_batch_changes_nothing():
+    X, y = bounded_stream(n=20)
+    model = Auto()
+    model.learn_many(X[:10], y[:10])
+    before = model.predict_one(as_dicts(X[10:11])[0])
+    with pytest.raises(ValueError):
+        model.learn_many(X[10:], [*y[10:-1], 1e200])
+    assert model.n_seen == 10 and model._points.rows.n == 10
+    assert all(e._store.points is model._points and e._store.n == 10 for e in model.experts)
+    assert model.predict_one(as_dicts(X[10:11])[0]) == before
 
 
 def test_classifiers_binary_and_one_vs_rest():
@@ -96,14 +208,38 @@ def test_classifiers_binary_and_one_vs_rest():
     assert acc.get() > 0.5  # 7 classes: chance is about 0.14
 
 
-def test_leader_and_bad_loss():
+def test_leader_and_bad_parameters():
     model = Auto()
     assert model.leader is None and model.weights.size == 0 and model.predict_one({"a": 1}) == 0
-    model.learn_one({"a": 1.0, "b": 0.0}, 0.5)
-    assert model.leader.startswith("KONS(kernel=") and model.dictionary_size == 1
+    X, y = bounded_stream(n=40, d=2)
+    for x, target in zip(as_dicts(X), y):
+        model.learn_one(x, target)
+    best = model.experts[int(np.argmin(model.cumulative_losses))]
+    assert model.leader == (f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, "
+                            f"eta={best.eta!r})")
+    assert model.dictionary_size == 40
 
     class NoRate(losses.Squared):
         exp_concavity = None
 
     with pytest.raises(TypeError, match="exp_concavity"):
         Auto(loss=NoRate())
+    with pytest.raises(ValueError, match="fast_rate"):
+        Auto(fast_rate=0.0)
+    with pytest.raises(TypeError, match="fast_rate"):
+        Auto(fast_rate="fast")
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_cli_replay_summary_names_the_leader(tmp_path, checkpoint):
+    extra = ["--checkpoint", str(tmp_path / "run.ckpt.npz")] if checkpoint else []
+    result = CliRunner().invoke(app, ["replay", "sinc", "-d", "n=80", "-l", "auto", *extra])
+    assert result.exit_code == 0, result.output
+    line = next(s for s in result.stdout.splitlines() if s.startswith("leader"))
+    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | Auto())
+    for x, target in okoco_datasets.load("sinc", n=80):
+        model.predict_one(x)
+        model.learn_one(x, target)
+    assert line.split(None, 1)[1] == model.regressor["Auto"].leader
+    other = CliRunner().invoke(app, ["replay", "sinc", "-d", "n=30", "-l", "kons"])
+    assert "leader" not in other.stdout

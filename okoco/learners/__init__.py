@@ -3,7 +3,7 @@
 from okoco import persistence
 from okoco._input import FeatureMap, Rows
 from okoco.dictionary import ALD, KORS
-from okoco.learners.auto import Auto
+from okoco.learners.auto import Auto, ExpertRows, SharedPoints
 from okoco.learners.base import KernelLearner, StepSize
 from okoco.learners.binary import BinaryClassifier
 from okoco.learners.fgd import FunctionalGD
@@ -18,4 +18,5 @@ __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", 
 # What okoco files may hold: the learners, and every part a learner is built from.
 persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
                      BinaryClassifier, learner=True)
-persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, KORS, ALD)
+persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, KORS, ALD,
+                     SharedPoints, ExpertRows)

@@ -1,37 +1,173 @@
-r"""A learner with no parameter to choose: an exponentially weighted average of a few KONS.
+r"""A learner with no parameter to choose: a few KONS experts, combined with a regret guarantee.
 
 The experts differ in what a user would otherwise tune (the RBF scale around ``1/d``, the ridge,
-a linear part for trends); all use the curvature step ``eta="hessian"``. With weights
-:math:`w_{t,i} \propto \exp(-\eta\sum_{s<t}\ell_s(\hat y_{s,i}))` and prediction
-:math:`\hat y_t = \sum_i w_{t,i}\hat y_{t,i}`, an :math:`\eta`-exp-concave loss gives
-:math:`\ell_t(\hat y_t) \le -\frac1\eta\log\sum_i w_{t,i}e^{-\eta\ell_t(\hat y_{t,i})}` (Jensen on
-the concave :math:`e^{-\eta\ell}`), and the sum telescopes to
+a linear part for trends, the step). Two exponentially weighted averages of their predictions
+are kept, :math:`\bar y_t` at the loss's exp-concavity rate :math:`\eta` (the rate of the
+guarantee) and :math:`\tilde y_t` at a faster rate; ``Auto`` predicts
+:math:`\hat y_t = \bar y_t + \lambda_t(\tilde y_t - \bar y_t)` with the largest
+:math:`\lambda_t \in [0, 1]` its *slack* affords. The slack is the mix loss
+:math:`\Phi_t = -\frac1\eta\log\frac1N\sum_i e^{-\eta L_{t,i}}` (:math:`L_{t,i}` the cumulative
+loss of expert :math:`i`) minus ``Auto``'s own cumulative loss :math:`A_t`. On an
+:math:`\eta`-exp-concave loss, Jensen's inequality on the concave :math:`e^{-\eta\ell}` gives
+:math:`\Phi_t - \Phi_{t-1} = -\frac1\eta\log\sum_i w_{t,i}e^{-\eta\ell_t(\hat y_{t,i})} \ge
+\ell_t(\bar y_t)` (Kivinen & Warmuth 1999, "Averaging expert predictions"; Hazan 2016,
+"Introduction to Online Convex Optimization", Section 4.4), so a step lowers the slack by at
+most :math:`\ell_t(\hat y_t) - \ell_t(\bar y_t)`, which is at most :math:`\lambda_t\,\delta_t`
+with :math:`\delta_t = \max_y [\ell(y, \tilde y_t) - \ell(y, \bar y_t)]` over the targets the
+guarantee covers (convexity of :math:`\ell` in the prediction). Choosing
+:math:`\lambda_t\delta_t \le \Phi_{t-1} - A_{t-1}` keeps :math:`A_t \le \Phi_t` at every step,
+hence
 
-.. math:: \sum_t \ell_t(\hat y_t) - \min_i \sum_t \ell_t(\hat y_{t,i}) \le \frac{\log N}{\eta}
+.. math:: \sum_t \ell_t(\hat y_t) - \min_i \sum_t \ell_t(\hat y_{t,i})
+          \le \Phi_T - \min_i L_{T,i} \le \frac{\log N}{\eta}
 
-on every stream (Kivinen & Warmuth 1999, "Averaging expert predictions"; Hazan 2016,
-"Introduction to Online Convex Optimization", Section 4.4).
+on every stream, as for the plain weighted average (:math:`\lambda_t = 0`). The slack grows
+whenever the prediction does better than the mix loss, and it is spent on the faster average.
+
+The experts share one store of the points, and each distinct kernel's row is computed once per
+step (:class:`SharedPoints`); each expert's arithmetic is that of a standalone KONS.
 """
 
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numpy as np
 
 from okoco import kernels as _kernels
-from okoco.learners.base import KernelLearner
+from okoco._input import Rows, reserve
+from okoco._validation import Interval
+from okoco.learners.base import KernelLearner, _is_regression
 from okoco.learners.kons import KONS
 
-__all__ = ["Auto"]
+__all__ = ["Auto", "SharedPoints", "ExpertRows"]
+
+
+class SharedPoints:
+    """The points several KONS experts store, held once, and their kernel rows at one input.
+
+    :meth:`kernel_row` returns exactly what ``Rows.kernel_row`` returns for the same points, but
+    computes each distinct kernel's row once per input: squared distances are shared by every
+    ``RBF``, and a ``Sum``, ``Product`` or ``Scaled`` kernel is built from its parts' rows with
+    the same floating-point operations as the kernel's own call (so ``RBF(g) + g * Linear()``
+    reuses the row of ``RBF(g)``). Kernels are recognised by identity: the experts should hold
+    the same object for the same kernel. Any other kernel (or a normalised one) is called as is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.kernels import RBF, Linear
+    >>> points = SharedPoints()
+    >>> points.append(np.array([0.0, 1.0])); points.append(np.array([1.0, 1.0]))
+    >>> rbf = RBF(0.5)
+    >>> v = np.array([1.0, 0.0])
+    >>> np.array_equal(points.kernel_row(rbf + Linear(), v),
+    ...                points.rows.kernel_row(rbf + Linear(), v))
+    True
+    """
+
+    def __init__(self):
+        self.rows = Rows()
+        self._forget()
+
+    def _forget(self) -> None:
+        self._memo: dict = {}  # id(kernel) -> its row at the input of self._at, shape (n, 1)
+        self._at = None  # (n_added, input, padded points, padded input) the memo is for
+        self._dists = None  # squared distances, shared by every RBF
+
+    def __getstate__(self) -> dict:  # the memo is not state (and its keys are object ids)
+        return {"rows": self.rows, "_memo": {}, "_at": None, "_dists": None}
+
+    def append(self, v: np.ndarray) -> None:
+        self.rows.append(v)
+
+    def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:
+        return self.rows.kernel_block(kernel, V)
+
+    def kernel_row(self, kernel, v: np.ndarray) -> np.ndarray:
+        """``kernel(x_i, v)`` over the stored points (a new array), memoised per input."""
+        rows = self.rows
+        if rows.n == 0:
+            return np.zeros(0)
+        at = self._at
+        if not (at is not None and at[0] == rows.n_added and at[1].shape == v.shape
+                and (at[1] == v).all()):
+            self._forget()
+            width = v.shape[0]  # padded as Rows.kernel_row pads
+            Y = np.pad(v, (0, rows.d - width)) if width < rows.d else v.copy()
+            self._at = (rows.n_added, v.copy(), rows.padded(width), Y[None, :])
+        return self._row(kernel)[:, 0].copy()
+
+    def _row(self, kernel) -> np.ndarray:
+        row = self._memo.get(id(kernel))
+        if row is None:
+            row = self._memo[id(kernel)] = self._compute(kernel)
+        return row
+
+    def _compute(self, kernel) -> np.ndarray:
+        # The same operations, in the same order, as okoco.kernels' own _gram methods.
+        kind = type(kernel)
+        X, Y = self._at[2], self._at[3]
+        if getattr(kernel, "normalize", True):
+            return kernel(X, Y)
+        if kind is _kernels.RBF:
+            if self._dists is None:
+                self._dists = _kernels._sq_dists(X, Y)
+            return np.exp(self._dists * -kernel.gamma)
+        if kind is _kernels.Sum:
+            return self._row(kernel.left) + self._row(kernel.right)
+        if kind is _kernels.Product:
+            return self._row(kernel.left) * self._row(kernel.right)
+        if kind is _kernels.Scaled:
+            return kernel.scale * self._row(kernel.kernel)
+        return kernel(X, Y)
+
+
+class ExpertRows:
+    """One expert's per-point values over points held by a :class:`SharedPoints`.
+
+    The part of ``okoco._input.Rows`` that KONS uses (``size``, ``field``, ``append``,
+    ``kernel_row``, ``kernel_block``), without a copy of the points: ``append`` stores the
+    values only, and the owner appends the point to the shared store once every expert has.
+    """
+
+    def __init__(self, points: SharedPoints, fields: tuple[str, ...] = ("d", "c", "Kc", "z")):
+        self.points = points
+        self.n = 0
+        self.fields = {name: np.zeros(16) for name in fields}
+
+    @property
+    def size(self) -> int:
+        return self.n
+
+    def field(self, name: str) -> np.ndarray:
+        return self.fields[name][: self.n]
+
+    def append(self, row: np.ndarray, **values: float) -> int:
+        slot = self.n
+        fields = self.fields
+        if slot == next(iter(fields.values())).shape[0]:  # full: double every field
+            for name in fields:
+                fields[name] = reserve(fields[name], slot + 1)
+        for name, value in values.items():
+            fields[name][slot] = value
+        self.n = slot + 1
+        return slot
+
+    def kernel_row(self, kernel, v: np.ndarray) -> np.ndarray:
+        return self.points.kernel_row(kernel, v)
+
+    def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:
+        return self.points.kernel_block(kernel, V)
 
 
 class Auto(KernelLearner):
-    r"""Online self-tuning: predict with the exponentially weighted average of a small grid of
-    KONS experts (curvature step), weighted at the loss's exp-concavity rate.
+    r"""Online self-tuning: a small grid of KONS experts, combined by exponential weights at the
+    loss's exp-concavity rate, with a faster average used as far as the guarantee allows.
 
-    The weight rate :math:`\eta` is ``loss.exp_concavity(C)``, the largest :math:`\eta` for which
-    :math:`e^{-\eta\ell}` is concave on :math:`[-C, C]`:
+    The guaranteed rate :math:`\eta` is ``loss.exp_concavity(C)``, the largest :math:`\eta` for
+    which :math:`e^{-\eta\ell}` is concave on :math:`[-C, C]`:
 
     - squared loss, :math:`|y| \le C`: :math:`(e^{-\eta u^2})'' \le 0` iff
       :math:`u^2 \le 1/(2\eta)` with :math:`u = z - y \in [-2C, 2C]`, so :math:`\eta = 1/(8C^2)`;
@@ -39,34 +175,54 @@ class Auto(KernelLearner):
     - squared hinge: :math:`\ell''/\ell'^2 = 1/(2(1-yz)^2) \ge 1/(2(1+C)^2)` inside the margin
       and :math:`e^{-\eta\ell} = 1` outside, so :math:`\eta = 1/(2(1+C)^2)`.
 
-    Then the regret to the best expert is at most :math:`\log N/\eta` on every stream whose
-    targets lie in :math:`[-C, C]` (for the squared loss; labels are :math:`\pm1`).
+    The prediction is :math:`\bar y + \lambda(\tilde y - \bar y)`: :math:`\bar y` the weighted
+    average at rate :math:`\eta`, :math:`\tilde y` the one at ``fast_rate``, and
+    :math:`\lambda \in [0, 1]` the largest value whose worst case (over the targets
+    :math:`\pm C` of the squared loss, where :math:`\ell(y, a) - \ell(y, b)` is linear in
+    :math:`y`, or the labels :math:`\pm 1`) keeps ``Auto``'s cumulative loss below the mix loss
+    (module docstring). So the regret to the best expert is at most :math:`\log N/\eta` at every
+    step of every stream whose targets lie in :math:`[-C, C]` (labels :math:`\pm 1`), as for the
+    plain weighted average; ``fast_rate`` only decides how the slack is spent.
 
-    The experts are built at the first learn, when ``d`` (the number of features) is known:
-    ``KONS(eta="hessian")`` with kernels ``RBF(1/d)`` (ridge 0.1 and 1), ``RBF(0.2/d)`` and
-    ``RBF(1/d) + Linear()/d`` (a linear part extrapolates trends), ridge 0.1. Inputs should be
-    standardized (river's ``StandardScaler``), and regression targets too
-    (``TargetStandardScaler``), as for every okoco learner.
+    The experts are built at the first learn, when ``d`` (the number of features) is known;
+    the grid was chosen by measurement on the defaults table of the docs (three experts: each
+    one adds its own factorization to the cost): ``KONS(eta="hessian")`` with ``RBF(0.2/d)``
+    (smooth) and with ``RBF(3/d)`` (narrow), both with ridge 0.1, and ``KONS(eta="exp-concave")``
+    with ``RBF(0.2/d)`` and ridge 1 (a slower, steadier step, which led on trending streams).
+    They share the stored points and each kernel's row (:class:`SharedPoints`; the first and
+    the last share the ``RBF(0.2/d)`` row); each expert computes exactly what a standalone KONS
+    with its settings computes. Inputs should be standardized (river's ``StandardScaler``),
+    and regression targets too (``TargetStandardScaler``), as for every okoco learner.
 
     Parameters
     ----------
     loss
         An okoco loss with ``exp_concavity``; ``None`` means ``Squared()``.
     C
-        Every expert's predictions, and so the average, lie in ``[-C, C]``.
+        Every expert's predictions, and so ``Auto``'s, lie in ``[-C, C]``.
+    fast_rate
+        Rate of the faster weighted average, > 0 (chosen by measurement; for the squared loss
+        it is the exp-concavity rate for errors up to :math:`1/\sqrt2`, in the units of
+        standardized targets). It does not change the guarantee.
 
     Attributes
     ----------
     experts
         The experts (empty before the first learn).
     weights
-        Their current weights, summing to 1.
+        Their weights at the guaranteed rate, summing to 1.
+    fast_weights
+        Their weights at ``fast_rate``.
     cumulative_losses
         Each expert's loss summed over the steps learned.
+    cumulative_loss
+        ``Auto``'s own loss summed over the steps learned (its prediction at each learned input).
+    slack
+        :math:`\Phi - A \ge 0`, what the guarantee leaves to spend on the faster average.
     leader
-        The expert with the largest weight, as a constructor call.
+        The expert with the smallest cumulative loss, as a constructor call.
     rate
-        The weight rate :math:`\eta`.
+        The guaranteed rate :math:`\eta`.
 
     Examples
     --------
@@ -76,73 +232,127 @@ class Auto(KernelLearner):
     >>> evaluate.progressive_val_score(datasets.TrumpApproval().take(200), model, metrics.MAE())
     MAE: ...
     >>> print(model.regressor["Auto"].leader)
-    KONS(kernel=..., alpha=..., eta='hessian')
+    KONS(kernel=..., alpha=..., eta=...)
     """
 
-    def __init__(self, loss=None, C: float = 3.0):
+    _parameter_constraints = {"fast_rate": [Interval(Real, 0, None, closed="neither")]}
+
+    def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0):
         self.kernel = None
         self.loss = loss
         self.C = C
+        self.fast_rate = fast_rate
         self._setup()
         if not callable(getattr(self._loss, "exp_concavity", None)):
             raise TypeError(f"Auto needs loss.exp_concavity (the weight rate): {self._loss!r}")
         self.rate = float(self._loss.exp_concavity(self.C))
         if not (math.isfinite(self.rate) and self.rate > 0):
             raise ValueError(f"loss.exp_concavity({self.C!r}) = {self.rate!r}; it must be > 0")
+        bound = self.C if _is_regression(self._loss) else 1.0
+        self._target_ends = np.array([-bound, bound])
 
     def _reset_state(self) -> None:
         self.experts: list[KONS] = []
         self.cumulative_losses = np.zeros(0)
+        self.cumulative_loss = 0.0
+        self._points = SharedPoints()
+        self._mixture = None  # (both weight vectors, slack) until the next learn
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_mixture"] = None  # derived from the cumulative losses
+        return state
 
     def _build_experts(self, d: int) -> list[KONS]:
+        """The grid as standalone KONS (equal kernels are one object, so rows can be shared)."""
         g = 1.0 / max(d, 1)
-        trend = _kernels.RBF(g) + _kernels.Scaled(g, _kernels.Linear())
-        grid = [(_kernels.RBF(g), 0.1), (_kernels.RBF(g), 1.0), (_kernels.RBF(0.2 * g), 0.1),
-                (trend, 0.1)]
-        return [KONS(kernel=k, loss=self._loss, C=self.C, alpha=a, eta="hessian") for k, a in grid]
+        smooth = _kernels.RBF(0.2 * g)
+        grid = [(smooth, 0.1, "hessian"), (_kernels.RBF(3.0 * g), 0.1, "hessian"),
+                (smooth, 1.0, "exp-concave")]
+        return [KONS(kernel=k, loss=self._loss, C=self.C, alpha=a, eta=eta)
+                for k, a, eta in grid]
 
     # -- weights --------------------------------------------------------------------------
 
+    def _mix(self) -> tuple[np.ndarray, float]:
+        """Both weight vectors (rows: the guaranteed rate, ``fast_rate``) and the slack, from
+        the cumulative losses; cached until the next learn."""
+        if self._mixture is None:
+            L, eta = self.cumulative_losses, self.rate
+            low = float(L.min())
+            scaled = np.exp(np.outer([-eta, -self.fast_rate], L - low))
+            sums = scaled.sum(axis=1)
+            mix = low - math.log(float(sums[0]) / L.shape[0]) / eta
+            self._mixture = (scaled / sums[:, None], mix - self.cumulative_loss)
+        return self._mixture
+
     @property
     def weights(self) -> np.ndarray:
-        if not self.experts:
-            return np.zeros(0)
-        logits = -self.rate * self.cumulative_losses
-        w = np.exp(logits - logits.max())
-        return w / w.sum()
+        return self._mix()[0][0].copy() if self.experts else np.zeros(0)
+
+    @property
+    def fast_weights(self) -> np.ndarray:
+        return self._mix()[0][1].copy() if self.experts else np.zeros(0)
+
+    @property
+    def slack(self) -> float:
+        r""":math:`\Phi - A`, with the mix loss
+        :math:`\Phi = -\frac1\eta\log\frac1N\sum_i e^{-\eta L_i}`."""
+        return self._mix()[1] if self.experts else 0.0
 
     @property
     def leader(self) -> str | None:
         if not self.experts:
             return None
-        best = self.experts[int(np.argmax(self.weights))]
-        return f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, eta='hessian')"
+        best = self.experts[int(np.argmin(self.cumulative_losses))]
+        return f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, eta={best.eta!r})"
 
     # -- the learner protocol -------------------------------------------------------------
 
     def _expert_predictions(self, v: np.ndarray) -> np.ndarray:
         return np.array([e._clip(e._predict_vec(v)) for e in self.experts])
 
+    def _combine(self, preds: np.ndarray) -> float:
+        """The guaranteed average, moved toward the fast one as far as the slack allows."""
+        both, slack = self._mix()
+        safe, fast = both @ preds
+        # worst case over the ends of the target range of loss(y, fast) - loss(y, safe)
+        lo, hi = self._target_ends
+        values = self._loss.value(np.array([lo, hi, lo, hi]), np.array([fast, fast, safe, safe]))
+        worst = max(values[0] - values[2], values[1] - values[3])
+        slack = max(slack, 0.0)
+        share = 1.0 if worst <= slack else slack / worst
+        return float(safe + share * (fast - safe))
+
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
             return 0.0
-        return float(self.weights @ self._expert_predictions(v))
+        return self._combine(self._expert_predictions(v))
 
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         if not self.experts:
             self.experts = self._build_experts(v.shape[0])
+            for expert in self.experts:
+                expert._store = ExpertRows(self._points)
             self.cumulative_losses = np.zeros(len(self.experts))
-        losses = np.asarray(self._loss.value(y, self._expert_predictions(v)), dtype=float)
+        preds = self._expert_predictions(v)
+        own = float(self._loss.value(y, self._combine(preds)))
+        losses = np.asarray(self._loss.value(y, preds), dtype=float)
         for expert in self.experts:  # each reuses the solve its prediction cached
             expert._learn_vec(v, y, expert._step(expert.n_seen + 1))
             expert.n_seen += 1
             expert._cache = None
+        self._points.append(v)
         self.cumulative_losses = self.cumulative_losses + losses
+        self.cumulative_loss += own
+        self._mixture = None
 
     @property
     def dictionary_size(self) -> int:
         """Points stored by the leading expert (every expert stores every point)."""
-        return self.experts[int(np.argmax(self.weights))].dictionary_size if self.experts else 0
+        if not self.experts:
+            return 0
+        return self.experts[int(np.argmin(self.cumulative_losses))].dictionary_size
 
     @classmethod
     def _unit_test_params(cls):
