@@ -477,8 +477,9 @@ class Rows:
         if sq is not None:  # keep the norms' cache (a ring's bound stays an upper bound)
             if sq.shape[0] != self.data.shape[0]:
                 sq = self._sq = reserve(sq, self.data.shape[0])
-            # a dot product of up to 8192 elements never goes to OpenBLAS's threads
-            norm = float(row @ row) if width <= _FAST_WIDTH else float(np.einsum("i,i->", row, row))
+            # as einsum("ij,ij->i") computes the norms of a block (okoco.kernels._sq_dists): the
+            # same bits; and never on BLAS threads
+            norm = float(np.einsum("i,i->", row, row))
             sq[slot] = norm
             if norm > self._sq_max:
                 self._sq_max = norm

@@ -66,25 +66,29 @@ SCALE = [Interval(Real, 0, None, closed="neither")]
 #
 # ||x - y||^2 = ||x||^2 + ||y||^2 - 2 x.y costs one matrix-vector product (or matrix product)
 # with the squared norms of the stored points cached, where direct differences cost a pass over
-# an (n, d) temporary. Its rounding error is at most (2d + 4) eps (||x||^2 + ||y||^2) (each of
-# ||x||^2, ||y||^2 and x.y is a d-term sum: Higham 2002, "Accuracy and Stability of Numerical
-# Algorithms", Sect. 3.1, with |x_j y_j| <= (x_j^2 + y_j^2) / 2), so an RBF value
-# k = exp(-gamma D) moves by at most gamma (2d + 4) eps S k, S the largest ||x||^2 + ||y||^2.
-# The entries where that bound exceeds _RBF_TOL (near and coincident points: k close to 1) are
-# recomputed from direct differences, and so is everything when gamma (2d + 4) eps S is not
-# small (features of huge magnitude), so that every value is within _RBF_TOL of the exact
-# formula, no distance is negative and coincident points give exactly 1 (as does k(x, x)).
+# an (n, d) temporary. Its rounding error is at most c eps S with c = 2d + 4 and S the largest
+# ||x||^2 + ||y||^2 (each of ||x||^2, ||y||^2 and x.y is a d-term sum: Higham 2002, "Accuracy
+# and Stability of Numerical Algorithms", Sect. 3.1, with |x_j y_j| <= (x_j^2 + y_j^2) / 2).
+# Distances D <= tau S, tau = c eps / (e TOL), are recomputed from direct differences (near and
+# coincident points, and everything when the features are huge); above it the relative error of
+# D is below c eps / tau, so an RBF value exp(-gamma D) is off by at most
+# (c eps / tau) gamma D exp(-gamma D) <= c eps / (e tau) = TOL, whatever gamma. No distance is
+# negative and coincident points are exactly 0 apart. The choice of entries does not depend on
+# gamma: the rows of several RBF kernels can share one distance row (okoco.learners.auto).
 
 _EPS = float(np.finfo(float).eps)
 #: Largest error of an RBF value computed through the norm expansion.
 _RBF_TOL = 2e-13
-#: Above this gamma (2d + 4) eps S the whole block takes direct differences.
-_EXPANSION_LIMIT = 1e-6
 # numpy's matrix-vector product goes to OpenBLAS's thread pool from 2304 * 4 = 9216 elements
 # (interface/gemv.c, GEMM_MULTITHREAD_THRESHOLD = 4): a larger kernel row of a learner's step
 # runs inside a one-thread scope (okoco._blas), a smaller one saves the scope's two calls.
 _numpy_one_thread = OneThread("numpy")
 _GEMV_THREADED = 9216
+
+
+def _near_limit(d: int, scale: float) -> float:
+    """Squared distances at or below this are recomputed exactly (see above)."""
+    return (2 * d + 4) * _EPS / (math.e * _RBF_TOL) * scale
 
 
 def _sq_dists_exact(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -98,30 +102,45 @@ def _sq_dists_exact(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return out
 
 
-def _rbf_threshold(gamma: float, d: int, scale: float) -> float | None:
-    """Kernel values at or above this are recomputed exactly; ``None``: recompute them all."""
-    bound = gamma * (2 * d + 4) * _EPS * scale  # relative error bound of k (see above)
-    if not bound <= _EXPANSION_LIMIT:
-        return None
-    # 1 - bound: the entries whose distance may be rounding alone, coincident points included
-    return min(1.0 - bound, _RBF_TOL / bound) if bound > 0 else 1.0
-
-
-def _rbf_fix(K: np.ndarray, gamma: float, X: np.ndarray, Y: np.ndarray, threshold: float) -> None:
-    """Recompute from direct differences the entries of ``K`` (n, m) at or above ``threshold``."""
-    rows, cols = np.nonzero(K >= threshold)
+def _fix_near(D: np.ndarray, X: np.ndarray, Y: np.ndarray, limit: float) -> None:
+    """Recompute from direct differences the entries of ``D`` (n, m) not above ``limit``."""
+    rows, cols = np.nonzero(~(D > limit))  # NaN (an overflowed norm) included
     if rows.size:
         Z = X[rows] - Y[cols]
-        K[rows, cols] = np.exp(-gamma * np.einsum("ij,ij->i", Z, Z))
+        D[rows, cols] = np.einsum("ij,ij->i", Z, Z)
+
+
+def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> np.ndarray:
+    """``||X_i - x||^2`` for every row of ``X``, given ``sq[i] = ||X_i||^2`` (as
+    ``einsum("ij,ij->i", X, X)`` computes it) and an upper bound ``sq_max`` of ``sq``: one
+    matrix-vector product on one BLAS thread, near points recomputed exactly (module source).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [1.0, 2.0]])
+    >>> sq_dist_row(X, np.array([0.0, 5.0]), 5.0, np.array([1.0, 2.0]))
+    array([5., 0.])
+    """
+    xx = dot(x, x)
+    if X.size < _GEMV_THREADED:
+        D = X @ x
+    else:
+        with _numpy_one_thread:
+            D = X @ x
+    D *= -2.0
+    D += sq
+    D += xx
+    limit = _near_limit(X.shape[1], sq_max + xx)
+    if D.shape[0] and not D.min() > limit:
+        _fix_near(D[:, None], X, x[None, :], limit)
+    return D
 
 
 def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
             x: np.ndarray) -> np.ndarray:
-    """``exp(-gamma ||X_i - x||^2)`` for every row of ``X``, given ``sq[i] = ||X_i||^2``.
-
-    One matrix-vector product on one BLAS thread and one ``exp``; ``sq_max`` is an upper bound
-    of ``sq`` (it sets which near points are recomputed exactly, see the module source). Values
-    are within ``2e-13`` of the direct formula.
+    """``exp(-gamma ||X_i - x||^2)`` for every row of ``X`` (:func:`sq_dist_row`, one ``exp``):
+    within ``2e-13`` of the direct formula.
 
     Examples
     --------
@@ -130,25 +149,26 @@ def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
     >>> rbf_row(0.5, X, np.array([0.0, 5.0]), 5.0, np.array([1.0, 2.0])).round(6)
     array([0.082085, 1.      ])
     """
-    xx = dot(x, x)
-    threshold = _rbf_threshold(gamma, X.shape[1], sq_max + xx)
-    if threshold is None:
-        k = _sq_dists_exact(X, x[None, :])[:, 0]
-        k *= -gamma
-        return np.exp(k, out=k)
-    if X.size < _GEMV_THREADED:
-        k = X @ x
-    else:
-        with _numpy_one_thread:
-            k = X @ x
-    k *= -2.0
-    k += sq
-    k += xx
-    k *= -gamma
-    np.exp(k, out=k)
-    if k.shape[0] and k.max() >= threshold:
-        _rbf_fix(k[:, None], gamma, X, x[None, :], threshold)
-    return k
+    D = sq_dist_row(X, sq, sq_max, x)
+    D *= -gamma
+    return np.exp(D, out=D)
+
+
+def _sq_dists(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """``||x_i - y_j||^2``, ``(n, m)``: the RBF's distances (a row of one ``Y`` is exactly
+    :func:`sq_dist_row`'s, as a learner's stored points give it)."""
+    sx = np.einsum("ij,ij->i", X, X)
+    sx_max = float(sx.max(initial=0.0))
+    if Y.shape[0] == 1:
+        return sq_dist_row(X, sx, sx_max, Y[0])[:, None]
+    sy = sx if Y is X else np.einsum("ij,ij->i", Y, Y)
+    D = X @ Y.T  # a block: level 3, BLAS threads welcome
+    D *= -2.0
+    D += sx[:, None]
+    D += sy[None, :]
+    if D.size:
+        _fix_near(D, X, Y, _near_limit(X.shape[1], sx_max + float(sy.max(initial=0.0))))
+    return D
 
 
 def finite_row(kernel, k: np.ndarray) -> bool:
@@ -297,23 +317,9 @@ class RBF(Kernel):
         check_params(self)
 
     def _gram(self, X, Y):
-        gamma = self.gamma
-        sx = np.einsum("ij,ij->i", X, X)
-        sy = sx if Y is X else np.einsum("ij,ij->i", Y, Y)
-        scale = (sx.max(initial=0.0) + sy.max(initial=0.0))
-        threshold = _rbf_threshold(gamma, X.shape[1], scale)
-        if threshold is None:
-            K = _sq_dists_exact(X, Y)
-            K *= -gamma
-            return np.exp(K, out=K)
-        K = X @ Y.T  # a block: level 3, BLAS threads welcome
-        K *= -2.0
-        K += sx[:, None]
-        K += sy[None, :]
-        K *= -gamma
-        np.exp(K, out=K)
-        _rbf_fix(K, gamma, X, Y, threshold)
-        return K
+        K = _sq_dists(X, Y)
+        K *= -self.gamma
+        return np.exp(K, out=K)
 
     def row_from_norms(self, X: np.ndarray, sq: np.ndarray, sq_max: float,
                        x: np.ndarray) -> np.ndarray:
