@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from primal import h as primal_h
 from primal import primal_ons
 from river import checks
 from streams import as_dicts, run, unit_rows
@@ -108,6 +109,59 @@ def test_pros_n_kons_restarts_at_every_join():
     np.testing.assert_allclose(got[cap:], expected, rtol=0, atol=1e-9)
     # during the first phases every prediction is the restarted 0
     np.testing.assert_array_equal(got[1:cap], 0.0)
+
+
+def paper_pros_n_kons(kernel, X, y, joined, loss, C, alpha, eta):
+    """PROS-N-KONS in the order of the paper's box, given the KORS coins ``joined``.
+
+    Step t embeds x_t over the dictionary *before* KORS sees x_t, with the eigendecomposition
+    ``Sigma^{-1/2} U^T k_I(x)`` of ``K_I``; if the previous coin landed (z_{t-1} = 1) the phase
+    restarts (``A = alpha I``, ``w = 0``, no projection); otherwise ``v = w - A^{-1} g`` and the
+    oblique projection. Then ``A += eta g g^T`` (dense) and the coin decides whether x_t joins.
+    Independent of okoco's bordered Cholesky, packed inverse and join-then-restart ordering.
+    """
+    atoms, preds, restart, active, g = [], [], True, 0, None
+    for t in range(len(X)):
+        if restart:
+            lam, U = np.linalg.eigh(kernel(X[atoms], X[atoms])) if atoms else (np.ones(0), None)
+            E = (U / np.sqrt(lam)).T if atoms else np.zeros((0, X.shape[1]))
+            m = len(atoms)
+            A, w = alpha * np.eye(m), np.zeros(m)
+        phi = E @ kernel(X[atoms], X[t:t + 1])[:, 0] if atoms else np.zeros(0)
+        if not restart and atoms:
+            v = w - np.linalg.solve(A, g)
+            Ainv_phi = np.linalg.solve(A, phi)
+            excess = primal_h(phi @ v, C)
+            active += excess != 0
+            w = v - excess / (phi @ Ainv_phi) * Ainv_phi
+        preds.append(phi @ w)
+        g = float(loss.derivative(y[t], preds[-1])) * phi
+        A = A + eta * np.outer(g, g)
+        restart = bool(joined[t])
+        if restart:
+            atoms.append(t)
+    return np.array(preds), active / len(X)
+
+
+def test_pros_n_kons_with_sampling_is_the_papers_restarted_ons():
+    """KORS sampling (not every point), long and short phases: the predictions are those of an
+    independent implementation of the paper's box fed the same coins."""
+    X = np.random.default_rng(8).uniform(-1, 1, size=(400, 2))
+    y = np.where(np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1]) >= 0, 1.0, -1.0)
+    kernel, loss, C, alpha, eta = kernels.RBF(1.0), losses.Logistic(), 0.5, 0.3, 0.4
+    model = PROSNKONS(kernel=kernel, loss=loss, C=C, alpha=alpha, eta=eta,
+                      dictionary_ridge=0.05, seed=3)
+    got, sizes = [], [0]
+    for x, target in zip(as_dicts(X), y):
+        got.append(model.predict_one(x))
+        model.learn_one(x, target)
+        sizes.append(model.dictionary_size)
+    joined = np.diff(sizes) > 0
+    assert 10 < joined.sum() < 100 and model.n_restarts == joined.sum()
+    expected, active = paper_pros_n_kons(kernel, X, y, joined, loss, C, alpha, eta)
+    assert active >= 0.2
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(model.atoms, X[joined])
 
 
 def test_embedding_inner_products_are_the_nystrom_approximation():

@@ -68,10 +68,12 @@ class PROSNKONS(KernelLearner):
     Sherman-Morrison (BLAS ``dspr``), the embedding factor is bordered, so a step costs
     :math:`O(m d + m^2)` whatever ``t`` is, and memory is :math:`O(m^2 + m d)`.
 
-    The paper's Theorem 1 bounds the regret by the number of phases :math:`J` (at most the
+    The restarts give a regret bound of the form (number of phases :math:`J`, at most the
     dictionary size, :math:`O(d_{\rm eff}(\gamma)\log^2 T)` with high probability under KORS's
-    conditions) times an ONS regret of order :math:`d_{\rm eff}\log T` per phase, plus the
-    Nyström approximation error controlled by the KORS accuracy ``eps`` and ridge.
+    conditions) times (an ONS regret of order :math:`d_{\rm eff}\log T` per phase), plus the
+    Nyström approximation error controlled by the KORS accuracy ``eps`` and ridge. That is our
+    reading of the paper's abstract; its Theorem 1 could not be checked (the user guide's page on
+    PROS-N-KONS says what was compared, against two public ports of the algorithm).
 
     Choices the paper leaves open, made here:
 
@@ -101,10 +103,11 @@ class PROSNKONS(KernelLearner):
         Ridge of the preconditioner, :math:`A = \alpha I` at the start of a phase, > 0.
     eta
         :math:`\eta_t`: ``"exp-concave"`` (:math:`\sigma` of the loss, the default: the step
-        of the regret guarantee), ``"hessian"`` (the weight :math:`\eta_t\dot g_t^2` of
-        :math:`z_t z_t^\top` in :math:`A` is the loss's second derivative
-        :math:`\ell''(\hat y_t)`, as for :class:`okoco.learners.KONS`; not covered by the
-        theorem), ``"sqrt"``, a number or a callable of ``t``.
+        of KONS's regret guarantee; public ports of PROS-N-KONS weight :math:`g_t g_t^\top`
+        by :math:`\sigma/2`, i.e. ``eta=sigma / 2``), ``"hessian"`` (the weight
+        :math:`\eta_t\dot g_t^2` of :math:`z_t z_t^\top` in :math:`A` is the loss's second
+        derivative :math:`\ell''(\hat y_t)`, as for :class:`okoco.learners.KONS`; not covered
+        by the theorem), ``"sqrt"``, a number or a callable of ``t``.
     dictionary_ridge
         The KORS regularizer (the paper's :math:`\gamma`), > 0: smaller keeps more atoms and
         embeds more accurately.
