@@ -328,6 +328,20 @@ class Floors:
             _malloc_trim()
         return self.cache[key]
 
+    def rank_one(self, m: int) -> float:
+        """One packed symmetric rank-one update of size ``m`` (BLAS ``dspr``)."""
+        key = ("rank_one", m)
+        if key not in self.cache:
+            from scipy.linalg.blas import dspr
+
+            if m == 0:
+                return 0.0
+            ap, x = np.zeros(m * (m + 1) // 2), self.rng.standard_normal(m) * 1e-3
+            self.cache[key] = best_us(lambda: dspr(m, -1.0, x, ap, lower=0, overwrite_ap=1),
+                                      self.budget_s)
+            del ap
+        return self.cache[key]
+
     def of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
         """The floor of one step of ``learner`` at ``t`` points seen, dictionary size ``m``.
 
@@ -343,12 +357,12 @@ class Floors:
         if learner == "KONS":
             parts = {"expansion(t)": self.expansion(t, d), "trsv(t)": self.trsv(t)}
         elif learner == "SketchedKONS":
-            parts = {"expansion(t)": self.expansion(t, d), "trsv(m)": self.trsv(m)}
-        elif learner == "FunctionalGD":
-            parts = {"expansion(t)": self.expansion(t, d)}
+            parts = {"expansion(t)": self.expansion(t, d), "2 trsv(m)": 2 * self.trsv(m)}
+        elif learner == "FunctionalGD":  # m = the terms kept (t without a budget)
+            parts = {"expansion(m)": self.expansion(m, d)}
         elif learner == "KRLS":
-            parts = {"expansion(m)": self.expansion(m, d), "trsv(m)": self.trsv(m),
-                     "matvec(m)": self.matvec(m)}
+            parts = {"expansion(m)": self.expansion(m, d), "2 trsv(m)": 2 * self.trsv(m),
+                     "matvec(m)": self.matvec(m), "rank_one(m)": self.rank_one(m)}
         else:
             raise ValueError(f"no floor defined for {learner!r}")
         return {**parts, "total": sum(parts.values())}
@@ -426,12 +440,112 @@ def threading_costs(budget_s: float = 0.05, loaded: bool = False) -> list[dict]:
 FLOOR_DEFINITIONS = {
     "KONS": "expansion(t) + trsv(t): the prediction over all t points and one triangular "
             "solve with the t x t factor of A_t",
-    "SketchedKONS": "expansion(t) + trsv(m): the prediction over all t points and one "
-                    "triangular solve with the m x m factor of the sketched A_t",
-    "FunctionalGD": "expansion(t): the prediction over all t stored points",
-    "KRLS": "expansion(m) + trsv(m) + matvec(m): the kernel column against the m atoms, the "
-            "ALD solve and the P a product of the RLS update",
+    "SketchedKONS": "expansion(t) + 2 trsv(m): the prediction over all t points and the two "
+                    "triangular solves of size m of Algorithm 3 (one with the factor of the "
+                    "sketched A_t, one with KORS's for the leverage estimate)",
+    "FunctionalGD": "expansion(m): the prediction over the m terms kept (m = t without a "
+                    "budget)",
+    "KRLS": "expansion(m) + 2 trsv(m) + matvec(m) + rank_one(m): the kernel column against "
+            "the m atoms, the ALD projection (two triangular solves), the P a product and the "
+            "rank-one update of P",
 }
+
+
+# -- per-step time against the floor at fixed t --------------------------------------------------
+
+#: The t at which each learner's per-step time is compared with its floor.
+STEP_FLOOR_T = (1_000, 10_000)
+STEP_FLOOR_D = 9  # Phishing's width
+STEP_FLOOR_BUDGET = 1_000  # FunctionalGD's budget and KRLS's max_size: Phishing-sized
+
+
+def step_floor_stream(n: int, d: int = STEP_FLOOR_D, seed: int = 0) -> tuple[list, list, list]:
+    """A synthetic Phishing-like stream: ``d`` features in ``[0, 1]`` as dicts, a regression
+    target and its sign as a ``+-1`` label; its first rows do not depend on ``n``."""
+    X = np.random.default_rng(seed).uniform(0.0, 1.0, size=(n, d))
+    noise = np.random.default_rng(seed + 1).standard_normal(n)
+    y = np.sin(4.0 * X[:, 0]) + X[:, 1] * X[:, 2] - 0.5 + 0.1 * noise
+    rows = [{f"x{j}": v for j, v in enumerate(row)} for row in X.tolist()]
+    return rows, y.tolist(), np.where(y > 0, 1.0, -1.0).tolist()
+
+
+def step_floor_learners() -> dict[str, tuple[Callable[[], Any], bool, tuple[int, ...]]]:
+    """Each learner at its defaults (the paper's setting for a Phishing-sized run): a builder,
+    whether it takes the labels (logistic loss) and the t at which it is compared. KONS keeps
+    all t points in a dense factor (0.4 GB at t = 10,000), so it is compared at t = 1,000."""
+    from okoco import losses
+    from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
+
+    return {
+        "KONS": (lambda: KONS(loss=losses.Logistic()), True, STEP_FLOOR_T[:1]),
+        "SketchedKONS": (lambda: SketchedKONS(loss=losses.Logistic(), seed=0), True,
+                         STEP_FLOOR_T),
+        "FunctionalGD": (lambda: FunctionalGD(budget=STEP_FLOOR_BUDGET), False, STEP_FLOOR_T),
+        "KRLS": (lambda: KRLS(max_size=STEP_FLOOR_BUDGET), False, STEP_FLOOR_T),
+    }
+
+
+def step_times(name: str, marks: tuple[int, ...]) -> dict:
+    """``predict_one`` + ``learn_one`` of one learner up to ``max(marks)``: the mean and median
+    µs per step over the last tenth of the steps before each mark (wall clock), the mean CPU
+    time of the process over the same steps (what other processes' load does not inflate),
+    and the dictionary size."""
+    build, labels, _ = step_floor_learners()[name]
+    n = max(marks)
+    rows, y, sign = step_floor_stream(n)
+    targets = sign if labels else y
+    model = build()
+    predict, learn = model.predict_one, model.learn_one
+    perf, cpu = time.perf_counter, time.process_time
+    starts = {t - max(t // 10, 1): t for t in marks}  # window start -> its mark
+    stamps = np.zeros(n + 1)
+    sizes, cpu_at = {}, {}
+    stamps[0] = perf()
+    for i in range(n):
+        if i in starts:
+            cpu_at[i] = cpu()
+        predict(rows[i])
+        learn(rows[i], targets[i])
+        stamps[i + 1] = perf()
+        if i + 1 in marks:
+            cpu_at[i + 1] = cpu()
+            sizes[i + 1] = model.dictionary_size
+    steps = 1e6 * np.diff(stamps)
+    out = []
+    for lo, t in starts.items():
+        window = steps[lo:t]
+        out.append({"t": t, "m": sizes[t], "mean_us": float(window.mean()),
+                    "median_us": float(np.median(window)),
+                    "cpu_us": 1e6 * (cpu_at[t] - cpu_at[lo]) / (t - lo)})
+    return {"marks": out}
+
+
+def step_floors(floors: Floors, method: str | None, names: tuple[str, ...] = (),
+                up_to: int | None = None) -> list[dict]:
+    """Per-step time of each learner at t = 1,000 and 10,000 (a forked run each) against its
+    floor at the same t and dictionary size, timed in the same run; ``up_to`` drops the larger
+    t (a quick run)."""
+    rows = []
+    for name, (_, _, marks) in step_floor_learners().items():
+        marks = tuple(t for t in marks if up_to is None or t <= up_to)
+        if not marks or (names and not any(o in name for o in names)):
+            continue
+        raw = in_child(lambda name=name, marks=marks: step_times(name, marks), method is not None)
+        if "error" in raw:
+            rows.append({"learner": name, "error": raw["error"]})
+            continue
+        for mark in raw["marks"]:
+            floor = floors.of(name, mark["t"], mark["m"], STEP_FLOOR_D)
+            rows.append({
+                "learner": name, "t": mark["t"], "m": mark["m"], "d": STEP_FLOOR_D,
+                "step_us": mark["mean_us"], "median_us": mark["median_us"],
+                "cpu_us": mark["cpu_us"], "floor_us": floor["total"],
+                "parts_us": {k: v for k, v in floor.items() if k != "total"},
+                "multiple": mark["mean_us"] / floor["total"],
+                "median_multiple": mark["median_us"] / floor["total"],
+                "cpu_multiple": mark["cpu_us"] / floor["total"],
+            })
+    return rows
 
 
 # -- the machine ----------------------------------------------------------------------------------

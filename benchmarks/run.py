@@ -266,6 +266,15 @@ def main(argv=None) -> dict:
         results["runs"] += runs
         results["floors"] += floor_rows
         results["notes"] += notes
+    log(f"per-step time against the floor at t = {measure.STEP_FLOOR_T}")
+    results["step_floors"] = measure.step_floors(floors, method, only,
+                                                 up_to=1_000 if args.quick else None)
+    for row in results["step_floors"]:
+        log(f"  {row['learner']:<14} " + (
+            "FAILED" if "error" in row else
+            f"t = {row['t']:>6}  m = {row['m']:>5}  {row['step_us']:8.1f} us/step  floor "
+            f"{row['floor_us']:7.1f} us  x{row['multiple']:.2f} "
+            f"(median x{row['median_multiple']:.2f}, CPU x{row['cpu_multiple']:.2f})"))
     results["duration_s"] = time.time() - started
     results["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     report.summarize(results)

@@ -32,6 +32,10 @@ __all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "reserve", "FeatureMa
 
 # Values beyond this cannot be squared in float64; a kernel would silently return inf/NaN.
 MAX_ABS_VALUE = 1e150
+# Rows up to this many features take FeatureMap's one-conversion path (a dot product of this
+# length stays off OpenBLAS's thread pool, see okoco._blas).
+_FAST_WIDTH = 8192
+_FLOAT = {float}
 
 
 def _huge(value) -> str:
@@ -218,6 +222,11 @@ class FeatureMap:
     {'b': 0, 'a': 1}
     """
 
+    # The keys of the columns in column order, when the last dict encoded had exactly those, in
+    # that order: a dict with the same keys in the same order (the usual stream) is encoded by
+    # one numpy conversion (a cache, not state; see _encode_dict).
+    _keys: tuple | None = None
+
     def __init__(self):
         self.columns: dict = {}
         self.mode: str | None = None
@@ -276,6 +285,12 @@ class FeatureMap:
         # dict may hold values validation must still see (Decimal("1.5") == 1.5).
         if last is not None and last[4] is x and last[2] == width and last[0] == x:
             return last[1], last[3]
+        keys = tuple(x)
+        if keys == self._keys and len(keys) == width:
+            vec = self._encode_known(x)
+            if vec is not None:
+                self._last = (dict(x), vec, width, [], x)
+                return vec, []
         cols, values, unknown = [], [], []
         for name, value in x.items():
             if type(value) is not float or not -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
@@ -289,7 +304,25 @@ class FeatureMap:
         vec = np.zeros(width + len(unknown))
         vec[cols] = values
         self._last = (dict(x), vec, width, unknown, x)
+        if not unknown and cols == list(range(width)):  # the columns, in order: the fast path
+            self._keys = keys
         return vec, unknown
+
+    def _encode_known(self, x: dict) -> np.ndarray | None:
+        """The vector of a dict whose keys are the columns in order, if every value is plainly
+        valid.
+
+        ``None`` sends the row through the cell-by-cell path. Only Python floats are taken here,
+        and ``v . v <= MAX_ABS_VALUE ** 2`` bounds every ``|v|`` and excludes NaN and
+        infinities: a sufficient check, the other path decides the rest.
+        """
+        values = tuple(x.values())
+        if len(values) > _FAST_WIDTH or set(map(type, values)) != _FLOAT:
+            return None
+        vec = np.array(values)
+        if not float(vec @ vec) <= MAX_ABS_VALUE * MAX_ABS_VALUE:
+            return None
+        return vec
 
     def encode_many(self, X, *, arrays: bool = True) -> tuple[np.ndarray, list]:
         """Validated ``(n, width + new)`` matrix of a batch, and the new feature names.
@@ -375,6 +408,12 @@ class Rows:
     (array([1. , 0.5]), array([3., 2.]))
     """
 
+    # Squared norms of the rows and an upper bound of them, for kernels that compute a row from
+    # them (RBF): saved with the rows (a restored model predicts bit for bit as before), and
+    # rebuilt when absent (a file of a version without them).
+    _sq: np.ndarray | None = None
+    _sq_max: float = 0.0
+
     def __init__(self, fields: tuple[str, ...] = (), max_size: int | None = None):
         self.max_size = max_size
         self.n = 0  # rows held
@@ -382,6 +421,17 @@ class Rows:
         self.n_added = 0  # rows ever appended
         self.data = np.zeros((0, 0))
         self.fields = {name: np.zeros(0) for name in fields}
+        self._sq = np.zeros(0)
+
+    def squared_norms(self) -> tuple[np.ndarray, float]:
+        """``||r_i||^2`` of the rows held (a view of the cache) and an upper bound of them."""
+        sq = self._sq
+        if sq is None or sq.shape[0] != self.data.shape[0]:
+            sq = np.zeros(self.data.shape[0])
+            rows = self.view()
+            sq[: self.n] = np.einsum("ij,ij->i", rows, rows)
+            self._sq, self._sq_max = sq, float(sq.max(initial=0.0))
+        return sq[: self.n], self._sq_max
 
     @property
     def size(self) -> int:
@@ -417,10 +467,22 @@ class Rows:
         slot = self.n_added % self.max_size if full else self.n
         width = row.shape[0]
         self._grow(slot + 1, width)
-        self.data[slot, :width] = row
-        self.data[slot, width:] = 0.0
+        data = self.data
+        data[slot, :width] = row
+        if width < data.shape[1]:
+            data[slot, width:] = 0.0
         for name, v in values.items():
             self.fields[name][slot] = v
+        sq = self._sq
+        if sq is not None:  # keep the norms' cache (a ring's bound stays an upper bound)
+            if sq.shape[0] != self.data.shape[0]:
+                sq = self._sq = reserve(sq, self.data.shape[0])
+            # as einsum("ij,ij->i") computes the norms of a block (okoco.kernels._sq_dists): the
+            # same bits; and never on BLAS threads
+            norm = float(np.einsum("i,i->", row, row))
+            sq[slot] = norm
+            if norm > self._sq_max:
+                self._sq_max = norm
         self.n = max(self.n, slot + 1)
         self.d = max(self.d, width)
         self.n_added += 1
@@ -433,6 +495,11 @@ class Rows:
         self.data[kept : self.n] = 0.0
         for values in self.fields.values():
             values[:kept] = values[: self.n][mask]
+        sq = self._sq
+        if sq is not None and sq.shape[0] == self.data.shape[0]:
+            sq[:kept] = sq[: self.n][mask]
+            sq[kept : self.n] = 0.0
+            self._sq_max = float(sq[:kept].max(initial=0.0))
         self.n = kept
 
     def padded(self, width: int) -> np.ndarray:
@@ -450,6 +517,10 @@ class Rows:
         width = vec.shape[0]
         if width < self.d:  # features this row does not have are 0 in it
             vec = np.pad(vec, (0, self.d - width))
+        from_norms = getattr(kernel, "row_from_norms", None)
+        if from_norms is not None:  # RBF: one product with the cached norms (kernels.rbf_row)
+            sq, sq_max = self.squared_norms()
+            return from_norms(self.padded(width), sq, sq_max, vec)
         return kernel(self.padded(width), vec[None, :])[:, 0]
 
     def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:

@@ -36,11 +36,12 @@ array([[2.    , 1.2131],
 
 from __future__ import annotations
 
+import math
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
+from okoco._blas import OneThread, dot
 from okoco._validation import Interval, check_params
 
 __all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled"]
@@ -61,10 +62,145 @@ def _as_rows(X) -> np.ndarray:
 SCALE = [Interval(Real, 0, None, closed="neither")]
 
 
+# -- squared distances: the norm expansion, exact where it could lose digits -------------------
+#
+# ||x - y||^2 = ||x||^2 + ||y||^2 - 2 x.y costs one matrix-vector product (or matrix product)
+# with the squared norms of the stored points cached, where direct differences cost a pass over
+# an (n, d) temporary. Its rounding error is at most c eps S with c = 2d + 4 and S the largest
+# ||x||^2 + ||y||^2 (each of ||x||^2, ||y||^2 and x.y is a d-term sum: Higham 2002, "Accuracy
+# and Stability of Numerical Algorithms", Sect. 3.1, with |x_j y_j| <= (x_j^2 + y_j^2) / 2).
+# Distances D <= tau S, tau = c eps / (e TOL), are recomputed from direct differences (near and
+# coincident points, and everything when the features are huge); above it the relative error of
+# D is below c eps / tau, so an RBF value exp(-gamma D) is off by at most
+# (c eps / tau) gamma D exp(-gamma D) <= c eps / (e tau) = TOL, whatever gamma. No distance is
+# negative and coincident points are exactly 0 apart. The choice of entries does not depend on
+# gamma: the rows of several RBF kernels can share one distance row (okoco.learners.auto).
+
+_EPS = float(np.finfo(float).eps)
+#: Largest error of an RBF value computed through the norm expansion.
+_RBF_TOL = 2e-13
+# numpy's matrix-vector product goes to OpenBLAS's thread pool from 2304 * 4 = 9216 elements
+# (interface/gemv.c, GEMM_MULTITHREAD_THRESHOLD = 4): a larger kernel row of a learner's step
+# runs inside a one-thread scope (okoco._blas), a smaller one saves the scope's two calls.
+_numpy_one_thread = OneThread("numpy")
+_GEMV_THREADED = 9216
+
+
+def _near_limit(d: int, scale: float) -> float:
+    """Squared distances at or below this are recomputed exactly (see above)."""
+    return (2 * d + 4) * _EPS / (math.e * _RBF_TOL) * scale
+
+
+def _sq_dists_exact(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """``||x_i - y_j||^2`` from direct differences, ``(n, m)``, in blocks of about 10^6 numbers."""
+    n, m, d = X.shape[0], Y.shape[0], X.shape[1]
+    out = np.empty((n, m))
+    step = max(1, (1 << 20) // max(n * d, 1))
+    for j in range(0, m, step):
+        Z = X[:, None, :] - Y[None, j : j + step, :]
+        out[:, j : j + step] = np.einsum("ijk,ijk->ij", Z, Z)
+    return out
+
+
+def _fix_near(D: np.ndarray, X: np.ndarray, Y: np.ndarray, limit: float) -> None:
+    """Recompute from direct differences the entries of ``D`` (n, m) not above ``limit``."""
+    rows, cols = np.nonzero(~(D > limit))  # NaN (an overflowed norm) included
+    if rows.size:
+        Z = X[rows] - Y[cols]
+        D[rows, cols] = np.einsum("ij,ij->i", Z, Z)
+
+
+def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> np.ndarray:
+    """``||X_i - x||^2`` for every row of ``X``, given ``sq[i] = ||X_i||^2`` (as
+    ``einsum("ij,ij->i", X, X)`` computes it) and an upper bound ``sq_max`` of ``sq``: one
+    matrix-vector product on one BLAS thread, near points recomputed exactly (module source).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [1.0, 2.0]])
+    >>> sq_dist_row(X, np.array([0.0, 5.0]), 5.0, np.array([1.0, 2.0]))
+    array([5., 0.])
+    """
+    xx = dot(x, x)
+    if X.size < _GEMV_THREADED:
+        D = X @ x
+    else:
+        with _numpy_one_thread:
+            D = X @ x
+    D *= -2.0
+    D += sq
+    D += xx
+    limit = _near_limit(X.shape[1], sq_max + xx)
+    if D.shape[0] and not D.min() > limit:
+        _fix_near(D[:, None], X, x[None, :], limit)
+    return D
+
+
+def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
+            x: np.ndarray) -> np.ndarray:
+    """``exp(-gamma ||X_i - x||^2)`` for every row of ``X`` (:func:`sq_dist_row`, one ``exp``):
+    within ``2e-13`` of the direct formula.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [1.0, 2.0]])
+    >>> rbf_row(0.5, X, np.array([0.0, 5.0]), 5.0, np.array([1.0, 2.0])).round(6)
+    array([0.082085, 1.      ])
+    """
+    D = sq_dist_row(X, sq, sq_max, x)
+    D *= -gamma
+    return np.exp(D, out=D)
+
+
 def _sq_dists(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    # Direct differences (cdist), not the norm expansion: the expansion loses every digit
-    # when ||x||^2 >> ||x - y||^2, and predict_one must agree with predict_many.
-    return cdist(X, Y, "sqeuclidean")
+    """``||x_i - y_j||^2``, ``(n, m)``: the RBF's distances (a row of one ``Y`` is exactly
+    :func:`sq_dist_row`'s, as a learner's stored points give it)."""
+    sx = np.einsum("ij,ij->i", X, X)
+    sx_max = float(sx.max(initial=0.0))
+    if Y.shape[0] == 1:
+        return sq_dist_row(X, sx, sx_max, Y[0])[:, None]
+    sy = sx if Y is X else np.einsum("ij,ij->i", Y, Y)
+    D = X @ Y.T  # a block: level 3, BLAS threads welcome
+    D *= -2.0
+    D += sx[:, None]
+    D += sy[None, :]
+    if D.size:
+        _fix_near(D, X, Y, _near_limit(X.shape[1], sx_max + float(sy.max(initial=0.0))))
+    return D
+
+
+def finite_row(kernel, k: np.ndarray) -> bool:
+    """Whether every value of a kernel row is finite: true without a look for RBF and Laplacian
+    kernels (values in ``[0, 1]`` for finite inputs; an infinite distance gives 0), else one
+    sum (finite iff every value is, short of an overflow of the sum, then reported too).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> finite_row(RBF(1.0), np.ones(3)), finite_row(Linear(), np.array([1.0, np.inf]))
+    (True, False)
+    """
+    if type(kernel) is RBF or type(kernel) is Laplacian:
+        return True
+    return math.isfinite(k.sum())
+
+
+def self_similarity(kernel, x: np.ndarray) -> float:
+    """``k(x, x)`` of one 1-D row as a float: 1 for an RBF or Laplacian kernel without a call,
+    else ``kernel.diag`` (any object with the kernel protocol).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([3.0, 4.0])
+    >>> self_similarity(RBF(0.5), x), self_similarity(Linear(), x)
+    (1.0, 25.0)
+    """
+    if type(kernel) is RBF or type(kernel) is Laplacian:
+        return 1.0
+    return float(np.asarray(kernel.diag(x[None, :]))[0])
 
 
 class Kernel:
@@ -181,9 +317,15 @@ class RBF(Kernel):
         check_params(self)
 
     def _gram(self, X, Y):
-        D = _sq_dists(X, Y)
-        D *= -self.gamma
-        return np.exp(D, out=D)
+        K = _sq_dists(X, Y)
+        K *= -self.gamma
+        return np.exp(K, out=K)
+
+    def row_from_norms(self, X: np.ndarray, sq: np.ndarray, sq_max: float,
+                       x: np.ndarray) -> np.ndarray:
+        """``k(X_i, x)`` for every row, given the squared norms ``sq`` of the rows and their
+        maximum (the learners' stored points keep them): :func:`rbf_row`."""
+        return rbf_row(self.gamma, X, sq, sq_max, x)
 
     def _diag(self, X):
         return np.ones(X.shape[0])
@@ -214,6 +356,8 @@ class Laplacian(Kernel):
         check_params(self)
 
     def _gram(self, X, Y):
+        from scipy.spatial.distance import cdist  # imported on first use: 0.4 s at start-up
+
         D = cdist(X, Y, "cityblock")
         D *= -self.gamma
         return np.exp(D, out=D)

@@ -261,6 +261,9 @@ class IncrementalCholesky:
 
         ``v`` may be a vector of length ``m`` or an ``(m, k)`` array of right-hand sides.
         """
+        m = self._m
+        if type(v) is np.ndarray and v.shape == (m,) and m:  # the learners' case, one call
+            return dtpsv(m, self._L[: m * (m + 1) // 2], v, 1, 0, 0, 1)  # incx, offx, lower, trans
         v = self._vector(v)
         if self._m == 0:
             return v.copy()
@@ -270,6 +273,9 @@ class IncrementalCholesky:
 
     def back_solve(self, h) -> np.ndarray:
         """``L^{-T} h`` by back substitution, ``O(m^2)``."""
+        m = self._m
+        if type(h) is np.ndarray and h.shape == (m,) and m:
+            return dtpsv(m, self._L[: m * (m + 1) // 2], h, 1, 0, 0, 0)  # incx, offx, lower, trans
         h = self._vector(h, "h")
         if self._m == 0:
             return h.copy()
@@ -334,7 +340,7 @@ class IncrementalCholesky:
         if column.ndim != 1:
             raise ValueError(f"column must be 1-D, got shape {column.shape}")
         diagonal = float(diagonal)
-        if not np.isfinite(diagonal) or not np.all(np.isfinite(column)):
+        if not (math.isfinite(diagonal) and np.isfinite(column).all()):
             raise ValueError("append: column and diagonal must be finite")
         if half is None:
             h = self.half_solve(column)
@@ -342,10 +348,11 @@ class IncrementalCholesky:
             h = np.asarray(half, dtype=float)
             if h.shape != (m,):
                 raise ValueError(f"half must have length {m}, got shape {h.shape}")
-        schur = diagonal - float(h @ h)
+        hh = float(h @ h)
+        schur = diagonal - hh
         if not schur >= self.min_pivot:
             schur = self.min_pivot
-            diagonal = float(h @ h) + self.min_pivot
+            diagonal = hh + self.min_pivot
             self.n_clamped += 1
         self._grow(m + 1)
         start = _packed_len(m)

@@ -103,6 +103,8 @@ class Squared(Loss):
         return 2.0 * (np.asarray(z, dtype=float) - y)
 
     def second_derivative(self, y, z):
+        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
+            return 2.0
         return np.full(np.broadcast(np.asarray(y), np.asarray(z)).shape, 2.0)[()]
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
@@ -157,6 +159,9 @@ class Logistic(Loss):
 
     def second_derivative(self, y, z):
         # p (1 - p) with p = sigmoid(y z), the same for both labels since y^2 = 1
+        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
+            p = 1.0 / (1.0 + math.exp(-min(max(y * z, -700.0), 700.0)))
+            return p * (1.0 - p)
         p = 1.0 / (1.0 + np.exp(-np.clip(np.asarray(y, dtype=float) * z, -700, 700)))
         return p * (1.0 - p)
 

@@ -99,9 +99,22 @@ def test_quick_suite_without_vw(tmp_path):
     assert ("trump-approval", "KRLS", "scikit-learn RBFSampler+SGDRegressor") in targets
     assert all(t["met"] is None for t in results["targets"] if t["peer"] == "floor")  # t < 5000
 
+    # per-step time against the floor at fixed t (a quick run stops at t = 1,000)
+    steps = results["step_floors"]
+    assert {r["learner"] for r in steps} == {"KONS", "SketchedKONS", "FunctionalGD", "KRLS"}
+    for r in steps:
+        assert r["t"] == 1000 and 1 <= r["m"] <= 1000 and r["d"] == measure.STEP_FLOOR_D
+        assert math.isclose(r["floor_us"], sum(r["parts_us"].values())) and r["floor_us"] > 0
+        for key in ("step_us", "median_us", "cpu_us", "multiple", "median_multiple",
+                    "cpu_multiple"):
+            assert _finite(r[key]) and r[key] > 0
+        assert math.isclose(r["multiple"], r["step_us"] / r["floor_us"])
+    assert next(r for r in steps if r["learner"] == "FunctionalGD")["m"] == 1000  # the budget
+
     page = (docs / "benchmarks.md").read_text(encoding="utf-8")
     for heading in ("# Benchmarks", "## Machine", "## Targets", "## Results by dataset",
-                    "### phishing", "### trump-approval", "## Physical floors", "## Plots"):
+                    "### phishing", "### trump-approval", "## Physical floors",
+                    "## Per-step time against the floor at t = 1,000 and 10,000", "## Plots"):
         assert heading in page
     assert "| KRLS | okoco |" in page
     for png in ("tradeoff.png", "scaling.png", "curves.png"):
@@ -215,3 +228,23 @@ def test_busy_process_runs_only_inside_the_block():
     with measure.busy_process() as proc:
         assert proc.poll() is None  # spinning
     assert proc.poll() is not None  # ended with the block
+
+
+def test_floor_definitions_count_the_solves_of_each_step():
+    """SketchedKONS solves with two factors of size m, KRLS projects with two solves and updates
+    P; a budgeted FunctionalGD's prediction runs over the m terms kept, not over t."""
+    floors = measure.Floors(budget_s=1e-4)
+    sk = floors.of("SketchedKONS", 300, 40, 3)
+    assert sk["2 trsv(m)"] == 2 * floors.trsv(40) and sk["expansion(t)"] == floors.expansion(300, 3)
+    fgd = floors.of("FunctionalGD", 5000, 50, 3)
+    assert fgd == {"expansion(m)": floors.expansion(50, 3), "total": floors.expansion(50, 3)}
+    krls = floors.of("KRLS", 1000, 30, 3)
+    assert set(krls) == {"expansion(m)", "2 trsv(m)", "matvec(m)", "rank_one(m)", "total"}
+    assert math.isclose(krls["total"], sum(v for k, v in krls.items() if k != "total"))
+    assert set(measure.FLOOR_DEFINITIONS) == {"KONS", "SketchedKONS", "FunctionalGD", "KRLS"}
+
+
+def test_step_floor_stream_prefix_does_not_depend_on_its_length():
+    short, long = measure.step_floor_stream(50), measure.step_floor_stream(500)
+    assert short[0] == long[0][:50] and short[1] == long[1][:50] and short[2] == long[2][:50]
+    assert set(short[2]) == {-1.0, 1.0} and len(short[0][0]) == measure.STEP_FLOOR_D

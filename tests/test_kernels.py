@@ -153,3 +153,87 @@ def test_a_learner_with_a_kernel_sum_extrapolates_a_trend():
             model.learn_one({"x": x}, x)
         preds[name] = model.predict_one({"x": 3.0})
     assert abs(preds["sum"] - 3.0) < 0.5 and abs(preds["rbf"]) < 0.1
+
+
+# -- the RBF's norm expansion (kernels.rbf_row, RBF._gram) against direct differences ----------
+
+
+def _rbf_direct(X, Y, gamma):
+    """exp(-gamma ||x - y||^2) from explicit differences, one pair at a time."""
+    return np.array([[np.exp(-gamma * np.sum((x - y) ** 2)) for y in Y] for x in X])
+
+
+def _hard_points(seed=0):
+    """Rows far from the origin with near-duplicates (||x||^2 >> ||x - y||^2), duplicates and
+    the zero vector: where the expansion ||x||^2 + ||y||^2 - 2 x.y cancels."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(40, 5)) + 30.0
+    near = base[:10] + rng.normal(size=(10, 5)) * np.logspace(-12, -3, 10)[:, None]
+    return np.vstack([base, near, base[:5], np.zeros((1, 5))])
+
+
+@pytest.mark.parametrize("gamma", [1e-3, 0.2, 5.0])
+def test_rbf_row_matches_the_explicit_formula_and_cdist(gamma):
+    from scipy.spatial.distance import cdist
+
+    X = _hard_points()
+    sq = np.einsum("ij,ij->i", X, X)
+    for i in (0, 3, 42, 49, 52, 55):  # stored rows, near-duplicates, duplicates, zero
+        x = X[i].copy()
+        k = kernels.rbf_row(gamma, X, sq, float(sq.max()), x)
+        exact = _rbf_direct(X, x[None, :], gamma)[:, 0]
+        np.testing.assert_allclose(k, exact, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(k, np.exp(-gamma * cdist(X, x[None, :], "sqeuclidean"))[:, 0],
+                                   rtol=0, atol=1e-12)
+        assert k[i] == 1.0  # the point itself: distance exactly 0
+        assert np.all(k <= 1.0)  # no negative distance
+        same = np.flatnonzero((X == x).all(axis=1))
+        assert np.all(k[same] == 1.0)
+    # a point that is not stored, shifted by less than the expansion's rounding
+    x = X[7] + 1e-9
+    k = kernels.rbf_row(gamma, X, sq, float(sq.max()), x)
+    np.testing.assert_allclose(k, _rbf_direct(X, x[None, :], gamma)[:, 0], rtol=0, atol=1e-12)
+
+
+def test_rbf_gram_matches_the_explicit_formula_with_an_exact_diagonal():
+    from scipy.spatial.distance import cdist
+
+    X = _hard_points(1)
+    k = kernels.RBF(gamma=0.3)
+    K = k(X)
+    np.testing.assert_allclose(K, _rbf_direct(X, X, 0.3), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(K, np.exp(-0.3 * cdist(X, X, "sqeuclidean")), rtol=0, atol=1e-12)
+    assert np.all(np.diag(K) == 1.0) and np.all(K <= 1.0)
+    Y = X[::3] + 1e-10
+    np.testing.assert_allclose(k(X, Y), _rbf_direct(X, Y, 0.3), rtol=0, atol=1e-12)
+    # each column of a block is the row a learner computes
+    sq = np.einsum("ij,ij->i", X, X)
+    for j in range(Y.shape[0]):
+        row = kernels.rbf_row(0.3, X, sq, float(sq.max()), Y[j])
+        np.testing.assert_allclose(row, k(X, Y)[:, j], rtol=0, atol=1e-12)
+
+
+def test_rbf_with_huge_features_takes_direct_differences():
+    """Features of magnitude 1e100: the expansion would lose every digit, the result must not."""
+    rng = np.random.default_rng(2)
+    X = 1e100 * (1.0 + rng.normal(size=(6, 3)) * 1e-100)  # differences of order 1
+    X[1] = X[0] + np.array([1e84, 0.0, 0.0])
+    gamma = 1e-168
+    sq = np.einsum("ij,ij->i", X, X)
+    k = kernels.rbf_row(gamma, X, sq, float(sq.max()), X[0])
+    direct = _rbf_direct(X, X[:1], gamma)[:, 0]
+    np.testing.assert_allclose(k, direct, rtol=0, atol=1e-12)
+    assert k[0] == 1.0 and 0.0 < k[1] < 1.0
+    np.testing.assert_allclose(kernels.RBF(gamma)(X), _rbf_direct(X, X, gamma), rtol=0,
+                               atol=1e-12)
+
+
+def test_importing_okoco_does_not_import_scipy_spatial():
+    import subprocess
+    import sys
+
+    code = ("import sys, okoco, okoco.learners, okoco.kernels, okoco.cli; "
+            "print('scipy.spatial' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

@@ -144,3 +144,73 @@ def test_binary_classifier_label_mapping_and_third_label():
     pinned = BinaryClassifier(FunctionalGD(loss=losses.Logistic()), pos_label="b")
     pinned.learn_one({"a": 1.0}, "a")
     assert pinned.learner.predict_one({"a": 1.0}) < 0
+
+
+def _rbf_rows(store, x, gamma):
+    """The kernel row from the stored rows by explicit differences (features beyond a row's
+    width are 0)."""
+    X = store.view()
+    width = max(X.shape[1], x.shape[0])
+    X = np.pad(X, ((0, 0), (0, width - X.shape[1])))
+    x = np.pad(x, (0, width - x.shape[0]))
+    return np.exp(-gamma * ((X - x) ** 2).sum(axis=1))
+
+
+def test_rows_rbf_row_keeps_its_norms_through_rings_keeps_widening_and_restores():
+    """Rows caches the squared norms the RBF row uses: after ring overwrites, keep(), new
+    columns, narrower and wider query rows and a state round trip, the row is still the
+    explicit formula."""
+    rng = np.random.default_rng(0)
+    k = kernels.RBF(gamma=0.4)
+    ring = Rows(fields=("c",), max_size=5)
+    for i in range(12):
+        ring.append(rng.normal(size=2 + (i % 2)) * 3.0, c=float(i))
+        for x in (rng.normal(size=2), rng.normal(size=4), ring.view()[0].copy()):
+            np.testing.assert_allclose(ring.kernel_row(k, x), _rbf_rows(ring, x, 0.4),
+                                       rtol=0, atol=1e-12)
+    grown = Rows()
+    for _ in range(40):
+        grown.append(rng.normal(size=3))
+    grown.keep(np.arange(40) % 3 == 0)
+    grown.add_columns(2)
+    x = rng.normal(size=5)
+    np.testing.assert_allclose(grown.kernel_row(k, x), _rbf_rows(grown, x, 0.4), atol=1e-12)
+    restored = Rows.__new__(Rows)  # as okoco.persistence restores a file without the norms
+    restored.__dict__.update({k: v for k, v in vars(grown).items() if not k.startswith("_sq")})
+    np.testing.assert_allclose(restored.kernel_row(k, x), grown.kernel_row(k, x), atol=1e-15)
+    restored.append(x)
+    np.testing.assert_allclose(restored.kernel_row(k, x), _rbf_rows(restored, x, 0.4),
+                               atol=1e-12)
+    assert restored.kernel_row(k, x)[-1] == 1.0
+
+
+def test_feature_map_fast_path_agrees_with_the_cell_by_cell_path():
+    """Rows with the known keys in the known order take one numpy conversion; anything it
+    cannot vouch for (another order, new keys, a bad value) takes the full path, with the same
+    vectors and the same errors."""
+    fm = FeatureMap()
+    vec, new = fm.encode({"a": 1.0, "b": 2.0, "c": 3.0})
+    fm.add(new)
+    for x, expected in [({"a": 4.0, "b": 5.0, "c": 6.0}, [4, 5, 6]),
+                        ({"c": 6.0, "a": 4.0, "b": 5.0}, [4, 5, 6]),  # another order
+                        ({"c": 6.0, "a": 4.0, "b": 5.0}, [4, 5, 6]),  # that order, again
+                        ({"a": 1, "b": True, "c": np.float32(0.5)}, [1, 1, 0.5]),
+                        ({"a": 1.0, "c": 2.0}, [1, 0, 2]),  # a missing key
+                        ({"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}, [1, 2, 3, 4])]:
+        got, new_names = fm.encode(x)
+        np.testing.assert_array_equal(got, expected)
+        assert new_names == (["d"] if "d" in x else [])
+    for bad, error in [({"a": float("nan"), "b": 0.0, "c": 0.0}, ValueError),
+                       ({"a": 1e200, "b": 0.0, "c": 0.0}, ValueError),
+                       ({"a": "1.5", "b": 0.0, "c": 0.0}, TypeError),
+                       ({"a": None, "b": 0.0, "c": 0.0}, TypeError),
+                       ({"a": 1.0, "b": float("inf"), "c": 0.0}, ValueError)]:
+        with pytest.raises(error, match="feature 'a'|feature 'b'"):
+            fm.encode(bad)
+    # the last good order is still the fast one, and its vectors are fresh arrays
+    first = fm.encode({"a": 7.0, "b": 8.0, "c": 9.0})[0]
+    second = fm.encode({"a": 1.0, "b": 2.0, "c": 3.0})[0]
+    np.testing.assert_array_equal(first, [7, 8, 9])
+    np.testing.assert_array_equal(second, [1, 2, 3])
+    restored = pickle.loads(pickle.dumps(fm))
+    np.testing.assert_array_equal(restored.encode({"c": 1.0, "b": 2.0, "a": 3.0})[0], [3, 2, 1])

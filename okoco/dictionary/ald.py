@@ -189,6 +189,13 @@ class ALD(Dictionary):
         if not np.isfinite(g).all():
             raise ValueError("k_col contains non-finite values")
         kxx = _real("k_diag", k_diag, low=0.0)
+        return self._update_checked_column(g, kxx, projection)
+
+    def _update_checked_column(self, g: np.ndarray, kxx: float, projection=None) -> bool:
+        """:meth:`update_column` for a caller that has checked the column (float64, length
+        ``size``, finite) and ``kxx`` (finite, ``>= 0``) itself: KRLS's step."""
+        if self.size and not self._column_mode:
+            raise RuntimeError("this ALD is driven by update(x); do not mix with update_column")
         self._column_mode = True
         return self._step(g, kxx, None, projection)
 

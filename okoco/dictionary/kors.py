@@ -184,6 +184,11 @@ class KORS(Dictionary):
         if not np.isfinite(k_col).all():
             raise ValueError("k_col contains non-finite values")
         k_diag = _real("k_diag", k_diag, low=0.0)
+        return self._update_checked_column(k_col, k_diag)
+
+    def _update_checked_column(self, k_col: np.ndarray, k_diag: float) -> tuple[bool, float, float]:
+        """:meth:`update_column` for a caller that has checked the column (float64, length
+        ``size``, finite) and ``k_diag`` (finite, ``>= 0``) itself: Sketched-KONS's step."""
         self._column_mode = True
         return self._step(k_col, k_diag, None)
 

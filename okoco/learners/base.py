@@ -229,7 +229,7 @@ class KernelLearner(base.MiniBatchRegressor):
             self._kernel = kernel  # the step failed: nothing changes, the default kernel neither
             raise
         self._features.add(new)  # new features are registered once the step succeeded
-        self._watch_target_scale([y])
+        self._watch_target_scale(abs(y), 1)
         self.n_seen += 1
         self._cache = None
 
@@ -248,7 +248,7 @@ class KernelLearner(base.MiniBatchRegressor):
         etas = [self._step(self.n_seen + 1 + i) for i in range(len(targets))]
         with undo_on_error(self, shared=(self.kernel, self.loss)):
             self._fix_default_kernel(V.shape[1])
-            self._watch_target_scale(targets)
+            self._watch_target_scale(float(np.abs(targets).sum()), len(targets))
             for i, (target, eta) in enumerate(zip(targets, etas)):
                 in_row(i, self._learn_vec, V[i], target, eta)
                 self.n_seen += 1
@@ -282,13 +282,14 @@ class KernelLearner(base.MiniBatchRegressor):
         if self.n_seen == 0 and self.kernel is None:
             self._kernel = _kernels.RBF(gamma=1.0 / max(width, 1))
 
-    def _watch_target_scale(self, targets: list) -> None:
+    def _watch_target_scale(self, abs_sum: float, count: int) -> None:
         """Warn once when the mean ``|y|`` exceeds ``2 C``: most predictions are then clipped
-        far from their targets (raw targets where standardized ones were meant)."""
+        far from their targets (raw targets where standardized ones were meant). ``abs_sum``
+        is the sum of ``|y|`` over the ``count`` new targets."""
         if self.C is None or not _is_regression(self._loss):
             return
-        self._abs_target_sum += float(np.abs(targets).sum())
-        n, C = self.n_seen + len(targets), self.C
+        self._abs_target_sum += abs_sum
+        n, C = self.n_seen + count, self.C
         if self._abs_target_sum > 2 * C * n and not self._warned_unscaled:
             self._warned_unscaled = True
             warnings.warn(
@@ -306,13 +307,16 @@ class KernelLearner(base.MiniBatchRegressor):
 
         Test-then-train calls both on each row; the expensive part (kernel row, solves) is the
         same, so it is kept for the current state only (keyed by ``n_seen`` and the vector).
+        The vector is usually the very object of the last call (``FeatureMap`` returns the
+        same read-only vector for the same row), checked first; else the values are compared
+        with a copy.
         """
         cache = self._cache
-        if (cache is not None and cache[0] == self.n_seen and cache[1].shape == v.shape
-                and (cache[1] == v).all()):
-            return cache[2]
+        if cache is not None and cache[0] == self.n_seen and (
+                cache[1] is v or (cache[2].shape == v.shape and (cache[2] == v).all())):
+            return cache[3]
         result = compute(v)
-        self._cache = (self.n_seen, v.copy(), result)
+        self._cache = (self.n_seen, v, v.copy(), result)
         return result
 
     def save(self, path, *, compress: bool = False):

@@ -11,6 +11,7 @@ import numpy as np
 from okoco._blas import dot
 from okoco._input import Rows
 from okoco._validation import Interval
+from okoco.kernels import self_similarity
 from okoco.learners.base import ETA, KernelLearner, clip_excess, overflow_message
 
 __all__ = ["FunctionalGD"]
@@ -87,11 +88,15 @@ class FunctionalGD(KernelLearner):
     def _reset_state(self) -> None:
         self._store = Rows(fields=("coef",), max_size=self.budget)
 
-    def _row(self, v: np.ndarray) -> np.ndarray:
-        return self._cached(v, lambda u: self._store.kernel_row(self._kernel, u))
+    def _analyse(self, v: np.ndarray) -> float:
+        """``f(v)``, kept for the ``learn_one`` that follows ``predict_one`` on the same row."""
+        return self._cached(v, self._analyse_now)
+
+    def _analyse_now(self, v: np.ndarray) -> float:
+        return dot(self._store.kernel_row(self._kernel, v), self._store.field("coef"))
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        return dot(self._row(v), self._store.field("coef"))
+        return self._analyse(v)
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         return self._store.field("coef") @ self._store.kernel_block(self._kernel, V)
@@ -105,10 +110,10 @@ class FunctionalGD(KernelLearner):
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
         shrink = 1.0 - eta * self.lam
         coef = self._store.field("coef")
-        ybar = dot(self._row(v), coef)
+        ybar = self._analyse(v)
         excess = clip_excess(ybar, self.C)
         gdot = float(self._loss.derivative(y, ybar - excess))
-        kappa = float(self._kernel.diag(v)[0])
+        kappa = self_similarity(self._kernel, v)
         c_new = -eta * gdot - (shrink * excess / kappa if excess else 0.0)
         if not (math.isfinite(c_new) and math.isfinite(ybar) and math.isfinite(kappa)):
             raise ValueError(overflow_message(self._kernel, ybar))  # nothing changed yet

@@ -38,6 +38,7 @@ from okoco._blas import dot
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.dictionary import KORS
+from okoco.kernels import finite_row, self_similarity
 from okoco.learners.base import ETA_HESSIAN, KernelLearner, clip_excess, overflow_message
 from okoco.linalg import IncrementalCholesky
 
@@ -172,7 +173,7 @@ class KONS(KernelLearner):
     def _analyse_now(self, v: np.ndarray):
         store = self._store
         k = store.kernel_row(self._kernel, v)
-        kappa = float(self._kernel.diag(v)[0])
+        kappa = self_similarity(self._kernel, v)
         e = self._gather(store.field("d") * k)
         h = self._chol.half_solve(e)
         kc = dot(k, store.field("c"))
@@ -206,7 +207,7 @@ class KONS(KernelLearner):
             d_t = gdot * math.sqrt(eta)
         # Refuse a step that would store non-finite numbers, before the coin or any state
         # changes: kernel values that overflowed, or a loss derivative far beyond the scale of C.
-        if not (math.isfinite(ybar) and math.isfinite(kappa) and np.isfinite(k).all()):
+        if not (math.isfinite(ybar) and math.isfinite(kappa) and finite_row(self._kernel, k)):
             raise ValueError(overflow_message(self._kernel, ybar))
         worst = weight * abs(yhat) + abs(gdot) + alpha * abs(excess) / s
         if not (abs(d_t) <= _MAX_D and math.isfinite(worst)
@@ -315,7 +316,10 @@ class SketchedKONS(KONS):
         return v[self._selected[: self._chol.size]]
 
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
-        added, _, _ = self._kors.update_column(d_t * e, d_t * d_t * kappa)
+        column = d_t * e  # kappa and d_t were checked by the step, d_t^2 kappa + alpha too
+        if not math.isfinite(column.sum()):  # finite iff every entry is (or refused)
+            raise ValueError(overflow_message(self._kernel, float(column.sum())))
+        added, _, _ = self._kors._update_checked_column(column, d_t * d_t * kappa)
         return int(added)
 
     def _note_selected(self, index: int) -> None:

@@ -9,6 +9,7 @@ import numpy as np
 from okoco import losses as _losses
 from okoco._input import Rows, reserve
 from okoco.dictionary import ALD
+from okoco.kernels import finite_row, self_similarity
 from okoco.learners.base import BOUND, KernelLearner, overflow_message
 from okoco.linalg import PackedSymmetric
 
@@ -120,15 +121,19 @@ class KRLS(KernelLearner):
 
     def _analyse_now(self, v: np.ndarray):
         g = self._store.kernel_row(self._kernel, v)
-        kxx = float(self._kernel.diag(v[None, :])[0])
-        if not (math.isfinite(kxx) and np.isfinite(g).all()):
+        kxx = self_similarity(self._kernel, v)
+        if not (math.isfinite(kxx) and finite_row(self._kernel, g)):
+            bad = g[~np.isfinite(g)]
             raise ValueError(overflow_message(self._kernel, kxx if not math.isfinite(kxx) else
-                                              g[~np.isfinite(g)][0]))
-        return g, kxx, self._ald.project_column(g, kxx)
+                                              (bad[0] if bad.size else g.sum())))
+        if kxx < 0:
+            raise ValueError(f"k(x, x) = {kxx!r} < 0: {self._kernel!r} is not positive "
+                             "semi-definite")
+        projection = self._ald.project_column(g, kxx)
+        return g, kxx, projection, float(projection[0] @ self._beta[: self._ald.size])
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        a = self._analyse(v)[2][0]
-        return float(a @ self._beta[: self._ald.size])
+        return self._analyse(v)[3]
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         Kb = self._store.kernel_block(self._kernel, V)
@@ -137,9 +142,9 @@ class KRLS(KernelLearner):
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         ald = self._ald
         m = ald.size
-        g, kxx, projection = self._analyse(v)
+        g, kxx, projection, prediction = self._analyse(v)
         a, delta, _ = projection
-        added = ald.update_column(g, kxx, projection)  # validates g and kxx before any change
+        added = ald._update_checked_column(g, kxx, projection)  # _analyse_now checked both
         self.last_residual = delta
         if added:
             # beta = G alpha~ becomes [beta; y]: the new point is fitted exactly (the "grow" step).
@@ -148,7 +153,7 @@ class KRLS(KernelLearner):
             self._P.append(np.zeros(m), 1.0)
             self._store.append(v)
         elif m:
-            err = y - float(a @ self._beta[:m])
+            err = y - prediction  # the a-priori error, a^T beta
             Pa, s = self._P.inverse_update(a)  # P <- P - P a a^T P / (1 + a^T P a)
             self._beta[:m] += Pa * (s * err)  # G alpha~ += q e
 
