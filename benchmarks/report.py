@@ -114,7 +114,8 @@ def targets(results: dict, by: dict) -> list[dict]:
     for f in results.get("step_floors", []):
         if "error" not in f:
             out.append({
-                "target": "per-step time within 2x its floor at t = 1,000 and 10,000",
+                "target": f"{f['learner']} per-step time within 2x its floor at t = 1,000 "
+                          "and 10,000",
                 "dataset": f"synthetic, d = {f['d']}", "learner": f["learner"], "peer": "floor",
                 "t": f["t"], "step_us": f["step_us"], "floor_us": f["floor_us"],
                 "multiple": f["multiple"],
