@@ -132,8 +132,10 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
     D += sq
     D += xx
     limit = _near_limit(X.shape[1], sq_max + xx)
-    if D.shape[0] and not D.min() > limit:
-        _fix_near(D[:, None], X, x[None, :], limit)
+    if D.shape[0] and not D.min() > limit:  # as _fix_near, without its 2-D bookkeeping
+        near = np.flatnonzero(~(D > limit))
+        Z = X[near] - x
+        D[near] = np.einsum("ij,ij->i", Z, Z)
     return D
 
 
