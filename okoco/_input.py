@@ -289,6 +289,7 @@ class FeatureMap:
         if keys == self._keys and len(keys) == width:
             vec = self._encode_known(x)
             if vec is not None:
+                vec.flags.writeable = False  # handed out again for the same dict (see above)
                 self._last = (dict(x), vec, width, [], x)
                 return vec, []
         cols, values, unknown = [], [], []
@@ -303,6 +304,7 @@ class FeatureMap:
             cols.append(col)
         vec = np.zeros(width + len(unknown))
         vec[cols] = values
+        vec.flags.writeable = False  # handed out again for the same dict: nobody may change it
         self._last = (dict(x), vec, width, unknown, x)
         if not unknown and cols == list(range(width)):  # the columns, in order: the fast path
             self._keys = keys

@@ -184,6 +184,21 @@ def test_rows_rbf_row_keeps_its_norms_through_rings_keeps_widening_and_restores(
     assert restored.kernel_row(k, x)[-1] == 1.0
 
 
+def test_feature_map_vectors_are_read_only():
+    """A dict's vector is handed out again for the same unchanged dict (and the learners'
+    predict/learn cache is keyed on the vector object), so nobody may change it in place."""
+    fm = FeatureMap()
+    fm.add(fm.encode({"a": 1.0, "b": 2.0})[1])
+    x = {"a": 3.0, "b": 4.0}
+    for row in (x, {"b": 4.0, "a": 3.0}, {"a": 3, "b": 4.0}):  # fast and cell-by-cell paths
+        vec = fm.encode(row)[0]
+        with pytest.raises(ValueError, match="read-only"):
+            vec[0] = 0.0
+    assert fm.encode(x)[0] is fm.encode(x)[0]
+    x["a"] = 5.0  # the same dict, changed: a new vector
+    np.testing.assert_array_equal(fm.encode(x)[0], [5.0, 4.0])
+
+
 def test_feature_map_fast_path_agrees_with_the_cell_by_cell_path():
     """Rows with the known keys in the known order take one numpy conversion; anything it
     cannot vouch for (another order, new keys, a bad value) takes the full path, with the same
