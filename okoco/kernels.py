@@ -91,17 +91,6 @@ def _near_limit(d: int, scale: float) -> float:
     return (2 * d + 4) * _EPS / (math.e * _RBF_TOL) * scale
 
 
-def _sq_dists_exact(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """``||x_i - y_j||^2`` from direct differences, ``(n, m)``, in blocks of about 10^6 numbers."""
-    n, m, d = X.shape[0], Y.shape[0], X.shape[1]
-    out = np.empty((n, m))
-    step = max(1, (1 << 20) // max(n * d, 1))
-    for j in range(0, m, step):
-        Z = X[:, None, :] - Y[None, j : j + step, :]
-        out[:, j : j + step] = np.einsum("ijk,ijk->ij", Z, Z)
-    return out
-
-
 def _fix_near(D: np.ndarray, X: np.ndarray, Y: np.ndarray, limit: float) -> None:
     """Recompute from direct differences the entries of ``D`` (n, m) not above ``limit``."""
     rows, cols = np.nonzero(~(D > limit))  # NaN (an overflowed norm) included

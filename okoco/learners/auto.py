@@ -112,8 +112,9 @@ class SharedPoints:
         if getattr(kernel, "normalize", True):
             return kernel(X, Y)
         if kind is _kernels.RBF:
-            if self._dists is None:
-                self._dists = _kernels._sq_dists(X, Y)
+            if self._dists is None:  # from the store's cached norms, as Rows.kernel_row does
+                sq, sq_max = self.rows.squared_norms()
+                self._dists = _kernels.sq_dist_row(X, sq, sq_max, Y[0])[:, None]
             return np.exp(self._dists * -kernel.gamma)
         if kind is _kernels.Sum:
             return self._row(kernel.left) + self._row(kernel.right)
