@@ -123,6 +123,9 @@ class KONS(KernelLearner):
     }
 
     _hessian_step = True  # eta="hessian" is a policy here
+    # Whether a point outside the preconditioner (z_t = 0) whose coefficient is 0 is left out
+    # of the store: it adds nothing to any later prediction (see SketchedKONS).
+    _drops_null_points = False
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian"):
@@ -221,11 +224,13 @@ class KONS(KernelLearner):
 
         # Running K c over the stored points plus the new entry; g = L^{-1}(D K c)_I follows,
         # since (D K c)_I moves by c_t e and L^{-1} e = h.
-        Kc = store.field("Kc")
         kc_new = kc + kappa * c_t
-        Kc += c_t * k
-        g += c_t * h
-        index = store.append(v, d=d_t, c=c_t, Kc=kc_new, z=z)
+        if c_t:
+            Kc = store.field("Kc")
+            Kc += c_t * k
+            g += c_t * h
+        if z or c_t or not self._drops_null_points:
+            index = store.append(v, d=d_t, c=c_t, Kc=kc_new, z=z)
 
         q = d_t * d_t * s / alpha
         tau = q / (1.0 + z * q)  # g_t^T A_t^{-1} g_t * eta_t
@@ -315,7 +320,11 @@ class SketchedKONS(KONS):
     def _gather(self, v: np.ndarray) -> np.ndarray:
         return v[self._selected[: self._chol.size]]
 
+    _drops_null_points = True
+
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
+        if d_t == 0.0:  # a zero gradient (a point beyond the squared hinge's margin)
+            return int(self._kors._update_null())
         column = d_t * e  # kappa and d_t were checked by the step, d_t^2 kappa + alpha too
         if not math.isfinite(column.sum()):  # finite iff every entry is (or refused)
             raise ValueError(overflow_message(self._kernel, float(column.sum())))
@@ -326,3 +335,10 @@ class SketchedKONS(KONS):
         m = self._chol.size
         self._selected = reserve(self._selected, m)
         self._selected[m - 1] = index
+
+    @property
+    def coins(self) -> np.ndarray:
+        """The coin :math:`z_t` of every step (1 at the steps KORS kept)."""
+        coins = np.zeros(self.n_seen)
+        coins[self._kors.indices] = 1.0
+        return coins
