@@ -14,6 +14,7 @@ Adaptive Sketching" (with the printed typos corrected):
     z = coin (KONS: 1; Sketched-KONS: KORS with p = max(min(beta tau~, 1), p_min))
     c_t = z w_t yhat - gdot - alpha h(ybar) / s
     if z: border L with d_t h and the pivot sqrt(alpha + d_t^2 s)
+    store x_t unless z = 0 and c_t = 0 (Sketched-KONS: such a point is never read again)
 
 ``d_i = gdot_i sqrt(eta_i)``, ``c`` are the unscaled coefficients (``c_i = d_i b_i`` of the
 paper's ``b``), and ``Kc`` is the running ``K c`` vector. The ``c`` form stays exact when
@@ -267,8 +268,12 @@ class SketchedKONS(KONS):
     weighted by :math:`1/\tilde p`, and the two share the coin. The coefficient uses the
     corrected Lemma 4 (with the :math:`z_t` factor), so the coin is drawn first.
 
-    Per step: :math:`O(t)` for the kernel row and the running ``K c``, plus
-    :math:`O(|\mathcal I|^2)` for KORS and the preconditioner. ``p_min=1`` is exactly KONS;
+    Per step: :math:`O(n)` for the kernel row and the running ``K c`` over the ``n`` stored
+    points, plus :math:`O(|\mathcal I|^2)` for KORS and the preconditioner. A point outside
+    the dictionary whose coefficient is 0 adds nothing to any prediction and is not stored:
+    with :class:`okoco.losses.SquaredHinge` every point beyond the margin (zero gradient and
+    curvature), much as a kernel SVM keeps only its support vectors; with a loss whose
+    gradient is never 0 (logistic, squared) ``n = t``. ``p_min=1`` is exactly KONS;
     ``beta=p_min=0`` is projected kernel gradient descent with step :math:`1/\alpha`.
 
     Parameters
@@ -302,6 +307,8 @@ class SketchedKONS(KONS):
         "seed": ["seed"],
     }
 
+    _drops_null_points = True
+
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,
                  seed: int | None = None):
@@ -319,8 +326,6 @@ class SketchedKONS(KONS):
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
         return v[self._selected[: self._chol.size]]
-
-    _drops_null_points = True
 
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
         if d_t == 0.0:  # a zero gradient (a point beyond the squared hinge's margin)
