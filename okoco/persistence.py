@@ -736,7 +736,8 @@ def _transplant(dec: _Decoder, obj: Any, tree: Any, where: str, plan: list) -> N
     if isinstance(tree, dict) and "__wrapper__" in tree:
         attrs = {k: dec.decode(v) for k, v in tree["attrs"].items()}
         if _class_path(type(obj)) != tree["__wrapper__"]:
-            attrs = _counterpart_state(obj, tree["__wrapper__"], attrs, where)
+            attrs = _counterpart_state(obj, tree["__wrapper__"], attrs, where,
+                                       kept={"regressor", "func", "inverse_func"})
         plan.append((obj, attrs, False))
         _transplant(dec, obj.regressor, tree["regressor"], f"{where}.regressor", plan)
         return
@@ -747,15 +748,17 @@ def _transplant(dec: _Decoder, obj: Any, tree: Any, where: str, plan: list) -> N
     plan.append((obj, state, True))
 
 
-def _counterpart_state(obj: Any, path: str, state: dict, where: str) -> dict:
-    """``state``, saved from a ``path`` object, as the state of ``obj``: river's scalers and
-    metrics in checkpoints written before okoco had its own resume into okoco's."""
+def _counterpart_state(obj: Any, path: str, state: dict, where: str,
+                       kept: set = frozenset()) -> dict:
+    """``state``, saved from a ``path`` object, as the state of ``obj`` (but its ``kept``
+    attributes): river's scalers and metrics in checkpoints written before okoco had its own
+    resume into okoco's."""
     cls = type(obj)
     if getattr(cls, "_river_class", None) != path:
         raise ValueError(f"the checkpoint has a {path.rpartition('.')[2]} at {where}, the run a "
                          f"{cls.__name__}")
     state = cls._state_from_river(state)
-    expected = set(vars(obj))
+    expected = set(vars(obj)) - kept
     if set(state) != expected:
         raise ValueError(f"the checkpoint's {path} at {where} does not fit this okoco's "
                          f"{cls.__name__} (missing {sorted(expected - set(state))}, unexpected "

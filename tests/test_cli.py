@@ -394,3 +394,36 @@ def test_cli_imports_no_heavy_module_for_help():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+HEAVY = ("river.preprocessing", "river.metrics", "river.datasets", "scipy.stats", "sklearn",
+         "pandas")
+
+
+def test_replay_and_compare_import_no_heavy_module(tmp_path):
+    """A replay's start-up: the CLI's scalers, metrics and river's CSV datasets come without
+    river.preprocessing / river.metrics / river.datasets, hence without scipy.stats, scikit-learn
+    and pandas (about a second of imports). Checked on the modules, not on a clock."""
+    runs = [
+        ["replay", "trump-approval", "-n", "20", "-q"],
+        ["replay", "phishing", "-n", "20", "-q"],
+        ["replay", "trump-approval", "-n", "20", "-q", "-m", "mae", "-m", "mse", "-m", "rmse",
+         "-m", "r2"],
+        ["replay", "phishing", "-n", "20", "-q", "-m", "accuracy", "-m", "f1", "-m", "logloss",
+         "--checkpoint", str(tmp_path / "c.npz")],
+        ["compare", "trump-approval", "-n", "20", "-l", "fgd", "-l", "kons"],
+        ["compare", "phishing", "-n", "20", "-l", "fgd", "-m", "accuracy", "-m", "f1"],
+    ]
+    code = ("import sys\nfrom okoco.cli import app\nargs = sys.argv[1:]\n"
+            "try:\n    app(args)\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n")
+    for args in runs:
+        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                              text=True, cwd=tmp_path, timeout=300)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert proc.stdout.strip().splitlines()[-1] == "[]", args
+    # and the check can fail: rocauc is river's, and brings river.metrics
+    proc = subprocess.run([sys.executable, "-c", code, "replay", "phishing", "-n", "20", "-q",
+                           "-m", "rocauc"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+    assert "river.metrics" in proc.stdout.strip().splitlines()[-1]
