@@ -330,7 +330,7 @@ class LogLoss(_MeanMetric, ClassificationMetric):
     >>> m = LogLoss()
     >>> m.update(True, {True: 0.8, False: 0.2}); m.update(False, 0.4)
     >>> m
-    LogLoss: 0.367003
+    LogLoss: 0.3669845875401002
     """
 
     _river_class = "river.metrics.log_loss.LogLoss"
