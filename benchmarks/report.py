@@ -65,20 +65,53 @@ def summarize(results: dict) -> dict:
     return results
 
 
+SKETCH_PEER = "VW --ksvm (RBF)"
+
+
+def sketch_pick(runs: list[dict], dataset: str, peer: dict) -> dict | None:
+    """The SketchedKONS run judged against VW ``--ksvm`` on ``dataset``: the fastest setting
+    of the grid whose accuracy is at least the peer's (``peer`` is VW's most accurate
+    setting); ``None`` if no setting reaches it."""
+    fit = [r for r in runs if r["dataset"] == dataset and r["learner"] == "SketchedKONS"
+           and r.get("status") == "ok" and r["accuracy"] >= peer["accuracy"]]
+    return min(fit, key=lambda r: r["us_per_sample"], default=None)
+
+
+def target_runs(runs: list[dict]) -> list[dict]:
+    """The runs a target judges beyond each learner's best setting (re-timed one-threaded and
+    loaded like the best ones): the SketchedKONS setting of :func:`sketch_pick`."""
+    out = []
+    for r in best_runs(runs):
+        if r["learner"] == SKETCH_PEER:
+            pick = sketch_pick(runs, r["dataset"], r)
+            if pick is not None:
+                out.append(pick)
+    return out
+
+
+def defaults_run(runs: list[dict], dataset: str, learner: str) -> dict | None:
+    """The learner's run at its defaults on ``dataset``: the first of its grid
+    (``benchmarks.learners.entries`` puts the defaults first)."""
+    return next((r for r in runs if r["dataset"] == dataset and r["learner"] == learner
+                 and r.get("status") == "ok"), None)
+
+
 def targets(results: dict, by: dict) -> list[dict]:
     """The issue's three targets, judged on this run's figures."""
     out = []
     tasks = {d["name"]: d["task"] for d in results["datasets"]}
     for ds in ("bananas", "phishing", "shuttle"):
-        sk, vw = by.get((ds, "SketchedKONS")), by.get((ds, "VW --ksvm (RBF)"))
+        vw = by.get((ds, SKETCH_PEER))
+        sk = (vw and sketch_pick(results["runs"], ds, vw)) or by.get((ds, "SketchedKONS"))
         if sk and vw:
             time_ratio, loaded_ratio = _time_ratios(sk, vw)
             met = sk["accuracy"] >= vw["accuracy"] and time_ratio <= 0.5 and (
                 loaded_ratio is None or loaded_ratio <= 0.5)
             out.append({
                 "target": "SketchedKONS >= VW --ksvm accuracy at <= half its time per sample",
-                "dataset": ds, "learner": "SketchedKONS", "peer": "VW --ksvm (RBF)",
-                "okoco": {"accuracy": sk["accuracy"], "us_per_sample": sk["us_per_sample"]},
+                "dataset": ds, "learner": "SketchedKONS", "peer": SKETCH_PEER,
+                "okoco": {"accuracy": sk["accuracy"], "us_per_sample": sk["us_per_sample"],
+                          "key": sk["key"]},
                 "peer_figures": {"accuracy": vw["accuracy"], "us_per_sample": vw["us_per_sample"]},
                 "time_ratio": time_ratio, "loaded_time_ratio": loaded_ratio,
                 "error_ratio": _ratio(sk["error"], vw["error"]), "met": bool(met)})
@@ -344,9 +377,18 @@ def _targets(targets: list[dict]) -> list[str]:
                    f"(**time {_x(t['time_ratio'])}**, target ≤ 0.50×)")
         if t.get("loaded_time_ratio") is not None:
             fig += f"; loaded: **time {_x(t['loaded_time_ratio'])}**"
+        if t["peer"] == SKETCH_PEER:
+            fig += f"; SketchedKONS setting: {t['okoco']['key']}"
         status = {True: "met", False: "**not met**", None: "not judged"}[t["met"]]
         rows.append([t["target"], t["dataset"], t["peer"], fig, status])
-    return lines + _table(["target", "dataset", "against", "figures", "status"], rows) + [""]
+    lines += _table(["target", "dataset", "against", "figures", "status"], rows)
+    if any(t["peer"] == SKETCH_PEER for t in targets):
+        lines += ["", "SketchedKONS against VW `--ksvm`: VW at its most accurate setting, "
+                  "SketchedKONS at the **fastest setting of its grid whose accuracy is VW's or "
+                  "better** (if none is, its most accurate setting). Like every best setting on "
+                  "this page this is an optimistic choice made on the same stream. The tables "
+                  "by dataset also show SketchedKONS's most accurate setting and its defaults."]
+    return lines + [""]
 
 
 def _datasets(results: dict) -> list[str]:
@@ -364,12 +406,16 @@ def _datasets(results: dict) -> list[str]:
         else:
             header = ["learner", "library", "best setting", "RMSE", "MAE", "µs/sample", *extra,
                       "time × ref", "error × ref", "peak MB", "dict size", "array path µs/sample"]
+        shown = [(r, r["learner"] + (" (reference)" if r["family"] == "reference" else ""))
+                 for r in sorted(best, key=lambda r: r["error"])]
+        for r, label in _extra_rows(results, name):
+            if all(r is not s for s, _ in shown):
+                shown.append((r, label))
         rows = []
-        for r in sorted(best, key=lambda r: r["error"]):
+        for r, label in shown:
             ratios = r.get("ratios", {})
             arr = r.get("array_path")
-            cells = [r["learner"] + (" (reference)" if r["family"] == "reference" else ""),
-                     r["library"], _params(r["params"])]
+            cells = [label, r["library"], _params(r["params"])]
             cells += ([f"{r['accuracy']:.4f}"] if task == "binary"
                       else [_f(r["rmse"], ".4g"), _f(r["mae"], ".4g")])
             cells += [_f(r["us_per_sample"], ".1f")]
@@ -392,6 +438,22 @@ def _datasets(results: dict) -> list[str]:
         if failed:
             lines.append("")
     return lines
+
+
+def _extra_rows(results: dict, dataset: str) -> list[tuple[dict, str]]:
+    """Runs shown below the best settings: the SketchedKONS setting judged against VW
+    ``--ksvm`` and SketchedKONS at its defaults."""
+    out = []
+    for t in results.get("targets", []):
+        if t["dataset"] == dataset and t["peer"] == SKETCH_PEER:
+            r = next((r for r in results["runs"] if r["dataset"] == dataset
+                      and r.get("key") == t["okoco"]["key"]), None)
+            if r is not None:
+                out.append((r, "SketchedKONS (fastest at VW's accuracy)"))
+    default = defaults_run(results["runs"], dataset, "SketchedKONS")
+    if default is not None:
+        out.append((default, "SketchedKONS (defaults)"))
+    return out
 
 
 def _floors(results: dict) -> list[str]:

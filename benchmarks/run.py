@@ -128,7 +128,9 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
     best = report.best_runs(runs)
     floor_rows = []
     by_key = {e.key: e for e in learners.entries(stream, quick=quick, skip=skip, only=only)}
-    rerun_best(best, by_key, stream, inputs, marks, method, loaded)
+    chosen = {id(r) for r in best}  # and the settings the targets judge (report.target_runs)
+    picks = [r for r in report.target_runs(runs) if id(r) not in chosen]
+    rerun_best(best + picks, by_key, stream, inputs, marks, method, loaded)
     for rec in best:
         if rec["family"] != "okoco" or "steps" not in rec:
             continue

@@ -201,11 +201,15 @@ class SquaredHinge(Loss):
         return np.maximum(0.0, 1.0 - np.asarray(y, dtype=float) * z) ** 2
 
     def derivative(self, y, z):
+        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
+            return -2.0 * y * max(0.0, 1.0 - y * z)
         y = np.asarray(y, dtype=float)
         return -2.0 * y * np.maximum(0.0, 1.0 - y * z)
 
     def second_derivative(self, y, z):
         # 2 inside the margin (y z < 1), 0 on the flat part and at the kink (one-sided value)
+        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
+            return 2.0 if y * z < 1.0 else 0.0
         return np.where(np.asarray(y, dtype=float) * z < 1.0, 2.0, 0.0)[()]
 
     def curvature(self, C: float, y_max: float | None = None) -> float:

@@ -248,3 +248,30 @@ def test_step_floor_stream_prefix_does_not_depend_on_its_length():
     short, long = measure.step_floor_stream(50), measure.step_floor_stream(500)
     assert short[0] == long[0][:50] and short[1] == long[1][:50] and short[2] == long[2][:50]
     assert set(short[2]) == {-1.0, 1.0} and len(short[0][0]) == measure.STEP_FLOOR_D
+
+
+def test_sketch_pick_is_the_fastest_setting_at_vw_accuracy_or_better():
+    from benchmarks import report
+
+    def rec(learner, key, acc, us):
+        return {"dataset": "phishing", "learner": learner, "key": key, "status": "ok",
+                "accuracy": acc, "error": 1 - acc, "us_per_sample": us, "params": {}}
+
+    vw = [rec("VW --ksvm (RBF)", "vw a", 0.89, 150.0), rec("VW --ksvm (RBF)", "vw b", 0.88, 50.0)]
+    sk = [rec("SketchedKONS", "defaults", 0.90, 300.0), rec("SketchedKONS", "fast", 0.891, 60.0),
+          rec("SketchedKONS", "faster, less accurate", 0.885, 20.0),
+          rec("SketchedKONS", "accurate", 0.91, 200.0)]
+    runs = sk + vw
+    assert report.sketch_pick(runs, "phishing", vw[0])["key"] == "fast"
+    assert [r["key"] for r in report.target_runs(runs)] == ["fast"]  # VW's best is "vw a"
+    assert report.defaults_run(runs, "phishing", "SketchedKONS")["key"] == "defaults"
+    assert report.sketch_pick(runs, "phishing", rec("VW", "k", 0.95, 1.0)) is None
+    results = {"datasets": [{"name": "phishing", "task": "binary"}], "runs": runs, "floors": []}
+    target = report.summarize(results)["targets"][0]
+    assert target["okoco"]["key"] == "fast" and target["time_ratio"] == 60.0 / 150.0
+    assert target["met"]
+    # no setting reaches VW: its most accurate setting is judged, and fails
+    for r in (runs[0], runs[1], runs[3]):
+        r["accuracy"], r["error"] = 0.85, 0.15
+    target = report.summarize(results)["targets"][0]
+    assert target["okoco"]["key"] == "faster, less accurate" and not target["met"]

@@ -391,6 +391,32 @@ def test_kors_update_column_matches_kernel_driven_run_and_rescaled_eq4():
         _ = kors.atoms
 
 
+def test_kors_null_point_is_update_column_with_zeros():
+    """Sketched-KONS's zero-gradient step: the same coins and the same factor as passing the
+    zero column, without the solve."""
+    rng = np.random.default_rng(12)
+    a = KORS(None, alpha=0.5, eps=0.5, beta=3.0, p_min=0.25, seed=5)
+    b = KORS(None, alpha=0.5, eps=0.5, beta=3.0, p_min=0.25, seed=5)
+    X = rng.normal(size=(120, 2))
+    d = np.where(rng.uniform(size=120) < 0.5, 0.0, rng.uniform(0.5, 2.0, size=120))
+    Kbar = d[:, None] * RBF(gamma=0.5)(X, X) * d[None, :]
+    for t in range(120):
+        column = Kbar[b.indices, t]
+        expected = b.update_column(column, Kbar[t, t])
+        if d[t] == 0.0:
+            assert a._update_null() == expected[0]
+            assert (a.last_tau, a.last_p, a.last_q) == (0.0, 0.25, 0.0)
+            assert (b.last_tau, b.last_p, b.last_q) == (0.0, 0.25, 0.0)
+        else:
+            assert a.update_column(column, Kbar[t, t]) == expected
+    assert a.n_seen == b.n_seen == 120 and 0 < a.size < 120
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    np.testing.assert_array_equal(a.cholesky.half_solve(np.ones(a.size)),
+                                  b.cholesky.half_solve(np.ones(b.size)))
+    assert (d[a.indices] == 0).any()  # the floor kept some null points
+
+
 def test_kors_edge_cases_and_reproducibility():
     X = np.random.default_rng(11).normal(size=(80, 3))
     k = RBF(gamma=0.5)

@@ -47,6 +47,18 @@ def test_second_derivative_is_a_scalar_for_scalars():
     assert float(losses.SquaredHinge().second_derivative(1.0, 1.0)) == 0.0  # kink: flat side
 
 
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic(), losses.SquaredHinge()])
+def test_scalar_fast_paths_equal_the_array_path(loss):
+    """A learner's step passes floats (no array round trip): the same values, kink included."""
+    z = np.concatenate([np.linspace(-4, 4, 33), [-1.0, 1.0, 0.0, 800.0, -800.0]])
+    for y in (-1.0, 1.0):
+        for name in ("derivative", "second_derivative"):
+            array = getattr(loss, name)(y, z)
+            scalar = [getattr(loss, name)(y, float(v)) for v in z]
+            assert all(type(v) is float for v in scalar)
+            np.testing.assert_array_equal(scalar, array)
+
+
 @pytest.mark.parametrize("C", [0.3, 1.0, 1.5, 3.0, 10.0])
 def test_curvature_satisfies_assumption_2(C):
     for y in (-C, -0.4 * C, 0.0, C):

@@ -137,3 +137,27 @@ def test_progressive_validation_classification():
     acc = evaluate.progressive_val_score(datasets.Phishing(), clf, metrics.Accuracy())
     assert acc.get() > 0.85
     assert math.isfinite(clf["BinaryClassifier"].learner.log_det)
+
+
+@pytest.mark.parametrize("eta, p_min", [(0.8, 0.0), ("hessian", 0.0), ("hessian", 0.3)])
+def test_points_beyond_the_margin_leave_the_store_and_nothing_else_changes(eta, p_min):
+    """Squared hinge: a point beyond the margin has a zero gradient, so (unless the projection
+    is active, or the floor's coin keeps it) its coefficient is 0 and it is not stored; the
+    predictions are still those of primal sketched ONS replaying the coins."""
+    X = unit_rows(400, 4, seed=6)
+    y = np.where(X @ np.array([1.0, -2.0, 0.5, 1.5]) >= 0, 1.0, -1.0)
+    loss, C, alpha = losses.SquaredHinge(), 2.0, 0.5
+    model = SketchedKONS(kernel=kernels.Linear(), loss=loss, C=C, alpha=alpha, eta=eta,
+                         beta=1.0, eps=0.5, p_min=p_min, seed=4)
+    got = run(model, X, y)
+    coins = model.coins
+    expected, active, records = primal_ons(X, y, loss, C, alpha, eta, coins=coins)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    beyond = np.array([r["gdot"] == 0.0 for r in records])
+    assert beyond.mean() > 0.3 and active > 0.01
+    # stored: the coefficient is nonzero (inside the margin, or projected) or the coin landed
+    assert model._store.size < model.n_seen
+    assert model._store.size >= (~beyond).sum()
+    assert model.dictionary_size == coins.sum()
+    if p_min:  # the floor's coin also keeps points with a zero gradient (a zero column)
+        assert (coins[beyond] == 1).any()

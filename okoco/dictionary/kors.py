@@ -192,6 +192,21 @@ class KORS(Dictionary):
         self._column_mode = True
         return self._step(k_col, k_diag, None)
 
+    def _update_null(self) -> bool:
+        """:meth:`update_column` of a point whose column and diagonal are all zero (a zero
+        gradient in Sketched-KONS): ``q = 0``, so ``tau~ = 0`` and ``p~ = p_min``, without the
+        ``O(m^2)`` solve; the same coin as the general step."""
+        self._column_mode = True
+        p = float(self.p_min)  # max(min(beta tau~, 1), p_min) with tau~ = 0
+        added = bool(self._rng.random() < p)
+        if added:  # the zero column joins with the diagonal 0 / p + alpha
+            m = self._size
+            self._chol.append(np.zeros(m), self.alpha, half=np.zeros(m))
+            self._store(self.n_seen, 1.0 / p, None)
+        self.n_seen += 1
+        self.last_tau, self.last_p, self.last_q, self.last_added = 0.0, p, 0.0, added
+        return added
+
     def _step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
         a = np.sqrt(self._weights[: self._size]) * k_col
         h = self._chol.half_solve(a)

@@ -14,6 +14,7 @@ Adaptive Sketching" (with the printed typos corrected):
     z = coin (KONS: 1; Sketched-KONS: KORS with p = max(min(beta tau~, 1), p_min))
     c_t = z w_t yhat - gdot - alpha h(ybar) / s
     if z: border L with d_t h and the pivot sqrt(alpha + d_t^2 s)
+    store x_t unless z = 0 and c_t = 0 (Sketched-KONS: such a point is never read again)
 
 ``d_i = gdot_i sqrt(eta_i)``, ``c`` are the unscaled coefficients (``c_i = d_i b_i`` of the
 paper's ``b``), and ``Kc`` is the running ``K c`` vector. The ``c`` form stays exact when
@@ -123,6 +124,9 @@ class KONS(KernelLearner):
     }
 
     _hessian_step = True  # eta="hessian" is a policy here
+    # Whether a point outside the preconditioner (z_t = 0) whose coefficient is 0 is left out
+    # of the store: it adds nothing to any later prediction (see SketchedKONS).
+    _drops_null_points = False
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian"):
@@ -221,11 +225,13 @@ class KONS(KernelLearner):
 
         # Running K c over the stored points plus the new entry; g = L^{-1}(D K c)_I follows,
         # since (D K c)_I moves by c_t e and L^{-1} e = h.
-        Kc = store.field("Kc")
         kc_new = kc + kappa * c_t
-        Kc += c_t * k
-        g += c_t * h
-        index = store.append(v, d=d_t, c=c_t, Kc=kc_new, z=z)
+        if c_t:
+            Kc = store.field("Kc")
+            Kc += c_t * k
+            g += c_t * h
+        if z or c_t or not self._drops_null_points:
+            index = store.append(v, d=d_t, c=c_t, Kc=kc_new, z=z)
 
         q = d_t * d_t * s / alpha
         tau = q / (1.0 + z * q)  # g_t^T A_t^{-1} g_t * eta_t
@@ -262,8 +268,12 @@ class SketchedKONS(KONS):
     weighted by :math:`1/\tilde p`, and the two share the coin. The coefficient uses the
     corrected Lemma 4 (with the :math:`z_t` factor), so the coin is drawn first.
 
-    Per step: :math:`O(t)` for the kernel row and the running ``K c``, plus
-    :math:`O(|\mathcal I|^2)` for KORS and the preconditioner. ``p_min=1`` is exactly KONS;
+    Per step: :math:`O(n)` for the kernel row and the running ``K c`` over the ``n`` stored
+    points, plus :math:`O(|\mathcal I|^2)` for KORS and the preconditioner. A point outside
+    the dictionary whose coefficient is 0 adds nothing to any prediction and is not stored:
+    with :class:`okoco.losses.SquaredHinge` every point beyond the margin (zero gradient and
+    curvature), much as a kernel SVM keeps only its support vectors; with a loss whose
+    gradient is never 0 (logistic, squared) ``n = t``. ``p_min=1`` is exactly KONS;
     ``beta=p_min=0`` is projected kernel gradient descent with step :math:`1/\alpha`.
 
     Parameters
@@ -297,6 +307,8 @@ class SketchedKONS(KONS):
         "seed": ["seed"],
     }
 
+    _drops_null_points = True
+
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,
                  seed: int | None = None):
@@ -316,6 +328,8 @@ class SketchedKONS(KONS):
         return v[self._selected[: self._chol.size]]
 
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
+        if d_t == 0.0:  # a zero gradient (a point beyond the squared hinge's margin)
+            return int(self._kors._update_null())
         column = d_t * e  # kappa and d_t were checked by the step, d_t^2 kappa + alpha too
         if not math.isfinite(column.sum()):  # finite iff every entry is (or refused)
             raise ValueError(overflow_message(self._kernel, float(column.sum())))
@@ -326,3 +340,10 @@ class SketchedKONS(KONS):
         m = self._chol.size
         self._selected = reserve(self._selected, m)
         self._selected[m - 1] = index
+
+    @property
+    def coins(self) -> np.ndarray:
+        """The coin :math:`z_t` of every step (1 at the steps KORS kept)."""
+        coins = np.zeros(self.n_seen)
+        coins[self._kors.indices] = 1.0
+        return coins
