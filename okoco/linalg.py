@@ -470,6 +470,11 @@ class IncrementalCholesky:
         if self._ops_since_check >= max(self._m, self._MIN_CHECK_PERIOD):
             self.check()
 
+    def check_due(self) -> bool:
+        """Whether the next modification runs the residual check (and so may refresh ``L``)."""
+        return (not self._rebuilding
+                and self._ops_since_check + 1 >= max(self._m + 1, self._MIN_CHECK_PERIOD))
+
     def residual(self) -> float:
         """Relative residual ``||L L^T - A||_F / ||A||_F`` (``O(m^3)``)."""
         if self._m == 0:
@@ -565,6 +570,31 @@ class PackedSymmetric:
     def size(self) -> int:
         """The order ``m``."""
         return self._m
+
+    @classmethod
+    def from_matrix(cls, A: np.ndarray) -> PackedSymmetric:
+        """A matrix holding the symmetric ``A`` (its lower triangle is read), ``O(m^2)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco.linalg import PackedSymmetric
+        >>> PackedSymmetric.from_matrix(np.array([[2.0, 1.0], [1.0, 3.0]])).matrix()
+        array([[2., 1.],
+               [1., 3.]])
+        """
+        A = np.asarray(A, dtype=float)
+        m = A.shape[0]
+        out = cls(capacity=max(m, 16))
+        if m <= cls.DENSE_MAX:
+            lower = np.tril(A)
+            out._dense = lower + np.tril(A, -1).T
+        else:
+            out._dense = None
+            out._buf = np.zeros(_packed_len(out._cap))
+            out._buf[: _packed_len(m)] = A[np.tril_indices(m)]
+        out._m = m
+        return out
 
     @property
     def is_dense(self) -> bool:
