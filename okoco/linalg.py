@@ -283,6 +283,15 @@ class IncrementalCholesky:
             return solve_triangular(self.factor(), h, lower=True, trans="T", check_finite=False)
         return dtpsv(self._m, self._packed(), h, lower=0, trans=0)
 
+    def leading_back_solve(self, h: np.ndarray) -> np.ndarray:
+        """``L_k^{-T} h`` with ``L_k`` the leading ``k x k`` block of ``L``, ``k = len(h)``:
+        the factor as it was before the last ``m - k`` appends (bordering keeps it), ``O(k^2)``.
+        """
+        k = h.shape[0]
+        if not k:
+            return np.zeros(0)
+        return dtpsv(k, self._L[: k * (k + 1) // 2], h, 1, 0, 0, 0)  # incx, offx, lower, trans
+
     def solve(self, v) -> np.ndarray:
         """``A^{-1} v``, ``O(m^2)`` per right-hand side."""
         return self.back_solve(self.half_solve(v))
@@ -646,10 +655,9 @@ class PackedSymmetric:
         if not self._m:
             return
         if self._dense is not None:
-            # u u^T with u = sqrt|alpha| x: entry (i, j) is u_i u_j, the same bits as (j, i), so
-            # the dense matrix stays exactly symmetric
-            u = x * math.sqrt(abs(alpha))
-            dger(math.copysign(1.0, alpha), u, u, a=self._dense.T, overwrite_a=1)
+            # both triangles, so (i, j) and (j, i) may differ in the last bit (OpenBLAS's kernel
+            # fuses some multiply-adds and not others); products read the whole matrix
+            dger(alpha, x, x, a=self._dense.T, overwrite_a=1)
             return
         with scipy_one_thread:
             dspr(self._m, alpha, x, self._packed(), lower=0, overwrite_ap=1)
@@ -678,8 +686,7 @@ class PackedSymmetric:
         if D is not None:
             Pa = D @ a
             s = 1.0 / (1.0 + float(a @ Pa))
-            u = Pa * math.sqrt(s)  # P - u u^T, exactly symmetric (rank_one)
-            dger(-1.0, u, u, a=D.T, overwrite_a=1)
+            dger(-s, Pa, Pa, a=D.T, overwrite_a=1)  # as rank_one
             return Pa, s
         with scipy_one_thread:
             Pa = dspmv(m, 1.0, self._packed(), a, lower=0)

@@ -109,9 +109,9 @@ class ALD(Dictionary):
             h = self._last_h
             if h is None:  # a file saved when this was a plain attribute
                 return self.__dict__.get("last_coefficients", np.zeros(0))
-            # the point was not added (else a was computed before the append): the factor is
-            # the one it was projected on
-            a = self._last_a = self._chol.back_solve(h)
+            # the factor the point was projected on is the leading block of the current one
+            # (an append borders it; a refresh at that append solved a before it)
+            a = self._last_a = self._chol.leading_back_solve(h)
         return a
 
     @property
@@ -146,8 +146,7 @@ class ALD(Dictionary):
     def half_project(self, k_col: np.ndarray, k_diag: float) -> tuple[np.ndarray, float]:
         """``(h, delta)`` of :meth:`project_column`, without the solve that gives ``a``: one
         triangular solve. Pass ``(None, delta, h)`` as the projection to :meth:`update_column`
-        (``a`` is then solved only if the point joins, or when :attr:`last_coefficients` is
-        read)."""
+        (``a`` is then solved when :attr:`last_coefficients` is read)."""
         h = self._chol.half_solve(k_col)
         return h, k_diag - float(h @ h)
 
@@ -229,7 +228,7 @@ class ALD(Dictionary):
         added = bool(delta > self.nu and not full)
         if added:
             m = self.size
-            if a is None:  # the factor is about to grow: a is solved on the old one now
+            if a is None and self._chol.check_due():  # a refresh may replace the factor
                 a = self._chol.back_solve(h)
             self._last_pivot = self._chol.append(g, kxx + self.alpha, half=h)  # squared
             self._residuals = reserve(self._residuals, m + 1)
