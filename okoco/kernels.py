@@ -92,9 +92,12 @@ _GEMV_THREADED = 9216
 _DIRECT_SIZE = 1024
 
 
+_NEAR_FACTOR = _EPS / (math.e * _RBF_TOL)
+
+
 def _near_limit(d: int, scale: float) -> float:
     """Squared distances at or below this are recomputed exactly (see above)."""
-    return (2 * d + 4) * _EPS / (math.e * _RBF_TOL) * scale
+    return (2 * d + 4) * _NEAR_FACTOR * scale
 
 
 def _fix_near(D: np.ndarray, X: np.ndarray, Y: np.ndarray, limit: float) -> None:
@@ -127,15 +130,15 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
         Z = X - x
         return np.einsum("ij,ij->i", Z, Z)
     xx = dot(x, x)
+    x2 = x * -2.0  # X @ (-2 x) has the bits of -2 (X @ x), in d operations instead of m
     if X.size < _GEMV_THREADED:
-        D = X @ x
+        D = X @ x2
     else:
         with _numpy_one_thread:
-            D = X @ x
-    D *= -2.0
+            D = X @ x2
     D += sq
     D += xx
-    limit = _near_limit(X.shape[1], sq_max + xx)
+    limit = (2 * X.shape[1] + 4) * _NEAR_FACTOR * (sq_max + xx)  # _near_limit, inlined
     if D.shape[0] and not D.min() > limit:  # as _fix_near, without its 2-D bookkeeping
         near = np.flatnonzero(~(D > limit))
         Z = X[near] - x
