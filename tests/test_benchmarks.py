@@ -232,7 +232,8 @@ def test_busy_process_runs_only_inside_the_block():
 
 def test_floor_definitions_count_the_solves_of_each_step():
     """SketchedKONS solves with two factors of size m, KRLS projects with one solve (in the ALD
-    factor's coordinates) and updates M; a budgeted FunctionalGD's prediction runs over the m terms kept, not over t."""
+    factor's coordinates) and updates M; a budgeted FunctionalGD's prediction runs over the m
+    terms kept, not over t."""
     floors = measure.Floors(budget_s=1e-4)
     sk = floors.of("SketchedKONS", 300, 40, 3)
     assert sk["2 trsv(m)"] == 2 * floors.trsv(40) and sk["expansion(t)"] == floors.expansion(300, 3)
