@@ -361,7 +361,7 @@ class Floors:
         elif learner == "FunctionalGD":  # m = the terms kept (t without a budget)
             parts = {"expansion(m)": self.expansion(m, d)}
         elif learner == "KRLS":
-            parts = {"expansion(m)": self.expansion(m, d), "2 trsv(m)": 2 * self.trsv(m),
+            parts = {"expansion(m)": self.expansion(m, d), "trsv(m)": self.trsv(m),
                      "matvec(m)": self.matvec(m), "rank_one(m)": self.rank_one(m)}
         else:
             raise ValueError(f"no floor defined for {learner!r}")
@@ -445,9 +445,10 @@ FLOOR_DEFINITIONS = {
                     "sketched A_t, one with KORS's for the leverage estimate)",
     "FunctionalGD": "expansion(m): the prediction over the m terms kept (m = t without a "
                     "budget)",
-    "KRLS": "expansion(m) + 2 trsv(m) + matvec(m) + rank_one(m): the kernel column against "
-            "the m atoms, the ALD projection (two triangular solves), the P a product and the "
-            "rank-one update of P",
+    "KRLS": "expansion(m) + trsv(m) + matvec(m) + rank_one(m): the kernel column against "
+            "the m atoms, the ALD residual (one triangular solve: in the factor's coordinates "
+            "the prediction and the update need no second one), the M h product and the "
+            "rank-one update of M",
 }
 
 

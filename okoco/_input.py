@@ -381,6 +381,10 @@ class FeatureMap:
         return out, new
 
 
+# OpenBLAS computes ddot on one thread up to 10,000 elements (as okoco._blas.DOT_BLOCK).
+_DOT_ONE_THREAD = 8192
+
+
 class Rows:
     """Rows of float64 (and per-row scalars) in a buffer that doubles in both directions.
 
@@ -465,28 +469,36 @@ class Rows:
 
     def append(self, row: np.ndarray, **values: float) -> int:
         """Store a row (and its scalars); return its slot."""
-        full = self.max_size is not None and self.n == self.max_size
-        slot = self.n_added % self.max_size if full else self.n
+        n, max_size = self.n, self.max_size
+        slot = self.n_added % max_size if max_size is not None and n == max_size else n
         width = row.shape[0]
-        self._grow(slot + 1, width)
         data = self.data
+        if slot >= data.shape[0] or width > data.shape[1]:
+            self._grow(slot + 1, width)
+            data = self.data
         data[slot, :width] = row
         if width < data.shape[1]:
             data[slot, width:] = 0.0
+        fields = self.fields
         for name, v in values.items():
-            self.fields[name][slot] = v
+            fields[name][slot] = v
         sq = self._sq
         if sq is not None:  # keep the norms' cache (a ring's bound stays an upper bound)
-            if sq.shape[0] != self.data.shape[0]:
-                sq = self._sq = reserve(sq, self.data.shape[0])
-            # as einsum("ij,ij->i") computes the norms of a block (okoco.kernels._sq_dists): the
-            # same bits; and never on BLAS threads
-            norm = float(np.einsum("i,i->", row, row))
+            if sq.shape[0] != data.shape[0]:
+                sq = self._sq = reserve(sq, data.shape[0])
+            # one BLAS dot product, a third of einsum's call here (OpenBLAS's ddot stays on one
+            # thread up to 10,000 elements; einsum never threads). It may differ from einsum's
+            # norms of a block in the last bit, far below the expansion's own rounding
+            # (okoco.kernels), and coincident points are recomputed exactly all the same.
+            norm = float(row @ row) if width <= _DOT_ONE_THREAD else float(
+                np.einsum("i,i->", row, row))
             sq[slot] = norm
             if norm > self._sq_max:
                 self._sq_max = norm
-        self.n = max(self.n, slot + 1)
-        self.d = max(self.d, width)
+        if slot >= n:
+            self.n = slot + 1
+        if width > self.d:
+            self.d = width
         self.n_added += 1
         return slot
 
@@ -521,8 +533,13 @@ class Rows:
             vec = np.pad(vec, (0, self.d - width))
         from_norms = getattr(kernel, "row_from_norms", None)
         if from_norms is not None:  # RBF: one product with the cached norms (kernels.rbf_row)
-            sq, sq_max = self.squared_norms()
-            return from_norms(self.padded(width), sq, sq_max, vec)
+            sq = self._sq
+            if sq is not None and sq.shape[0] == self.data.shape[0]:  # the cache holds
+                sq, sq_max = sq[: self.n], self._sq_max
+            else:
+                sq, sq_max = self.squared_norms()
+            X = self.data[: self.n, : self.d] if width <= self.d else self.padded(width)
+            return from_norms(X, sq, sq_max, vec)
         return kernel(self.padded(width), vec[None, :])[:, 0]
 
     def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:

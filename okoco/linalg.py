@@ -52,7 +52,7 @@ import numbers
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.linalg.blas import dspmv, dspr, dtpsv
+from scipy.linalg.blas import dger, dspmv, dspr, dtpsv
 
 from okoco._blas import all_one_thread, scipy_one_thread
 
@@ -283,6 +283,15 @@ class IncrementalCholesky:
             return solve_triangular(self.factor(), h, lower=True, trans="T", check_finite=False)
         return dtpsv(self._m, self._packed(), h, lower=0, trans=0)
 
+    def leading_back_solve(self, h: np.ndarray) -> np.ndarray:
+        """``L_k^{-T} h`` with ``L_k`` the leading ``k x k`` block of ``L``, ``k = len(h)``:
+        the factor as it was before the last ``m - k`` appends (bordering keeps it), ``O(k^2)``.
+        """
+        k = h.shape[0]
+        if not k:
+            return np.zeros(0)
+        return dtpsv(k, self._L[: k * (k + 1) // 2], h, 1, 0, 0, 0)  # incx, offx, lower, trans
+
     def solve(self, v) -> np.ndarray:
         """``A^{-1} v``, ``O(m^2)`` per right-hand side."""
         return self.back_solve(self.half_solve(v))
@@ -470,6 +479,11 @@ class IncrementalCholesky:
         if self._ops_since_check >= max(self._m, self._MIN_CHECK_PERIOD):
             self.check()
 
+    def check_due(self) -> bool:
+        """Whether the next modification runs the residual check (and so may refresh ``L``)."""
+        return (not self._rebuilding
+                and self._ops_since_check + 1 >= max(self._m + 1, self._MIN_CHECK_PERIOD))
+
     def residual(self) -> float:
         """Relative residual ``||L L^T - A||_F / ||A||_F`` (``O(m^3)``)."""
         if self._m == 0:
@@ -520,12 +534,19 @@ class IncrementalCholesky:
 
 
 class PackedSymmetric:
-    """A growing symmetric ``(m, m)`` matrix in packed storage, updated in place by BLAS.
+    """A growing symmetric ``(m, m)`` matrix updated in place by BLAS: dense while small, then
+    packed.
 
-    The layout is :class:`IncrementalCholesky`'s (row-major lower packed in a doubling buffer), so
-    bordering writes ``m + 1`` numbers at the end and the matrix is always one contiguous slice:
-    :meth:`matvec` is BLAS ``dspmv`` and :meth:`rank_one` is ``dspr`` on it, ``O(m^2)`` with no
-    temporary ``(m, m)`` array. KRLS keeps its ``P = (A^T A)^{-1}`` here.
+    Up to ``DENSE_MAX`` rows the matrix is a full dense C-contiguous array: :meth:`matvec` is
+    numpy's matrix-vector product and :meth:`rank_one` one ``dger`` on it, two calls that
+    OpenBLAS never hands to its thread pool at these sizes (``m * m <= 8192``, its threshold for
+    both), so no one-thread scope is needed and a step makes fewer calls. Bordering reallocates
+    the ``(m + 1, m + 1)`` array (``O(m^2)``, like the append of the factor beside it, and at
+    most ``DENSE_MAX`` times). When the matrix outgrows ``DENSE_MAX`` it switches, once, to
+    :class:`IncrementalCholesky`'s layout (row-major lower packed in a doubling buffer):
+    bordering writes ``m + 1`` numbers at the end, :meth:`matvec` is BLAS ``dspmv`` and
+    :meth:`rank_one` is ``dspr``, on one thread, with half the memory. KRLS keeps its
+    ``P = (A^T A)^{-1}`` here.
 
     Examples
     --------
@@ -541,15 +562,53 @@ class PackedSymmetric:
     array([1.5, 1.5])
     """
 
+    #: Largest order kept dense: OpenBLAS runs ``dger`` and ``dgemv`` on one thread up to
+    #: ``m * m = 8192`` elements (interface/ger.c, interface/gemv.c).
+    DENSE_MAX = 90
+    # The dense matrix, or None once packed. A file saved before the dense form existed has no
+    # such attribute: the class default makes it packed, as it was.
+    _dense: np.ndarray | None = None
+
     def __init__(self, capacity: int = 16):
         self._cap = int(capacity)
-        self._buf = np.zeros(_packed_len(self._cap))
+        self._buf = np.zeros(0)
         self._m = 0
+        self._dense = np.zeros((0, 0))
 
     @property
     def size(self) -> int:
         """The order ``m``."""
         return self._m
+
+    @classmethod
+    def from_matrix(cls, A: np.ndarray) -> PackedSymmetric:
+        """A matrix holding the symmetric ``A`` (its lower triangle is read), ``O(m^2)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco.linalg import PackedSymmetric
+        >>> PackedSymmetric.from_matrix(np.array([[2.0, 1.0], [1.0, 3.0]])).matrix()
+        array([[2., 1.],
+               [1., 3.]])
+        """
+        A = np.asarray(A, dtype=float)
+        m = A.shape[0]
+        out = cls(capacity=max(m, 16))
+        if m <= cls.DENSE_MAX:
+            lower = np.tril(A)
+            out._dense = lower + np.tril(A, -1).T
+        else:
+            out._dense = None
+            out._buf = np.zeros(_packed_len(out._cap))
+            out._buf[: _packed_len(m)] = A[np.tril_indices(m)]
+        out._m = m
+        return out
+
+    @property
+    def is_dense(self) -> bool:
+        """Whether the matrix is held dense (``m <= DENSE_MAX``) rather than packed."""
+        return self._dense is not None
 
     def _packed(self) -> np.ndarray:
         return self._buf[: _packed_len(self._m)]
@@ -557,8 +616,23 @@ class PackedSymmetric:
     def append(self, column: np.ndarray, diagonal: float) -> None:
         """Border the matrix: ``P <- [[P, c], [c^T, d]]``."""
         m = self._m
+        D = self._dense
+        if D is not None:
+            if m + 1 <= self.DENSE_MAX:
+                grown = np.empty((m + 1, m + 1))
+                grown[:m, :m] = D
+                grown[m, :m] = column
+                grown[:m, m] = column
+                grown[m, m] = diagonal
+                self._dense, self._m = grown, m + 1
+                return
+            # outgrown: to the packed layout, once (rows of the lower triangle, in order)
+            self._cap = max(self._cap, 2 * (m + 1))
+            self._buf = np.zeros(_packed_len(self._cap))
+            self._buf[: _packed_len(m)] = D[np.tril_indices(m)]
+            self._dense = None
         if m + 1 > self._cap:
-            cap = 2 * self._cap
+            cap = max(2 * self._cap, m + 1)
             grown = np.zeros(_packed_len(cap))
             grown[: _packed_len(m)] = self._packed()
             self._buf, self._cap = grown, cap
@@ -568,23 +642,32 @@ class PackedSymmetric:
         self._m = m + 1
 
     def matvec(self, v: np.ndarray) -> np.ndarray:
-        """``P v`` (BLAS ``dspmv``, on one thread)."""
+        """``P v`` (numpy's product while dense, else BLAS ``dspmv``; on one thread)."""
         if self._m == 0:
             return np.zeros(0)
+        if self._dense is not None:
+            return self._dense @ v
         with scipy_one_thread:
             return dspmv(self._m, 1.0, self._packed(), v, lower=0)
 
     def rank_one(self, alpha: float, x: np.ndarray) -> None:
-        """``P <- P + alpha x x^T`` in place (BLAS ``dspr``, on one thread)."""
-        if self._m:
-            with scipy_one_thread:
-                dspr(self._m, alpha, x, self._packed(), lower=0, overwrite_ap=1)
+        """``P <- P + alpha x x^T`` in place (``dger`` while dense, else ``dspr``; one thread)."""
+        if not self._m:
+            return
+        if self._dense is not None:
+            # both triangles, so (i, j) and (j, i) may differ in the last bit (OpenBLAS's kernel
+            # fuses some multiply-adds and not others); products read the whole matrix
+            dger(alpha, x, x, a=self._dense.T, overwrite_a=1)
+            return
+        with scipy_one_thread:
+            dspr(self._m, alpha, x, self._packed(), lower=0, overwrite_ap=1)
 
     def inverse_update(self, a: np.ndarray) -> tuple[np.ndarray, float]:
         """``P <- (P^{-1} + a a^T)^{-1}`` by Sherman-Morrison; return ``(P a, s)`` (old ``P``).
 
-        ``s = 1 / (1 + a^T P a)``, so the update is ``P <- P - s (P a)(P a)^T``: one ``dspmv``
-        and one ``dspr`` under a single one-thread scope, ``O(m^2)``.
+        ``s = 1 / (1 + a^T P a)``, so the update is ``P <- P - s (P a)(P a)^T``: a
+        matrix-vector product and a rank-one update (``dspmv`` and ``dspr`` under a single
+        one-thread scope once packed), ``O(m^2)``.
 
         Examples
         --------
@@ -599,6 +682,12 @@ class PackedSymmetric:
         m = self._m
         if m == 0:
             return np.zeros(0), 1.0
+        D = self._dense
+        if D is not None:
+            Pa = D @ a
+            s = 1.0 / (1.0 + float(a @ Pa))
+            dger(-s, Pa, Pa, a=D.T, overwrite_a=1)  # as rank_one
+            return Pa, s
         with scipy_one_thread:
             Pa = dspmv(m, 1.0, self._packed(), a, lower=0)
             s = 1.0 / (1.0 + float(a @ Pa))
@@ -607,5 +696,7 @@ class PackedSymmetric:
 
     def matrix(self) -> np.ndarray:
         """A dense copy of ``P``."""
+        if self._dense is not None:
+            return self._dense.copy()
         A = IncrementalCholesky._unpack(self._buf, self._m)
         return A + np.tril(A, -1).T

@@ -687,6 +687,9 @@ def load(path: str | os.PathLike) -> Any:
         model = cls(**params)  # the constructor validates the saved parameters
         dec.objects[0] = model
         state = {k: dec.decode(v) for k, v in meta["state"].items()}
+        upgrade = getattr(cls, "_upgrade_state", None)  # a learner whose state layout changed
+        if upgrade is not None:
+            state = upgrade(state)
     fresh = set(vars(model))
     if set(state) != fresh:
         missing, extra = sorted(fresh - set(state)), sorted(set(state) - fresh)

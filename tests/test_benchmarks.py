@@ -231,15 +231,17 @@ def test_busy_process_runs_only_inside_the_block():
 
 
 def test_floor_definitions_count_the_solves_of_each_step():
-    """SketchedKONS solves with two factors of size m, KRLS projects with two solves and updates
-    P; a budgeted FunctionalGD's prediction runs over the m terms kept, not over t."""
+    """SketchedKONS solves with two factors of size m, KRLS projects with one solve (in the ALD
+    factor's coordinates) and updates M; a budgeted FunctionalGD's prediction runs over the m
+    terms kept, not over t."""
     floors = measure.Floors(budget_s=1e-4)
     sk = floors.of("SketchedKONS", 300, 40, 3)
     assert sk["2 trsv(m)"] == 2 * floors.trsv(40) and sk["expansion(t)"] == floors.expansion(300, 3)
     fgd = floors.of("FunctionalGD", 5000, 50, 3)
     assert fgd == {"expansion(m)": floors.expansion(50, 3), "total": floors.expansion(50, 3)}
     krls = floors.of("KRLS", 1000, 30, 3)
-    assert set(krls) == {"expansion(m)", "2 trsv(m)", "matvec(m)", "rank_one(m)", "total"}
+    assert set(krls) == {"expansion(m)", "trsv(m)", "matvec(m)", "rank_one(m)", "total"}
+    assert krls["trsv(m)"] == floors.trsv(30)
     assert math.isclose(krls["total"], sum(v for k, v in krls.items() if k != "total"))
     assert set(measure.FLOOR_DEFINITIONS) == {"KONS", "SketchedKONS", "FunctionalGD", "KRLS"}
 

@@ -237,3 +237,28 @@ def test_importing_okoco_does_not_import_scipy_spatial():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("extra", [0, 400])  # 280 stored numbers: direct; 2,280: the expansion
+@pytest.mark.parametrize("gamma", [1e-3, 0.2, 5.0])
+def test_rbf_row_is_exact_on_both_sides_of_the_direct_size(gamma, extra):
+    """Below ``_DIRECT_SIZE`` stored numbers the row comes from direct differences, above it
+    from the expansion with its near-point fix: both the explicit formula to 1e-12, duplicates
+    exactly 1, and the same for one feature (its two-call form)."""
+    rng = np.random.default_rng(5)
+    X = np.vstack([_hard_points(), rng.normal(size=(extra, 5)) + 30.0])
+    assert (X.size <= kernels._DIRECT_SIZE) == (extra == 0)
+    sq = np.einsum("ij,ij->i", X, X)
+    for i in (0, 3, 42, 49, 52, 55):
+        x = X[i].copy()
+        k = kernels.rbf_row(gamma, X, sq, float(sq.max()), x)
+        np.testing.assert_allclose(k, _rbf_direct(X, x[None, :], gamma)[:, 0], rtol=0,
+                                   atol=1e-12)
+        assert np.all(k[np.flatnonzero((X == x).all(axis=1))] == 1.0) and np.all(k <= 1.0)
+    for m in (50, 2000):  # one feature, both sides
+        X1 = np.round(rng.uniform(-3, 3, size=(m, 1)), 2)  # many exact duplicates
+        sq1 = np.einsum("ij,ij->i", X1, X1)
+        x1 = X1[7].copy()
+        D = kernels.sq_dist_row(X1, sq1, float(sq1.max()), x1)
+        np.testing.assert_allclose(D, ((X1 - x1) ** 2)[:, 0], rtol=1e-12, atol=1e-12)
+        assert np.all(D[X1[:, 0] == x1[0]] == 0.0) and np.all(D >= 0.0)

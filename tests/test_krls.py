@@ -141,3 +141,86 @@ def test_a_ridge_below_nu_does_not_inflate_the_dictionary():
         sizes[ridge] = model.dictionary_size
     assert sizes[0.0] <= sizes[1e-4] <= 1.5 * sizes[0.0]
     assert sizes[1e-2] < len(X) / 5  # was every point before the fix
+
+
+def test_a_refresh_of_the_ald_factor_carries_w_and_m_over():
+    """KRLS keeps w = L^{-1} beta and M = L^{-1} P L^{-T} in the coordinates of the ALD factor;
+    forcing the factor's drift check to refresh it at every check must not change the model:
+    the weights stay the batch least-squares solution and every prediction matches a model
+    whose factor is never refreshed."""
+    X, y = sinc_stream(300, seed=3)
+    kernel = kernels.RBF(gamma=3.0)
+    plain, forced = KRLS(kernel=kernel, nu=0.001), KRLS(kernel=kernel, nu=0.001)
+    forced._ald.cholesky.refresh_tol = 1e-300  # every check refreshes (its residual is > 0)
+    plain._ald.cholesky.refresh_tol = np.inf
+    for x, target in zip(as_dicts(X), y):
+        assert forced.predict_one(x) == pytest.approx(plain.predict_one(x), abs=1e-10)
+        plain.learn_one(x, target)
+        forced.learn_one(x, target)
+        np.testing.assert_allclose(forced._ald.last_coefficients, plain._ald.last_coefficients,
+                                   rtol=1e-8, atol=1e-10)
+    assert forced._ald.cholesky.n_refreshes > 0 and plain._ald.cholesky.n_refreshes == 0
+    expected, _ = batch_krls_weights(X, y, kernel, 0.001)
+    np.testing.assert_allclose(forced.weights, expected, rtol=1e-10,
+                               atol=1e-10 * np.abs(expected).max())
+
+
+def test_a_state_with_beta_and_p_is_upgraded_to_w_and_m():
+    """A model saved before w and M (state ``_beta = G alpha~``, ``_P = (A^T A)^{-1}``) is
+    rebuilt into the current layout and predicts as the model it came from."""
+    from okoco.linalg import PackedSymmetric
+
+    X, y = sinc_stream(200, seed=4)
+    model = KRLS(kernel=kernels.RBF(gamma=0.7), nu=0.01, alpha=1e-3)
+    for x, target in zip(as_dicts(X), y):
+        model.learn_one(x, target)
+    L = model._ald.cholesky.factor()
+    m = model.dictionary_size
+    state = dict(vars(model))
+    w, M = state.pop("_w"), state.pop("_M")
+    beta = L @ w[:m]  # the old layout, from the new one
+    state["_beta"] = np.concatenate([beta, np.zeros(3)])
+    state["_P"] = PackedSymmetric.from_matrix(L @ M.matrix() @ L.T)
+    upgraded = KRLS._upgrade_state(state)
+    assert set(upgraded) == set(vars(model))
+    np.testing.assert_allclose(upgraded["_w"][:m], w[:m], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(upgraded["_M"].matrix(), M.matrix(), rtol=1e-9, atol=1e-12)
+    old = KRLS.__new__(KRLS)
+    old.__dict__.update(upgraded)
+    for x in as_dicts(X[:20]):
+        assert old.predict_one(x) == pytest.approx(model.predict_one(x), abs=1e-10)
+
+
+def test_a_refresh_that_changes_the_factor_keeps_beta_and_p():
+    """A drifted factor (perturbed by 1e-6, as rounding would over a long run) is refreshed from
+    the stored Gram at the next check. The recursion's own state, ``beta = G alpha~ = L w`` and
+    ``P = (A^T A)^{-1} = L M L^T``, must be what it is for a model keeping the drifted factor
+    (what the recursion in beta and P does at a refresh): ``w`` and ``M`` follow the new ``L``.
+    Without the carry-over they differ by about the drift."""
+    import copy
+
+    X, y = sinc_stream(120, seed=5)
+    model = KRLS(kernel=kernels.RBF(gamma=3.0), nu=0.001)
+    for x, target in zip(as_dicts(X), y):
+        model.learn_one(x, target)
+    chol = model._ald.cholesky
+    m = chol.size
+    chol._L[: m * (m + 1) // 2] *= 1.0 + 1e-6 * np.random.default_rng(0).uniform(
+        -1, 1, m * (m + 1) // 2)
+    chol._ops_since_check = 10**6  # the next append runs the check
+    kept = copy.deepcopy(model)
+    kept._ald.cholesky.refresh_tol = np.inf
+    new = {"x0": 9.0}  # far from every atom: it joins
+    model.learn_one(new, 0.5)
+    kept.learn_one(new, 0.5)
+    assert model._ald.cholesky.n_refreshes == kept._ald.cholesky.n_refreshes + 1
+    assert model.dictionary_size == kept.dictionary_size == m + 1
+
+    def beta_and_p(learner):
+        L = learner._ald.cholesky.factor()
+        return L @ learner._w[: m + 1], L @ learner._M.matrix() @ L.T
+
+    (b1, P1), (b2, P2) = beta_and_p(model), beta_and_p(kept)
+    assert np.abs(model._ald.cholesky.factor() - kept._ald.cholesky.factor()).max() > 1e-8
+    np.testing.assert_allclose(b1, b2, rtol=0, atol=1e-12 * np.abs(b2).max())
+    np.testing.assert_allclose(P1, P2, rtol=0, atol=1e-12 * np.abs(P2).max())

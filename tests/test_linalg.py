@@ -265,3 +265,58 @@ def test_packed_symmetric_bordering_matvec_and_rank_one_match_dense():
         v = rng.normal(size=m + 1)
         np.testing.assert_allclose(P.matvec(v), dense @ v, rtol=1e-12, atol=1e-12)
     assert P.size == 40
+
+
+def test_packed_symmetric_is_dense_while_small_then_packed_and_matches_numpy():
+    """Bordering past ``DENSE_MAX`` switches the storage once; every product, rank-one and
+    Sherman-Morrison update matches numpy to 1e-12 on both sides and through the switch (and
+    the packed buffer's capacity doublings after it), and the dense form stays symmetric to
+    rounding."""
+    rng = np.random.default_rng(6)
+    P, dense = PackedSymmetric(capacity=2), np.zeros((0, 0))
+    top = PackedSymmetric.DENSE_MAX + 40
+    for m in range(top):
+        c, d = rng.normal(size=m) * 0.01, float(rng.uniform(1, 2))
+        P.append(c, d)
+        dense = np.block([[dense, c[:, None]], [c[None, :], np.array([[d]])]])
+        assert P.is_dense == (m + 1 <= PackedSymmetric.DENSE_MAX)
+        if m % 7 == 0 or m + 1 in (PackedSymmetric.DENSE_MAX, PackedSymmetric.DENSE_MAX + 1):
+            x, alpha = rng.normal(size=m + 1) * 0.1, float(rng.normal())
+            P.rank_one(alpha, x)
+            dense += alpha * np.outer(x, x)
+            a = rng.normal(size=m + 1) * 0.1
+            Pa, s = P.inverse_update(a)
+            np.testing.assert_allclose(Pa, dense @ a, rtol=1e-12, atol=1e-12)
+            assert s == pytest.approx(1.0 / (1.0 + a @ dense @ a), rel=1e-12)
+            dense = dense - s * np.outer(dense @ a, dense @ a)
+            np.testing.assert_allclose(P.matrix(), dense, rtol=1e-12, atol=1e-12)
+            v = rng.normal(size=m + 1)
+            np.testing.assert_allclose(P.matvec(v), dense @ v, rtol=1e-12, atol=1e-12)
+            M = P.matrix()
+            assert np.abs(M - M.T).max() <= 1e-15 * np.abs(M).max()
+    assert P.size == top and not P.is_dense
+    for m in (5, PackedSymmetric.DENSE_MAX + 3):
+        A = rng.normal(size=(m, m))
+        A = A + A.T
+        Q = PackedSymmetric.from_matrix(A)
+        assert Q.size == m and Q.is_dense == (m <= PackedSymmetric.DENSE_MAX)
+        np.testing.assert_array_equal(Q.matrix(), A)
+        Q.append(np.ones(m), 2.0)  # and it keeps growing
+        np.testing.assert_array_equal(Q.matrix()[:m, :m], A)
+
+
+def test_packed_symmetric_saved_before_the_dense_form_stays_packed():
+    """A matrix restored from a file without ``_dense`` (the packed-only layout) works as
+    saved: the class default makes it packed."""
+    P = PackedSymmetric()
+    for m in range(4):
+        P.append(np.full(m, 0.1), 1.0)
+    old = PackedSymmetric.__new__(PackedSymmetric)
+    buf = np.zeros(10 * 11 // 2)
+    buf[:10] = P.matrix()[np.tril_indices(4)]
+    old.__dict__.update({"_cap": 10, "_buf": buf, "_m": 4})
+    assert not old.is_dense
+    np.testing.assert_array_equal(old.matrix(), P.matrix())
+    a = np.array([0.3, -0.2, 0.1, 0.4])
+    np.testing.assert_allclose(old.inverse_update(a)[0], P.inverse_update(a)[0], rtol=1e-14)
+    np.testing.assert_allclose(old.matrix(), P.matrix(), rtol=1e-13, atol=1e-15)

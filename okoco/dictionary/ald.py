@@ -88,7 +88,8 @@ class ALD(Dictionary):
         self._column_mode = False
         self._chol = IncrementalCholesky()
         self._residuals = np.zeros(16)
-        self.last_coefficients = np.zeros(0)
+        self._last_a: np.ndarray | None = np.zeros(0)
+        self._last_h: np.ndarray | None = None
         self.last_residual = float("nan")
         self.last_kernel_column = np.zeros(0)
         self.last_added = False
@@ -97,6 +98,21 @@ class ALD(Dictionary):
     def cholesky(self) -> IncrementalCholesky:
         """Incremental Cholesky factor of the dictionary Gram matrix ``G_D`` (read-only use)."""
         return self._chol
+
+    @property
+    def last_coefficients(self) -> np.ndarray:
+        """``a_t = G_D^{-1} g`` of the last point, against the dictionary before it (see the
+        class docstring); computed on first read when the caller passed only ``h`` (KRLS's
+        step needs ``h`` alone, :meth:`half_project`)."""
+        a = self._last_a
+        if a is None:
+            h = self._last_h
+            if h is None:  # a file saved when this was a plain attribute
+                return self.__dict__.get("last_coefficients", np.zeros(0))
+            # the factor the point was projected on is the leading block of the current one
+            # (an append borders it; a refresh at that append solved a before it)
+            a = self._last_a = self._chol.leading_back_solve(h)
+        return a
 
     @property
     def residuals(self) -> np.ndarray:
@@ -126,6 +142,13 @@ class ALD(Dictionary):
         h = self._chol.half_solve(k_col)
         delta = k_diag - float(h @ h)
         return self._chol.back_solve(h), delta, h
+
+    def half_project(self, k_col: np.ndarray, k_diag: float) -> tuple[np.ndarray, float]:
+        """``(h, delta)`` of :meth:`project_column`, without the solve that gives ``a``: one
+        triangular solve. Pass ``(None, delta, h)`` as the projection to :meth:`update_column`
+        (``a`` is then solved when :attr:`last_coefficients` is read)."""
+        h = self._chol.half_solve(k_col)
+        return h, k_diag - float(h @ h)
 
     def _diag(self, vec: np.ndarray) -> float:
         return float(np.asarray(self.kernel.diag(vec[None, :]))[0])
@@ -205,11 +228,13 @@ class ALD(Dictionary):
         added = bool(delta > self.nu and not full)
         if added:
             m = self.size
-            self._chol.append(g, kxx + self.alpha, half=h)
+            if a is None and self._chol.check_due():  # a refresh may replace the factor
+                a = self._chol.back_solve(h)
+            self._last_pivot = self._chol.append(g, kxx + self.alpha, half=h)  # squared
             self._residuals = reserve(self._residuals, m + 1)
             self._residuals[m] = delta
             self._store(self.n_seen, 1.0, vec)
         self.n_seen += 1
-        self.last_coefficients, self.last_residual = a, delta
+        self._last_a, self._last_h, self.last_residual = a, h, delta
         self.last_kernel_column, self.last_added = g, added
         return added

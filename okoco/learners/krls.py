@@ -35,12 +35,19 @@ class KRLS(KernelLearner):
     with :math:`e = y_t - k_{\mathcal D}(x_t)^\top\tilde\alpha` the a-priori error and
     :math:`P = (A^\top A)^{-1}`. Predictions :math:`f(x) = k_{\mathcal D}(x)^\top\tilde\alpha`.
 
-    The learner stores :math:`\beta = G_{\mathcal D}\tilde\alpha` instead of
-    :math:`\tilde\alpha`: then :math:`f(x_t) = a_t^\top\beta`, growing is
-    :math:`\beta \leftarrow [\beta;\ y_t]` and the other steps are
-    :math:`\beta \leftarrow \beta + q\,e`, so one ALD projection (two triangular solves, shared
-    by ``predict_one`` and the ``learn_one`` that follows) is the only solve of a step. A
-    prediction alone costs :math:`O(m^2)` for the same reason.
+    The learner works in the coordinates of the ALD factor :math:`G_{\mathcal D} = L L^\top`
+    (ridge included). With :math:`\beta = G_{\mathcal D}\tilde\alpha` it stores
+    :math:`w = L^{-1}\beta` and :math:`M = L^{-1} P L^{-\top}`; with :math:`h_t = L^{-1} k_t`
+    (so :math:`a_t = L^{-\top} h_t`) the prediction is :math:`f(x_t) = a_t^\top\beta = h_t^\top
+    w`, :math:`a^\top P a = h^\top M h` and the step is :math:`u = M h`,
+    :math:`s = 1/(1 + h^\top u)`, :math:`M \leftarrow M - s\,u u^\top`,
+    :math:`w \leftarrow w + s\,e\,u`. Growing borders :math:`L` with :math:`[h^\top, l]`
+    (:math:`l^2` the new pivot), so :math:`w \leftarrow [w;\ (y_t - h^\top w)/l]` and
+    :math:`M \leftarrow [[M, -u/l], [-u^\top/l, (1 + h^\top u)/l^2]]`. A step therefore makes
+    one triangular solve (:math:`h`, shared by ``predict_one`` and the ``learn_one`` that
+    follows), one product with :math:`M` and one rank-one update, :math:`O(m^2)`; a prediction
+    alone costs one solve. If the ALD factor is ever refreshed from scratch (its drift check),
+    :math:`w` and :math:`M` are carried over to the new factor, :math:`O(m^3)` once.
 
     Parameters
     ----------
@@ -111,12 +118,30 @@ class KRLS(KernelLearner):
         # The learner keeps the points; the ALD dictionary works on their kernel columns.
         self._store = Rows()
         self._ald = ALD(None, nu=self.nu, max_size=self.max_size, alpha=self.alpha)
-        self._beta = np.zeros(16)  # G_D alpha~, in a doubling buffer
-        self._P = PackedSymmetric()  # (A^T A)^{-1}
+        self._w = np.zeros(16)  # L^{-1} G_D alpha~, in a doubling buffer
+        self._M = PackedSymmetric()  # L^{-1} (A^T A)^{-1} L^{-T}
         self.last_residual = float("nan")
 
+    @staticmethod
+    def _upgrade_state(state: dict) -> dict:
+        """The state of a model saved with ``beta`` and ``P`` (before ``w`` and ``M``) in the
+        current layout, ``O(m^3)`` once (called by ``okoco.persistence.load``)."""
+        if "_beta" not in state:
+            return state
+        state = dict(state)
+        chol = state["_ald"].cholesky
+        m = chol.size
+        beta, P = state.pop("_beta")[:m], state.pop("_P").matrix()
+        w = reserve(np.zeros(16), m)
+        w[:m] = chol.half_solve(beta)
+        half = chol.half_solve(P)  # L^{-1} P, then L^{-1} (L^{-1} P)^T = L^{-1} P L^{-T}
+        M = chol.half_solve(np.ascontiguousarray(half.T))
+        state["_w"], state["_M"] = w, PackedSymmetric.from_matrix(0.5 * (M + M.T))
+        return state
+
     def _analyse(self, v: np.ndarray):
-        """Kernel column, ``k(x, x)`` and ALD projection of ``v``, shared by predict and learn."""
+        """Kernel column, ``k(x, x)``, ``h = L^{-1} g``, the ALD residual and the prediction of
+        ``v``, shared by predict and learn."""
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
@@ -129,38 +154,58 @@ class KRLS(KernelLearner):
         if kxx < 0:
             raise ValueError(f"k(x, x) = {kxx!r} < 0: {self._kernel!r} is not positive "
                              "semi-definite")
-        projection = self._ald.project_column(g, kxx)
-        return g, kxx, projection, float(projection[0] @ self._beta[: self._ald.size])
+        h, delta = self._ald.half_project(g, kxx)
+        return g, kxx, h, delta, float(h @ self._w[: h.shape[0]])
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        return self._analyse(v)[3]
+        return self._analyse(v)[4]
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         Kb = self._store.kernel_block(self._kernel, V)
-        return self._beta[: self._ald.size] @ self._ald.cholesky.solve(Kb)
+        return self._w[: self._ald.size] @ self._ald.cholesky.half_solve(Kb)
 
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         ald = self._ald
+        chol = ald.cholesky
         m = ald.size
-        g, kxx, projection, prediction = self._analyse(v)
-        a, delta, _ = projection
-        added = ald._update_checked_column(g, kxx, projection)  # _analyse_now checked both
+        g, kxx, h, delta, prediction = self._analyse(v)
+        # the factor may be refreshed by the check of the append: keep the one w, M refer to
+        before = chol.factor() if delta > ald.nu and chol.check_due() else None
+        refreshes = chol.n_refreshes
+        added = ald._update_checked_column(g, kxx, (None, delta, h))  # _analyse_now checked
         self.last_residual = delta
         if added:
-            # beta = G alpha~ becomes [beta; y]: the new point is fitted exactly (the "grow" step).
-            self._beta = reserve(self._beta, m + 1)
-            self._beta[m] = y
-            self._P.append(np.zeros(m), 1.0)
+            # L grows by the row [h^T, l]; beta by y (the new point is fitted exactly)
+            l = math.sqrt(ald._last_pivot)
+            u = self._M.matvec(h)
+            w = self._w = reserve(self._w, m + 1)
+            w[m] = (y - prediction) / l
+            self._M.append(u * (-1.0 / l), (1.0 + float(h @ u)) / (l * l))
             self._store.append(v)
+            if chol.n_refreshes != refreshes:
+                self._carry_over(before, h, l)
         elif m:
-            err = y - prediction  # the a-priori error, a^T beta
-            Pa, s = self._P.inverse_update(a)  # P <- P - P a a^T P / (1 + a^T P a)
-            self._beta[:m] += Pa * (s * err)  # G alpha~ += q e
+            u, s = self._M.inverse_update(h)  # M <- M - s u u^T, u = M h
+            self._w[:m] += u * (s * (y - prediction))  # the a-priori error
+
+    def _carry_over(self, before: np.ndarray, h: np.ndarray, l: float) -> None:
+        """``w``, ``M`` from the bordered factor ``[[L, 0], [h^T, l]]`` (``L = before``) to the
+        refreshed one ``L'``: ``T = L'^{-1} L_b``, ``w <- T w``, ``M <- T M T^T``, ``O(m^3)``."""
+        chol, m = self._ald.cholesky, self._ald.size
+        bordered = np.zeros((m, m))
+        bordered[: m - 1, : m - 1] = before
+        bordered[m - 1, : m - 1] = h
+        bordered[m - 1, m - 1] = l
+        T = chol.half_solve(bordered)
+        self._w[:m] = T @ self._w[:m]
+        M = T @ self._M.matrix() @ T.T
+        self._M = PackedSymmetric.from_matrix(0.5 * (M + M.T))
 
     @property
     def weights(self) -> np.ndarray:
-        """The weights :math:`\\tilde\\alpha = G_{\\mathcal D}^{-1}\\beta` (a new array)."""
-        return self._ald.cholesky.solve(self._beta[: self._ald.size])
+        """The weights :math:`\\tilde\\alpha = G_{\\mathcal D}^{-1}\\beta = L^{-\\top} w` (a new
+        array)."""
+        return self._ald.cholesky.back_solve(self._w[: self._ald.size])
 
     @property
     def atoms(self) -> np.ndarray:
