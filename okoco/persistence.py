@@ -83,8 +83,8 @@ __all__ = ["save", "load", "read_metadata", "register", "FORMAT_NAME", "FORMAT_V
 
 FORMAT_NAME = "okoco-model"
 CHECKPOINT_FORMAT_NAME = "okoco-replay-checkpoint"
-FORMAT_VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)
 META_KEY = "__okoco__"
 
 #: The learners :func:`save` accepts, by class path (exact classes: a subclass may hold more
