@@ -66,9 +66,10 @@ SCALE = [Interval(Real, 0, None, closed="neither")]
 #
 # ||x - y||^2 = ||x||^2 + ||y||^2 - 2 x.y costs one matrix-vector product (or matrix product)
 # with the squared norms of the stored points cached, where direct differences cost a pass over
-# an (n, d) temporary. Its rounding error is at most c eps S with c = 2d + 4 and S the largest
+# an (n, d) temporary. Its rounding error is at most c eps S with c = 2d + 4 and S the entry's
 # ||x||^2 + ||y||^2 (each of ||x||^2, ||y||^2 and x.y is a d-term sum: Higham 2002, "Accuracy
-# and Stability of Numerical Algorithms", Sect. 3.1, with |x_j y_j| <= (x_j^2 + y_j^2) / 2).
+# and Stability of Numerical Algorithms", Sect. 3.1, with |x_j y_j| <= (x_j^2 + y_j^2) / 2);
+# a kernel row takes each entry's own S, a matrix the largest (one scalar bound).
 # Distances D <= tau S, tau = c eps / (e TOL), are recomputed from direct differences (near and
 # coincident points, and everything when the features are huge); above it the relative error of
 # D is below c eps / tau, so an RBF value exp(-gamma D) is off by at most
@@ -138,11 +139,16 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
             D = X @ x2
     D += sq
     D += xx
-    limit = (2 * X.shape[1] + 4) * _NEAR_FACTOR * (sq_max + xx)  # _near_limit, inlined
-    if D.shape[0] and not D.min() > limit:  # as _fix_near, without its 2-D bookkeeping
-        near = np.flatnonzero(~(D > limit))
-        Z = X[near] - x
-        D[near] = np.einsum("ij,ij->i", Z, Z)
+    tau = (2 * X.shape[1] + 4) * _NEAR_FACTOR  # _near_limit, inlined
+    if D.shape[0] and not D.min() > tau * (sq_max + xx):  # some entry may be near
+        # each entry's own bound tau (||X_i||^2 + ||x||^2): on data with a few far-out points
+        # (Shuttle) the shared bound would recompute most of the row
+        limit = sq + xx
+        limit *= tau
+        near = np.flatnonzero(~(D > limit))  # NaN (an overflowed norm) included
+        if near.size:
+            Z = X[near] - x
+            D[near] = np.einsum("ij,ij->i", Z, Z)
     return D
 
 

@@ -262,3 +262,25 @@ def test_rbf_row_is_exact_on_both_sides_of_the_direct_size(gamma, extra):
         D = kernels.sq_dist_row(X1, sq1, float(sq1.max()), x1)
         np.testing.assert_allclose(D, ((X1 - x1) ** 2)[:, 0], rtol=1e-12, atol=1e-12)
         assert np.all(D[X1[:, 0] == x1[0]] == 0.0) and np.all(D >= 0.0)
+
+
+def test_rbf_row_bounds_each_entry_by_its_own_norms():
+    """One far-out stored point (as Shuttle has) must not make every entry "near": each entry is
+    recomputed only below its own bound tau (||X_i||^2 + ||x||^2), and the row stays within the
+    RBF tolerance of the direct formula for a narrow kernel, where a skipped near entry shows."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=9)
+    near = x + rng.normal(size=(300, 9)) * 3e-3  # squared distances about 1e-4
+    far = rng.normal(size=(100, 9)) + 3.0
+    X = np.vstack([near, far, 60.0 * np.ones((1, 9))])  # squared norm 32,400
+    sq = np.einsum("ij,ij->i", X, X)
+    assert X.size > kernels._DIRECT_SIZE  # the expansion path
+    D = kernels.sq_dist_row(X, sq, float(sq.max()), x)
+    np.testing.assert_allclose(D, ((X - x) ** 2).sum(axis=1), rtol=1e-9, atol=0)
+    gamma = 1e4  # exp(-gamma D) moves by gamma * dD: a near entry's expansion error shows
+    k = kernels.rbf_row(gamma, X, sq, float(sq.max()), x)
+    np.testing.assert_allclose(k, _rbf_direct(X, x[None, :], gamma)[:, 0], rtol=0, atol=2e-13)
+    tau = (2 * X.shape[1] + 4) * kernels._NEAR_FACTOR
+    shared = D <= tau * (sq.max() + x @ x)
+    own = D <= tau * (sq + x @ x)
+    assert own.sum() == 300 and shared.sum() == 400  # the far point made the others all "near"
