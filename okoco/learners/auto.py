@@ -38,6 +38,7 @@ import numpy as np
 from okoco import kernels as _kernels
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
+from okoco.kernels import self_similarity
 from okoco.learners.base import KernelLearner, _is_regression
 from okoco.learners.kons import KONS
 
@@ -72,7 +73,7 @@ class SharedPoints:
         self._forget()
 
     def _forget(self) -> None:
-        self._memo: dict = {}  # id(kernel) -> its row at the input of self._at, shape (n, 1)
+        self._memo: dict = {}  # id(kernel) -> its row at the input of self._at (read-only)
         self._at = None  # (n_added, input, padded points, padded input) the memo is for
         self._dists = None  # squared distances, shared by every RBF
 
@@ -87,26 +88,43 @@ class SharedPoints:
 
     def kernel_row(self, kernel, v: np.ndarray) -> np.ndarray:
         """``kernel(x_i, v)`` over the stored points (a new array), memoised per input."""
-        rows = self.rows
-        if rows.n == 0:
+        if self.rows.n == 0:
             return np.zeros(0)
-        at = self._at
-        if not (at is not None and at[0] == rows.n_added and at[1].shape == v.shape
+        self._move_to(v)
+        return self._row(kernel).copy()
+
+    def kernel_rows(self, kernels, v: np.ndarray) -> list[np.ndarray]:
+        """:meth:`kernel_row` of each kernel at ``v``, each distinct kernel's row computed
+        once; the rows are read-only views of the memo (no copies)."""
+        if self.rows.n == 0:
+            return [np.zeros(0)] * len(kernels)
+        self._move_to(v)
+        return [self._row(kernel) for kernel in kernels]
+
+    def _move_to(self, v: np.ndarray) -> None:
+        """Point the memo at the input ``v`` (kept if it is already there)."""
+        at, rows = self._at, self.rows
+        if (at is not None and at[0] == rows.n_added and at[1].shape == v.shape
                 and (at[1] == v).all()):
-            self._forget()
-            width = v.shape[0]  # padded as Rows.kernel_row pads
-            Y = np.pad(v, (0, rows.d - width)) if width < rows.d else v.copy()
-            self._at = (rows.n_added, v.copy(), rows.padded(width), Y[None, :])
-        return self._row(kernel)[:, 0].copy()
+            return
+        self._forget()
+        width = v.shape[0]  # padded as Rows.kernel_row pads
+        Y = np.pad(v, (0, rows.d - width)) if width < rows.d else v.copy()
+        self._at = (rows.n_added, v.copy(), rows.padded(width), Y[None, :])
 
     def _row(self, kernel) -> np.ndarray:
         row = self._memo.get(id(kernel))
         if row is None:
-            row = self._memo[id(kernel)] = self._compute(kernel)
+            row = self._compute(kernel)
+            if row.ndim == 2:
+                row = row[:, 0]
+            row.flags.writeable = False  # handed out to several experts
+            self._memo[id(kernel)] = row
         return row
 
     def _compute(self, kernel) -> np.ndarray:
-        # The same operations, in the same order, as okoco.kernels' own _gram methods.
+        # The same operations, in the same order, as okoco.kernels' own _gram methods (on the
+        # rows, 1-D, or a kernel's own (n, 1) column).
         kind = type(kernel)
         X, Y = self._at[2], self._at[3]
         if getattr(kernel, "normalize", True):
@@ -114,7 +132,7 @@ class SharedPoints:
         if kind is _kernels.RBF:
             if self._dists is None:  # from the store's cached norms, as Rows.kernel_row does
                 sq, sq_max = self.rows.squared_norms()
-                self._dists = _kernels.sq_dist_row(X, sq, sq_max, Y[0])[:, None]
+                self._dists = _kernels.sq_dist_row(X, sq, sq_max, Y[0])
             return np.exp(self._dists * -kernel.gamma)
         if kind is _kernels.Sum:
             return self._row(kernel.left) + self._row(kernel.right)
@@ -250,14 +268,14 @@ class Auto(KernelLearner):
         if not (math.isfinite(self.rate) and self.rate > 0):
             raise ValueError(f"loss.exp_concavity({self.C!r}) = {self.rate!r}; it must be > 0")
         bound = self.C if _is_regression(self._loss) else 1.0
-        self._target_ends = np.array([-bound, bound])
+        self._target_ends = np.array([-bound, bound, -bound, bound])
 
     def _reset_state(self) -> None:
         self.experts: list[KONS] = []
         self.cumulative_losses = np.zeros(0)
         self.cumulative_loss = 0.0
         self._points = SharedPoints()
-        self._mixture = None  # (both weight vectors, slack) until the next learn
+        self._mixture = None  # (both weight tuples, slack) until the next learn
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
@@ -275,31 +293,33 @@ class Auto(KernelLearner):
 
     # -- weights --------------------------------------------------------------------------
 
-    def _mix(self) -> tuple[np.ndarray, float]:
-        """Both weight vectors (rows: the guaranteed rate, ``fast_rate``) and the slack, from
-        the cumulative losses; cached until the next learn."""
+    def _mix(self) -> tuple[tuple, tuple, float]:
+        """The weights at the guaranteed rate and at ``fast_rate`` (tuples of floats) and the
+        slack, from the cumulative losses; cached until the next learn."""
         if self._mixture is None:
-            L, eta = self.cumulative_losses, self.rate
-            low = float(L.min())
-            scaled = np.exp(np.outer([-eta, -self.fast_rate], L - low))
-            sums = scaled.sum(axis=1)
-            mix = low - math.log(float(sums[0]) / L.shape[0]) / eta
-            self._mixture = (scaled / sums[:, None], mix - self.cumulative_loss)
+            losses, eta, fast_rate = self.cumulative_losses.tolist(), self.rate, self.fast_rate
+            low = min(losses)
+            safe = [math.exp(-eta * (loss - low)) for loss in losses]
+            fast = [math.exp(-fast_rate * (loss - low)) for loss in losses]
+            safe_sum, fast_sum = sum(safe), sum(fast)
+            mix = low - math.log(safe_sum / len(losses)) / eta
+            self._mixture = (tuple(w / safe_sum for w in safe), tuple(w / fast_sum for w in fast),
+                             mix - self.cumulative_loss)
         return self._mixture
 
     @property
     def weights(self) -> np.ndarray:
-        return self._mix()[0][0].copy() if self.experts else np.zeros(0)
+        return np.array(self._mix()[0]) if self.experts else np.zeros(0)
 
     @property
     def fast_weights(self) -> np.ndarray:
-        return self._mix()[0][1].copy() if self.experts else np.zeros(0)
+        return np.array(self._mix()[1]) if self.experts else np.zeros(0)
 
     @property
     def slack(self) -> float:
         r""":math:`\Phi - A`, with the mix loss
         :math:`\Phi = -\frac1\eta\log\frac1N\sum_i e^{-\eta L_i}`."""
-        return self._mix()[1] if self.experts else 0.0
+        return self._mix()[2] if self.experts else 0.0
 
     @property
     def leader(self) -> str | None:
@@ -310,25 +330,35 @@ class Auto(KernelLearner):
 
     # -- the learner protocol -------------------------------------------------------------
 
-    def _expert_predictions(self, v: np.ndarray) -> np.ndarray:
-        return np.array([e._clip(e._predict_vec(v)) for e in self.experts])
-
-    def _combine(self, preds: np.ndarray) -> float:
+    def _combine(self, preds: list[float]) -> float:
         """The guaranteed average, moved toward the fast one as far as the slack allows."""
-        both, slack = self._mix()
-        safe, fast = both @ preds
+        safe_weights, fast_weights, slack = self._mix()
+        safe = sum(w * p for w, p in zip(safe_weights, preds))
+        fast = sum(w * p for w, p in zip(fast_weights, preds))
         # worst case over the ends of the target range of loss(y, fast) - loss(y, safe)
-        lo, hi = self._target_ends
-        values = self._loss.value(np.array([lo, hi, lo, hi]), np.array([fast, fast, safe, safe]))
-        worst = max(values[0] - values[2], values[1] - values[3])
+        values = self._loss.value(self._target_ends, np.array([fast, fast, safe, safe]))
+        worst = float(max(values[0] - values[2], values[1] - values[3]))
         slack = max(slack, 0.0)
         share = 1.0 if worst <= slack else slack / worst
-        return float(safe + share * (fast - safe))
+        return safe + share * (fast - safe)
+
+    def _analyse(self, v: np.ndarray):
+        """Every expert's analysis at ``v``, their clipped predictions and ``Auto``'s (kept for
+        the ``learn_one`` that follows a ``predict_one`` on the same row)."""
+        return self._cached(v, self._analyse_now)
+
+    def _analyse_now(self, v: np.ndarray):
+        experts = self.experts
+        rows = self._points.kernel_rows([e._kernel for e in experts], v)
+        analyses = [e._analyse_row(k, self_similarity(e._kernel, v))
+                    for e, k in zip(experts, rows)]
+        preds = [e._clip(a[4]) for e, a in zip(experts, analyses)]
+        return analyses, preds, self._combine(preds)
 
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
             return 0.0
-        return self._combine(self._expert_predictions(v))
+        return self._analyse(v)[2]
 
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         if not self.experts:
@@ -336,16 +366,18 @@ class Auto(KernelLearner):
             for expert in self.experts:
                 expert._store = ExpertRows(self._points)
             self.cumulative_losses = np.zeros(len(self.experts))
-        preds = self._expert_predictions(v)
-        own = float(self._loss.value(y, self._combine(preds)))
-        losses = np.asarray(self._loss.value(y, preds), dtype=float)
-        for expert in self.experts:  # each reuses the solve its prediction cached
-            expert._learn_vec(v, y, expert._step(expert.n_seen + 1))
+        experts = self.experts
+        analyses, preds, own = self._analyse(v)
+        # every expert's step is checked before any is taken: a refused step changes nothing
+        steps = [e._check_step(y, e._step(e.n_seen + 1), a) for e, a in zip(experts, analyses)]
+        losses = self._loss.value(y, np.array(preds))
+        own_loss = float(self._loss.value(y, own))
+        for expert, analysis, step in zip(experts, analyses, steps):
+            expert._apply_step(v, analysis, step)
             expert.n_seen += 1
-            expert._cache = None
         self._points.append(v)
         self.cumulative_losses = self.cumulative_losses + losses
-        self.cumulative_loss += own
+        self.cumulative_loss += own_loss
         self._mixture = None
 
     @property
