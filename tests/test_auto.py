@@ -197,6 +197,22 @@ def test_a_failed_batch_changes_nothing():
     assert model.predict_one(as_dicts(X[10:11])[0]) == before
 
 
+def test_a_refused_step_changes_nothing():
+    """A target too large for the exp-concave expert's step (the hessian experts would take
+    it): every expert's step is checked before any is taken, so no expert moves."""
+    model = Auto()
+    for i in range(5):
+        model.learn_one({"a": i / 5}, 0.1 * i)
+    before = model.predict_one({"a": 0.2})
+    with pytest.raises(ValueError, match="too large for a second-order step"):
+        model.learn_one({"a": 0.3}, 1e100)
+    assert model.n_seen == 5 and model._points.rows.n == 5
+    assert [(e.n_seen, e._store.n, e.dictionary_size) for e in model.experts] == [(5, 5, 5)] * 3
+    assert model.predict_one({"a": 0.2}) == before
+    model.learn_one({"a": 0.3}, 0.5)  # and it goes on
+    assert model.n_seen == 6
+
+
 def test_classifiers_binary_and_one_vs_rest():
     clf = preprocessing.StandardScaler() | BinaryClassifier(Auto(loss=losses.Logistic()))
     acc = evaluate.progressive_val_score(datasets.Phishing().take(300), clf, metrics.Accuracy())

@@ -38,7 +38,6 @@ import numpy as np
 from okoco import kernels as _kernels
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
-from okoco.kernels import self_similarity
 from okoco.learners.base import KernelLearner, _is_regression
 from okoco.learners.kons import KONS
 
@@ -350,7 +349,7 @@ class Auto(KernelLearner):
     def _analyse_now(self, v: np.ndarray):
         experts = self.experts
         rows = self._points.kernel_rows([e._kernel for e in experts], v)
-        analyses = [e._analyse_row(k, self_similarity(e._kernel, v))
+        analyses = [e._analyse_row(k, _kernels.self_similarity(e._kernel, v))
                     for e, k in zip(experts, rows)]
         preds = [e._clip(a[4]) for e, a in zip(experts, analyses)]
         return analyses, preds, self._combine(preds)
@@ -370,14 +369,13 @@ class Auto(KernelLearner):
         analyses, preds, own = self._analyse(v)
         # every expert's step is checked before any is taken: a refused step changes nothing
         steps = [e._check_step(y, e._step(e.n_seen + 1), a) for e, a in zip(experts, analyses)]
-        losses = self._loss.value(y, np.array(preds))
-        own_loss = float(self._loss.value(y, own))
+        losses = self._loss.value(y, np.array([*preds, own]))  # the experts', then Auto's
         for expert, analysis, step in zip(experts, analyses, steps):
             expert._apply_step(v, analysis, step)
             expert.n_seen += 1
         self._points.append(v)
-        self.cumulative_losses = self.cumulative_losses + losses
-        self.cumulative_loss += own_loss
+        self.cumulative_losses = self.cumulative_losses + losses[:-1]
+        self.cumulative_loss += float(losses[-1])
         self._mixture = None
 
     @property
