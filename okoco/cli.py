@@ -211,9 +211,9 @@ _METRIC_HELP = ("mae, mse, rmse, r2, accuracy, f1, logloss, rocauc; repeatable [
                 "accuracy for binary tasks]")
 _MAX_SAMPLES_HELP = "stop after N samples"
 _CHECKPOINTS_HELP = "record the curves at about this many points"
-_SCALE_HELP = ("standardise features online (river StandardScaler, running mean and variance; "
-               "each sample is scaled before the learner sees it)")
-_SCALE_TARGET_HELP = ("regression: standardise targets online (river TargetStandardScaler); "
+_SCALE_HELP = ("standardise features online (StandardScaler: running mean and variance, as "
+               "river's; each sample is scaled before the learner sees it)")
+_SCALE_TARGET_HELP = ("regression: standardise targets online (TargetStandardScaler, as river's); "
                       "metrics are still reported on the original scale")
 
 # The options replay and compare share, declared once (typer reads an option's declaration as

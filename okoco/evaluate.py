@@ -45,6 +45,7 @@ import json
 import math
 import numbers
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -53,6 +54,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from river import base, compose
 
+from okoco import metrics as okoco_metrics
 from okoco import persistence
 from okoco._io import atomic_write, to_json_ready
 from okoco.learners import BinaryClassifier
@@ -602,9 +604,7 @@ def _label_is_argmax(model: Any) -> bool:
 
 def _as_metrics(metrics: Any, model: Any) -> list:
     """The metrics as a list, each checked to be a river metric that works with ``model``."""
-    # deferred: river.metrics takes about a second to import, and `okoco --help` needs none
-    from river.metrics.base import Metric, Metrics
-
+    Metric, Metrics = _metric_types()
     if isinstance(metrics, Metrics):
         items = list(metrics)
     elif isinstance(metrics, Metric):
@@ -621,6 +621,16 @@ def _as_metrics(metrics: Any, model: Any) -> list:
         if not m.works_with(model):
             raise ValueError(f"metric {type(m).__name__} does not work with {model!r}")
     return items
+
+
+def _metric_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(metric classes, metric-collection classes): okoco's, and river's when loaded."""
+    # river.metrics takes up to a second to import (scipy.stats): a river metric passed here
+    # has loaded it already, so it is looked up, never imported
+    river_base = sys.modules.get("river.metrics.base")
+    if river_base is None:
+        return (okoco_metrics.Metric,), ()
+    return (okoco_metrics.Metric, river_base.Metric), (river_base.Metrics,)
 
 
 def _names(metrics: list) -> list[str]:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from okoco import datasets, kernels, learners, losses
+from okoco import datasets, kernels, learners, losses, metrics, preprocessing
 from okoco.evaluate import replay
 from okoco.learners import BinaryClassifier
 
@@ -154,7 +154,8 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
                 params: dict[str, Any], seed: int | None, scale: bool, scale_target: bool):
     """The model the CLI replays: ``TargetStandardScaler(StandardScaler() | learner)``.
 
-    Each wrapper is optional (``scale_target``, ``scale``).
+    Each wrapper is optional (``scale_target``, ``scale``). The scalers are okoco's
+    (:mod:`okoco.preprocessing`: river's numbers, without importing ``river.preprocessing``).
 
     Binary tasks wrap the learner in :class:`okoco.BinaryClassifier` (default loss logistic).
     Returns ``(model, learner)``: the whole pipeline and the bare okoco learner inside it.
@@ -168,9 +169,6 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     >>> type(model).__name__, type(learner).__name__, learner.C
     ('TargetStandardScaler', 'KONS', 3.0)
     """
-    # deferred: river.preprocessing takes about a second to import (`okoco --help` needs none)
-    from river import preprocessing
-
     registry = learner_registry()
     if name not in registry:
         raise UserError(f"unknown learner {name!r}; choose from {', '.join(registry)}")
@@ -273,7 +271,11 @@ def shuffled(ds, seed: int | None):
 
 
 def make_metrics(names: Sequence[str], task: str) -> list:
-    """River metrics from CLI names; the task's default (MAE or accuracy) if ``names`` is empty.
+    """Metrics from CLI names; the task's default (MAE or accuracy) if ``names`` is empty.
+
+    They are okoco's (:mod:`okoco.metrics`: river's values, without importing
+    ``river.metrics``), except ``rocauc``: river's ``ROCAUC``, whose import (river.metrics,
+    with scipy.stats) adds about a second to the start of the run.
 
     Examples
     --------
@@ -281,9 +283,6 @@ def make_metrics(names: Sequence[str], task: str) -> list:
     >>> make_metrics([], "regression"), make_metrics(["rmse", "r2"], "regression")
     ([MAE: 0.], [RMSE: 0., R2: 0.])
     """
-    # deferred: river.metrics takes about a second to import (`okoco --help` needs none)
-    from river import metrics
-
     if not names:
         names = ["mae"] if task == "regression" else ["accuracy"]
     out = []
@@ -293,8 +292,17 @@ def make_metrics(names: Sequence[str], task: str) -> list:
             raise UserError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
         if (key in REGRESSION_METRICS) != (task == "regression"):
             raise UserError(f"metric {name!r} does not fit a {task} task")
-        out.append(getattr(metrics, METRICS[key])())
+        out.append(_metric(METRICS[key]))
     return out
+
+
+def _metric(name: str):
+    if hasattr(metrics, name):
+        return getattr(metrics, name)()
+    # deferred: river.metrics (for ROCAUC only) imports scipy.stats, about a second
+    from river import metrics as river_metrics
+
+    return getattr(river_metrics, name)()
 
 
 # -- running --------------------------------------------------------------------------------------

@@ -17,8 +17,11 @@ Loading reads the archive with ``allow_pickle=False`` and builds objects only fr
 allow-list: the classes registered with :func:`register` (the okoco learners and their parts:
 feature map, point store, factorizations, dictionaries, step-size policy), kernels and losses
 rebuilt *by name and parameters* through their constructors, numpy bit generators by name, and
-(for replay checkpoints only) river's metrics, statistics, ``StandardScaler`` and
-``TargetStandardScaler``. Nothing in a file can name any other class or any function, so loading
+(for replay checkpoints and pipelines only) river's metrics, statistics, ``StandardScaler`` and
+``TargetStandardScaler``. okoco's own scalers and metrics (:mod:`okoco.preprocessing`,
+:mod:`okoco.metrics`) are registered like the learners; a checkpoint written with river's
+counterparts resumes into them (each declares its ``_river_class`` and converts that state with
+``_state_from_river``). Nothing in a file can name any other class or any function, so loading
 never runs code from the file. A learner holding
 something outside the list (a user's own kernel or loss class, a callable step size) cannot be
 saved: :func:`save` raises a ``TypeError`` that names the attribute.
@@ -92,6 +95,9 @@ _LEARNERS: dict[str, type] = {}
 #: by class path: the learners and their parts. Filled by :func:`register`.
 _OBJECTS: dict[str, type] = {}
 
+#: Target wrappers (rebuilt around their regressor), by class path. Filled by :func:`register`.
+_WRAPPERS: dict[str, type] = {}
+
 #: Extra classes a replay checkpoint may hold (river preprocessing, metrics and statistics).
 _RIVER_CLASSES = frozenset({
     "river.preprocessing.scale.StandardScaler",
@@ -113,13 +119,16 @@ def _class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def register(*classes: type, learner: bool = False) -> None:
+def register(*classes: type, learner: bool = False, wrapper: bool = False) -> None:
     """Allow ``classes`` in okoco files: their objects are saved and restored attribute by
     attribute (``cls.__new__``, then the saved ``__dict__``; ``__init__`` is not run).
 
     The layers above this module call it when they are imported: ``okoco.learners`` registers
     its learners (``learner=True``: :func:`save` and :func:`load` accept them as the top object)
-    and the parts they hold. A file can name no class that is not registered.
+    and the parts they hold. A file can name no class that is not registered. A target wrapper
+    (``wrapper=True``: a class built as ``cls(regressor)`` whose other attributes are its state,
+    such as :class:`okoco.preprocessing.TargetStandardScaler`) is saved by structure, like
+    river's ``TargetStandardScaler``.
 
     Examples
     --------
@@ -132,6 +141,9 @@ def register(*classes: type, learner: bool = False) -> None:
     for cls in classes:
         if not isinstance(cls, type):
             raise TypeError(f"register takes classes, got {cls!r}")
+        if wrapper:
+            _WRAPPERS[_class_path(cls)] = cls
+            continue
         _OBJECTS[_class_path(cls)] = cls
         if learner:
             _LEARNERS[_class_path(cls)] = cls
@@ -148,9 +160,13 @@ def _allowed(path: str, river: bool) -> bool:
     return river and (path in _RIVER_CLASSES or path.startswith(_RIVER_MODULES))
 
 
+def _is_wrapper(path: str) -> bool:
+    return path in _WRAPPERS or path in _RIVER_TARGET_WRAPPERS
+
+
 def _resolve(path: str) -> type:
-    if path in _OBJECTS:
-        return _OBJECTS[path]
+    if path in _OBJECTS or path in _WRAPPERS:
+        return _OBJECTS.get(path) or _WRAPPERS[path]
     # river's metrics and statistics in a checkpoint (allow-listed by _allowed): third-party
     # classes, found by their module path
     module, _, name = path.rpartition(".")
@@ -693,7 +709,7 @@ def _capture(enc: _Encoder, obj: Any, where: str) -> Any:
     if path == _RIVER_PIPELINE:
         return {"__pipeline__": [[str(name), _capture(enc, step, f"{where}[{name!r}]")]
                                  for name, step in obj.steps.items()]}
-    if path in _RIVER_TARGET_WRAPPERS:
+    if _is_wrapper(path):
         # func / inverse_func are bound methods of the wrapper itself: rebuilt by the caller.
         attrs = {k: enc.encode(v, f"{where}.{k}") for k, v in vars(obj).items()
                  if k not in ("regressor", "func", "inverse_func")}
@@ -718,17 +734,36 @@ def _transplant(dec: _Decoder, obj: Any, tree: Any, where: str, plan: list) -> N
             _transplant(dec, step, sub, f"{where}[{name!r}]", plan)
         return
     if isinstance(tree, dict) and "__wrapper__" in tree:
+        attrs = {k: dec.decode(v) for k, v in tree["attrs"].items()}
         if _class_path(type(obj)) != tree["__wrapper__"]:
-            raise ValueError(f"the checkpoint has a {tree['__wrapper__']} at {where}, the model "
-                             f"a {_class_path(type(obj))}")
-        plan.append((obj, {k: dec.decode(v) for k, v in tree["attrs"].items()}, False))
+            attrs = _counterpart_state(obj, tree["__wrapper__"], attrs, where,
+                                       kept={"regressor", "func", "inverse_func"})
+        plan.append((obj, attrs, False))
         _transplant(dec, obj.regressor, tree["regressor"], f"{where}.regressor", plan)
         return
     new = dec.decode(tree)
+    state = vars(new)
     if type(new) is not type(obj):
-        raise ValueError(f"the checkpoint has a {type(new).__name__} at {where}, the run a "
-                         f"{type(obj).__name__}")
-    plan.append((obj, vars(new), True))
+        state = _counterpart_state(obj, _class_path(type(new)), state, where)
+    plan.append((obj, state, True))
+
+
+def _counterpart_state(obj: Any, path: str, state: dict, where: str,
+                       kept: set = frozenset()) -> dict:
+    """``state``, saved from a ``path`` object, as the state of ``obj`` (but its ``kept``
+    attributes): river's scalers and metrics in checkpoints written before okoco had its own
+    resume into okoco's."""
+    cls = type(obj)
+    if getattr(cls, "_river_class", None) != path:
+        raise ValueError(f"the checkpoint has a {path.rpartition('.')[2]} at {where}, the run a "
+                         f"{cls.__name__}")
+    state = cls._state_from_river(state)
+    expected = set(vars(obj)) - kept
+    if set(state) != expected:
+        raise ValueError(f"the checkpoint's {path} at {where} does not fit this okoco's "
+                         f"{cls.__name__} (missing {sorted(expected - set(state))}, unexpected "
+                         f"{sorted(set(state) - expected)})")
+    return state
 
 
 def check_checkpointable(model: Any, metrics: list) -> None:

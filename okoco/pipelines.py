@@ -42,11 +42,13 @@ from typing import Any
 
 from river import compose
 
-# Importing the learners registers them (and their parts) with okoco.persistence's allow-list.
+# Importing the learners, okoco's scalers and metrics registers them (and their parts) with
+# okoco.persistence's allow-list.
 import okoco.learners  # noqa: F401
+import okoco.metrics  # noqa: F401
+import okoco.preprocessing  # noqa: F401
 from okoco import persistence
 from okoco.persistence import (
-    _RIVER_TARGET_WRAPPERS,
     FORMAT_NAME,
     FORMAT_VERSION,
     _capture,
@@ -55,6 +57,7 @@ from okoco.persistence import (
     _Decoder,
     _Encoder,
     _init_params,
+    _is_wrapper,
     _read,
     _resolve,
     _version,
@@ -160,7 +163,7 @@ def _build(dec: _Decoder, tree: Any, where: str, path: Any) -> Any:
                  for name, sub in tree["__pipeline__"]]
         return compose.Pipeline(*steps)
     if isinstance(tree, dict) and "__wrapper__" in tree:
-        if tree["__wrapper__"] not in _RIVER_TARGET_WRAPPERS:
+        if not _is_wrapper(tree["__wrapper__"]):
             raise ValueError(f"{str(path)!r} asks for a {tree['__wrapper__']!r} wrapper, which "
                              "okoco never loads")
         regressor = _build(dec, tree["regressor"], f"{where}.regressor", path)

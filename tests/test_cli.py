@@ -394,3 +394,39 @@ def test_cli_imports_no_heavy_module_for_help():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+HEAVY = ("river.preprocessing", "river.metrics", "river.datasets", "scipy.stats", "sklearn",
+         "pandas")
+
+
+def test_replay_and_compare_import_no_heavy_module(tmp_path):
+    """A replay's start-up: the CLI's scalers, metrics and river's CSV datasets come without
+    river.preprocessing / river.metrics / river.datasets, hence without scipy.stats, scikit-learn
+    and pandas (about a second of imports). Checked on the modules, not on a clock."""
+    runs = [
+        ["replay", "trump-approval", "-n", "20", "-q"],
+        ["replay", "phishing", "-n", "20", "-q"],
+        ["replay", "trump-approval", "-n", "20", "-q", "-m", "mae", "-m", "mse", "-m", "rmse",
+         "-m", "r2"],
+        ["replay", "phishing", "-n", "20", "-q", "-m", "accuracy", "-m", "f1", "-m", "logloss",
+         "--checkpoint", str(tmp_path / "c.npz")],
+        ["compare", "trump-approval", "-n", "20", "-l", "fgd", "-l", "kons"],
+        ["compare", "phishing", "-n", "20", "-l", "fgd", "-m", "accuracy", "-m", "f1"],
+    ]
+    # all the runs in one interpreter: a module any of them imports stays in sys.modules
+    code = ("import json, sys\nfrom okoco.cli import app\n"
+            "for args in json.loads(sys.argv[1]):\n"
+            "    try:\n        app(args)\n    except SystemExit as e:\n"
+            "        assert not e.code, (args, e.code)\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n")
+
+    def loaded(runs):
+        proc = subprocess.run([sys.executable, "-c", code, json.dumps(runs)], capture_output=True,
+                              text=True, cwd=tmp_path, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip().splitlines()[-1]
+
+    assert loaded(runs) == "[]"
+    # and the check can fail: rocauc is river's, and brings river.metrics
+    assert "river.metrics" in loaded([["replay", "phishing", "-n", "20", "-q", "-m", "rocauc"]])

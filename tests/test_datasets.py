@@ -521,3 +521,16 @@ def test_mat_lsokl_files():
     assert (housing.n, housing.d, housing.task) == (506, 13, "regression")
     assert housing.info["eta"] == pytest.approx(0.3) and housing.info["lambda"] == 0.03
     assert_views_agree(housing)
+
+
+@pytest.mark.parametrize("name", ["trump-approval", "phishing", "chick-weights", "shuttle"])
+def test_river_csv_read_directly_equals_rivers_dataset_class(name, monkeypatch):
+    """The CSV datasets read without importing river.datasets give river's arrays exactly."""
+    from okoco.datasets import river_sk
+
+    X, y, names = river_sk.load_river(name).to_arrays()
+    monkeypatch.delitem(river_sk._RIVER_CSV, name)  # the loader then iterates river's class
+    X2, y2, names2 = river_sk.load_river(name).to_arrays()
+    assert names == names2 and y.dtype == y2.dtype
+    np.testing.assert_array_equal(X, X2)
+    np.testing.assert_array_equal(y, y2)

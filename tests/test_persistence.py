@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 
 import okoco
 from okoco import BinaryClassifier, datasets, kernels, losses, persistence
+from okoco import metrics as okm
+from okoco import preprocessing as okp
 from okoco.cli import app
 from okoco.evaluate import ReplayResult, replay
 from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
@@ -340,6 +342,32 @@ REPLAY_MODELS = {
             FunctionalGD(loss=losses.Logistic(), eta=0.5, budget=100)),
         lambda: [metrics.Accuracy(), metrics.F1(), metrics.LogLoss(), metrics.ROCAUC()],
     ),
+    "okoco-scalers": (
+        "friedman",
+        lambda: okp.TargetStandardScaler(
+            okp.StandardScaler() | SketchedKONS(C=3.0, beta=2.0, seed=1)),
+        lambda: [okm.MAE(), okm.MSE(), okm.RMSE(), okm.R2()],
+    ),
+    "okoco-binary": (
+        "phishing",
+        lambda: okp.StandardScaler() | BinaryClassifier(
+            FunctionalGD(loss=losses.Logistic(), eta=0.5, budget=100)),
+        lambda: [okm.Accuracy(), okm.F1(), okm.LogLoss()],
+    ),
+}
+
+#: the same runs built from river's classes, as checkpoints written before okoco had its own
+RIVER_TWINS = {
+    "okoco-scalers": (
+        lambda: preprocessing.TargetStandardScaler(
+            preprocessing.StandardScaler() | SketchedKONS(C=3.0, beta=2.0, seed=1)),
+        lambda: [metrics.MAE(), metrics.MSE(), metrics.RMSE(), metrics.R2()],
+    ),
+    "okoco-binary": (
+        lambda: preprocessing.StandardScaler() | BinaryClassifier(
+            FunctionalGD(loss=losses.Logistic(), eta=0.5, budget=100)),
+        lambda: [metrics.Accuracy(), metrics.F1(), metrics.LogLoss()],
+    ),
 }
 
 
@@ -372,6 +400,61 @@ def test_interrupted_replay_resumes_to_the_uninterrupted_result(tmp_path, name):
     again = replay(make_model(), ds, metrics=make_metrics(), checkpoint=ckpt, resume=True,
                    **kwargs)
     assert without_timing(again) == without_timing(full)
+
+
+@pytest.mark.parametrize("name", sorted(RIVER_TWINS))
+def test_checkpoint_of_rivers_scalers_and_metrics_resumes_into_okocos(tmp_path, name):
+    """A checkpoint written when the CLI used river's StandardScaler, TargetStandardScaler and
+    metrics resumes into okoco's (the same numbers): the run ends as the uninterrupted one."""
+    data, make_model, make_metrics = REPLAY_MODELS[name]
+    make_river_model, make_river_metrics = RIVER_TWINS[name]
+    ds = dataset(data)
+    kwargs = {"checkpoints": [1, 40, 100, 175, 260], "max_samples": 300}
+    full = replay(make_model(), ds, metrics=make_metrics(), **kwargs)
+    assert without_timing(full) == without_timing(
+        replay(make_river_model(), ds, metrics=make_river_metrics(), **kwargs))
+    ckpt = tmp_path / "old.ckpt.npz"
+    with pytest.raises(Interrupted):
+        replay(make_river_model(), Failing(ds, 137), metrics=make_river_metrics(),
+               checkpoint=ckpt, checkpoint_every=25, **kwargs)
+    text = json.dumps(persistence.read_metadata(ckpt))
+    assert "river.preprocessing.scale.StandardScaler" in text and "okoco.metrics" not in text
+    resumed = replay(make_model(), ds, metrics=make_metrics(), checkpoint=ckpt,
+                     checkpoint_every=25, resume=True, **kwargs)
+    assert without_timing(resumed) == without_timing(full)
+
+
+def test_checkpoint_with_another_metric_is_refused(tmp_path):
+    ds = dataset("friedman")
+    ckpt = tmp_path / "c.npz"
+    model = okp.TargetStandardScaler(okp.StandardScaler() | FunctionalGD(C=3.0))
+    with pytest.raises(Interrupted):
+        replay(model, Failing(ds, 60), metrics=[metrics.MSE()], checkpoint=ckpt,
+               checkpoint_every=25, max_samples=100)
+    meta = persistence.read_metadata(ckpt)
+    # the fingerprint names the metric "MSE"; pretend it said "MAE" to reach the state check
+    with pytest.raises(ValueError, match="MSE at metrics\\[0\\], the run a MAE"):
+        persistence.load_checkpoint(ckpt, model, [okm.MAE()])
+    assert meta["progress"]["t"] == 50
+
+
+def test_okoco_save_load_pipeline_with_okoco_scalers(tmp_path):
+    rng = np.random.default_rng(0)
+    model = okp.TargetStandardScaler(okp.StandardScaler() | KONS(C=3.0))
+    stream = [({"a": float(rng.normal()), "b": float(rng.normal(5, 2))}, float(rng.normal(40, 5)))
+              for _ in range(80)]
+    for x, y in stream[:60]:
+        model.learn_one(x, y)
+    again = okoco.load(okoco.save(model, tmp_path / "m.npz"))
+    assert type(again) is okp.TargetStandardScaler
+    assert type(again.regressor["StandardScaler"]) is okp.StandardScaler
+    assert again.func.__self__ is again  # the bound methods are rebuilt around the new object
+    for x, y in stream[60:]:
+        assert again.predict_one(x) == model.predict_one(x)
+        again.learn_one(x, y)
+        model.learn_one(x, y)
+    meta = persistence.read_metadata(tmp_path / "m.npz")
+    assert meta["model"]["__wrapper__"] == "okoco.preprocessing.TargetStandardScaler"
 
 
 def test_resumed_learner_equals_the_uninterrupted_learner(tmp_path):

@@ -19,12 +19,18 @@ column, as there) and ``load_breast_cancer()``. Sources: diabetes, Efron, Hastie
 Tibshirani (2004), "Least Angle Regression"; breast cancer, Wolberg, Street and Mangasarian, "Breast
 Cancer Wisconsin (Diagnostic)", UCI Machine Learning Repository (CC BY 4.0).
 
-river is imported only when one of its datasets is loaded.
+river is imported only when one of its datasets is loaded. The CSV files among them
+(trump-approval, phishing, chick-weights, shuttle) are read straight from river's package
+folder, with river's own conversions: importing ``river.datasets`` costs about a second
+(it imports scikit-learn, pandas and scipy.stats when they are installed), more than a short
+replay.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +61,30 @@ SKLEARN: dict[str, tuple[str, int, int, str, str]] = {
 
 _DATA = Path(__file__).with_name("data")
 
+#: river datasets read without ``river.datasets``: name -> (file, target column, label type);
+#: the label conversions are those of river's dataset classes
+_RIVER_CSV: dict[str, tuple[str, str, object]] = {
+    "trump-approval": ("trump_approval.csv.gz", "five_thirty_eight", float),
+    "phishing": ("phishing.csv.gz", "is_phishing", lambda v: v == "1"),
+    "chick-weights": ("chick-weights.csv", "weight", int),
+    "shuttle": ("shuttle.csv.gz", "anomaly", int),
+}
+
+
+def _read_river_csv(name: str) -> tuple[list[str], list[list[float]], list]:
+    """Feature names, rows and labels of a CSV dataset in river's package folder."""
+    file, target, label = _RIVER_CSV[name]
+    path = Path(importlib.util.find_spec("river").origin).parent / "datasets" / file
+    opener = gzip.open if file.endswith(".gz") else open
+    with opener(path, "rt", newline="") as f:
+        reader = csv.DictReader(f)
+        names = [k for k in reader.fieldnames if k != target]
+        rows, targets = [], []
+        for row in reader:
+            rows.append([float(row[k]) for k in names])
+            targets.append(label(row[target]))
+    return names, rows, targets
+
 
 def load_river(name: str) -> Dataset:
     """A river bundled dataset by okoco name (see ``RIVER``), read on first use.
@@ -73,6 +103,10 @@ def load_river(name: str) -> Dataset:
     cls_name, n, d, task, desc = RIVER[name]
 
     def loader():
+        if name in _RIVER_CSV:
+            names, rows, targets = _read_river_csv(name)
+            y = np.asarray(targets, dtype=np.float64 if task == "regression" else None)
+            return np.asarray(rows, dtype=np.float64), y, names
         import river.datasets
 
         rows, targets, names = [], [], None

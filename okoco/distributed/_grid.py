@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from okoco import metrics as okoco_metrics
 from okoco._io import atomic_write, to_json_ready
 from okoco.distributed._cluster import (
     check_scheduler,
@@ -402,9 +403,6 @@ class GridResult:
         "Best" is the smallest value, or the largest for metrics where river says bigger is
         better (accuracy, R2, F1, ROC AUC).
         """
-        # deferred: river.metrics takes about a second to import
-        from river import metrics as river_metrics
-
         rows = [r for r in self.summary() if r["runs"]]
         if not rows:
             raise ValueError("no task succeeded")
@@ -412,10 +410,15 @@ class GridResult:
             metric = next(iter(self.ok[0]["metrics"]))
         if not any(metric in r for r in rows):
             raise ValueError(f"no run has metric {metric!r}")
-        cls = getattr(river_metrics, metric, None)
+        cls = getattr(okoco_metrics, metric, None)
+        if cls is None:  # river's, e.g. ROCAUC
+            # deferred: river.metrics imports scipy.stats, about a second
+            from river import metrics as river_metrics
+
+            cls = getattr(river_metrics, metric, None)
         try:
             bigger = bool(cls().bigger_is_better)
-        except TypeError:  # not a river metric class: smaller is better
+        except TypeError:  # not a metric class: smaller is better
             bigger = False
         scored = [r for r in rows if metric in r and math.isfinite(r[metric]["mean"])]
         return (max if bigger else min)(scored, key=lambda r: r[metric]["mean"])

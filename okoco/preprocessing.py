@@ -1,0 +1,160 @@
+"""Online standardisation of features and targets: the scalers the ``okoco`` command line uses.
+
+:class:`StandardScaler` and :class:`TargetStandardScaler` compute exactly what river's
+``preprocessing.StandardScaler`` and ``preprocessing.TargetStandardScaler`` compute (the same
+running statistics, the same order of floating-point operations) and follow the same river
+protocols: a ``base.Transformer`` that goes into pipelines with ``|``, and a target-transforming
+``Wrapper`` around a regressor. They exist because importing ``river.preprocessing`` costs about
+a second (it pulls in scipy.stats, scikit-learn and pandas through river's trees and datasets),
+more than everything else a replay needs to start; this module needs only ``river.base``,
+``river.compose`` and ``river.stats``.
+
+River's scalers work as well everywhere okoco takes a model; use them for what these leave out
+(mini-batches, rolling windows).
+
+Examples
+--------
+>>> from okoco.learners import KONS
+>>> from okoco.preprocessing import StandardScaler, TargetStandardScaler
+>>> model = TargetStandardScaler(StandardScaler() | KONS(C=3.0))
+>>> for i in range(20):
+...     model.learn_one({"x": i / 2, "z": 100.0 + i}, 50.0 + i % 4)
+>>> round(model.predict_one({"x": 3.0, "z": 106.0}), 2)
+51.19
+"""
+
+from __future__ import annotations
+
+import collections
+
+from river import base, compose, stats
+
+from okoco import persistence
+
+__all__ = ["StandardScaler", "TargetStandardScaler"]
+
+
+class StandardScaler(base.Transformer):
+    r"""Scale each feature to zero mean and unit variance with running statistics.
+
+    Feature :math:`i`, seen :math:`n_i` times, is scaled as :math:`(x_i - \mu_i)/\sigma_i`,
+    where :math:`\mu_i` and :math:`\sigma_i^2` are the mean and the population variance
+    (divisor :math:`n_i`) of its values so far, updated by Welford's method. A feature with no
+    variance yet (seen once, or constant) is mapped to 0. Features may appear at any time;
+    each has its own count. The same numbers as river's ``preprocessing.StandardScaler``.
+
+    Parameters
+    ----------
+    with_std
+        Divide by the standard deviation (else only subtract the mean).
+
+    Attributes
+    ----------
+    counts
+        Number of values seen per feature.
+    means
+        Running mean per feature.
+    vars
+        Running population variance per feature.
+
+    Examples
+    --------
+    >>> from okoco.preprocessing import StandardScaler
+    >>> scaler = StandardScaler()
+    >>> for x in [{"a": 1.0}, {"a": 3.0, "b": 5.0}, {"a": 5.0, "b": 5.0}]:
+    ...     scaler.learn_one(x)
+    ...     print(scaler.transform_one(x))
+    {'a': 0.0}
+    {'a': 1.0, 'b': 0.0}
+    {'a': 1.224744871391589, 'b': 0.0}
+    """
+
+    _river_class = "river.preprocessing.scale.StandardScaler"
+
+    def __init__(self, with_std: bool = True) -> None:
+        self.with_std = with_std
+        self.counts: collections.Counter = collections.Counter()
+        self.means: collections.defaultdict = collections.defaultdict(float)
+        self.vars: collections.defaultdict = collections.defaultdict(float)
+
+    def learn_one(self, x: dict) -> None:
+        counts, means, vars_ = self.counts, self.means, self.vars
+        for i, xi in x.items():
+            counts[i] += 1
+            old_mean = means[i]
+            means[i] += (xi - old_mean) / counts[i]
+            if self.with_std:
+                vars_[i] += ((xi - old_mean) * (xi - means[i]) - vars_[i]) / counts[i]
+
+    def transform_one(self, x: dict) -> dict:
+        means = self.means
+        if not self.with_std:
+            return {i: xi - means[i] for i, xi in x.items()}
+        vars_, out = self.vars, {}
+        for i, xi in x.items():
+            v = vars_[i]
+            out[i] = (xi - means[i]) / v**0.5 if v else 0.0
+        return out
+
+    @classmethod
+    def _state_from_river(cls, state: dict) -> dict:
+        """The attributes of a scaler resumed from a checkpoint written with river's."""
+        if state.get("window_size") is not None:
+            raise ValueError("a rolling-window StandardScaler has no okoco counterpart")
+        return {k: v for k, v in state.items() if k != "window_size"}
+
+
+class TargetStandardScaler(compose.TargetTransformRegressor):
+    r"""Standardise the regression target online around a regressor.
+
+    The regressor learns :math:`(y - \bar y)/s` and its predictions are mapped back by
+    :math:`\hat y\, s + \bar y`, where :math:`\bar y` and :math:`s^2` are the running mean and
+    the sample variance (divisor :math:`n - 1`, 0 before two targets) of the targets learned
+    so far; while :math:`s = 0` the regressor learns 0. The same numbers as river's
+    ``preprocessing.TargetStandardScaler``.
+
+    Parameters
+    ----------
+    regressor
+        The regressor to wrap (an okoco learner or a pipeline ending in one).
+
+    Attributes
+    ----------
+    var
+        The running variance of the targets (a ``river.stats.Var``; its ``mean`` is the mean).
+
+    Examples
+    --------
+    >>> from okoco.learners import FunctionalGD
+    >>> from okoco.preprocessing import TargetStandardScaler
+    >>> model = TargetStandardScaler(FunctionalGD(eta=0.5))
+    >>> for y in [10.0, 12.0, 14.0]:
+    ...     model.learn_one({"x": 1.0}, y)
+    >>> model.var.mean.get(), model.var.get()
+    (12.0, 4.0)
+    """
+
+    _river_class = "river.preprocessing.scale_target.TargetStandardScaler"
+
+    def __init__(self, regressor: base.Regressor):
+        self.var = stats.Var()
+        super().__init__(regressor=regressor, func=self._scale, inverse_func=self._unscale)
+
+    def _update(self, y: float) -> None:
+        self.var.update(y)
+
+    def _scale(self, y: float) -> float:
+        std = self.var.get() ** 0.5
+        return (y - self.var.mean.get()) / std if std else 0.0
+
+    def _unscale(self, y: float) -> float:
+        return y * self.var.get() ** 0.5 + self.var.mean.get()
+
+    @classmethod
+    def _state_from_river(cls, state: dict) -> dict:
+        """The attributes of a wrapper resumed from a checkpoint written with river's."""
+        return dict(state)
+
+
+persistence.register(StandardScaler)
+persistence.register(TargetStandardScaler, wrapper=True)

@@ -1,0 +1,107 @@
+"""okoco.preprocessing against river's StandardScaler and TargetStandardScaler, step by step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from river import compose, linear_model, preprocessing
+
+from okoco import preprocessing as okp
+from okoco.learners import KONS
+
+
+def _stream(seed: int, n: int = 300):
+    """Dicts with features that appear late, vanish, stay constant, and wild scales."""
+    rng = np.random.default_rng(seed)
+    for t in range(n):
+        x = {"a": float(rng.normal(5.0, 3.0)), "const": 2.5}
+        if t >= 40:
+            x["late"] = float(rng.normal(-1e3, 1e2))
+        if rng.random() < 0.5:
+            x["sometimes"] = float(rng.uniform(-1e-6, 1e-6))
+        if t % 7 == 0:
+            x["int"] = int(rng.integers(0, 5))
+        yield x, float(rng.normal(100.0, 20.0) + 3 * x["a"])
+
+
+def _close(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k] == pytest.approx(b[k], rel=1e-12, abs=1e-12), k
+
+
+@pytest.mark.parametrize("with_std", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_standard_scaler_matches_river(seed, with_std):
+    ours, theirs = okp.StandardScaler(with_std=with_std), preprocessing.StandardScaler(
+        with_std=with_std)
+    for t, (x, _) in enumerate(_stream(seed)):
+        if t % 3 == 0:  # transform before learning too (predict-then-learn order)
+            _close(ours.transform_one(x), theirs.transform_one(x))
+        ours.learn_one(x)
+        theirs.learn_one(x)
+        _close(ours.transform_one(x), theirs.transform_one(x))
+        assert ours.counts == theirs.counts
+    unseen = {"const": 2.5, "new": 1.0}
+    assert ours.transform_one(unseen) == theirs.transform_one(unseen)
+    assert ours.transform_one(unseen)["const"] == 0.0
+
+
+def test_standard_scaler_is_exactly_rivers_arithmetic():
+    ours, theirs = okp.StandardScaler(), preprocessing.StandardScaler()
+    for x, _ in _stream(5, 100):
+        ours.learn_one(x)
+        theirs.learn_one(x)
+        assert ours.transform_one(x) == theirs.transform_one(x)  # bit for bit
+
+
+def test_standard_scaler_against_explicit_formula():
+    rng = np.random.default_rng(3)
+    values = rng.normal(2.0, 5.0, size=50)
+    scaler = okp.StandardScaler()
+    for i, v in enumerate(values):
+        scaler.learn_one({"v": float(v)})
+        seen = values[: i + 1]
+        expected = (v - seen.mean()) / seen.std() if i else 0.0
+        assert scaler.transform_one({"v": float(v)})["v"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_target_standard_scaler_matches_river_in_a_pipeline():
+    ours = okp.TargetStandardScaler(okp.StandardScaler() | KONS(C=3.0))
+    theirs = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | KONS(C=3.0))
+    # before anything is learned (zero variance) both give the regressor's raw prediction
+    assert ours.predict_one({"a": 1.0}) == theirs.predict_one({"a": 1.0})
+    for x, y in _stream(4, 150):
+        assert ours.predict_one(x) == pytest.approx(theirs.predict_one(x), rel=1e-12, abs=1e-12)
+        ours.learn_one(x, y)
+        theirs.learn_one(x, y)
+    assert ours.var.get() == theirs.var.get() and ours.var.mean.get() == theirs.var.mean.get()
+
+
+def test_target_standard_scaler_constant_target_and_river_regressor():
+    ours = okp.TargetStandardScaler(linear_model.LinearRegression())
+    theirs = preprocessing.TargetStandardScaler(linear_model.LinearRegression())
+    for t in range(30):
+        x, y = {"a": float(t % 5)}, 7.0 if t < 10 else float(t)
+        assert ours.predict_one(x) == theirs.predict_one(x)
+        ours.learn_one(x, y)
+        theirs.learn_one(x, y)
+
+
+def test_target_scaler_uses_sample_variance():
+    model = okp.TargetStandardScaler(KONS())
+    for y in [1.0, 2.0, 6.0]:
+        model.learn_one({"x": 0.0}, y)
+    assert model.var.get() == pytest.approx(np.var([1.0, 2.0, 6.0], ddof=1))
+    assert model._scale(6.0) == pytest.approx((6.0 - 3.0) / np.std([1.0, 2.0, 6.0], ddof=1))
+
+
+def test_river_protocols():
+    from river import base
+
+    assert isinstance(okp.StandardScaler(), base.Transformer)
+    model = okp.StandardScaler() | KONS()
+    assert isinstance(model, compose.Pipeline) and list(model.steps) == ["StandardScaler", "KONS"]
+    wrapped = okp.TargetStandardScaler(model)
+    assert isinstance(wrapped, base.Regressor) and isinstance(wrapped, base.Wrapper)
+    assert wrapped.clone().regressor is not model
