@@ -36,11 +36,12 @@ def softmax(logits):
     return w / w.sum()
 
 
-def closed_form(preds, cumulative, own, loss, C, rate, fast_rate, labels):
+def closed_form(preds, cumulative, recent, own, loss, C, rate, fast_rate, labels):
     """Auto's prediction from its definition: the weighted average at ``rate`` moved toward the
-    one at ``fast_rate`` by the largest share whose worst case the slack covers."""
+    one at ``fast_rate`` on the recent losses by the largest share whose worst case the slack
+    covers."""
     safe = softmax(-rate * cumulative) @ preds
-    fast = softmax(-fast_rate * cumulative) @ preds
+    fast = softmax(-fast_rate * recent) @ preds
     mix = -math.log(np.mean(np.exp(-rate * cumulative))) / rate
     slack = mix - own
     ends = [-1.0, 1.0] if labels else [-C, C]
@@ -51,15 +52,18 @@ def closed_form(preds, cumulative, own, loss, C, rate, fast_rate, labels):
 
 @pytest.mark.parametrize(("loss", "labels"), [(losses.Squared(), False),
                                               (losses.Logistic(), True)])
-def test_predictions_and_weights_match_the_closed_form(loss, labels):
+@pytest.mark.parametrize("discount", [0.99, 0.8, 1.0])
+def test_predictions_and_weights_match_the_closed_form(loss, labels, discount):
     C = 2.0
     X, y = bounded_stream(C=C, labels=labels)
-    model, experts = Auto(loss=loss, C=C), expert_grid(X.shape[1], loss, C)
-    cumulative, own = np.zeros(len(experts)), 0.0
+    model = Auto(loss=loss, C=C, fast_discount=discount)
+    experts = expert_grid(X.shape[1], loss, C)
+    cumulative, recent, own = np.zeros(len(experts)), np.zeros(len(experts)), 0.0
     rate = loss.exp_concavity(C)
     for x, target in zip(as_dicts(X), y):
         preds = np.array([e.predict_one(x) for e in experts])
-        expected, slack = closed_form(preds, cumulative, own, loss, C, rate, 1.0, labels)
+        expected, slack = closed_form(preds, cumulative, recent, own, loss, C, rate, 1.0,
+                                      labels)
         if not model.n_seen:
             expected, slack = 0.0, 0.0
         got = model.predict_one(x)
@@ -70,15 +74,18 @@ def test_predictions_and_weights_match_the_closed_form(loss, labels):
             e.learn_one(x, target)
         own += float(loss.value(target, got))
         cumulative += loss.value(target, preds)
+        recent = discount * recent + loss.value(target, preds)
     np.testing.assert_allclose(model.weights, softmax(-rate * cumulative), rtol=1e-10)
-    np.testing.assert_allclose(model.fast_weights, softmax(-1.0 * cumulative), rtol=1e-10)
+    np.testing.assert_allclose(model.fast_weights, softmax(-1.0 * recent), rtol=1e-10)
+    np.testing.assert_allclose(model.recent_losses, recent, rtol=1e-10)
     np.testing.assert_allclose(model.cumulative_losses, cumulative, rtol=1e-10)
     assert model.cumulative_loss == pytest.approx(own, rel=1e-10)
 
 
 def test_fast_rate_equal_to_the_rate_is_the_plain_weighted_average():
     X, y = bounded_stream(n=80)
-    model, experts = Auto(C=1.0, fast_rate=1 / 8), expert_grid(X.shape[1], losses.Squared(), 1.0)
+    model = Auto(C=1.0, fast_rate=1 / 8, fast_discount=1.0)
+    experts = expert_grid(X.shape[1], losses.Squared(), 1.0)
     cumulative = np.zeros(len(experts))
     for x, target in zip(as_dicts(X), y):
         preds = np.array([e.predict_one(x) for e in experts])
@@ -101,13 +108,13 @@ def switching_stream(n=300, C=1.0, seed=1):
 @pytest.mark.parametrize(("loss", "labels", "stream"), [
     (losses.Squared(), False, "uniform"), (losses.Squared(), False, "switching"),
     (losses.Logistic(), True, "uniform"), (losses.SquaredHinge(), True, "uniform")])
-@pytest.mark.parametrize("fast_rate", [1.0, 50.0])
+@pytest.mark.parametrize(("fast_rate", "discount"), [(1.0, 0.99), (50.0, 0.5), (1.0, 1.0)])
 def test_regret_to_the_best_expert_is_at_most_log_n_over_eta_at_every_step(loss, labels, stream,
-                                                                            fast_rate):
+                                                                            fast_rate, discount):
     C = 1.0
     X, y = (switching_stream(C=C) if stream == "switching"
             else bounded_stream(n=200, C=C, seed=3, labels=labels))
-    model = Auto(loss=loss, C=C, fast_rate=fast_rate)
+    model = Auto(loss=loss, C=C, fast_rate=fast_rate, fast_discount=discount)
     total = 0.0
     for x, target in zip(as_dicts(X), y):
         total += float(loss.value(target, model.predict_one(x)))
@@ -197,6 +204,22 @@ def test_a_failed_batch_changes_nothing():
     assert model.predict_one(as_dicts(X[10:11])[0]) == before
 
 
+def test_a_refused_step_changes_nothing():
+    """A target too large for the exp-concave expert's step (the hessian experts would take
+    it): every expert's step is checked before any is taken, so no expert moves."""
+    model = Auto()
+    for i in range(5):
+        model.learn_one({"a": i / 5}, 0.1 * i)
+    before = model.predict_one({"a": 0.2})
+    with pytest.raises(ValueError, match="too large for a second-order step"):
+        model.learn_one({"a": 0.3}, 1e100)
+    assert model.n_seen == 5 and model._points.rows.n == 5
+    assert [(e.n_seen, e._store.n, e.dictionary_size) for e in model.experts] == [(5, 5, 5)] * 3
+    assert model.predict_one({"a": 0.2}) == before
+    model.learn_one({"a": 0.3}, 0.5)  # and it goes on
+    assert model.n_seen == 6
+
+
 def test_classifiers_binary_and_one_vs_rest():
     clf = preprocessing.StandardScaler() | BinaryClassifier(Auto(loss=losses.Logistic()))
     acc = evaluate.progressive_val_score(datasets.Phishing().take(300), clf, metrics.Accuracy())
@@ -228,6 +251,9 @@ def test_leader_and_bad_parameters():
         Auto(fast_rate=0.0)
     with pytest.raises(TypeError, match="fast_rate"):
         Auto(fast_rate="fast")
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="fast_discount"):
+            Auto(fast_discount=bad)
 
 
 @pytest.mark.parametrize("checkpoint", [False, True])

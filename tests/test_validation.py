@@ -80,7 +80,7 @@ CASES = {
                         "beta": ("1", -0.5), "p_min": (None, -0.5), "max_size": ("5", -1),
                         "seed": (2.0, -2)}),
     Auto: (Auto, {"kernel": (ANY, ANY), "loss": ("logistic", ANY), "C": ("3", 0.0),
-                  "fast_rate": ("fast", 0.0)}),
+                  "fast_rate": ("fast", 0.0), "fast_discount": ("slow", 1.5)}),
     kernels.Sum: (lambda **kw: kernels.Sum(**{"left": RBF, "right": RBF, **kw}),
                   {"left": ("rbf", ANY), "right": (np.zeros(1), ANY), "normalize": ("no", ANY)}),
     kernels.Product: (lambda **kw: kernels.Product(**{"left": RBF, "right": RBF, **kw}),

@@ -3,7 +3,7 @@ r"""A learner with no parameter to choose: a few KONS experts, combined with a r
 The experts differ in what a user would otherwise tune (the RBF scale around ``1/d``, the ridge,
 a linear part for trends, the step). Two exponentially weighted averages of their predictions
 are kept, :math:`\bar y_t` at the loss's exp-concavity rate :math:`\eta` (the rate of the
-guarantee) and :math:`\tilde y_t` at a faster rate; ``Auto`` predicts
+guarantee) and :math:`\tilde y_t` at a faster rate, on recent losses; ``Auto`` predicts
 :math:`\hat y_t = \bar y_t + \lambda_t(\tilde y_t - \bar y_t)` with the largest
 :math:`\lambda_t \in [0, 1]` its *slack* affords. The slack is the mix loss
 :math:`\Phi_t = -\frac1\eta\log\frac1N\sum_i e^{-\eta L_{t,i}}` (:math:`L_{t,i}` the cumulative
@@ -23,6 +23,9 @@ hence
 
 on every stream, as for the plain weighted average (:math:`\lambda_t = 0`). The slack grows
 whenever the prediction does better than the mix loss, and it is spent on the faster average.
+The argument holds for any :math:`\tilde y_t` chosen before :math:`y_t` is seen: the faster
+average weighs the experts by their discounted losses :math:`R_{t,i} = \gamma R_{t-1,i} +
+\ell_t(\hat y_{t,i})`, so that it follows the expert that has led lately.
 
 The experts share one store of the points, and each distinct kernel's row is computed once per
 step (:class:`SharedPoints`); each expert's arithmetic is that of a standalone KONS.
@@ -72,7 +75,7 @@ class SharedPoints:
         self._forget()
 
     def _forget(self) -> None:
-        self._memo: dict = {}  # id(kernel) -> its row at the input of self._at, shape (n, 1)
+        self._memo: dict = {}  # id(kernel) -> its row at the input of self._at (read-only)
         self._at = None  # (n_added, input, padded points, padded input) the memo is for
         self._dists = None  # squared distances, shared by every RBF
 
@@ -87,26 +90,43 @@ class SharedPoints:
 
     def kernel_row(self, kernel, v: np.ndarray) -> np.ndarray:
         """``kernel(x_i, v)`` over the stored points (a new array), memoised per input."""
-        rows = self.rows
-        if rows.n == 0:
+        if self.rows.n == 0:
             return np.zeros(0)
-        at = self._at
-        if not (at is not None and at[0] == rows.n_added and at[1].shape == v.shape
+        self._move_to(v)
+        return self._row(kernel).copy()
+
+    def kernel_rows(self, kernels, v: np.ndarray) -> list[np.ndarray]:
+        """:meth:`kernel_row` of each kernel at ``v``, each distinct kernel's row computed
+        once; the rows are read-only views of the memo (no copies)."""
+        if self.rows.n == 0:
+            return [np.zeros(0)] * len(kernels)
+        self._move_to(v)
+        return [self._row(kernel) for kernel in kernels]
+
+    def _move_to(self, v: np.ndarray) -> None:
+        """Point the memo at the input ``v`` (kept if it is already there)."""
+        at, rows = self._at, self.rows
+        if (at is not None and at[0] == rows.n_added and at[1].shape == v.shape
                 and (at[1] == v).all()):
-            self._forget()
-            width = v.shape[0]  # padded as Rows.kernel_row pads
-            Y = np.pad(v, (0, rows.d - width)) if width < rows.d else v.copy()
-            self._at = (rows.n_added, v.copy(), rows.padded(width), Y[None, :])
-        return self._row(kernel)[:, 0].copy()
+            return
+        self._forget()
+        width = v.shape[0]  # padded as Rows.kernel_row pads
+        Y = np.pad(v, (0, rows.d - width)) if width < rows.d else v.copy()
+        self._at = (rows.n_added, v.copy(), rows.padded(width), Y[None, :])
 
     def _row(self, kernel) -> np.ndarray:
         row = self._memo.get(id(kernel))
         if row is None:
-            row = self._memo[id(kernel)] = self._compute(kernel)
+            row = self._compute(kernel)
+            if row.ndim == 2:
+                row = row[:, 0]
+            row.flags.writeable = False  # handed out to several experts
+            self._memo[id(kernel)] = row
         return row
 
     def _compute(self, kernel) -> np.ndarray:
-        # The same operations, in the same order, as okoco.kernels' own _gram methods.
+        # The same operations, in the same order, as okoco.kernels' own _gram methods (on the
+        # rows, 1-D, or a kernel's own (n, 1) column).
         kind = type(kernel)
         X, Y = self._at[2], self._at[3]
         if getattr(kernel, "normalize", True):
@@ -114,7 +134,7 @@ class SharedPoints:
         if kind is _kernels.RBF:
             if self._dists is None:  # from the store's cached norms, as Rows.kernel_row does
                 sq, sq_max = self.rows.squared_norms()
-                self._dists = _kernels.sq_dist_row(X, sq, sq_max, Y[0])[:, None]
+                self._dists = _kernels.sq_dist_row(X, sq, sq_max, Y[0])
             return np.exp(self._dists * -kernel.gamma)
         if kind is _kernels.Sum:
             return self._row(kernel.left) + self._row(kernel.right)
@@ -177,13 +197,15 @@ class Auto(KernelLearner):
       and :math:`e^{-\eta\ell} = 1` outside, so :math:`\eta = 1/(2(1+C)^2)`.
 
     The prediction is :math:`\bar y + \lambda(\tilde y - \bar y)`: :math:`\bar y` the weighted
-    average at rate :math:`\eta`, :math:`\tilde y` the one at ``fast_rate``, and
+    average at rate :math:`\eta`, :math:`\tilde y` the one at ``fast_rate`` on the losses
+    discounted by ``fast_discount`` per step, and
     :math:`\lambda \in [0, 1]` the largest value whose worst case (over the targets
     :math:`\pm C` of the squared loss, where :math:`\ell(y, a) - \ell(y, b)` is linear in
     :math:`y`, or the labels :math:`\pm 1`) keeps ``Auto``'s cumulative loss below the mix loss
     (module docstring). So the regret to the best expert is at most :math:`\log N/\eta` at every
     step of every stream whose targets lie in :math:`[-C, C]` (labels :math:`\pm 1`), as for the
-    plain weighted average; ``fast_rate`` only decides how the slack is spent.
+    plain weighted average; ``fast_rate`` and ``fast_discount`` only decide how the slack is
+    spent.
 
     The experts are built at the first learn, when ``d`` (the number of features) is known;
     the grid was chosen by measurement on the defaults table of the docs (three experts: each
@@ -205,6 +227,13 @@ class Auto(KernelLearner):
         Rate of the faster weighted average, > 0 (chosen by measurement; for the squared loss
         it is the exp-concavity rate for errors up to :math:`1/\sqrt2`, in the units of
         standardized targets). It does not change the guarantee.
+    fast_discount
+        In ``(0, 1]``: each step multiplies the losses the faster average weighs the experts
+        by, so that an early transient (the first steps of an online scaler, where
+        standardized targets are large) does not decide its weights for the rest of the
+        stream; 1 keeps the cumulative losses. The default 0.99 (a memory of about 100 steps)
+        was checked on the defaults table and on streams outside it (``docs/guide/auto.md``).
+        It does not change the guarantee.
 
     Attributes
     ----------
@@ -213,7 +242,9 @@ class Auto(KernelLearner):
     weights
         Their weights at the guaranteed rate, summing to 1.
     fast_weights
-        Their weights at ``fast_rate``.
+        Their weights at ``fast_rate`` on ``recent_losses``.
+    recent_losses
+        Each expert's losses, discounted by ``fast_discount`` per step.
     cumulative_losses
         Each expert's loss summed over the steps learned.
     cumulative_loss
@@ -236,13 +267,16 @@ class Auto(KernelLearner):
     KONS(kernel=..., alpha=..., eta=...)
     """
 
-    _parameter_constraints = {"fast_rate": [Interval(Real, 0, None, closed="neither")]}
+    _parameter_constraints = {"fast_rate": [Interval(Real, 0, None, closed="neither")],
+                              "fast_discount": [Interval(Real, 0, 1, closed="right")]}
 
-    def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0):
+    def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0,
+                 fast_discount: float = 0.99):
         self.kernel = None
         self.loss = loss
         self.C = C
         self.fast_rate = fast_rate
+        self.fast_discount = fast_discount
         self._setup()
         if not callable(getattr(self._loss, "exp_concavity", None)):
             raise TypeError(f"Auto needs loss.exp_concavity (the weight rate): {self._loss!r}")
@@ -250,14 +284,15 @@ class Auto(KernelLearner):
         if not (math.isfinite(self.rate) and self.rate > 0):
             raise ValueError(f"loss.exp_concavity({self.C!r}) = {self.rate!r}; it must be > 0")
         bound = self.C if _is_regression(self._loss) else 1.0
-        self._target_ends = np.array([-bound, bound])
+        self._target_ends = np.array([-bound, bound, -bound, bound])
 
     def _reset_state(self) -> None:
         self.experts: list[KONS] = []
         self.cumulative_losses = np.zeros(0)
+        self.recent_losses = np.zeros(0)
         self.cumulative_loss = 0.0
         self._points = SharedPoints()
-        self._mixture = None  # (both weight vectors, slack) until the next learn
+        self._mixture = None  # (both weight tuples, slack) until the next learn
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
@@ -275,31 +310,34 @@ class Auto(KernelLearner):
 
     # -- weights --------------------------------------------------------------------------
 
-    def _mix(self) -> tuple[np.ndarray, float]:
-        """Both weight vectors (rows: the guaranteed rate, ``fast_rate``) and the slack, from
-        the cumulative losses; cached until the next learn."""
+    def _mix(self) -> tuple[tuple, tuple, float]:
+        """The weights at the guaranteed rate and at ``fast_rate`` (tuples of floats) and the
+        slack, from the cumulative and the recent losses; cached until the next learn."""
         if self._mixture is None:
-            L, eta = self.cumulative_losses, self.rate
-            low = float(L.min())
-            scaled = np.exp(np.outer([-eta, -self.fast_rate], L - low))
-            sums = scaled.sum(axis=1)
-            mix = low - math.log(float(sums[0]) / L.shape[0]) / eta
-            self._mixture = (scaled / sums[:, None], mix - self.cumulative_loss)
+            losses, eta, fast_rate = self.cumulative_losses.tolist(), self.rate, self.fast_rate
+            recent = self.recent_losses.tolist()
+            low, recent_low = min(losses), min(recent)
+            safe = [math.exp(-eta * (loss - low)) for loss in losses]
+            fast = [math.exp(-fast_rate * (loss - recent_low)) for loss in recent]
+            safe_sum, fast_sum = sum(safe), sum(fast)
+            mix = low - math.log(safe_sum / len(losses)) / eta
+            self._mixture = (tuple(w / safe_sum for w in safe), tuple(w / fast_sum for w in fast),
+                             mix - self.cumulative_loss)
         return self._mixture
 
     @property
     def weights(self) -> np.ndarray:
-        return self._mix()[0][0].copy() if self.experts else np.zeros(0)
+        return np.array(self._mix()[0]) if self.experts else np.zeros(0)
 
     @property
     def fast_weights(self) -> np.ndarray:
-        return self._mix()[0][1].copy() if self.experts else np.zeros(0)
+        return np.array(self._mix()[1]) if self.experts else np.zeros(0)
 
     @property
     def slack(self) -> float:
         r""":math:`\Phi - A`, with the mix loss
         :math:`\Phi = -\frac1\eta\log\frac1N\sum_i e^{-\eta L_i}`."""
-        return self._mix()[1] if self.experts else 0.0
+        return self._mix()[2] if self.experts else 0.0
 
     @property
     def leader(self) -> str | None:
@@ -310,25 +348,35 @@ class Auto(KernelLearner):
 
     # -- the learner protocol -------------------------------------------------------------
 
-    def _expert_predictions(self, v: np.ndarray) -> np.ndarray:
-        return np.array([e._clip(e._predict_vec(v)) for e in self.experts])
-
-    def _combine(self, preds: np.ndarray) -> float:
+    def _combine(self, preds: list[float]) -> float:
         """The guaranteed average, moved toward the fast one as far as the slack allows."""
-        both, slack = self._mix()
-        safe, fast = both @ preds
+        safe_weights, fast_weights, slack = self._mix()
+        safe = sum(w * p for w, p in zip(safe_weights, preds))
+        fast = sum(w * p for w, p in zip(fast_weights, preds))
         # worst case over the ends of the target range of loss(y, fast) - loss(y, safe)
-        lo, hi = self._target_ends
-        values = self._loss.value(np.array([lo, hi, lo, hi]), np.array([fast, fast, safe, safe]))
-        worst = max(values[0] - values[2], values[1] - values[3])
+        values = self._loss.value(self._target_ends, np.array([fast, fast, safe, safe]))
+        worst = float(max(values[0] - values[2], values[1] - values[3]))
         slack = max(slack, 0.0)
         share = 1.0 if worst <= slack else slack / worst
-        return float(safe + share * (fast - safe))
+        return safe + share * (fast - safe)
+
+    def _analyse(self, v: np.ndarray):
+        """Every expert's analysis at ``v``, their clipped predictions and ``Auto``'s (kept for
+        the ``learn_one`` that follows a ``predict_one`` on the same row)."""
+        return self._cached(v, self._analyse_now)
+
+    def _analyse_now(self, v: np.ndarray):
+        experts = self.experts
+        rows = self._points.kernel_rows([e._kernel for e in experts], v)
+        analyses = [e._analyse_row(k, _kernels.self_similarity(e._kernel, v))
+                    for e, k in zip(experts, rows)]
+        preds = [e._clip(a[4]) for e, a in zip(experts, analyses)]
+        return analyses, preds, self._combine(preds)
 
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
             return 0.0
-        return self._combine(self._expert_predictions(v))
+        return self._analyse(v)[2]
 
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         if not self.experts:
@@ -336,16 +384,19 @@ class Auto(KernelLearner):
             for expert in self.experts:
                 expert._store = ExpertRows(self._points)
             self.cumulative_losses = np.zeros(len(self.experts))
-        preds = self._expert_predictions(v)
-        own = float(self._loss.value(y, self._combine(preds)))
-        losses = np.asarray(self._loss.value(y, preds), dtype=float)
-        for expert in self.experts:  # each reuses the solve its prediction cached
-            expert._learn_vec(v, y, expert._step(expert.n_seen + 1))
+            self.recent_losses = np.zeros(len(self.experts))
+        experts = self.experts
+        analyses, preds, own = self._analyse(v)
+        # every expert's step is checked before any is taken: a refused step changes nothing
+        steps = [e._check_step(y, e._step(e.n_seen + 1), a) for e, a in zip(experts, analyses)]
+        losses = self._loss.value(y, np.array([*preds, own]))  # the experts', then Auto's
+        for expert, analysis, step in zip(experts, analyses, steps):
+            expert._apply_step(v, analysis, step)
             expert.n_seen += 1
-            expert._cache = None
         self._points.append(v)
-        self.cumulative_losses = self.cumulative_losses + losses
-        self.cumulative_loss += own
+        self.cumulative_losses = self.cumulative_losses + losses[:-1]
+        self.recent_losses = self.fast_discount * self.recent_losses + losses[:-1]
+        self.cumulative_loss += float(losses[-1])
         self._mixture = None
 
     @property

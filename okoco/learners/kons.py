@@ -175,9 +175,13 @@ class KONS(KernelLearner):
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
+        return self._analyse_row(self._store.kernel_row(self._kernel, v),
+                                 self_similarity(self._kernel, v))
+
+    def _analyse_row(self, k: np.ndarray, kappa: float):
+        """:meth:`_analyse` from the kernel row ``k`` over the stored points and
+        ``kappa = K(x, x)``, computed by the caller (``Auto`` shares them among its experts)."""
         store = self._store
-        k = store.kernel_row(self._kernel, v)
-        kappa = self_similarity(self._kernel, v)
         e = self._gather(store.field("d") * k)
         h = self._chol.half_solve(e)
         kc = dot(k, store.field("c"))
@@ -194,9 +198,15 @@ class KONS(KernelLearner):
         return (store.field("c") @ Kb - self._sync_g() @ H) / self.alpha
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
-        k, kappa, e, h, ybar, kc = self._analyse(v)
-        store, alpha = self._store, self.alpha
-        g = self._sync_g()
+        analysis = self._analyse(v)
+        self._apply_step(v, analysis, self._check_step(y, eta, analysis))
+
+    def _check_step(self, y: float, eta: float | None, analysis) -> tuple:
+        """The step's scalars from :meth:`_analyse`'s ``analysis``; raises, before any state
+        changes, if the step would store non-finite numbers (``Auto`` checks every expert's
+        step before it applies any)."""
+        k, kappa, e, h, ybar, kc = analysis
+        alpha = self.alpha
         s = max(kappa - float(h @ h), _MIN_S)
         excess = clip_excess(ybar, self.C)
         yhat = ybar - excess
@@ -220,6 +230,14 @@ class KONS(KernelLearner):
                 f"the target {y!r} gives the loss derivative {gdot:g} at the prediction {yhat:g},"
                 " too large for a second-order step; rescale the targets"
             )
+        return s, excess, yhat, gdot, weight, d_t
+
+    def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:
+        """Learn ``v`` from its ``analysis`` and the ``step`` of :meth:`_check_step`."""
+        k, kappa, e, h, ybar, kc = analysis
+        s, excess, yhat, gdot, weight, d_t = step
+        store, alpha = self._store, self.alpha
+        g = self._sync_g()
         z = self._coin(e, kappa, d_t)
         c_t = z * weight * yhat - gdot - (alpha * excess / s if excess else 0.0)
 
