@@ -533,13 +533,8 @@ class Rows:
             vec = np.pad(vec, (0, self.d - width))
         from_norms = getattr(kernel, "row_from_norms", None)
         if from_norms is not None:  # RBF: one product with the cached norms (kernels.rbf_row)
-            sq = self._sq
-            if sq is not None and sq.shape[0] == self.data.shape[0]:  # the cache holds
-                sq, sq_max = sq[: self.n], self._sq_max
-            else:
-                sq, sq_max = self.squared_norms()
-            X = self.data[: self.n, : self.d] if width <= self.d else self.padded(width)
-            return from_norms(X, sq, sq_max, vec)
+            sq, sq_max = self.squared_norms()
+            return from_norms(self.padded(width), sq, sq_max, vec)
         return kernel(self.padded(width), vec[None, :])[:, 0]
 
     def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:
