@@ -40,9 +40,17 @@ kernel_strategy = st.one_of(
 
 
 @st.composite
-def point_sets(draw, max_n=8):
-    n, d = draw(st.integers(1, max_n)), draw(st.integers(1, 4))
+def point_sets(draw, max_n=8, d=None):
+    n, d = draw(st.integers(1, max_n)), d or draw(st.integers(1, 4))
     return draw(arrays(np.float64, (n, d), elements=st.floats(-5, 5, width=32)))
+
+
+@st.composite
+def point_set_pairs(draw, max_n=4):
+    """Two point sets of the same dimension (drawn once, not filtered: hypothesis's health
+    check fails a test that discards most of its inputs)."""
+    d = draw(st.integers(1, 4))
+    return draw(point_sets(max_n, d)), draw(point_sets(max_n, d))
 
 
 @SETTINGS
@@ -65,9 +73,9 @@ def test_kernel_matrices_are_symmetric_psd(kernel, X):
 
 
 @SETTINGS
-@given(kernel=kernel_strategy, X=point_sets(4), Y=point_sets(4))
-def test_kernel_blocks_agree_with_pairs(kernel, X, Y):
-    assume(X.shape[1] == Y.shape[1])
+@given(kernel=kernel_strategy, XY=point_set_pairs())
+def test_kernel_blocks_agree_with_pairs(kernel, XY):
+    X, Y = XY
     if isinstance(kernel, kernels.Linear) and kernel.normalize:
         assume(np.all(np.linalg.norm(X, axis=1) > 1e-3) and
                np.all(np.linalg.norm(Y, axis=1) > 1e-3))
