@@ -54,7 +54,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
 from scipy.linalg.blas import dger, dspmv, dspr, dtpsv
 
-from okoco._blas import all_one_thread, scipy_one_thread
+from okoco._blas import all_one_thread, dot, scipy_one_thread
 
 __all__ = ["IncrementalCholesky", "PackedSymmetric", "cholesky_rank_one"]
 
@@ -684,13 +684,13 @@ class PackedSymmetric:
             return np.zeros(0), 1.0
         D = self._dense
         if D is not None:
-            Pa = D @ a
-            s = 1.0 / (1.0 + float(a @ Pa))
-            dger(-s, Pa, Pa, a=D.T, overwrite_a=1)  # as rank_one
+            Pa = D.dot(a)  # numpy's gemv without matmul's generalized-ufunc dispatch
+            s = 1.0 / (1.0 + dot(a, Pa))
+            dger(-s, Pa, Pa, 1, 1, D.T, 0, 0, 1)  # as rank_one: incx, incy, a, overwrite x, y, a
             return Pa, s
         with scipy_one_thread:
             Pa = dspmv(m, 1.0, self._packed(), a, lower=0)
-            s = 1.0 / (1.0 + float(a @ Pa))
+            s = 1.0 / (1.0 + dot(a, Pa))
             dspr(m, -s, Pa, self._packed(), lower=0, overwrite_ap=1)
         return Pa, s
 

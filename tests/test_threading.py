@@ -15,7 +15,7 @@ import pytest
 import scipy.linalg  # noqa: F401  (loads scipy's BLAS, so blas_threads() sees both libraries)
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from okoco._blas import DOT_BLOCK, OneThread, all_one_thread, dot, scipy_one_thread
+from okoco._blas import DOT_BLOCK, OneThread, all_one_thread, axpy, dot, scipy_one_thread
 
 HERE = Path(__file__).parent
 PINNING = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
@@ -115,3 +115,31 @@ def test_dot_matches_a_plain_sum(n):
     rng = np.random.default_rng(n)
     a, b = rng.normal(size=n), rng.normal(size=n)
     assert dot(a, b) == pytest.approx(float(np.sum(a * b)), rel=1e-12, abs=1e-12)
+
+
+def test_dot_refuses_vectors_of_different_lengths():
+    # scipy's ddot alone would silently use the shorter length
+    with pytest.raises(ValueError, match="lengths differ"):
+        dot(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="lengths differ"):
+        dot(np.ones(DOT_BLOCK + 2), np.ones(DOT_BLOCK + 1))
+
+
+@pytest.mark.parametrize("n", [0, 1, 57, DOT_BLOCK, DOT_BLOCK + 1, 3 * DOT_BLOCK + 5])
+def test_axpy_updates_the_prefix_in_place(n):
+    rng = np.random.default_rng(n)
+    x, y = rng.normal(size=n), rng.normal(size=n + 3)
+    expected = y.copy()
+    expected[:n] += -0.75 * x
+    buffer = y
+    axpy(-0.75, x, y)
+    assert y is buffer
+    np.testing.assert_allclose(y, expected, rtol=1e-15, atol=1e-15)
+    assert (y[n:] == expected[n:]).all()  # beyond x's length nothing changes
+
+
+def test_axpy_refuses_a_buffer_it_would_copy():
+    y = np.zeros(8)
+    with pytest.raises(ValueError, match="contiguous float64"):
+        axpy(1.0, np.ones(3), y[::2])  # f2py would update a copy and leave y unchanged
+    assert (y == 0).all()

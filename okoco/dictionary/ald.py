@@ -6,6 +6,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from okoco._blas import dot
 from okoco._input import reserve
 from okoco._validation import Interval
 from okoco.dictionary._base import Dictionary, _real
@@ -140,7 +141,7 @@ class ALD(Dictionary):
         learn the same point without solving again.
         """
         h = self._chol.half_solve(k_col)
-        delta = k_diag - float(h @ h)
+        delta = k_diag - dot(h, h)
         return self._chol.back_solve(h), delta, h
 
     def half_project(self, k_col: np.ndarray, k_diag: float) -> tuple[np.ndarray, float]:
@@ -148,7 +149,7 @@ class ALD(Dictionary):
         triangular solve. Pass ``(None, delta, h)`` as the projection to :meth:`update_column`
         (``a`` is then solved when :attr:`last_coefficients` is read)."""
         h = self._chol.half_solve(k_col)
-        return h, k_diag - float(h @ h)
+        return h, k_diag - dot(h, h)
 
     def _diag(self, vec: np.ndarray) -> float:
         return float(np.asarray(self.kernel.diag(vec[None, :]))[0])

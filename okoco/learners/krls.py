@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from okoco import losses as _losses
+from okoco._blas import axpy, dot
 from okoco._input import Rows, reserve
 from okoco.dictionary import ALD
 from okoco.kernels import finite_row, self_similarity
@@ -155,7 +156,7 @@ class KRLS(KernelLearner):
             raise ValueError(f"k(x, x) = {kxx!r} < 0: {self._kernel!r} is not positive "
                              "semi-definite")
         h, delta = self._ald.half_project(g, kxx)
-        return g, kxx, h, delta, float(h @ self._w[: h.shape[0]])
+        return g, kxx, h, delta, dot(h, self._w[: h.shape[0]])
 
     def _predict_vec(self, v: np.ndarray) -> float:
         return self._analyse(v)[4]
@@ -180,13 +181,13 @@ class KRLS(KernelLearner):
             u = self._M.matvec(h)
             w = self._w = reserve(self._w, m + 1)
             w[m] = (y - prediction) / l
-            self._M.append(u * (-1.0 / l), (1.0 + float(h @ u)) / (l * l))
+            self._M.append(u * (-1.0 / l), (1.0 + dot(h, u)) / (l * l))
             self._store.append(v)
             if chol.n_refreshes != refreshes:
                 self._carry_over(before, h, l)
         elif m:
             u, s = self._M.inverse_update(h)  # M <- M - s u u^T, u = M h
-            self._w[:m] += u * (s * (y - prediction))  # the a-priori error
+            axpy(s * (y - prediction), u, self._w)  # w <- w + s e u, e the a-priori error
 
     def _carry_over(self, before: np.ndarray, h: np.ndarray, l: float) -> None:
         """``w``, ``M`` from the bordered factor ``[[L, 0], [h^T, l]]`` (``L = before``) to the
