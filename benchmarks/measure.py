@@ -281,35 +281,51 @@ class Floors:
         self.budget_s = budget_s  # timing budget of one primitive at one size
         self.cache: dict[tuple, float] = {}
 
+    def _expansion_fn(self, t: int, d: int) -> Callable[[], Any]:
+        t = max(t, 1)
+        X = self.rng.standard_normal((t, d))
+        sq = np.einsum("ij,ij->i", X, X)
+        c = self.rng.standard_normal(t)
+        x = self.rng.standard_normal(d)
+        return lambda: c @ np.exp(-0.5 * (sq - 2.0 * (X @ x) + x @ x))
+
+    def _trsv_fns(self, m: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
+        """A packed ``dtpsv`` (okoco's storage) and a dense column-major ``dtrsv``."""
+        from scipy.linalg.blas import dtpsv, dtrsv
+
+        L = np.tril(self.rng.standard_normal((m, m))) * (0.1 / math.sqrt(m))
+        L[np.diag_indices(m)] = 1.0
+        packed = L[np.tril_indices(m)]  # rows of L = upper-packed columns of L^T
+        F = np.asfortranarray(L)
+        b = self.rng.standard_normal(m)
+        return (lambda: dtpsv(m, packed, b, lower=0, trans=1)), (lambda: dtrsv(F, b, lower=1))
+
+    def _matvec_fn(self, m: int) -> Callable[[], Any]:
+        P = self.rng.standard_normal((m, m))
+        a = self.rng.standard_normal(m)
+        return lambda: P @ a
+
+    def _rank_one_fn(self, m: int) -> Callable[[], Any]:
+        from scipy.linalg.blas import dspr
+
+        ap, x = np.zeros(m * (m + 1) // 2), self.rng.standard_normal(m) * 1e-3
+        return lambda: dspr(m, -1.0, x, ap, lower=0, overwrite_ap=1)
+
     def expansion(self, t: int, d: int) -> float:
         key = ("expansion", t, d)
         if key not in self.cache:
-            t = max(t, 1)
-            X = self.rng.standard_normal((t, d))
-            sq = np.einsum("ij,ij->i", X, X)
-            c = self.rng.standard_normal(t)
-            x = self.rng.standard_normal(d)
-            self.cache[key] = best_us(
-                lambda: c @ np.exp(-0.5 * (sq - 2.0 * (X @ x) + x @ x)), self.budget_s)
+            self.cache[key] = best_us(self._expansion_fn(t, d), self.budget_s)
         return self.cache[key]
 
     def trsv(self, m: int) -> float:
         key = ("trsv", m)
         if key not in self.cache:
-            from scipy.linalg.blas import dtpsv, dtrsv
-
             if m == 0:
                 return 0.0
-            L = np.tril(self.rng.standard_normal((m, m))) * (0.1 / math.sqrt(m))
-            L[np.diag_indices(m)] = 1.0
-            packed = L[np.tril_indices(m)]  # rows of L = upper-packed columns of L^T
-            b = self.rng.standard_normal(m)
-            t_packed = best_us(lambda: dtpsv(m, packed, b, lower=0, trans=1), self.budget_s)
-            del packed
-            F = np.asfortranarray(L)
-            del L
-            t_dense = best_us(lambda: dtrsv(F, b, lower=1), self.budget_s)
-            del F
+            packed, dense = self._trsv_fns(m)
+            t_packed = best_us(packed, self.budget_s)
+            t_dense = best_us(dense, self.budget_s)
+            del packed, dense
             _malloc_trim()
             self.cache[key] = min(t_packed, t_dense)
             self.cache[("trsv-packed", m)] = t_packed
@@ -321,10 +337,7 @@ class Floors:
         if key not in self.cache:
             if m == 0:
                 return 0.0
-            P = self.rng.standard_normal((m, m))
-            a = self.rng.standard_normal(m)
-            self.cache[key] = best_us(lambda: P @ a, self.budget_s)
-            del P
+            self.cache[key] = best_us(self._matvec_fn(m), self.budget_s)
             _malloc_trim()
         return self.cache[key]
 
@@ -332,15 +345,53 @@ class Floors:
         """One packed symmetric rank-one update of size ``m`` (BLAS ``dspr``)."""
         key = ("rank_one", m)
         if key not in self.cache:
-            from scipy.linalg.blas import dspr
-
             if m == 0:
                 return 0.0
-            ap, x = np.zeros(m * (m + 1) // 2), self.rng.standard_normal(m) * 1e-3
-            self.cache[key] = best_us(lambda: dspr(m, -1.0, x, ap, lower=0, overwrite_ap=1),
-                                      self.budget_s)
-            del ap
+            self.cache[key] = best_us(self._rank_one_fn(m), self.budget_s)
         return self.cache[key]
+
+    def parts(self, learner: str, t: int, m: int, d: int) -> dict[str, list[Callable[[], Any]]]:
+        """The primitives of one step of ``learner`` (see :meth:`of`) as calls, for timing
+        them in rounds beside the learner's own steps (:func:`step_times`): each part maps to
+        its alternatives (a solve: packed ``dtpsv`` or dense ``dtrsv``), the faster one counts.
+        """
+        def solves(k: int, times: int = 1) -> list[Callable[[], Any]]:
+            if not k:
+                return [lambda: None]
+            return [lambda f=f: [f() for _ in range(times)] for f in self._trsv_fns(k)]
+
+        expansion = [self._expansion_fn(t if learner in ("KONS", "SketchedKONS") else m, d)]
+        if learner == "KONS":
+            return {"expansion(t)": expansion, "trsv(t)": solves(t)}
+        if learner == "SketchedKONS":
+            return {"expansion(t)": expansion, "2 trsv(m)": solves(m, 2)}
+        if learner == "FunctionalGD":
+            return {"expansion(m)": expansion}
+        if learner == "KRLS":
+            if not m:
+                return {"expansion(m)": expansion}
+            return {"expansion(m)": expansion, "trsv(m)": solves(m),
+                    "matvec(m)": [self._matvec_fn(m)], "rank_one(m)": [self._rank_one_fn(m)]}
+        raise ValueError(f"no floor defined for {learner!r}")
+
+    def round_us(self, parts: dict[str, list[Callable[[], Any]]], calls: int) -> dict[str, float]:
+        """One round: each part's mean µs per call over ``calls`` calls (its fastest
+        alternative), on one BLAS thread as in :meth:`of`, and their ``total``."""
+        from threadpoolctl import threadpool_limits
+
+        perf = time.perf_counter
+        out = {}
+        with threadpool_limits(limits=1):
+            for name, alternatives in parts.items():
+                best = math.inf
+                for fn in alternatives:
+                    fn()
+                    start = perf()
+                    for _ in range(calls):
+                        fn()
+                    best = min(best, (perf() - start) / calls)
+                out[name] = 1e6 * best
+        return {**out, "total": sum(out.values())}
 
     def of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
         """The floor of one step of ``learner`` at ``t`` points seen, dictionary size ``m``.
@@ -486,27 +537,43 @@ def step_floor_learners() -> dict[str, tuple[Callable[[], Any], bool, tuple[int,
     }
 
 
-def step_times(name: str, marks: tuple[int, ...]) -> dict:
-    """``predict_one`` + ``learn_one`` of one learner up to ``max(marks)``: the mean and median
-    µs per step over the last tenth of the steps before each mark (wall clock), the mean CPU
-    time of the process over the same steps (what other processes' load does not inflate),
-    and the dictionary size."""
+#: Replays of each window (on copies of the learner), each followed by a round of the floor.
+STEP_FLOOR_ROUNDS = 5
+
+
+def step_times(name: str, marks: tuple[int, ...], floors: Floors | None = None,
+               rounds: int = STEP_FLOOR_ROUNDS) -> dict:
+    """``predict_one`` + ``learn_one`` of one learner up to ``max(marks)``, measured over the
+    last tenth of the steps before each mark.
+
+    The stream runs once: the mean and median µs per step over each window (wall clock), the
+    mean CPU time of the process over the same steps (what other processes' load does not
+    inflate) and the dictionary size. Then, with ``floors``, the window is replayed on
+    ``rounds`` copies of the learner taken at its start, each replay followed at once by a
+    round of the floor's primitives at the mark's size, as many calls of each as the window
+    has steps: the best replay and the best round are the same statistic, timed side by side
+    in the same process, so a burst of load on the shared machine hits both alike.
+    """
+    import copy
+
     build, labels, _ = step_floor_learners()[name]
     n = max(marks)
     rows, y, sign = step_floor_stream(n)
     targets = sign if labels else y
     model = build()
-    predict, learn = model.predict_one, model.learn_one
     perf, cpu = time.perf_counter, time.process_time
     starts = {t - max(t // 10, 1): t for t in marks}  # window start -> its mark
     stamps = np.zeros(n + 1)
-    sizes, cpu_at = {}, {}
+    sizes, cpu_at, copies = {}, {}, {}
     stamps[0] = perf()
     for i in range(n):
         if i in starts:
+            if floors is not None:
+                copies[starts[i]] = [copy.deepcopy(model) for _ in range(rounds)]
+                stamps[i] = perf()  # the copies are not part of the step before
             cpu_at[i] = cpu()
-        predict(rows[i])
-        learn(rows[i], targets[i])
+        model.predict_one(rows[i])
+        model.learn_one(rows[i], targets[i])
         stamps[i + 1] = perf()
         if i + 1 in marks:
             cpu_at[i + 1] = cpu()
@@ -515,36 +582,58 @@ def step_times(name: str, marks: tuple[int, ...]) -> dict:
     out = []
     for lo, t in starts.items():
         window = steps[lo:t]
-        out.append({"t": t, "m": sizes[t], "mean_us": float(window.mean()),
-                    "median_us": float(np.median(window)),
-                    "cpu_us": 1e6 * (cpu_at[t] - cpu_at[lo]) / (t - lo)})
+        mark = {"t": t, "m": sizes[t], "mean_us": float(window.mean()),
+                "median_us": float(np.median(window)),
+                "cpu_us": 1e6 * (cpu_at[t] - cpu_at[lo]) / (t - lo)}
+        if floors is not None:
+            parts = floors.parts(name, t, sizes[t], STEP_FLOOR_D)
+            replays, floor_rounds = [], []
+            for replica in copies.pop(t):
+                predict, learn = replica.predict_one, replica.learn_one
+                start = perf()
+                for i in range(lo, t):
+                    predict(rows[i])
+                    learn(rows[i], targets[i])
+                replays.append(1e6 * (perf() - start) / (t - lo))
+                floor_rounds.append(floors.round_us(parts, t - lo))
+            mark["replay_us"] = min(replays)
+            mark["floor"] = min(floor_rounds, key=lambda r: r["total"])
+        out.append(mark)
     return {"marks": out}
 
 
 def step_floors(floors: Floors, method: str | None, names: tuple[str, ...] = (),
                 up_to: int | None = None) -> list[dict]:
     """Per-step time of each learner at t = 1,000 and 10,000 (a forked run each) against its
-    floor at the same t and dictionary size, timed in the same run; ``up_to`` drops the larger
-    t (a quick run)."""
+    floor at the same t and dictionary size, timed side by side in the same process
+    (:func:`step_times`); ``up_to`` drops the larger t (a quick run).
+
+    ``step_us`` is the best of the window's replays and ``floor_us`` the best of the floor's
+    rounds interleaved with them; ``pass_us``, ``median_us`` and ``cpu_us`` are the first
+    pass's mean, median and CPU time per step over the same window.
+    """
     rows = []
     for name, (_, _, marks) in step_floor_learners().items():
         marks = tuple(t for t in marks if up_to is None or t <= up_to)
         if not marks or (names and not any(o in name for o in names)):
             continue
-        raw = in_child(lambda name=name, marks=marks: step_times(name, marks), method is not None)
+        raw = in_child(lambda name=name, marks=marks: step_times(name, marks, floors),
+                       method is not None)
         if "error" in raw:
             rows.append({"learner": name, "error": raw["error"]})
             continue
         for mark in raw["marks"]:
-            floor = floors.of(name, mark["t"], mark["m"], STEP_FLOOR_D)
+            floor = mark["floor"]
+            total = floor["total"]
             rows.append({
                 "learner": name, "t": mark["t"], "m": mark["m"], "d": STEP_FLOOR_D,
-                "step_us": mark["mean_us"], "median_us": mark["median_us"],
-                "cpu_us": mark["cpu_us"], "floor_us": floor["total"],
+                "step_us": mark["replay_us"], "pass_us": mark["mean_us"],
+                "median_us": mark["median_us"], "cpu_us": mark["cpu_us"], "floor_us": total,
                 "parts_us": {k: v for k, v in floor.items() if k != "total"},
-                "multiple": mark["mean_us"] / floor["total"],
-                "median_multiple": mark["median_us"] / floor["total"],
-                "cpu_multiple": mark["cpu_us"] / floor["total"],
+                "multiple": mark["replay_us"] / total,
+                "pass_multiple": mark["mean_us"] / total,
+                "median_multiple": mark["median_us"] / total,
+                "cpu_multiple": mark["cpu_us"] / total,
             })
     return rows
 

@@ -153,8 +153,9 @@ def targets(results: dict, by: dict) -> list[dict]:
                 "t": f["t"], "step_us": f["step_us"], "floor_us": f["floor_us"],
                 "multiple": f["multiple"],
                 "met": None if results.get("mode") == "quick" else bool(f["multiple"] <= 2.0),
-                "note": f"m = {f['m']}; median step {f['median_multiple']:.2f}x, "
-                        f"CPU time {f['cpu_multiple']:.2f}x"})
+                "note": f"m = {f['m']}; best of 5 replays beside the floor; first pass "
+                        f"{f.get('pass_multiple', f['multiple']):.2f}x (median "
+                        f"{f['median_multiple']:.2f}x, CPU time {f['cpu_multiple']:.2f}x)"})
     return out
 
 
@@ -487,23 +488,30 @@ def _step_floors(results: dict) -> list[str]:
              "[0, 1], `measure.step_floor_stream`; logistic loss on the sign for KONS and "
              "SketchedKONS, squared loss for FunctionalGD with a budget of 1,000 and KRLS with "
              "`max_size` 1,000), `predict_one` + `learn_one` per step at the default BLAS "
-             "threading, in a forked run: mean (and median) µs per step over the last tenth of "
-             "the steps before t, against the floor at the same t and dictionary size m "
-             "(definitions above), timed in the same run. KONS keeps every point in a dense "
-             "factor, so it is compared at t = 1,000 only.", ""]
+             "threading, in a forked run, over the last tenth of the steps before t. The "
+             "window is replayed on 5 copies of the learner taken at its start, each replay "
+             "followed at once by a round of the floor's primitives at the same t and "
+             "dictionary size m (definitions above; as many calls as the window has steps): "
+             "**step** is the best replay and the floor the best round, one statistic timed "
+             "side by side, so a burst of load on the machine hits both alike. The first pass's "
+             "mean (and median) and its CPU time are shown beside. KONS keeps every point in a "
+             "dense factor, so it is compared at t = 1,000 only.", ""]
     table = []
     for f in rows:
         if "error" in f:
             table.append([f["learner"], "-", "-", "failed", "-", "-"])
             continue
         parts = " + ".join(f"{k} {v:.1f}" for k, v in f["parts_us"].items())
-        table.append([f["learner"], str(f["t"]), str(f["m"]),
-                      f"{_f(f['step_us'], '.1f')} ({_f(f['median_us'], '.1f')})",
+        first = f.get("pass_us", f["step_us"])  # a file from before the replays: one pass
+        table.append([f["learner"], str(f["t"]), str(f["m"]), _f(f["step_us"], ".1f"),
+                      f"{_f(first, '.1f')} ({_f(f['median_us'], '.1f')})",
                       _f(f["cpu_us"], ".1f"), f"{_f(f['floor_us'], '.1f')} ({parts})",
-                      f"**{_f(f['multiple'], '.2f')}×** ({_f(f['median_multiple'], '.2f')}×)",
+                      f"**{_f(f['multiple'], '.2f')}×**",
+                      f"{_f(first / f['floor_us'], '.2f')}× ({_f(f['median_multiple'], '.2f')}×)",
                       f"{_f(f['cpu_multiple'], '.2f')}×"])
-    return lines + _table(["learner", "t", "m", "step µs, mean (median)", "CPU µs/step",
-                           "floor µs (parts)", "step / floor, mean (median)",
+    return lines + _table(["learner", "t", "m", "step µs (best replay)",
+                           "first pass µs, mean (median)", "CPU µs/step", "floor µs (parts)",
+                           "step / floor", "first pass / floor, mean (median)",
                            "CPU / floor"], table) + [
         "", "Under load the mean wall-clock time includes waits for a core; the CPU time "
         "per step (the process's, over the same steps) does not.", ""]

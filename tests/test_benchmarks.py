@@ -105,8 +105,8 @@ def test_quick_suite_without_vw(tmp_path):
     for r in steps:
         assert r["t"] == 1000 and 1 <= r["m"] <= 1000 and r["d"] == measure.STEP_FLOOR_D
         assert math.isclose(r["floor_us"], sum(r["parts_us"].values())) and r["floor_us"] > 0
-        for key in ("step_us", "median_us", "cpu_us", "multiple", "median_multiple",
-                    "cpu_multiple"):
+        for key in ("step_us", "pass_us", "median_us", "cpu_us", "multiple", "pass_multiple",
+                    "median_multiple", "cpu_multiple"):
             assert _finite(r[key]) and r[key] > 0
         assert math.isclose(r["multiple"], r["step_us"] / r["floor_us"])
     assert next(r for r in steps if r["learner"] == "FunctionalGD")["m"] == 1000  # the budget
@@ -244,6 +244,22 @@ def test_floor_definitions_count_the_solves_of_each_step():
     assert krls["trsv(m)"] == floors.trsv(30)
     assert math.isclose(krls["total"], sum(v for k, v in krls.items() if k != "total"))
     assert set(measure.FLOOR_DEFINITIONS) == {"KONS", "SketchedKONS", "FunctionalGD", "KRLS"}
+
+
+def test_step_times_replays_each_window_beside_rounds_of_the_floor():
+    """The replays run the window's very steps again (on copies taken at its start) and each
+    is followed by a round of the floor with the parts of ``Floors.of`` at the mark's size."""
+    floors = measure.Floors(budget_s=1e-4)
+    for name in ("KRLS", "SketchedKONS"):
+        raw = measure.step_times(name, (60,), floors, rounds=2)
+        (mark,) = raw["marks"]
+        assert mark["t"] == 60 and 1 <= mark["m"] <= 60
+        assert _finite(mark["replay_us"]) and mark["replay_us"] > 0
+        floor = mark["floor"]
+        assert set(floor) == set(floors.of(name, 60, mark["m"], measure.STEP_FLOOR_D))
+        assert all(_finite(v) and v > 0 for v in floor.values())
+        assert math.isclose(floor["total"], sum(v for k, v in floor.items() if k != "total"))
+    assert "replay_us" not in measure.step_times("KRLS", (30,))["marks"][0]  # no floors
 
 
 def test_step_floor_stream_prefix_does_not_depend_on_its_length():
