@@ -646,7 +646,7 @@ class PackedSymmetric:
         if self._m == 0:
             return np.zeros(0)
         if self._dense is not None:
-            return self._dense @ v
+            return self._dense.dot(v)
         with scipy_one_thread:
             return dspmv(self._m, 1.0, self._packed(), v, lower=0)
 
@@ -657,7 +657,7 @@ class PackedSymmetric:
         if self._dense is not None:
             # both triangles, so (i, j) and (j, i) may differ in the last bit (OpenBLAS's kernel
             # fuses some multiply-adds and not others); products read the whole matrix
-            dger(alpha, x, x, a=self._dense.T, overwrite_a=1)
+            dger(alpha, x, x, 1, 1, self._dense.T, 1, 1, 1)  # incx, incy, a, overwrite x, y, a
             return
         with scipy_one_thread:
             dspr(self._m, alpha, x, self._packed(), lower=0, overwrite_ap=1)
@@ -686,7 +686,7 @@ class PackedSymmetric:
         if D is not None:
             Pa = D.dot(a)  # numpy's gemv without matmul's generalized-ufunc dispatch
             s = 1.0 / (1.0 + dot(a, Pa))
-            dger(-s, Pa, Pa, 1, 1, D.T, 0, 0, 1)  # as rank_one: incx, incy, a, overwrite x, y, a
+            dger(-s, Pa, Pa, 1, 1, D.T, 1, 1, 1)  # as rank_one: incx, incy, a, overwrite x, y, a
             return Pa, s
         with scipy_one_thread:
             Pa = dspmv(m, 1.0, self._packed(), a, lower=0)

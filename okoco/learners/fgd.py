@@ -109,7 +109,6 @@ class FunctionalGD(KernelLearner):
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
         shrink = 1.0 - eta * self.lam
-        coef = self._store.field("coef")
         ybar = self._analyse(v)
         excess = clip_excess(ybar, self.C)
         gdot = float(self._loss.derivative(y, ybar - excess))
@@ -117,6 +116,7 @@ class FunctionalGD(KernelLearner):
         c_new = -eta * gdot - (shrink * excess / kappa if excess else 0.0)
         if not (math.isfinite(c_new) and math.isfinite(ybar) and math.isfinite(kappa)):
             raise ValueError(overflow_message(self._kernel, ybar))  # nothing changed yet
-        if shrink != 1.0:
+        if shrink != 1.0:  # NORMA's decay (lam > 0)
+            coef = self._store.field("coef")
             coef *= shrink
         self._store.append(v, coef=c_new)
