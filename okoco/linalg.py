@@ -299,7 +299,7 @@ class IncrementalCholesky:
     def quad(self, v) -> float:
         """Quadratic form ``v^T A^{-1} v = ||L^{-1} v||^2``, ``O(m^2)``."""
         h = self.half_solve(v)
-        return float(h @ h)
+        return dot(h, h)
 
     def logdet(self) -> float:
         """``log det A = 2 sum_j log L_jj``, ``O(m)`` (``0.0`` for the empty matrix)."""
@@ -357,7 +357,7 @@ class IncrementalCholesky:
             h = np.asarray(half, dtype=float)
             if h.shape != (m,):
                 raise ValueError(f"half must have length {m}, got shape {h.shape}")
-        hh = float(h @ h)
+        hh = dot(h, h)
         schur = diagonal - hh
         if not schur >= self.min_pivot:
             schur = self.min_pivot
