@@ -322,7 +322,7 @@ class FeatureMap:
         if len(values) > _FAST_WIDTH or set(map(type, values)) != _FLOAT:
             return None
         vec = np.array(values)
-        if not float(vec @ vec) <= MAX_ABS_VALUE * MAX_ABS_VALUE:
+        if not float(vec.dot(vec)) <= MAX_ABS_VALUE * MAX_ABS_VALUE:
             return None
         return vec
 
@@ -490,7 +490,7 @@ class Rows:
             # thread up to 10,000 elements; einsum never threads). It may differ from einsum's
             # norms of a block in the last bit, far below the expansion's own rounding
             # (okoco.kernels), and coincident points are recomputed exactly all the same.
-            norm = float(row @ row) if width <= _DOT_ONE_THREAD else float(
+            norm = float(row.dot(row)) if width <= _DOT_ONE_THREAD else float(
                 np.einsum("i,i->", row, row))
             sq[slot] = norm
             if norm > self._sq_max:
@@ -519,7 +519,7 @@ class Rows:
     def padded(self, width: int) -> np.ndarray:
         """The rows held over ``max(d, width)`` columns (zeros beyond ``d``)."""
         if width <= self.d:
-            return self.view()
+            return self.data[: self.n, : self.d]  # view(), without the call: a step's hot path
         if width <= self.data.shape[1]:
             return self.data[: self.n, :width]  # the spare columns are zeros
         return np.pad(self.view(), ((0, 0), (0, width - self.d)))

@@ -46,6 +46,11 @@ from okoco._validation import Interval, check_params
 
 __all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled"]
 
+try:  # np.einsum without its Python layers: with optimize=False np.einsum returns exactly this
+    from numpy._core.multiarray import c_einsum as _einsum  # (a kernel row's hot path)
+except ImportError:  # pragma: no cover - numpy < 2
+    from numpy.core.multiarray import c_einsum as _einsum
+
 
 def _as_rows(X) -> np.ndarray:
     if type(X) is np.ndarray and X.ndim == 2 and X.dtype == np.float64:
@@ -129,14 +134,14 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
             Z *= Z
             return Z
         Z = X - x
-        return np.einsum("ij,ij->i", Z, Z)
+        return _einsum("ij,ij->i", Z, Z)
     xx = dot(x, x)
     x2 = x * -2.0  # X @ (-2 x) has the bits of -2 (X @ x), in d operations instead of m
     if X.size < _GEMV_THREADED:
-        D = X @ x2
+        D = X.dot(x2)  # ndarray.dot: the bits of X @ x2, without matmul's dispatch
     else:
         with _numpy_one_thread:
-            D = X @ x2
+            D = X.dot(x2)
     D += sq
     D += xx
     tau = (2 * X.shape[1] + 4) * _NEAR_FACTOR  # _near_limit, inlined
@@ -148,7 +153,7 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
         near = np.flatnonzero(~(D > limit))  # NaN (an overflowed norm) included
         if near.size:
             Z = X[near] - x
-            D[near] = np.einsum("ij,ij->i", Z, Z)
+            D[near] = _einsum("ij,ij->i", Z, Z)
     return D
 
 

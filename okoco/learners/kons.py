@@ -185,7 +185,7 @@ class KONS(KernelLearner):
         e = self._gather(store.field("d") * k)
         h = self._chol.half_solve(e)
         kc = dot(k, store.field("c"))
-        ybar = (kc - float(h @ self._sync_g())) / self.alpha
+        ybar = (kc - float(h.dot(self._sync_g()))) / self.alpha
         return k, kappa, e, h, ybar, kc
 
     def _predict_vec(self, v: np.ndarray) -> float:
@@ -207,7 +207,7 @@ class KONS(KernelLearner):
         step before it applies any)."""
         k, kappa, e, h, ybar, kc = analysis
         alpha = self.alpha
-        s = max(kappa - float(h @ h), _MIN_S)
+        s = max(kappa - float(h.dot(h)), _MIN_S)
         excess = clip_excess(ybar, self.C)
         yhat = ybar - excess
         gdot = float(self._loss.derivative(y, yhat))
@@ -261,7 +261,7 @@ class KONS(KernelLearner):
             half = d_t * h
             pivot = self._chol.append(d_t * e, d_t * d_t * kappa + alpha, half=half)
             self._g = reserve(self._g, m + 1)
-            self._g[m] = (d_t * kc_new - half @ self._g[:m]) / math.sqrt(pivot)
+            self._g[m] = (d_t * kc_new - half.dot(self._g[:m])) / math.sqrt(pivot)
             self._note_selected(index)
             self._sync_g()  # the append may have refreshed the factor: recompute g then
 
