@@ -83,6 +83,7 @@ SCALE = [Interval(Real, 0, None, closed="neither")]
 # gamma: the rows of several RBF kernels can share one distance row (okoco.learners.auto).
 
 _EPS = float(np.finfo(float).eps)
+_min = np.minimum.reduce  # ndarray.min without its Python wrapper (numpy._core._methods)
 #: Largest error of an RBF value computed through the norm expansion.
 _RBF_TOL = 2e-13
 # numpy's matrix-vector product goes to OpenBLAS's thread pool from 2304 * 4 = 9216 elements
@@ -145,7 +146,7 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
     D += sq
     D += xx
     tau = (2 * X.shape[1] + 4) * _NEAR_FACTOR  # _near_limit, inlined
-    if D.shape[0] and not D.min() > tau * (sq_max + xx):  # some entry may be near
+    if D.shape[0] and not _min(D) > tau * (sq_max + xx):  # some entry may be near
         # each entry's own bound tau (||X_i||^2 + ||x||^2): on data with a few far-out points
         # (Shuttle) the shared bound would recompute most of the row
         limit = sq + xx
@@ -169,9 +170,7 @@ def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
     >>> rbf_row(0.5, X, np.array([0.0, 5.0]), 5.0, np.array([1.0, 2.0])).round(6)
     array([0.082085, 1.      ])
     """
-    D = sq_dist_row(X, sq, sq_max, x)
-    D *= -gamma
-    return np.exp(D, out=D)
+    return RBF(gamma).row_from_norms(X, sq, sq_max, x)
 
 
 def _sq_dists(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -345,7 +344,9 @@ class RBF(Kernel):
                        x: np.ndarray) -> np.ndarray:
         """``k(X_i, x)`` for every row, given the squared norms ``sq`` of the rows and their
         maximum (the learners' stored points keep them): :func:`rbf_row`."""
-        return rbf_row(self.gamma, X, sq, sq_max, x)
+        D = sq_dist_row(X, sq, sq_max, x)
+        D *= -self.gamma
+        return np.exp(D, out=D)
 
     def _diag(self, X):
         return np.ones(X.shape[0])
