@@ -46,10 +46,10 @@ from okoco._validation import Interval, check_params
 
 __all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled"]
 
-try:  # np.einsum without its Python layers: with optimize=False np.einsum returns exactly this
-    from numpy._core.multiarray import c_einsum as _einsum  # (a kernel row's hot path)
-except ImportError:  # pragma: no cover - numpy < 2
-    from numpy.core.multiarray import c_einsum as _einsum
+# np.einsum without its Python layers (with optimize=False np.einsum returns exactly this call),
+# for a kernel row's hot path; np.einsum itself where numpy keeps it elsewhere
+_numpy_core = np._core if hasattr(np, "_core") else getattr(np, "core", None)  # numpy 2 / 1
+_einsum = getattr(getattr(_numpy_core, "multiarray", None), "c_einsum", np.einsum)
 
 
 def _as_rows(X) -> np.ndarray:
