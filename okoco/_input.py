@@ -287,11 +287,16 @@ class FeatureMap:
             return last[1], last[3]
         keys = tuple(x)
         if keys == self._keys and len(keys) == width:
-            vec = self._encode_known(x)
-            if vec is not None:
-                vec.flags.writeable = False  # handed out again for the same dict (see above)
-                self._last = (dict(x), vec, width, [], x)
-                return vec, []
+            # The keys are the columns in order: one conversion, if every value is a Python
+            # float and v . v <= MAX_ABS_VALUE ** 2, which bounds every |v| and excludes NaN and
+            # infinities (a sufficient check; the cell-by-cell path below decides the rest).
+            values = tuple(x.values())
+            if width <= _FAST_WIDTH and set(map(type, values)) == _FLOAT:
+                vec = np.array(values)
+                if float(vec.dot(vec)) <= MAX_ABS_VALUE * MAX_ABS_VALUE:
+                    vec.flags.writeable = False  # handed out again for the same dict (above)
+                    self._last = (dict(x), vec, width, [], x)
+                    return vec, []
         cols, values, unknown = [], [], []
         for name, value in x.items():
             if type(value) is not float or not -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
@@ -309,22 +314,6 @@ class FeatureMap:
         if not unknown and cols == list(range(width)):  # the columns, in order: the fast path
             self._keys = keys
         return vec, unknown
-
-    def _encode_known(self, x: dict) -> np.ndarray | None:
-        """The vector of a dict whose keys are the columns in order, if every value is plainly
-        valid.
-
-        ``None`` sends the row through the cell-by-cell path. Only Python floats are taken here,
-        and ``v . v <= MAX_ABS_VALUE ** 2`` bounds every ``|v|`` and excludes NaN and
-        infinities: a sufficient check, the other path decides the rest.
-        """
-        values = tuple(x.values())
-        if len(values) > _FAST_WIDTH or set(map(type, values)) != _FLOAT:
-            return None
-        vec = np.array(values)
-        if not float(vec @ vec) <= MAX_ABS_VALUE * MAX_ABS_VALUE:
-            return None
-        return vec
 
     def encode_many(self, X, *, arrays: bool = True) -> tuple[np.ndarray, list]:
         """Validated ``(n, width + new)`` matrix of a batch, and the new feature names.
@@ -490,7 +479,7 @@ class Rows:
             # thread up to 10,000 elements; einsum never threads). It may differ from einsum's
             # norms of a block in the last bit, far below the expansion's own rounding
             # (okoco.kernels), and coincident points are recomputed exactly all the same.
-            norm = float(row @ row) if width <= _DOT_ONE_THREAD else float(
+            norm = float(row.dot(row)) if width <= _DOT_ONE_THREAD else float(
                 np.einsum("i,i->", row, row))
             sq[slot] = norm
             if norm > self._sq_max:
@@ -519,7 +508,7 @@ class Rows:
     def padded(self, width: int) -> np.ndarray:
         """The rows held over ``max(d, width)`` columns (zeros beyond ``d``)."""
         if width <= self.d:
-            return self.view()
+            return self.data[: self.n, : self.d]  # view(), without the call: a step's hot path
         if width <= self.data.shape[1]:
             return self.data[: self.n, :width]  # the spare columns are zeros
         return np.pad(self.view(), ((0, 0), (0, width - self.d)))

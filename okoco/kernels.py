@@ -46,6 +46,11 @@ from okoco._validation import Interval, check_params
 
 __all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled"]
 
+# np.einsum without its Python layers (with optimize=False np.einsum returns exactly this call),
+# for a kernel row's hot path; np.einsum itself where numpy keeps it elsewhere
+_numpy_core = np._core if hasattr(np, "_core") else getattr(np, "core", None)  # numpy 2 / 1
+_einsum = getattr(getattr(_numpy_core, "multiarray", None), "c_einsum", np.einsum)
+
 
 def _as_rows(X) -> np.ndarray:
     if type(X) is np.ndarray and X.ndim == 2 and X.dtype == np.float64:
@@ -78,6 +83,7 @@ SCALE = [Interval(Real, 0, None, closed="neither")]
 # gamma: the rows of several RBF kernels can share one distance row (okoco.learners.auto).
 
 _EPS = float(np.finfo(float).eps)
+_min = np.minimum.reduce  # ndarray.min without its Python wrapper (numpy._core._methods)
 #: Largest error of an RBF value computed through the norm expansion.
 _RBF_TOL = 2e-13
 # numpy's matrix-vector product goes to OpenBLAS's thread pool from 2304 * 4 = 9216 elements
@@ -129,18 +135,18 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
             Z *= Z
             return Z
         Z = X - x
-        return np.einsum("ij,ij->i", Z, Z)
+        return _einsum("ij,ij->i", Z, Z)
     xx = dot(x, x)
     x2 = x * -2.0  # X @ (-2 x) has the bits of -2 (X @ x), in d operations instead of m
     if X.size < _GEMV_THREADED:
-        D = X @ x2
+        D = X.dot(x2)  # ndarray.dot: the bits of X @ x2, without matmul's dispatch
     else:
         with _numpy_one_thread:
-            D = X @ x2
+            D = X.dot(x2)
     D += sq
     D += xx
     tau = (2 * X.shape[1] + 4) * _NEAR_FACTOR  # _near_limit, inlined
-    if D.shape[0] and not D.min() > tau * (sq_max + xx):  # some entry may be near
+    if D.shape[0] and not _min(D) > tau * (sq_max + xx):  # some entry may be near
         # each entry's own bound tau (||X_i||^2 + ||x||^2): on data with a few far-out points
         # (Shuttle) the shared bound would recompute most of the row
         limit = sq + xx
@@ -148,7 +154,7 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
         near = np.flatnonzero(~(D > limit))  # NaN (an overflowed norm) included
         if near.size:
             Z = X[near] - x
-            D[near] = np.einsum("ij,ij->i", Z, Z)
+            D[near] = _einsum("ij,ij->i", Z, Z)
     return D
 
 
@@ -164,9 +170,7 @@ def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
     >>> rbf_row(0.5, X, np.array([0.0, 5.0]), 5.0, np.array([1.0, 2.0])).round(6)
     array([0.082085, 1.      ])
     """
-    D = sq_dist_row(X, sq, sq_max, x)
-    D *= -gamma
-    return np.exp(D, out=D)
+    return RBF(gamma).row_from_norms(X, sq, sq_max, x)
 
 
 def _sq_dists(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -340,7 +344,9 @@ class RBF(Kernel):
                        x: np.ndarray) -> np.ndarray:
         """``k(X_i, x)`` for every row, given the squared norms ``sq`` of the rows and their
         maximum (the learners' stored points keep them): :func:`rbf_row`."""
-        return rbf_row(self.gamma, X, sq, sq_max, x)
+        D = sq_dist_row(X, sq, sq_max, x)
+        D *= -self.gamma
+        return np.exp(D, out=D)
 
     def _diag(self, X):
         return np.ones(X.shape[0])

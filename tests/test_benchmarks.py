@@ -293,3 +293,16 @@ def test_sketch_pick_is_the_fastest_setting_at_vw_accuracy_or_better():
         r["accuracy"], r["error"] = 0.85, 0.15
     target = report.summarize(results)["targets"][0]
     assert target["okoco"]["key"] == "faster, less accurate" and not target["met"]
+
+
+def test_cli_benchmark_times_real_replays_idle_and_loaded(tmp_path):
+    """``benchmarks.bench_cli`` runs the command as a user does (its own process) in both
+    conditions and reports the replay's own µs/sample and metric."""
+    bench_cli = importlib.import_module("benchmarks.bench_cli")
+    out = tmp_path / "cli.json"
+    report = bench_cli.main(["--dataset", "sinc", "--learner", "fgd", "--runs", "1",
+                             "--output", str(out)])
+    assert json.loads(out.read_text())["runs"] == report["runs"]
+    assert set(report["runs"]) == {"idle", "loaded"}
+    assert all(len(v) == 1 and _finite(v[0]) and v[0] > 0 for v in report["runs"].values())
+    assert report["command"] == "okoco replay sinc -l fgd" and "MAE" in report["metrics"]

@@ -63,3 +63,52 @@ def test_a_third_class_in_a_batch_changes_nothing():
 def test_before_any_label_the_river_convention_holds():
     clf = BinaryClassifier(FunctionalGD(loss=losses.Logistic()))
     assert clf.predict_many(np.array([[1.0]])).tolist() == [clf.predict_one({0: 1.0})]
+
+
+def test_the_remembered_label_pair_follows_every_new_label():
+    """The (negative, positive) pair is remembered between calls; it must follow the labels as
+    they arrive (one label, then two), a batch, a restored classifier and a copy."""
+    import copy
+
+    for labels, pos in [(["b", "a"], "b"), ([0, 1], 1), ([False, True], True), ([-1, 1], 1)]:
+        clf = BinaryClassifier(FunctionalGD(loss=losses.Logistic(), C=3.0, eta=0.5))
+        first, second = labels
+        clf.learn_one({"x": 0.0}, first)
+        assert clf.predict_one({"x": 0.0}) == first  # one label seen: it is the only answer
+        assert clf._pair(clf._labels) == clf._pair_of(clf._labels)
+        clf.learn_one({"x": 1.0}, second)
+        assert clf._pair(clf._labels) == clf._pair_of(clf._labels)
+        assert clf._pair(clf._labels)[1] == pos
+        proba = clf.predict_proba_one({"x": 1.0})
+        assert clf.predict_one({"x": 1.0}) == max(proba, key=proba.get)
+        twin = copy.deepcopy(clf)
+        assert twin._pair(twin._labels) == clf._pair(clf._labels)
+    batch = BinaryClassifier(FunctionalGD(loss=losses.Logistic(), C=3.0, eta=0.5))
+    batch.learn_one({0: 0.0}, "yes")
+    assert batch._pair(batch._labels) == (None, "yes")
+    batch.learn_many(np.array([[1.0], [0.5]]), np.array(["no", "yes"]))
+    assert batch._pair(batch._labels) == ("no", "yes")
+
+
+def test_the_remembered_label_pair_is_not_saved(tmp_path):
+    from okoco import load
+
+    clf = BinaryClassifier(KONS(loss=losses.SquaredHinge(), C=1.0))
+    for i in range(6):
+        clf.learn_one({"x": i / 5}, "big" if i > 2 else "small")
+    clf.predict_one({"x": 0.1})
+    assert "_pair_memo" in vars(clf) and "_pair_memo" not in clf.__getstate__()
+    again = load(clf.save(tmp_path / "clf.npz"))
+    for x in ({"x": 0.05}, {"x": 0.95}):
+        assert again.predict_one(x) == clf.predict_one(x)
+        assert again.predict_proba_one(x) == clf.predict_proba_one(x)
+
+
+def test_predict_one_breaks_a_tie_as_the_max_of_predict_proba_one():
+    """P(+1) = 1/2 exactly: predict_one answers the negative label, as max() over the
+    probabilities in predict_proba_one's order does."""
+    clf = BinaryClassifier(KONS(loss=losses.SquaredHinge(), C=1.0))
+    clf._labels = ["p", "n"]  # strings: the first label seen is +1
+    proba = clf.predict_proba_one({"x": 1.0})
+    assert proba == {"n": 0.5, "p": 0.5}  # f = 0: nothing learned
+    assert clf.predict_one({"x": 1.0}) == max(proba, key=proba.get) == "n"

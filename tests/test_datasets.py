@@ -534,3 +534,14 @@ def test_river_csv_read_directly_equals_rivers_dataset_class(name, monkeypatch):
     assert names == names2 and y.dtype == y2.dtype
     np.testing.assert_array_equal(X, X2)
     np.testing.assert_array_equal(y, y2)
+
+
+def test_the_cli_reads_a_dataset_before_its_replay_is_timed():
+    """``experiment.load_dataset`` reads the rows, so the first step of a timed replay does not
+    pay for the file (``datasets.load`` alone reads lazily)."""
+    from okoco import experiment
+
+    assert datasets.load("trump-approval")._X is None
+    ds = experiment.load_dataset("trump-approval", target=None, data_params={}, seed=0,
+                                 shuffle=False)
+    assert ds._X is not None and ds._X.shape == (1001, 6)

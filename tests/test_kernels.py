@@ -284,3 +284,48 @@ def test_rbf_row_bounds_each_entry_by_its_own_norms():
     shared = D <= tau * (sq.max() + x @ x)
     own = D <= tau * (sq + x @ x)
     assert own.sum() == 300 and shared.sum() == 400  # the far point made the others all "near"
+
+
+def _sq_dist_row_reference(X, sq, sq_max, x):
+    """sq_dist_row as written with ``@``, ``np.einsum`` and ``ndarray.min`` (before the hot path
+    called ``ndarray.dot``, numpy's C ``c_einsum`` and ``np.minimum.reduce``)."""
+    if X.size <= kernels._DIRECT_SIZE:
+        if X.shape[1] == 1:
+            Z = X[:, 0] - x[0]
+            return Z * Z
+        Z = X - x
+        return np.einsum("ij,ij->i", Z, Z)
+    xx = float(x @ x)
+    D = X @ (x * -2.0)
+    D += sq
+    D += xx
+    tau = (2 * X.shape[1] + 4) * kernels._NEAR_FACTOR
+    if D.shape[0] and not D.min() > tau * (sq_max + xx):
+        near = np.flatnonzero(~(D > tau * (sq + xx)))
+        if near.size:
+            Z = X[near] - x
+            D[near] = np.einsum("ij,ij->i", Z, Z)
+    return D
+
+
+@pytest.mark.parametrize("m, d", [(40, 1), (60, 9), (100, 9), (600, 9), (300, 40), (3000, 1)])
+def test_sq_dist_row_has_the_bits_of_the_plain_numpy_formula(m, d):
+    """The cheaper calls of the kernel row (``ndarray.dot`` for ``@``, ``c_einsum`` for
+    ``np.einsum``, ``np.minimum.reduce`` for ``min``) change no bit: both paths, with duplicates,
+    near points, a far-out point and a row view of a wider buffer (as ``Rows`` hands out)."""
+    from okoco._blas import dot
+
+    rng = np.random.default_rng(m + d)
+    buffer = np.zeros((m + 7, d + 3))
+    buffer[:m, :d] = np.round(rng.normal(size=(m, d)), 1)  # many exact duplicates
+    buffer[m - 1, :d] = 40.0
+    X = buffer[:m, :d]
+    sq = np.einsum("ij,ij->i", X, X)
+    for x in (X[3].copy(), X[3] + 1e-9, rng.normal(size=d)):
+        got = kernels.sq_dist_row(X, sq, float(sq.max()), x)
+        want = _sq_dist_row_reference(X, sq, float(sq.max()), x)
+        assert got.tobytes() == want.tobytes()
+        assert dot(x, X[5]) == float(x @ X[5])
+    long = rng.normal(size=20_000)  # dot's blocks: the bits of the blocked sum of ``@``
+    blocks = sum(long[i:i + 8192] @ long[i:i + 8192] for i in range(0, 20_000, 8192))
+    assert dot(long, long) == float(blocks)

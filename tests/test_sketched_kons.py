@@ -161,3 +161,37 @@ def test_points_beyond_the_margin_leave_the_store_and_nothing_else_changes(eta, 
     assert model.dictionary_size == coins.sum()
     if p_min:  # the floor's coin also keeps points with a zero gradient (a zero column)
         assert (coins[beyond] == 1).any()
+    # a null step ends early: what it skips adds exactly nothing to the running sums
+    assert model.rg_sum == pytest.approx(sum(r["g_Ainv_g"] for r in records), rel=1e-8)
+
+
+@pytest.mark.parametrize("p_min", [0.0, 0.3])
+def test_a_feature_first_seen_beyond_the_margin_is_registered_and_used_later(p_min):
+    """The null step's early exit still registers the row's new feature (it is not stored, but
+    the feature gets its column): the stream with the feature appearing late predicts as the
+    same stream with it present, as 0, from the start."""
+    X = unit_rows(300, 4, seed=3)
+    y = np.where(X @ np.array([1.0, -1.0, 0.5, 2.0]) >= 0, 1.0, -1.0)
+    late = [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
+    full = [dict(row, extra=0.0) for row in late]
+    kw = dict(kernel=kernels.RBF(0.7), loss=losses.SquaredHinge(), C=2.0, alpha=0.5, beta=1.0,
+              p_min=p_min, seed=2)
+    a, b = SketchedKONS(**kw), SketchedKONS(**kw)
+    first = None
+    for t, (x_late, x_full, target) in enumerate(zip(late, full, y)):
+        if first is not None:
+            x_late = dict(x_late, extra=-0.1 * (t % 3))
+            x_full = dict(x_full, extra=-0.1 * (t % 3))
+        elif t > 100 and a.predict_one(dict(x_late, extra=0.25)) * target >= 1.0:
+            first = t  # beyond the margin: the feature arrives on a null step
+            x_late = x_full = dict(x_late, extra=0.25)
+        pa = a.predict_one(x_late)
+        assert pa == pytest.approx(b.predict_one(x_full), abs=1e-12)
+        if t == first:
+            assert pa * target >= 1.0 and a._store.d == 4
+        a.learn_one(x_late, target)
+        b.learn_one(x_full, target)
+    assert first is not None
+    assert "extra" in a._features.columns and a._store.d == 5
+    assert a._store.size == b._store.size < a.n_seen
+    assert a.coins.tolist() == b.coins.tolist()

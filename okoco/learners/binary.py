@@ -92,8 +92,26 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     # -- labels ---------------------------------------------------------------------------
 
+    # The (negative, positive) pair of the labels seen, remembered for the list object and its
+    # length (labels are only ever appended): test-then-train asks for it twice per row. A
+    # cache, not state (see __getstate__).
+    _pair_memo: tuple | None = None
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_pair_memo", None)
+        return state
+
     def _pair(self, labels: list) -> tuple:
         """(negative, positive) labels given the labels seen; ``None`` for one not seen yet."""
+        memo = self._pair_memo
+        if memo is not None and memo[0] is labels and memo[1] == len(labels):
+            return memo[2]
+        pair = self._pair_of(labels)
+        self._pair_memo = (labels, len(labels), pair)
+        return pair
+
+    def _pair_of(self, labels: list) -> tuple:
         if self.pos_label is not None:
             others = [label for label in labels if label != self.pos_label]
             return (others[0] if others else None), self.pos_label
@@ -108,16 +126,18 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     def _sign(self, y, labels: list | None = None) -> float:
         labels = self._labels if labels is None else labels
-        if not LABEL.accepts_type(y):
+        if not isinstance(y, Hashable):
             raise TypeError(f"a label must be hashable (a str, int, bool, ...), got {y!r} "
                             f"({type(y).__name__})")
-        if y not in labels and len(labels) >= 2:
+        if y in labels:  # a label seen before: it was checked then
+            return 1.0 if y == self._pair(labels)[1] else -1.0
+        if len(labels) >= 2:
             raise ValueError(
                 f"label {y!r} is a third class; this BinaryClassifier has seen {labels!r}"
             )
         if LABEL.convert(y) is None and y is not None:
             raise ValueError(f"the label {y!r} cannot be a class: it is not equal to itself")
-        _, pos = self._pair(labels if y in labels else [*labels, y])
+        _, pos = self._pair_of([*labels, y])
         return 1.0 if y == pos else -1.0
 
     def save(self, path, *, compress: bool = False):
@@ -148,8 +168,11 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
         return {neg: 1.0 - p, pos: p}
 
     def predict_one(self, x: dict, **kwargs):
-        proba = self.predict_proba_one(x)
-        return max(proba, key=proba.get)
+        p = self._proba_positive(x)
+        neg, pos = self._pair(self._labels)
+        if neg is None or pos is None:
+            return pos if neg is None else neg
+        return pos if p > 1.0 - p else neg  # max of predict_proba_one: neg on a tie
 
     # -- mini-batches (river's MiniBatchClassifier protocol) ------------------------------
 

@@ -162,13 +162,13 @@ class KONS(KernelLearner):
 
     def _sync_g(self) -> np.ndarray:
         """``g = L^{-1} (D K c)_I``, recomputed only if the factorization was refreshed."""
-        m = self._chol.size
-        if self._chol.n_refreshes != self._refreshes_seen:
+        chol = self._chol
+        if chol.n_refreshes != self._refreshes_seen:
             store = self._store
             w = self._gather(store.field("d") * store.field("Kc"))
-            self._g[:m] = self._chol.half_solve(w)
-            self._refreshes_seen = self._chol.n_refreshes
-        return self._g[:m]
+            self._g[: chol.size] = chol.half_solve(w)
+            self._refreshes_seen = chol.n_refreshes
+        return self._g[: chol.size]
 
     def _analyse(self, v: np.ndarray):
         """Kernel row, solve and unclipped prediction at ``v`` (no state change)."""
@@ -185,7 +185,7 @@ class KONS(KernelLearner):
         e = self._gather(store.field("d") * k)
         h = self._chol.half_solve(e)
         kc = dot(k, store.field("c"))
-        ybar = (kc - float(h @ self._sync_g())) / self.alpha
+        ybar = (kc - float(h.dot(self._sync_g()))) / self.alpha
         return k, kappa, e, h, ybar, kc
 
     def _predict_vec(self, v: np.ndarray) -> float:
@@ -207,7 +207,7 @@ class KONS(KernelLearner):
         step before it applies any)."""
         k, kappa, e, h, ybar, kc = analysis
         alpha = self.alpha
-        s = max(kappa - float(h @ h), _MIN_S)
+        s = max(kappa - float(h.dot(h)), _MIN_S)
         excess = clip_excess(ybar, self.C)
         yhat = ybar - excess
         gdot = float(self._loss.derivative(y, yhat))
@@ -237,9 +237,10 @@ class KONS(KernelLearner):
         k, kappa, e, h, ybar, kc = analysis
         s, excess, yhat, gdot, weight, d_t = step
         store, alpha = self._store, self.alpha
-        g = self._sync_g()
         z = self._coin(e, kappa, d_t)
         c_t = z * weight * yhat - gdot - (alpha * excess / s if excess else 0.0)
+        if not (z or c_t or d_t or gdot) and self._drops_null_points:
+            return  # a null step (beyond the squared hinge's margin): it would only add zeros
 
         # Running K c over the stored points plus the new entry; g = L^{-1}(D K c)_I follows,
         # since (D K c)_I moves by c_t e and L^{-1} e = h.
@@ -247,6 +248,7 @@ class KONS(KernelLearner):
         if c_t:
             Kc = store.field("Kc")
             Kc += c_t * k
+            g = self._sync_g()
             g += c_t * h
         if z or c_t or not self._drops_null_points:
             index = store.append(v, d=d_t, c=c_t, Kc=kc_new, z=z)
@@ -261,7 +263,7 @@ class KONS(KernelLearner):
             half = d_t * h
             pivot = self._chol.append(d_t * e, d_t * d_t * kappa + alpha, half=half)
             self._g = reserve(self._g, m + 1)
-            self._g[m] = (d_t * kc_new - half @ self._g[:m]) / math.sqrt(pivot)
+            self._g[m] = (d_t * kc_new - half.dot(self._g[:m])) / math.sqrt(pivot)
             self._note_selected(index)
             self._sync_g()  # the append may have refreshed the factor: recompute g then
 
@@ -349,8 +351,9 @@ class SketchedKONS(KONS):
         if d_t == 0.0:  # a zero gradient (a point beyond the squared hinge's margin)
             return int(self._kors._update_null())
         column = d_t * e  # kappa and d_t were checked by the step, d_t^2 kappa + alpha too
-        if not math.isfinite(column.sum()):  # finite iff every entry is (or refused)
-            raise ValueError(overflow_message(self._kernel, float(column.sum())))
+        total = float(np.add.reduce(column))  # column.sum(), without its Python wrapper
+        if not math.isfinite(total):  # finite iff every entry is (or refused)
+            raise ValueError(overflow_message(self._kernel, total))
         added, _, _ = self._kors._update_checked_column(column, d_t * d_t * kappa)
         return int(added)
 
