@@ -153,7 +153,7 @@ def targets(results: dict, by: dict) -> list[dict]:
                 "t": f["t"], "step_us": f["step_us"], "floor_us": f["floor_us"],
                 "multiple": f["multiple"],
                 "met": None if results.get("mode") == "quick" else bool(f["multiple"] <= 2.0),
-                "note": f"m = {f['m']}; best of 5 replays beside the floor; first pass "
+                "note": f"m = {f['m']}; quietest of 5 replays beside the floor; first pass "
                         f"{f.get('pass_multiple', f['multiple']):.2f}x (median "
                         f"{f['median_multiple']:.2f}x, CPU time {f['cpu_multiple']:.2f}x)"})
     return out
@@ -492,9 +492,10 @@ def _step_floors(results: dict) -> list[str]:
              "window is replayed on 5 copies of the learner taken at its start, each replay "
              "followed at once by a round of the floor's primitives at the same t and "
              "dictionary size m (definitions above; as many calls as the window has steps): "
-             "**step** is the best replay and the floor the best round, one statistic timed "
-             "side by side, so a burst of load on the machine hits both alike. The first pass's "
-             "mean (and median) and its CPU time are shown beside. KONS keeps every point in a "
+             "**step** and floor come from the quietest pair (least total time), one "
+             "statistic timed side by side, so a burst of load on the machine hits both alike. "
+             "The first pass's mean (and median) and its CPU time are shown beside. KONS keeps "
+             "every point in a "
              "dense factor, so it is compared at t = 1,000 only.", ""]
     table = []
     for f in rows:
@@ -509,7 +510,7 @@ def _step_floors(results: dict) -> list[str]:
                       f"**{_f(f['multiple'], '.2f')}×**",
                       f"{_f(first / f['floor_us'], '.2f')}× ({_f(f['median_multiple'], '.2f')}×)",
                       f"{_f(f['cpu_multiple'], '.2f')}×"])
-    return lines + _table(["learner", "t", "m", "step µs (best replay)",
+    return lines + _table(["learner", "t", "m", "step µs (replay)",
                            "first pass µs, mean (median)", "CPU µs/step", "floor µs (parts)",
                            "step / floor", "first pass / floor, mean (median)",
                            "CPU / floor"], table) + [
