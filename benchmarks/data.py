@@ -2,11 +2,13 @@
 
 Every learner sees the same rows in the same order. Features whose scales differ are
 standardized *online* (causally): row ``t`` is scaled with the mean and standard deviation of
-rows ``1..t`` (its own features are known before the prediction). Regression targets that need it
-are standardized with the statistics of ``y_1..y_{t-1}`` only, and every prediction is mapped back
-to the original scale before it is scored, so errors are in the dataset's units. This is what
-``river.preprocessing.StandardScaler`` / ``TargetStandardScaler`` do inside a pipeline, computed
-once for all learners instead of inside each one's timed loop.
+rows ``1..t`` (its own features are known before the prediction: river's ``StandardScaler`` in a
+pipeline under ``compose.learn_during_predict``). Regression targets that need it are
+standardized exactly as river's ``TargetStandardScaler`` does: step ``t``'s prediction is mapped
+back to the target's units with the mean and standard deviation of ``y_1..y_{t-1}``, and the
+learner then learns ``y_t`` scaled with those of ``y_1..y_t`` (0 while they have no spread), so
+errors are in the dataset's units. Computed once for all learners instead of inside each one's
+timed loop.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from river import stats
 
 from okoco import datasets
 
@@ -108,21 +111,23 @@ def online_standardize(X: np.ndarray) -> np.ndarray:
     return (Z - mean) / sd
 
 
-def target_scaling(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and std of ``y_1..y_{t-1}`` for each ``t`` (0 and 1 before two targets are seen)."""
-    y = np.asarray(y, dtype=float)
-    n = y.shape[0]
-    shift = np.zeros(n)
-    scale = np.ones(n)
-    if n > 1:
-        c = y - y[0]
-        t = np.arange(1, n, dtype=float)
-        mean = np.cumsum(c[:-1]) / t
-        var = np.maximum(np.cumsum(c[:-1] ** 2) / t - mean**2, 0.0)
-        shift[1:] = mean + y[0]
-        sd = np.sqrt(var)
-        scale[1:] = np.where(sd > 1e-12 * (1.0 + np.abs(shift[1:])), sd, 1.0)
-    return shift, scale
+def target_scaling(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """river's ``TargetStandardScaler``, computed once: ``(learned, shift, scale)``.
+
+    Step ``t``'s prediction ``p`` is mapped back as ``shift[t] + scale[t] * p``, with the mean
+    and the sample standard deviation (``river.stats.Var``, ddof 1) of ``y_1..y_{t-1}``; the
+    learner then learns ``learned[t] = (y_t - mean) / sd`` with those of ``y_1..y_t``, and 0 while
+    ``sd`` is 0 (before two targets, or constant ones).
+    """
+    var = stats.Var()
+    n = len(y)
+    learned, shift, scale = np.zeros(n), np.zeros(n), np.zeros(n)
+    for t, target in enumerate(np.asarray(y, dtype=float).tolist()):
+        shift[t], scale[t] = var.mean.get(), var.get() ** 0.5
+        var.update(target)
+        sd = var.get() ** 0.5
+        learned[t] = (target - var.mean.get()) / sd if sd else 0.0
+    return learned, shift, scale
 
 
 def load_stream(name: str, n: int | None = None, quick: bool = False) -> Stream | str:
@@ -152,8 +157,8 @@ def load_stream(name: str, n: int | None = None, quick: bool = False) -> Stream 
                       [str(c) for c in names], spec, n_available)
     y = np.asarray(y, dtype=float)
     if spec.standardize_y:
-        shift, scale = target_scaling(y)
+        learned, shift, scale = target_scaling(y)
     else:
-        shift, scale = np.zeros(size), np.ones(size)
-    return Stream(name, "regression", X, (y - shift) / scale, y, shift, scale,
+        learned, shift, scale = y, np.zeros(size), np.ones(size)
+    return Stream(name, "regression", X, learned, y, shift, scale,
                   [str(c) for c in names], spec, n_available)

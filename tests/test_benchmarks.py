@@ -155,14 +155,31 @@ def test_online_standardize_matches_a_loop():
         np.testing.assert_allclose(Z[t], (X[t] - seen.mean(axis=0)) / sd, atol=1e-6)
 
 
-def test_target_scaling_uses_only_past_targets():
-    y = np.array([3.0, 5.0, 4.0, 10.0, -2.0])
-    shift, scale = data.target_scaling(y)
-    assert (shift[0], scale[0]) == (0.0, 1.0)
-    assert (shift[1], scale[1]) == (3.0, 1.0)  # one past target: no spread yet
-    for t in range(2, 5):
-        assert shift[t] == pytest.approx(y[:t].mean())
-        assert scale[t] == pytest.approx(y[:t].std())
+def test_target_scaling_is_rivers_target_standard_scaler():
+    """The stream's learned targets and prediction map equal river's TargetStandardScaler
+    around a regressor that records what it learns and predicts a known value."""
+    from river import base, preprocessing
+
+    class Recorder(base.Regressor):
+        def __init__(self):
+            self.learned, self.prediction = [], 0.0
+
+        def learn_one(self, x, y):
+            self.learned.append(y)
+
+        def predict_one(self, x):
+            return self.prediction
+
+    y = np.array([3.0, 5.0, 4.0, 4.0, 10.0, -2.0, 7.5])
+    learned, shift, scale = data.target_scaling(y)
+    model = preprocessing.TargetStandardScaler(Recorder())
+    for t, target in enumerate(y):
+        model.regressor.prediction = 0.7 * t - 1.0
+        assert model.predict_one({}) == pytest.approx(shift[t] + scale[t] * (0.7 * t - 1.0))
+        model.learn_one({}, target)
+    assert np.allclose(learned, model.regressor.learned, rtol=1e-12, atol=1e-12)
+    assert learned[0] == 0.0 and scale[0] == scale[1] == 0.0  # no spread before two targets
+    assert shift[1] == 3.0 and scale[2] == pytest.approx(np.std(y[:2], ddof=1))
 
 
 def test_step_profile_windows():
