@@ -139,7 +139,10 @@ class IncrementalCholesky:
     numbers) so that the factor can be checked and refreshed from scratch: after every
     ``max(m, 16)`` modifications the relative residual ``||L L^T - A||_F / ||A||_F`` is computed
     and, if it exceeds ``refresh_tol``, ``L`` is recomputed from ``A`` (``O(m^3)``, so ``O(m^2)``
-    amortised per modification). The check can also be run at any time with :meth:`check`.
+    amortised per modification). The period is the current ``m``, so a factor that only grows by
+    appends (bordering is backward stable; ALD's, KRLS's) is checked once, at ``m = 16``; updates,
+    removals and rescalings bring the next check. It can also be run at any time with
+    :meth:`check`.
 
     Near-duplicate atoms make the Schur complement ``d - ||L^{-1} c||^2`` of a new atom vanish or go
     negative through cancellation. Such pivots are clamped to ``min_pivot`` and counted in
@@ -495,8 +498,9 @@ class IncrementalCholesky:
     def check(self) -> float:
         """Compute the residual and refresh the factor if it exceeds ``refresh_tol``.
 
-        Returns the residual measured before any refresh. Called automatically after every
-        ``max(m, 16)`` modifications.
+        Returns the residual measured before any refresh. Called automatically once the
+        modifications since the last check reach ``max(m, 16)``, ``m`` the current size (see
+        the class docstring for a factor that only grows).
         """
         self._ops_since_check = 0
         with all_one_thread:  # O(m^3) but at a learner's sizes one thread is faster (module doc)
