@@ -126,7 +126,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     def _sign(self, y, labels: list | None = None) -> float:
         labels = self._labels if labels is None else labels
-        if not isinstance(y, Hashable):
+        if not LABEL.accepts_type(y):
             raise TypeError(f"a label must be hashable (a str, int, bool, ...), got {y!r} "
                             f"({type(y).__name__})")
         if y in labels:  # a label seen before: it was checked then
