@@ -80,6 +80,15 @@ def test_quick_suite_without_vw(tmp_path):
     assert ("trump-approval", "KRLS") in names
     assert not any(r["library"] == "vowpalwabbit" for r in results["runs"])
 
+    # the naive forecast predicts y_{t-1} on the original scale (0 at the first step)
+    naive = next(r for r in results["runs"] if r["learner"] == "last target (naive forecast)")
+    stream = data.load_stream("trump-approval", n=80, quick=True)
+    previous = np.r_[0.0, stream.y_true[:-1]]
+    assert math.isclose(naive["rmse"], math.sqrt(np.mean((previous - stream.y_true) ** 2)),
+                        rel_tol=1e-12)
+    assert not any(r["learner"] == "last target (naive forecast)" and r["dataset"] == "phishing"
+                   for r in results["runs"])
+
     # okoco's best runs were replayed through okoco.evaluate.replay over arrays: river's metric
     # there must equal the one computed here from the dict-path predictions (same model, order)
     best_okoco = [r for r in results["runs"] if r["best"] and r["family"] == "okoco"]
@@ -97,6 +106,16 @@ def test_quick_suite_without_vw(tmp_path):
         assert math.isclose(f["floor_us"], sum(f["parts_us"].values()))
     targets = {(t["dataset"], t["learner"], t["peer"]) for t in results["targets"]}
     assert ("trump-approval", "KRLS", "scikit-learn RBFSampler+SGDRegressor") in targets
+    # time targets are judged on alternating head-to-head rounds: the median of their ratios
+    for t in results["targets"]:
+        if t["dataset"] == "trump-approval" and t["learner"] == "KRLS":
+            idle = t["head_to_head"]["idle"]
+            assert len(idle["us"]) == len(idle["peer_us"]) == 2
+            ratios = [a / b for a, b in zip(idle["us"], idle["peer_us"])]
+            assert idle["ratios"] == pytest.approx(ratios)
+            assert t["time_ratio"] == pytest.approx(float(np.median(ratios)))
+            assert t["single_pass_time_ratio"] == pytest.approx(
+                t["okoco"]["us_per_sample"] / t["peer_figures"]["us_per_sample"])
     assert all(t["met"] is None for t in results["targets"] if t["peer"] == "floor")  # t < 5000
 
     # per-step time against the floor at fixed t (a quick run stops at t = 1,000)
