@@ -210,9 +210,16 @@ class KORS(Dictionary):
     def _step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
         a = np.sqrt(self._weights[: self._size]) * k_col
         h = self._chol.half_solve(a)
-        q = max(k_diag - float(h.dot(h)), 0.0) / self.alpha
+        q = k_diag - float(h.dot(h))
+        if 0.0 > q:  # max(q, 0), min and max below, in comparisons (cheaper than the builtins)
+            q = 0.0
+        q /= self.alpha
         tau = (1.0 + self.eps) * q / (1.0 + q)
-        p = max(min(self.beta * tau, 1.0), self.p_min)
+        p = self.beta * tau
+        if 1.0 < p:
+            p = 1.0
+        if self.p_min > p:
+            p = self.p_min
         added = bool(self._rng.random() < p)
         if added:
             scale = 1.0 / math.sqrt(p)
