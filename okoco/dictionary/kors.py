@@ -198,7 +198,7 @@ class KORS(Dictionary):
         ``O(m^2)`` solve; the same coin as the general step."""
         self._column_mode = True
         p = float(self.p_min)  # max(min(beta tau~, 1), p_min) with tau~ = 0
-        added = bool(self._rng.random() < p)
+        added = self._rng.random() < p  # a bool: random() returns a Python float
         if added:  # the zero column joins with the diagonal 0 / p + alpha
             m = self._size
             self._chol.append(np.zeros(m), self.alpha, half=np.zeros(m))

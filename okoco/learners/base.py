@@ -222,7 +222,8 @@ class KernelLearner(base.MiniBatchRegressor):
         eta = self._step(self.n_seen + 1)
         vec, new = self._features.encode(x, arrays=False)
         kernel = self._kernel
-        self._fix_default_kernel(vec.shape[0])
+        if not self.n_seen:  # the call only acts at the first learn
+            self._fix_default_kernel(vec.shape[0])
         try:
             self._learn_vec(vec, y, eta)
         except BaseException:
