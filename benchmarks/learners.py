@@ -58,6 +58,8 @@ class Entry:
 
 
 def available(library: str) -> bool:
+    if library == "benchmarks":  # drivers written here
+        return True
     module = {"scikit-learn": "sklearn", "vowpalwabbit": "vowpalwabbit"}.get(library, library)
     return importlib.util.find_spec(module) is not None
 
@@ -264,6 +266,26 @@ def vw_lines(stream: Stream) -> tuple[list[str], list[str]]:
     return feats, [lab + f for lab, f in zip(labels, feats)]
 
 
+def _last_target() -> Callable[[Stream], Driver]:
+    """The naive forecast: predict the last target learned (nothing before the first).
+
+    With the targets scaled online it predicts ``y_{t-1}`` exactly on the original scale (the
+    learned ``y_{t-1}`` and the prediction at ``t`` use the same statistics, of
+    ``y_1..y_{t-1}``). On a stream whose target is close to a random walk (TrumpApproval) this is
+    hard to beat; a learner that does not beat it has learned nothing from the features.
+    """
+
+    def build(stream: Stream) -> Driver:
+        last: list = [None]
+
+        def learn(x, y) -> None:
+            last[0] = y
+
+        return Driver("dict", lambda x: last[0], learn, _floats)
+
+    return build
+
+
 def harness() -> Entry:
     """A learner that does nothing: the cost and memory of the measuring loop itself."""
 
@@ -360,6 +382,8 @@ def entries(stream: Stream, quick: bool = False, skip: tuple[str, ...] = (),
     add("VW --OjaNewton", "peer", "vowpalwabbit", [{"sketch_size": 10}],
         lambda sketch_size: _vw(f"--OjaNewton --sketch_size {sketch_size}{loss}", task))
 
+    if task == "regression":
+        add("last target (naive forecast)", "reference", "benchmarks", [{}], _last_target)
     add("scikit-learn KernelRidge (refit)", "reference", "scikit-learn",
         with_gammas([{"alpha": 0.1}]), lambda gamma, alpha: _kernel_ridge(gamma, alpha, task))
     return out

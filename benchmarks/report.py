@@ -315,6 +315,10 @@ def _method() -> list[str]:
         "- **Offline reference**: scikit-learn `KernelRidge` refitted on the prefix at "
         "t = 50, 100, 200, ... and predicting the samples until the next refit: an error "
         "reference, not a peer for speed.",
+        "- **Naive forecast** (regression): predict the last target seen, `y_{t-1}`. On a "
+        "stream whose target moves like a random walk (TrumpApproval) it beats every learner "
+        "here: their errors there say how well they track the level, not what they learn from "
+        "the features.",
         "",
     ]
 

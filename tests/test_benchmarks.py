@@ -80,6 +80,15 @@ def test_quick_suite_without_vw(tmp_path):
     assert ("trump-approval", "KRLS") in names
     assert not any(r["library"] == "vowpalwabbit" for r in results["runs"])
 
+    # the naive forecast predicts y_{t-1} on the original scale (0 at the first step)
+    naive = next(r for r in results["runs"] if r["learner"] == "last target (naive forecast)")
+    stream = data.load_stream("trump-approval", n=80, quick=True)
+    previous = np.r_[0.0, stream.y_true[:-1]]
+    assert math.isclose(naive["rmse"], math.sqrt(np.mean((previous - stream.y_true) ** 2)),
+                        rel_tol=1e-12)
+    assert not any(r["learner"] == "last target (naive forecast)" and r["dataset"] == "phishing"
+                   for r in results["runs"])
+
     # okoco's best runs were replayed through okoco.evaluate.replay over arrays: river's metric
     # there must equal the one computed here from the dict-path predictions (same model, order)
     best_okoco = [r for r in results["runs"] if r["best"] and r["family"] == "okoco"]
