@@ -131,6 +131,8 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
     chosen = {id(r) for r in best}  # and the settings the targets judge (report.target_runs)
     picks = [r for r in report.target_runs(runs) if id(r) not in chosen]
     rerun_best(best + picks, by_key, stream, inputs, marks, method, loaded)
+    head_to_head(report.time_pairs(runs, stream.name, stream.task), by_key, stream, inputs,
+                 marks, method, loaded, rounds=2 if quick else H2H_ROUNDS)
     for rec in best:
         if rec["family"] != "okoco" or "steps" not in rec:
             continue
@@ -174,6 +176,59 @@ def rerun_best(best: list[dict], by_key: dict, stream: data.Stream, inputs: meas
                              {"us_per_sample": 1e6 * raw["seconds"] / stream.n})
                 log(f"  {rec['key']:<60} {name:>10} "
                     f"{rec[name].get('us_per_sample', math.nan):9.1f} us/sample")
+
+
+#: Alternate replays of each pair a time target compares (see :func:`head_to_head`).
+H2H_ROUNDS = 5
+#: A pair is compared head to head only if one round (a replay of each) takes at most this.
+H2H_BUDGET_S = 10.0
+
+
+def head_to_head(pairs: list[tuple[dict, dict]], by_key: dict, stream: data.Stream,
+                 inputs: measure.Inputs, marks: list[int], method: str | None, loaded: bool,
+                 rounds: int = H2H_ROUNDS) -> None:
+    """Time each ``(mine, peer)`` pair of a time target in ``rounds`` alternating rounds.
+
+    A round replays both (each in its own forked run, as every other figure), the order
+    swapped every round (ABBA), so that a burst of load on the machine falls on both alike;
+    the pair's time ratio is the median of the rounds' ratios. Idle, and with one busy process
+    beside the suite if ``loaded``. Stored on ``mine`` as ``head_to_head[peer key]``; a pair
+    whose single passes took longer than :data:`H2H_BUDGET_S` together is left to them.
+    """
+    from contextlib import nullcontext
+
+    conditions = [("idle", nullcontext)] + ([("loaded", measure.busy_process)] if loaded else [])
+    for mine, peer in pairs:
+        if mine["seconds"] + peer["seconds"] > H2H_BUDGET_S:
+            continue
+        record = {}
+        for name, condition in conditions:
+            with condition():
+                us = _rounds(mine, peer, by_key, stream, inputs, marks, method, rounds)
+            if us is None:
+                log(f"  head to head {mine['key']} vs {peer['key']}: a replay failed")
+                break
+            ratios = [a / b for a, b in zip(us["mine"], us["peer"])]
+            record[name] = {"us": us["mine"], "peer_us": us["peer"], "ratios": ratios,
+                            "ratio": float(np.median(ratios))}
+            log(f"  head to head {mine['key']} vs {peer['key']} ({name}): ratio "
+                f"{record[name]['ratio']:.2f} (rounds {', '.join(f'{r:.2f}' for r in ratios)})")
+        else:
+            mine.setdefault("head_to_head", {})[peer["key"]] = record
+
+
+def _rounds(mine: dict, peer: dict, by_key: dict, stream: data.Stream, inputs: measure.Inputs,
+            marks: list[int], method: str | None, rounds: int) -> dict | None:
+    """µs/sample of ``mine`` and ``peer`` over ``rounds`` ABBA rounds; ``None`` on a failure."""
+    us: dict[str, list[float]] = {"mine": [], "peer": []}
+    for i in range(rounds):
+        for who in (("mine", "peer") if i % 2 == 0 else ("peer", "mine")):
+            rec = mine if who == "mine" else peer
+            raw = measure.run_entry(by_key[rec["key"]], stream, inputs, marks, method)
+            if "error" in raw:
+                return None
+            us[who].append(1e6 * raw["seconds"] / stream.n)
+    return us
 
 
 def _floor_curve(floors: measure.Floors, rec: dict, d: int, points: int = 5) -> dict:

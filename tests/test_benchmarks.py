@@ -106,6 +106,16 @@ def test_quick_suite_without_vw(tmp_path):
         assert math.isclose(f["floor_us"], sum(f["parts_us"].values()))
     targets = {(t["dataset"], t["learner"], t["peer"]) for t in results["targets"]}
     assert ("trump-approval", "KRLS", "scikit-learn RBFSampler+SGDRegressor") in targets
+    # time targets are judged on alternating head-to-head rounds: the median of their ratios
+    for t in results["targets"]:
+        if t["dataset"] == "trump-approval" and t["learner"] == "KRLS":
+            idle = t["head_to_head"]["idle"]
+            assert len(idle["us"]) == len(idle["peer_us"]) == 2
+            ratios = [a / b for a, b in zip(idle["us"], idle["peer_us"])]
+            assert idle["ratios"] == pytest.approx(ratios)
+            assert t["time_ratio"] == pytest.approx(float(np.median(ratios)))
+            assert t["single_pass_time_ratio"] == pytest.approx(
+                t["okoco"]["us_per_sample"] / t["peer_figures"]["us_per_sample"])
     assert all(t["met"] is None for t in results["targets"] if t["peer"] == "floor")  # t < 5000
 
     # per-step time against the floor at fixed t (a quick run stops at t = 1,000)
