@@ -16,10 +16,12 @@ from okoco.learners.auto import SharedPoints
 
 
 def expert_grid(d, loss, C):
-    """The documented grid, built independently of Auto (each expert with kernels of its own)."""
+    """The documented grid, built independently of Auto (each expert with kernels of its own):
+    the third expert is the exp-concave step for regression, RBF(1/d) for classification."""
     g = 1.0 / d
-    grid = [(kernels.RBF(0.2 * g), 0.1, "hessian"), (kernels.RBF(3 * g), 0.1, "hessian"),
-            (kernels.RBF(0.2 * g), 1.0, "exp-concave")]
+    third = ((kernels.RBF(0.2 * g), 1.0, "exp-concave") if isinstance(loss, losses.Squared)
+             else (kernels.RBF(g), 0.1, "hessian"))
+    grid = [(kernels.RBF(0.2 * g), 0.1, "hessian"), (kernels.RBF(3 * g), 0.1, "hessian"), third]
     return [KONS(kernel=k, loss=loss, C=C, alpha=a, eta=eta) for k, a, eta in grid]
 
 
