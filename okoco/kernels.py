@@ -151,7 +151,9 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
         # (Shuttle) the shared bound would recompute most of the row
         limit = sq + xx
         limit *= tau
-        near = np.flatnonzero(~(D > limit))  # NaN (an overflowed norm) included
+        # NaN (an overflowed norm) included; np.flatnonzero of a 1-D mask without its
+        # Python-level calls (ravel, dispatch), which ran on most Shuttle steps
+        near = (~(D > limit)).nonzero()[0]
         if near.size:
             Z = X[near] - x
             D[near] = _einsum("ij,ij->i", Z, Z)

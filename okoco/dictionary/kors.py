@@ -198,7 +198,7 @@ class KORS(Dictionary):
         ``O(m^2)`` solve; the same coin as the general step."""
         self._column_mode = True
         p = float(self.p_min)  # max(min(beta tau~, 1), p_min) with tau~ = 0
-        added = bool(self._rng.random() < p)
+        added = self._rng.random() < p  # a bool: random() returns a Python float
         if added:  # the zero column joins with the diagonal 0 / p + alpha
             m = self._size
             self._chol.append(np.zeros(m), self.alpha, half=np.zeros(m))
@@ -210,9 +210,16 @@ class KORS(Dictionary):
     def _step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
         a = np.sqrt(self._weights[: self._size]) * k_col
         h = self._chol.half_solve(a)
-        q = max(k_diag - float(h.dot(h)), 0.0) / self.alpha
+        q = k_diag - float(h.dot(h))
+        if 0.0 > q:  # max(q, 0), min and max below, in comparisons (cheaper than the builtins)
+            q = 0.0
+        q /= self.alpha
         tau = (1.0 + self.eps) * q / (1.0 + q)
-        p = max(min(self.beta * tau, 1.0), self.p_min)
+        p = self.beta * tau
+        if 1.0 < p:
+            p = 1.0
+        if self.p_min > p:
+            p = self.p_min
         added = bool(self._rng.random() < p)
         if added:
             scale = 1.0 / math.sqrt(p)

@@ -207,7 +207,9 @@ class KONS(KernelLearner):
         step before it applies any)."""
         k, kappa, e, h, ybar, kc = analysis
         alpha = self.alpha
-        s = max(kappa - float(h.dot(h)), _MIN_S)
+        s = kappa - float(h.dot(h))
+        if _MIN_S > s:  # s = max(s, _MIN_S), without the builtin's generic call (as below)
+            s = _MIN_S
         excess = clip_excess(ybar, self.C)
         yhat = ybar - excess
         gdot = float(self._loss.derivative(y, yhat))
