@@ -59,6 +59,15 @@ def test_scalar_fast_paths_equal_the_array_path(loss):
             np.testing.assert_array_equal(scalar, array)
 
 
+def test_squared_value_fast_path_equals_the_array_path():
+    """A replay scores each step with floats: the same bits as the array path."""
+    rng = np.random.default_rng(0)
+    y, z = rng.standard_normal(200) * 50, rng.standard_normal(200) * 50
+    scalar = [losses.Squared().value(a, b) for a, b in zip(y.tolist(), z.tolist())]
+    assert all(type(v) is float for v in scalar)
+    np.testing.assert_array_equal(scalar, losses.Squared().value(y, z))
+
+
 @pytest.mark.parametrize("C", [0.3, 1.0, 1.5, 3.0, 10.0])
 def test_curvature_satisfies_assumption_2(C):
     for y in (-C, -0.4 * C, 0.0, C):
