@@ -147,6 +147,23 @@ _LOCK = threading.Lock()
 _LIBRARIES: dict[str, list[_Library]] | None = None
 
 
+def find_libraries() -> dict[str, list[_Library]]:
+    """The loaded BLAS libraries by package, found once per process (about 10 ms: threadpoolctl
+    inspects every loaded shared library) and cached.
+
+    The first :class:`OneThread` scope calls it; a learner calls it when it is built, so that
+    the search does not fall in the middle of a timed replay (KRLS enters its first scope when
+    its dictionary passes ``PackedSymmetric.DENSE_MAX`` atoms).
+    """
+    global _LIBRARIES
+    with _LOCK:
+        if _LIBRARIES is None:
+            import scipy.linalg  # noqa: F401 - scipy loads its BLAS lazily; find it too
+
+            _LIBRARIES = _discover()
+        return _LIBRARIES
+
+
 class OneThread:
     """A reusable scope that runs the BLAS of the named packages on one thread.
 
@@ -166,13 +183,8 @@ class OneThread:
         self._libs: list[_Library] | None = None
 
     def _libraries(self) -> list[_Library]:
-        global _LIBRARIES
-        with _LOCK:
-            if _LIBRARIES is None:
-                import scipy.linalg  # noqa: F401 - scipy loads its BLAS lazily; find it too
-
-                _LIBRARIES = _discover()
-            libs = {id(lib): lib for p in self.packages for lib in _LIBRARIES[p]}
+        found = find_libraries()
+        libs = {id(lib): lib for p in self.packages for lib in found[p]}
         return list(libs.values())
 
     def __enter__(self) -> OneThread:

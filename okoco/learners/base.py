@@ -29,6 +29,7 @@ from river import base
 from okoco import kernels as _kernels
 from okoco import losses as _losses
 from okoco import persistence
+from okoco._blas import find_libraries
 from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, in_row, undo_on_error
 from okoco._validation import Interval, Options, Protocol, check_params
 
@@ -171,6 +172,7 @@ class KernelLearner(base.MiniBatchRegressor):
     def _setup(self) -> None:
         """Check the parameters, then build a fresh state (the end of every ``__init__``)."""
         check_params(self)
+        find_libraries()  # once per process, ~10 ms: at construction, not in a timed replay
         # kernel=None: RBF(gamma = 1/d), d fixed at the first learn (_fix_default_kernel)
         self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
         self._loss = self.loss if self.loss is not None else _losses.Squared()
