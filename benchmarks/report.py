@@ -61,7 +61,7 @@ def summarize(results: dict) -> dict:
                            "error": _ratio(r["error"], ref["error"]),
                            "memory": _ratio(r.get("peak_bytes"), ref.get("peak_bytes"))}
     results["references"] = refs
-    results["targets"] = targets(results, by)
+    results["targets"] = targets(results)
     return results
 
 
@@ -111,7 +111,7 @@ def time_pairs(runs: list[dict], dataset: str, task: str) -> list[tuple[dict, di
             for (_, learner), peer in by.items() if learner.startswith(RF_PEERS)]
 
 
-def targets(results: dict, by: dict) -> list[dict]:
+def targets(results: dict) -> list[dict]:
     """The issue's three targets, judged on this run's figures."""
     out = []
     tasks = {d["name"]: d["task"] for d in results["datasets"]}
