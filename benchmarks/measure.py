@@ -355,24 +355,18 @@ class Floors:
         them in rounds beside the learner's own steps (:func:`step_times`): each part maps to
         its alternatives (a solve: packed ``dtpsv`` or dense ``dtrsv``), the faster one counts.
         """
-        def solves(k: int, times: int = 1) -> list[Callable[[], Any]]:
-            if not k:
-                return [lambda: None]
-            return [lambda f=f: [f() for _ in range(times)] for f in self._trsv_fns(k)]
-
-        expansion = [self._expansion_fn(t if learner in ("KONS", "SketchedKONS") else m, d)]
-        if learner == "KONS":
-            return {"expansion(t)": expansion, "trsv(t)": solves(t)}
-        if learner == "SketchedKONS":
-            return {"expansion(t)": expansion, "2 trsv(m)": solves(m, 2)}
-        if learner == "FunctionalGD":
-            return {"expansion(m)": expansion}
-        if learner == "KRLS":
-            if not m:
-                return {"expansion(m)": expansion}
-            return {"expansion(m)": expansion, "trsv(m)": solves(m),
-                    "matvec(m)": [self._matvec_fn(m)], "rank_one(m)": [self._rank_one_fn(m)]}
-        raise ValueError(f"no floor defined for {learner!r}")
+        makers = {"expansion": lambda n: [self._expansion_fn(n, d)],
+                  "trsv": self._trsv_fns, "matvec": lambda n: [self._matvec_fn(n)],
+                  "rank_one": lambda n: [self._rank_one_fn(n)]}
+        out = {}
+        for name, primitive, n, times in _floor_parts(learner, t, m):
+            if not n and primitive != "expansion":  # nothing to solve or update yet
+                out[name] = [lambda: None]
+                continue
+            calls = makers[primitive](n)
+            out[name] = calls if times == 1 else [
+                lambda f=f, times=times: [f() for _ in range(times)] for f in calls]
+        return out
 
     def round_us(self, parts: dict[str, list[Callable[[], Any]]], calls: int) -> dict[str, float]:
         """One round: each part's mean µs per call over ``calls`` calls (its fastest
@@ -405,18 +399,27 @@ class Floors:
             return self._of(learner, t, m, d)
 
     def _of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
-        if learner == "KONS":
-            parts = {"expansion(t)": self.expansion(t, d), "trsv(t)": self.trsv(t)}
-        elif learner == "SketchedKONS":
-            parts = {"expansion(t)": self.expansion(t, d), "2 trsv(m)": 2 * self.trsv(m)}
-        elif learner == "FunctionalGD":  # m = the terms kept (t without a budget)
-            parts = {"expansion(m)": self.expansion(m, d)}
-        elif learner == "KRLS":
-            parts = {"expansion(m)": self.expansion(m, d), "trsv(m)": self.trsv(m),
-                     "matvec(m)": self.matvec(m), "rank_one(m)": self.rank_one(m)}
-        else:
-            raise ValueError(f"no floor defined for {learner!r}")
+        timed = {"expansion": lambda n: self.expansion(n, d), "trsv": self.trsv,
+                 "matvec": self.matvec, "rank_one": self.rank_one}
+        parts = {name: times * timed[primitive](n)
+                 for name, primitive, n, times in _floor_parts(learner, t, m)}
         return {**parts, "total": sum(parts.values())}
+
+
+def _floor_parts(learner: str, t: int, m: int) -> list[tuple[str, str, int, int]]:
+    """The floor of one step of ``learner`` (``FLOOR_DEFINITIONS``): ``(part, primitive,
+    size, times)`` for each part, at ``t`` points seen and ``m`` in the dictionary (for
+    FunctionalGD the terms kept, ``t`` without a budget)."""
+    if learner == "KONS":
+        return [("expansion(t)", "expansion", t, 1), ("trsv(t)", "trsv", t, 1)]
+    if learner == "SketchedKONS":
+        return [("expansion(t)", "expansion", t, 1), ("2 trsv(m)", "trsv", m, 2)]
+    if learner == "FunctionalGD":
+        return [("expansion(m)", "expansion", m, 1)]
+    if learner == "KRLS":
+        return [("expansion(m)", "expansion", m, 1), ("trsv(m)", "trsv", m, 1),
+                ("matvec(m)", "matvec", m, 1), ("rank_one(m)", "rank_one", m, 1)]
+    raise ValueError(f"no floor defined for {learner!r}")
 
 
 def threading_costs(budget_s: float = 0.05, loaded: bool = False) -> list[dict]:
