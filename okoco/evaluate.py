@@ -1,14 +1,16 @@
-r"""Progressive validation (test-then-train): one generator, and the wrappers around it.
+r"""Progressive validation (test-then-train): one loop, a generator and a replay around it.
 
-:func:`iter_progressive_val` is the loop itself, in the shape of river's
-``iter_progressive_val_score``: for each sample it predicts, scores the prediction, then learns
-the true target, and yields a :class:`Step` (the sample count, the target, the prediction, its
-loss and the seconds the step took). Everything else is a thin wrapper around it:
+The loop predicts each sample, scores the prediction, then learns the true target. Around it:
 
+- :func:`iter_progressive_val`, in the shape of river's ``iter_progressive_val_score``, yields a
+  :class:`Step` after every sample (the sample count, the target, the prediction, its loss and
+  the seconds the step took);
 - :func:`replay` records curves at checkpoints (the metrics, the cumulative loss, the regret when
   a tracker is given, the dictionary size, the time per sample and the memory held by the
   model's arrays) into a :class:`ReplayResult`, writes and resumes checkpoint files, shows a
-  progress bar, and on Ctrl-C raises :class:`ReplayInterrupted` carrying the result so far;
+  progress bar, and on Ctrl-C raises :class:`ReplayInterrupted` carrying the result so far. It
+  runs the loop in stretches from one of these points to the next, so that between two samples
+  nothing runs but the step itself;
 - :class:`ReplayResult` saves to JSON and CSV (atomically: a temporary file renamed into place)
   and plots its curves (:func:`plot_runs`).
 
@@ -547,34 +549,84 @@ def iter_progressive_val(model: Any, data: Any, metrics: Any, *, loss: Any = Non
     >>> step.t, step.loss == (step.y - step.y_pred) ** 2  # FunctionalGD: the squared loss
     (50, True)
     """
-    metric_list = _as_metrics(metrics, model)
-    classifier = isinstance(model, base.Classifier)
-    predict = _predictor(model, metric_list)
-    loss_fn = None if classifier else (loss if loss is not None else _model_loss(model))
-    updates = [(m.update, classifier and not m.requires_labels) for m in metric_list]
+    loop = _Loop(model, _as_metrics(metrics, model), loss=loss, regret=regret, start=start)
     stream, _, _ = _stream(data)
-    t = start
-    clock = time.perf_counter()
-    for x, y in stream:
-        try:
-            y_label, proba = predict(x)
-            for update, wants_proba in updates:
-                y_pred = proba if wants_proba else y_label
-                if y_pred is not None and y_pred != {}:
-                    update(y_true=y, y_pred=y_pred)
-            if classifier:
-                cost = -math.log(min(max(proba.get(y, 0.0) if proba else 0.0, 1e-15), 1.0))
-            else:
-                cost = float(loss_fn.value(y, y_label)) if y_label is not None else 0.0
-            if regret is not None:
-                regret.update(x, y, y_label)
-            model.learn_one(x, y)
-        except (ValueError, TypeError) as error:
-            raise type(error)(f"sample {t + 1}: {error}") from error
-        t += 1
-        now = time.perf_counter()
-        yield Step(t, y, y_label, cost, now - clock)
+    seconds = 0.0
+    while loop.run(stream, loop.t + 1):
+        y, y_pred, cost = loop.last
+        yield Step(loop.t, y, y_pred, cost, loop.seconds - seconds)
+        seconds = loop.seconds
+
+
+class _Loop:
+    """The test-then-train steps, run in stretches: the engine of both :func:`replay` and
+    :func:`iter_progressive_val`.
+
+    ``run(stream, stop)`` predicts, scores and learns the samples of ``stream`` until ``t``
+    reaches ``stop`` (or the stream ends), with no Python work between two steps but the steps
+    themselves: a replay's time per sample is the model's, not its bookkeeping's. The sample
+    count ``t``, the sum of the losses (added one sample at a time, in order) and the seconds
+    spent in ``run`` carry over from one stretch to the next; after any exception, Ctrl-C
+    included, they count the samples learned in full.
+    """
+
+    def __init__(self, model: Any, metrics: list, *, loss: Any, regret: Any, start: int = 0,
+                 cumulative_loss: float = 0.0):
+        self.classifier = isinstance(model, base.Classifier)
+        self.model, self.regret = model, regret
+        self.predict = _predictor(model, metrics)
+        self.value = None if self.classifier else (
+            loss if loss is not None else _model_loss(model)).value
+        # (update, wants probabilities); a regressor's metrics all take its prediction
+        self.updates = [(m.update, self.classifier and not m.requires_labels) for m in metrics]
+        self.t, self.cumulative_loss, self.seconds = start, cumulative_loss, 0.0
+        #: ``(y, y_pred, loss)`` of the sample a stretch stopped at.
+        self.last: tuple | None = None
+
+    def run(self, stream: Iterator, stop: int | None = None) -> bool:
+        """Learn from ``stream`` until ``t == stop`` (``None``: to its end); False once the
+        stream is exhausted before ``stop``."""
+        classifier, predict, value, regret = self.classifier, self.predict, self.value, self.regret
+        predict_one, learn_one = self.model.predict_one, self.model.learn_one
+        updates = self.updates
+        labels = [update for update, _ in updates]
+        log = math.log
+        t, cumulative_loss = self.t, self.cumulative_loss
         clock = time.perf_counter()
+        try:
+            for x, y in stream:
+                try:
+                    if classifier:
+                        y_label, proba = predict(x)
+                        for update, wants_proba in updates:
+                            y_pred = proba if wants_proba else y_label
+                            if y_pred is not None and y_pred != {}:
+                                update(y_true=y, y_pred=y_pred)
+                        cost = -log(min(max(proba.get(y, 0.0) if proba else 0.0, 1e-15), 1.0))
+                    else:
+                        y_label = predict_one(x)
+                        if y_label is not None:
+                            if y_label != {}:
+                                for update in labels:
+                                    update(y_true=y, y_pred=y_label)
+                            cost = float(value(y, y_label))
+                        else:
+                            cost = 0.0
+                    if regret is not None:
+                        regret.update(x, y, y_label)
+                    learn_one(x, y)
+                except (ValueError, TypeError) as error:
+                    raise type(error)(f"sample {t + 1}: {error}") from error
+                # no call between these two: Ctrl-C cannot land between them
+                cumulative_loss += cost
+                t += 1
+                if t == stop:
+                    self.last = (y, y_label, cost)
+                    return True
+            return False
+        finally:
+            self.seconds += time.perf_counter() - clock
+            self.t, self.cumulative_loss = t, cumulative_loss
 
 
 def _predictor(model: Any, metrics: list):
@@ -671,12 +723,13 @@ class _Curves:
         self.columns: dict[str, list] = {"t": [], **{k: [] for k in names},
                                          **{k: [] for k in BASE_COLUMNS}}
         self.t = self.last_t = 0
-        self.cumulative_loss = self.elapsed = self.pending = 0.0
+        self.cumulative_loss = self.elapsed = self.pending = self.seen = 0.0
 
-    def add(self, step: Step) -> None:
-        self.t = step.t
-        self.cumulative_loss += step.loss
-        self.pending += step.seconds
+    def follow(self, loop: _Loop) -> None:
+        """Catch up with the loop: its sample count, loss sum and the seconds since last time."""
+        self.t, self.cumulative_loss = loop.t, loop.cumulative_loss
+        self.pending += loop.seconds - self.seen
+        self.seen = loop.seconds
 
     def record(self) -> None:
         """Append the current values as a row; the time since the last row is its µs/sample."""
@@ -833,18 +886,25 @@ def replay(
     if max_samples is not None:
         stream = itertools.islice(stream, max(max_samples - curves.t, 0))
     todo = [p for p in points if p > curves.t][::-1]  # next checkpoint last
-    steps = iter_progressive_val(learner, stream, metric_list, loss=loss, regret=regret,
-                                 start=curves.t)
+    loop = _Loop(learner, metric_list, loss=loss, regret=regret, start=curves.t,
+                 cumulative_loss=curves.cumulative_loss)
     bar = _Progress(n, data_name, curves.t) if progress else None
+    # the loop runs in stretches, stopping where something is due: a checkpoint, the bar's
+    # update (every 64 samples), a checkpoint file
+    periods = [k for k in (64 if bar is not None else None, checkpoint_every) if k is not None]
     try:
-        for step in steps:
-            curves.add(step)
-            if todo and step.t == todo[-1]:
+        while True:
+            due = [loop.t - loop.t % k + k for k in periods] + todo[-1:]
+            reached = loop.run(stream, min(due, default=None))
+            curves.follow(loop)
+            if not reached:
+                break
+            if todo and loop.t == todo[-1]:
                 curves.record()
                 todo.pop()
-            if bar is not None and (step.t % 64 == 0 or step.t == curves.last_t):
-                bar.update(step.t)
-            if checkpoint_every is not None and step.t % checkpoint_every == 0:
+            if bar is not None and (loop.t % 64 == 0 or loop.t == curves.last_t):
+                bar.update(loop.t)
+            if checkpoint_every is not None and loop.t % checkpoint_every == 0:
                 persistence.save_checkpoint(checkpoint, learner, metric_list,
                                             curves.progress(fingerprint))
         if curves.t != curves.last_t:
@@ -853,6 +913,7 @@ def replay(
             persistence.save_checkpoint(checkpoint, learner, metric_list,
                                         curves.progress(fingerprint))
     except KeyboardInterrupt:
+        curves.follow(loop)
         if curves.t != curves.last_t:
             curves.record()
         raise ReplayInterrupted(_result(curves, data_name, learner, meta, True)) from None

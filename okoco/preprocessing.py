@@ -78,23 +78,28 @@ class StandardScaler(base.Transformer):
         self.vars: collections.defaultdict = collections.defaultdict(float)
 
     def learn_one(self, x: dict) -> None:
+        # river's updates, mean += (x - mean) / n and var += ((x - old mean) * (x - new mean)
+        # - var) / n, the same operations in the same order (the same bits), each statistic
+        # read and written once per feature: a replay runs this on every sample
         counts, means, vars_ = self.counts, self.means, self.vars
+        if not self.with_std:
+            for i, xi in x.items():
+                counts[i] = n = counts[i] + 1
+                means[i] += (xi - means[i]) / n
+            return
         for i, xi in x.items():
-            counts[i] += 1
+            counts[i] = n = counts[i] + 1
             old_mean = means[i]
-            means[i] += (xi - old_mean) / counts[i]
-            if self.with_std:
-                vars_[i] += ((xi - old_mean) * (xi - means[i]) - vars_[i]) / counts[i]
+            means[i] = mean = old_mean + (xi - old_mean) / n
+            var = vars_[i]
+            vars_[i] = var + ((xi - old_mean) * (xi - mean) - var) / n
 
     def transform_one(self, x: dict) -> dict:
         means = self.means
         if not self.with_std:
             return {i: xi - means[i] for i, xi in x.items()}
-        vars_, out = self.vars, {}
-        for i, xi in x.items():
-            v = vars_[i]
-            out[i] = (xi - means[i]) / v**0.5 if v else 0.0
-        return out
+        vars_ = self.vars
+        return {i: (xi - means[i]) / v**0.5 if (v := vars_[i]) else 0.0 for i, xi in x.items()}
 
     @classmethod
     def _state_from_river(cls, state: dict) -> dict:

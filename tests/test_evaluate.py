@@ -194,6 +194,28 @@ def test_progress_bar_runs():
     assert r.n_samples == 200
 
 
+def test_where_the_loop_stops_changes_no_number(tmp_path):
+    """replay runs the steps in stretches between the points where it has work (checkpoints,
+    the bar's updates, checkpoint files): the columns are the per-step sums of the generator,
+    in order, bit for bit, wherever those points fall."""
+    ds = datasets.load("sinc", n=200, seed=1)
+    points = [1, 7, 64, 65, 130, 200]
+    mae = metrics.MAE()
+    expected, total = {}, 0.0
+    for step in iter_progressive_val(FunctionalGD(budget=40), ds, mae):
+        total += step.loss
+        if step.t in points:
+            expected[step.t] = (mae.get(), total)
+    for options in ({}, {"progress": True},
+                    {"checkpoint": tmp_path / "c.npz", "checkpoint_every": 9}):
+        r = replay(FunctionalGD(budget=40), ds, metrics=metrics.MAE(), checkpoints=points,
+                   **options)
+        assert r["t"].tolist() == points
+        assert list(zip(r.columns["MAE"], r.columns["cumulative_loss"])) == [
+            expected[t] for t in points]
+        assert np.all(r["us_per_sample"] > 0)
+
+
 # -- plots that show every curve ------------------------------------------------------------------
 
 

@@ -47,12 +47,18 @@ def test_standard_scaler_matches_river(seed, with_std):
     assert ours.transform_one(unseen)["const"] == 0.0
 
 
-def test_standard_scaler_is_exactly_rivers_arithmetic():
-    ours, theirs = okp.StandardScaler(), preprocessing.StandardScaler()
+@pytest.mark.parametrize("with_std", [True, False])
+def test_standard_scaler_is_exactly_rivers_arithmetic(with_std):
+    ours = okp.StandardScaler(with_std=with_std)
+    theirs = preprocessing.StandardScaler(with_std=with_std)
     for x, _ in _stream(5, 100):
+        assert ours.transform_one(x) == theirs.transform_one(x)  # bit for bit
         ours.learn_one(x)
         theirs.learn_one(x)
-        assert ours.transform_one(x) == theirs.transform_one(x)  # bit for bit
+        assert ours.transform_one(x) == theirs.transform_one(x)
+    # the statistics too, and the features each has, in the same order
+    for name in ("counts", "means", "vars"):
+        assert list(getattr(ours, name).items()) == list(getattr(theirs, name).items()), name
 
 
 def test_standard_scaler_against_explicit_formula():

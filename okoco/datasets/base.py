@@ -173,8 +173,10 @@ class Dataset:
         assert y is not None and names is not None
         targets = y.tolist()  # Python scalars of the array's kind (float, int, bool, str)
         if isinstance(X, np.ndarray):
+            # every row has len(names) values (_set checks the width): zip(..., strict=True)
+            # would check it again on each row, adding half the cost of making the dict
             for row, target in zip(X.tolist(), targets, strict=True):
-                yield dict(zip(names, row, strict=True)), target
+                yield dict(zip(names, row)), target
         else:
             indptr, indices, data = X.indptr, X.indices.tolist(), X.data.tolist()
             for i, target in enumerate(targets):
