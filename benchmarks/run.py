@@ -128,11 +128,12 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
     best = report.best_runs(runs)
     floor_rows = []
     by_key = {e.key: e for e in learners.entries(stream, quick=quick, skip=skip, only=only)}
+    # head to head first: it decides which SketchedKONS setting a target judges
+    head_to_head(report.head_to_head_pairs(runs, stream.name, stream.task), by_key, stream,
+                 inputs, marks, method, loaded, rounds=2 if quick else H2H_ROUNDS)
     chosen = {id(r) for r in best}  # and the settings the targets judge (report.target_runs)
     picks = [r for r in report.target_runs(runs) if id(r) not in chosen]
     rerun_best(best + picks, by_key, stream, inputs, marks, method, loaded)
-    head_to_head(report.time_pairs(runs, stream.name, stream.task), by_key, stream, inputs,
-                 marks, method, loaded, rounds=2 if quick else H2H_ROUNDS)
     for rec in best:
         if rec["family"] != "okoco" or "steps" not in rec:
             continue
