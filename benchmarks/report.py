@@ -66,6 +66,9 @@ def summarize(results: dict) -> dict:
 
 
 SKETCH_PEER = "VW --ksvm (RBF)"
+#: Alternate replays of each pair a time target compares (``run.head_to_head``), and in a
+#: quick run.
+H2H_ROUNDS, H2H_QUICK_ROUNDS = 5, 2
 
 
 #: SketchedKONS settings at VW's accuracy replayed head to head against it: the fastest by
@@ -384,7 +387,8 @@ def _method() -> list[str]:
         "reference, not a peer for speed.",
         "- **Time targets, head to head**: a target's time ratio (SketchedKONS against VW "
         "`--ksvm`, KRLS and FunctionalGD against the random-feature pipelines) is the median "
-        "of 5 rounds in which the two settings are replayed one after the other, in alternating "
+        f"of {H2H_ROUNDS} rounds ({H2H_QUICK_ROUNDS} with `--quick`) in which the two "
+        "settings are replayed one after the other, in alternating "
         "order (each replay a forked run like every other figure), idle and, with `--loaded`, "
         "beside the busy process: the machine's load bursts then fall on both alike. The "
         "single-pass ratio of the tables is shown beside it.",

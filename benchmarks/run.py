@@ -129,8 +129,9 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
     floor_rows = []
     by_key = {e.key: e for e in learners.entries(stream, quick=quick, skip=skip, only=only)}
     # head to head first: it decides which SketchedKONS setting a target judges
+    rounds = report.H2H_QUICK_ROUNDS if quick else report.H2H_ROUNDS
     head_to_head(report.head_to_head_pairs(runs, stream.name, stream.task), by_key, stream,
-                 inputs, marks, method, loaded, rounds=2 if quick else H2H_ROUNDS)
+                 inputs, marks, method, loaded, rounds=rounds)
     chosen = {id(r) for r in best}  # and the settings the targets judge (report.target_runs)
     picks = [r for r in report.target_runs(runs) if id(r) not in chosen]
     rerun_best(best + picks, by_key, stream, inputs, marks, method, loaded)
@@ -179,15 +180,13 @@ def rerun_best(best: list[dict], by_key: dict, stream: data.Stream, inputs: meas
                     f"{rec[name].get('us_per_sample', math.nan):9.1f} us/sample")
 
 
-#: Alternate replays of each pair a time target compares (see :func:`head_to_head`).
-H2H_ROUNDS = 5
 #: A pair is compared head to head only if one round (a replay of each) takes at most this.
 H2H_BUDGET_S = 10.0
 
 
 def head_to_head(pairs: list[tuple[dict, dict]], by_key: dict, stream: data.Stream,
                  inputs: measure.Inputs, marks: list[int], method: str | None, loaded: bool,
-                 rounds: int = H2H_ROUNDS) -> None:
+                 rounds: int = report.H2H_ROUNDS) -> None:
     """Time each ``(mine, peer)`` pair of a time target in ``rounds`` alternating rounds.
 
     A round replays both (each in its own forked run, as every other figure), the order

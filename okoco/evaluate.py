@@ -567,7 +567,8 @@ class _Loop:
     themselves: a replay's time per sample is the model's, not its bookkeeping's. The sample
     count ``t``, the sum of the losses (added one sample at a time, in order) and the seconds
     spent in ``run`` carry over from one stretch to the next; after any exception, Ctrl-C
-    included, they count the samples learned in full.
+    included, they count the samples whose step finished (a Ctrl-C that lands as ``learn_one``
+    returns leaves that sample learned but not counted).
     """
 
     def __init__(self, model: Any, metrics: list, *, loss: Any, regret: Any, start: int = 0,
@@ -579,6 +580,7 @@ class _Loop:
             loss if loss is not None else _model_loss(model)).value
         # (update, wants probabilities); a regressor's metrics all take its prediction
         self.updates = [(m.update, self.classifier and not m.requires_labels) for m in metrics]
+        self.labels = [update for update, _ in self.updates]  # a regressor's updates
         self.t, self.cumulative_loss, self.seconds = start, cumulative_loss, 0.0
         #: ``(y, y_pred, loss)`` of the sample a stretch stopped at.
         self.last: tuple | None = None
@@ -588,8 +590,7 @@ class _Loop:
         stream is exhausted before ``stop``."""
         classifier, predict, value, regret = self.classifier, self.predict, self.value, self.regret
         predict_one, learn_one = self.model.predict_one, self.model.learn_one
-        updates = self.updates
-        labels = [update for update, _ in updates]
+        updates, labels = self.updates, self.labels
         log = math.log
         t, cumulative_loss = self.t, self.cumulative_loss
         clock = time.perf_counter()
