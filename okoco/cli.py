@@ -80,18 +80,15 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   help="okoco: online learning with kernels and convex losses.",
                   pretty_exceptions_enable=False)
 
-#: The learner ``replay`` uses when -l is not given, and the parameters it gets then (a user's
-#: -p wins). FunctionalGD with a budget keeps at most ``budget`` terms, so its cost per step is
-#: bounded on a stream of any length; eta=0.2 is its best constant step on the built-in streams
-#: (the table in docs/guide/cli.md).
-DEFAULT_LEARNER = "fgd"
-DEFAULT_PARAMS: dict[str, Any] = {"budget": 1000, "eta": 0.2}
+#: The learner ``replay`` uses when -l is not given: ``Auto`` at its class defaults, the same
+#: learner as ``-l auto``, ``compare -l auto`` and ``okoco.learners.Auto()`` in Python (a user's
+#: -p is given to it as to any learner).
+DEFAULT_LEARNER = "auto"
 
-#: Learners whose cost per step grows with t, and the parameter that bounds it (None: none does).
-GROWING_COST = {"kons": None, "sketched-kons": None, "auto": None, "fgd": "budget",
-                "krls": "max_size"}
-#: What to run instead on a long stream: a learner whose cost per step stays constant.
-CONSTANT_COST_HINT = "-l fgd -p budget=1000 (or, for regression, -l krls -p max_size=500)"
+#: Learners that store every sample unless told otherwise (cost per step and memory grow with
+#: t), the parameter that bounds them, and what to suggest instead.
+GROWING_COST = {"kons": (None, "-l sketched-kons, or -l fgd -p budget=1000"),
+                "fgd": ("budget", "-p budget=1000")}
 #: A stream is long from this many samples on: KONS then holds a (t x t) factor of 100 MB.
 LONG_STREAM = 5000
 
@@ -195,11 +192,9 @@ def _bytes(n: float) -> str:
 
 # -- shared options -------------------------------------------------------------------------------
 
-_LEARNER_HELP = "learner: " + ", ".join(["fgd", "kons", "sketched-kons", "krls", "pros-n-kons",
-                                          "con-kons", "auto"])
-_DEFAULT_LEARNER_HELP = (f" [default: {DEFAULT_LEARNER} with "
-                         + ", ".join(f"{k}={v}" for k, v in DEFAULT_PARAMS.items())
-                         + ": a bounded cost per step]")
+_LEARNER_HELP = "learner: " + ", ".join(["auto", "fgd", "kons", "sketched-kons", "krls",
+                                          "pros-n-kons", "con-kons"])
+_DEFAULT_LEARNER_HELP = f" [default: {DEFAULT_LEARNER}, see `okoco learners`]"
 _KERNEL_HELP = "rbf, laplacian, polynomial or linear, or a sum/product such as rbf+linear"
 _GAMMA_HELP = "kernel scale [default: RBF/Laplacian 1/d at the first sample]"
 _DEGREE_HELP = "polynomial kernel degree [default: 2]"
@@ -290,23 +285,15 @@ def _run_checkpointed(ds, learner: str, *, options: dict[str, Any], seed: int | 
     return result
 
 
-def _defaults(defaults: dict[str, Any], given: Sequence[str]) -> list[str]:
-    """``key=value`` items for the defaults the user's own -p items do not set."""
-    keys = {item.partition("=")[0].strip().replace("-", "_") for item in given}
-    return [f"{k}={v}" for k, v in defaults.items() if k not in keys]
-
-
 def _warn_long_stream(learner: str, params: dict[str, Any], n: int | None) -> None:
-    """Say once, before a long replay, that the learner's cost grows with t, and what to use."""
+    """Say once, before a long replay of a learner that keeps every sample, what bounds it."""
     if learner not in GROWING_COST or n is None or n < LONG_STREAM:
         return
-    bound = GROWING_COST[learner]
+    bound, cure = GROWING_COST[learner]
     if bound is not None and params.get(bound) is not None:
         return
-    cure = f" (or -p {bound}=N)" if bound else ""
-    typer.echo(f"note: {learner}'s cost per step and memory grow with t and this stream has "
-               f"{n:,} samples, so it will slow down as it goes; for a constant cost per step "
-               f"use {CONSTANT_COST_HINT}{cure}", err=True)
+    typer.echo(f"note: {learner} keeps every sample, so its cost per step and memory grow with "
+               f"t ({n:,} samples here); for a bounded cost use {cure}", err=True)
 
 
 def _note_dropped_columns(ds: Any, quiet: bool) -> None:
@@ -426,7 +413,7 @@ def replay(
 
     def body() -> None:
         name = learner or DEFAULT_LEARNER
-        params = list(param) if learner else [*_defaults(DEFAULT_PARAMS, param), *param]
+        params = list(param)
         options = _common_options(kernel, gamma, degree, coef0, normalize, loss, C, params,
                                   metric, max_samples, checkpoints, scale, scale_target)
         out_kind = _output_kind(output, ("json", "csv"), "--output")
@@ -705,14 +692,33 @@ def _summary(doc: str) -> str:
     return first.replace("``", "")
 
 
+#: The tasks ``okoco learners`` shows the model of, as ``replay`` builds it for each.
+_TASKS = ("regression", "binary")
+
+
+def _runs(name: str) -> dict[str, str]:
+    """What ``replay -l NAME`` builds for each task, at the CLI's defaults (no -p)."""
+    out = {}
+    for task in _TASKS:
+        try:
+            _, core = build_model(name, task, loss=None, kernel=_kernel("rbf"), C=3.0, params={},
+                                  seed=0, scale=False, scale_target=False)
+        except UserError as error:
+            out[task] = f"not available: {error}"
+            continue
+        out[task] = describe(core)
+    return out
+
+
 def _learner_rows() -> list[dict[str, Any]]:
     rows = []
     for name, cls in learner_registry().items():
         doc = _summary(inspect.getdoc(cls) or "")
         params = {k: (None if p.default is inspect.Parameter.empty else p.default)
                   for k, p in _parameters(cls).items()}
-        rows.append({"name": name, "class": f"{cls.__module__}.{cls.__qualname__}",
-                     "summary": doc, "parameters": params})
+        rows.append({"name": name, "default": name == DEFAULT_LEARNER,
+                     "class": f"{cls.__module__}.{cls.__qualname__}", "summary": doc,
+                     "runs": _runs(name), "parameters": params})
     return rows
 
 
@@ -729,8 +735,9 @@ def learners_cmd(
     --------
     >>> from typer.testing import CliRunner
     >>> print(CliRunner().invoke(app, ["learners"]).output)
-    fgd            okoco.learners.fgd.FunctionalGD: Projected functional gradient descent ...
-                    kernel = None
+    auto (default) okoco.learners.auto.Auto: Online self-tuning: ...
+                    regression: Auto()
+                    binary:     BinaryClassifier(Auto(loss=Logistic()))
     ...
     """
     _load_api()
@@ -739,9 +746,13 @@ def learners_cmd(
         typer.echo(json.dumps(to_json_ready(rows)))
         return
     for row in rows:
-        typer.echo(f"{row['name']:<14} {row['class']}: {row['summary']}")
+        name = row["name"] + (" (default)" if row["default"] else "")
+        typer.echo(f"{name:<14} {row['class']}: {row['summary']}")
+        for task, model in row["runs"].items():
+            typer.echo(f"{'':<16}{task + ':':<12}{model}")
+        typer.echo(f"{'':<16}parameters (defaults; -p key=value):")
         for key, default in row["parameters"].items():
-            typer.echo(f"{'':<16}{key} = {default!r}")
+            typer.echo(f"{'':<18}{key} = {default!r}")
 
 
 def _show_version(value: bool) -> None:

@@ -77,8 +77,9 @@ def learner_registry() -> dict[str, type]:
     >>> sorted(learner_registry())[:3]
     ['auto', 'con-kons', 'fgd']
     """
-    names = {"fgd": "FunctionalGD", "kons": "KONS", "sketched-kons": "SketchedKONS",
-             "krls": "KRLS", "pros-n-kons": "PROSNKONS", "con-kons": "CONKONS", "auto": "Auto"}
+    names = {"auto": "Auto", "fgd": "FunctionalGD", "kons": "KONS",
+             "sketched-kons": "SketchedKONS", "krls": "KRLS", "pros-n-kons": "PROSNKONS",
+             "con-kons": "CONKONS"}
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
 
 

@@ -14,7 +14,7 @@ from river import metrics, preprocessing
 from typer.testing import CliRunner
 
 from okoco.cli import app, learner_registry, parse_value
-from okoco.learners import KONS, FunctionalGD
+from okoco.learners import KONS, Auto
 
 runner = CliRunner()
 
@@ -41,16 +41,15 @@ def csv_file(tmp_path):
     return make
 
 
-def test_quick_start_default_replay_matches_river():
+def test_quick_start_default_replay_is_auto_as_in_python():
     result = run("replay", "trump-approval", "--json")
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
-    model = preprocessing.TargetStandardScaler(
-        preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2, budget=1000))
+    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | Auto())
     expected = river_evaluate.progressive_val_score(river_datasets.TrumpApproval(), model,
                                                     metrics.MAE()).get()
-    assert summary["learner"] == "fgd" and summary["metrics"]["MAE"] == expected
-    assert summary["n_samples"] == 1001 and summary["dictionary_size"] == 1000  # the budget
+    assert summary["learner"] == "auto" and summary["metrics"]["MAE"] == expected
+    assert summary["n_samples"] == 1001
 
 
 def test_exact_kons_still_matches_river():
@@ -61,13 +60,26 @@ def test_exact_kons_still_matches_river():
     assert json.loads(result.stdout)["metrics"]["MAE"] == expected
 
 
-def test_default_learner_keeps_a_bounded_dictionary_and_user_params_win():
-    result = json.loads(run("replay", "sinc", "-d", "n=1500", "--json").stdout)
-    assert result["dictionary_size"] == 1000 < result["n_samples"]
-    mine = json.loads(run("replay", "sinc", "-d", "n=300", "-p", "budget=100", "--json").stdout)
-    assert mine["dictionary_size"] == 100
+def test_auto_is_the_same_learner_by_default_by_name_and_in_compare():
+    default = json.loads(run("replay", "sinc", "-d", "n=200", "--json").stdout)
+    named = json.loads(run("replay", "sinc", "-d", "n=200", "-l", "auto", "--json").stdout)
+    assert default["learner"] == named["learner"] == "auto"
+    assert default["metrics"] == named["metrics"]
+    compared = json.loads(run("compare", "sinc", "-d", "n=200", "-l", "auto", "--json").stdout)
+    assert compared["summary"][0]["MAE"]["mean"] == default["metrics"]["MAE"]
     plain = run("replay", "sinc", "-d", "n=50", "-l", "fgd")
     assert "learner     fgd (FunctionalGD())" in plain.stdout  # the class defaults
+    assert "unknown kernel 'rfb' in 'rbf+rfb'" in error_line(run("replay", "sinc", "-k", "rbf+rfb"))
+
+
+def test_learners_lists_the_exact_model_each_name_runs():
+    rows = {r["name"]: r for r in json.loads(run("learners", "--json").stdout)}
+    assert rows["auto"]["default"] and not rows["fgd"]["default"]
+    assert rows["auto"]["runs"]["regression"] == "Auto()"
+    assert rows["auto"]["runs"]["binary"] == "BinaryClassifier(Auto(loss=Logistic()))"
+    assert rows["krls"]["runs"]["regression"] == "KRLS(C=3.0)"  # the CLI's C, not the class's
+    text = run("learners").stdout
+    assert text.splitlines()[0].startswith("auto (default)")
 
 
 def test_replay_text_summary():
@@ -122,7 +134,7 @@ def test_replay_outputs_parse(tmp_path):
                str(png), "--checkpoints", "5").exit_code == 0
     assert run("replay", "sinc", "-d", "n=50", "-q", "-o", str(out_csv)).exit_code == 0
     doc = json.loads(out_json.read_text())
-    assert doc["columns"]["t"][-1] == 50 and doc["meta"]["learner"] == "fgd"
+    assert doc["columns"]["t"][-1] == 50 and doc["meta"]["learner"] == "auto"
     rows = list(csv.DictReader(out_csv.open()))
     assert rows[-1]["t"] == "50" and float(rows[-1]["MAE"]) == pytest.approx(doc["final"]["MAE"])
     assert png.read_bytes()[:4] == b"\x89PNG"
@@ -291,12 +303,20 @@ def test_long_stream_note_once_for_growing_learners_only(monkeypatch):
     assert noted.exit_code == 0
     notes = [line for line in noted.stderr.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and "kons" in notes[0] and "150 samples" in notes[0]
-    assert okoco.cli.CONSTANT_COST_HINT in notes[0]
-    for args in (["-l", "fgd", "-p", "budget=50"], ["-l", "krls", "-p", "max_size=20"], [],
+    assert "-l sketched-kons" in notes[0]
+    for args in (["-l", "fgd", "-p", "budget=50"], ["-l", "krls"], [],
                  ["-l", "kons", "-n", "99"], ["-l", "kons", "--json"]):
         quiet = run("replay", "sinc", "-d", "n=150", *args)
         assert quiet.exit_code == 0 and "note:" not in quiet.stderr, args
-    assert "note:" in run("replay", "sinc", "-d", "n=150", "-l", "fgd").stderr
+    fgd = run("replay", "sinc", "-d", "n=150", "-l", "fgd").stderr
+    notes = [line for line in fgd.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "-p budget=1000" in notes[0] and "-l fgd" not in notes[0]
+
+
+def test_krls_on_bananas_gets_no_growing_cost_note():
+    # KRLS's ALD dictionary stays small on a smooth stream (54 atoms on bananas): no note
+    out = run("replay", "bananas", "-l", "krls", "--loss", "squared", "-n", "5000")
+    assert out.exit_code == 0 and "note:" not in out.stderr, out.stderr
 
 
 def test_sigint_stops_a_replay_with_the_summary_so_far(tmp_path):
