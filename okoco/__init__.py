@@ -22,13 +22,15 @@ from typing import Any
 
 from okoco._version import __version__
 
-__all__ = ["kernels", "losses", "BinaryClassifier", "save", "load", "__version__"]
+__all__ = ["kernels", "losses", "BinaryClassifier", "MulticlassClassifier", "save", "load",
+           "__version__"]
 
 #: public name -> module that defines it (a submodule when the name is the module itself)
 _LAZY = {
     "kernels": "okoco.kernels",
     "losses": "okoco.losses",
     "BinaryClassifier": "okoco.learners",
+    "MulticlassClassifier": "okoco.learners",
     "save": "okoco.pipelines",
     "load": "okoco.pipelines",
 }

@@ -23,6 +23,7 @@ import json
 import math
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,14 +41,14 @@ from okoco._version import __version__
 _API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs", "replay_run",
         "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
         "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
-        "_run_one", "_note_leader", "read_metadata")
+        "_run_one", "_note_leader", "read_metadata", "resolve")
 
 
 def _load_api() -> None:
     global datasets, DownloadError, atomic_write, to_json_ready, plot_runs, replay_run
     global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
     global learner_registry, load_dataset, _kernel, _metrics, _parameters, _run_one
-    global read_metadata, _note_leader
+    global read_metadata, _note_leader, resolve
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
     # deferred: scipy and river take about a second to import (see the note above _API)
@@ -64,7 +65,7 @@ def _load_api() -> None:
     learner_registry, load_dataset = experiment.learner_registry, experiment.load_dataset
     _kernel, _metrics = experiment.make_kernel, experiment.make_metrics
     _parameters, _run_one = experiment.parameters, experiment.run_one
-    _note_leader = experiment.note_leader
+    _note_leader, resolve = experiment.note_leader, experiment.resolve
 
 
 def __getattr__(name: str) -> Any:
@@ -130,14 +131,28 @@ def _pairs(items: Sequence[str], what: str) -> dict[str, Any]:
 # -- running --------------------------------------------------------------------------------------
 
 
+def _writable(path: Path) -> None:
+    """Refuse, before the run, a file that cannot be written: named in the user's words."""
+    if path.is_dir():
+        raise UserError(f"cannot write {str(path)!r}: it is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"cannot write {str(path)!r}: no such directory")
+    try:  # the file is written next to itself and renamed: the folder must take a new file
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as error:
+        raise UserError(f"cannot write {str(path)!r}: cannot create a file in {str(parent)!r} "
+                        f"({error.strerror or error})") from None
+
+
 def _output_kind(path: Path | None, allowed: tuple[str, ...], what: str) -> str | None:
     if path is None:
         return None
     kind = path.suffix.lower().lstrip(".")
-    if kind not in allowed:
+    if kind not in allowed and not path.is_dir():
         raise UserError(f"{what} {str(path)!r} must end in {' or '.join('.' + a for a in allowed)}")
-    if not (path.parent if str(path.parent) else Path(".")).is_dir():
-        raise UserError(f"cannot write {str(path)!r}: no such directory")
+    _writable(path)
     return kind
 
 
@@ -148,7 +163,7 @@ def _guard(body: Callable[[], None]) -> None:
         body()
     except UserError as error:
         _fail(str(error))
-    except (FileNotFoundError, DownloadError) as error:
+    except (FileNotFoundError, IsADirectoryError, DownloadError) as error:
         _fail(str(error))
     except (ValueError, TypeError, KeyError) as error:
         # str(KeyError("x")) is "'x'" (its repr): show the message itself, quotes untouched.
@@ -256,9 +271,8 @@ def _checkpoint_path(checkpoint: Path | None, every: int | None, resume: bool,
             raise UserError("--checkpoint-every and --resume need --checkpoint PATH (or "
                             "--output, next to which the checkpoint is kept)")
         checkpoint = output.with_suffix(".ckpt.npz")
-    if checkpoint is not None and not (checkpoint.parent if str(checkpoint.parent)
-                                       else Path(".")).is_dir():
-        raise UserError(f"cannot write {str(checkpoint)!r}: no such directory")
+    if checkpoint is not None:
+        _writable(checkpoint)
     return checkpoint
 
 
@@ -266,9 +280,10 @@ def _run_checkpointed(ds, learner: str, *, options: dict[str, Any], seed: int | 
                       progress: bool, checkpoint: Path, every: int | None, resume: bool,
                       quiet: bool):
     """``_run_one`` with a checkpoint file: the same model, metrics and meta."""
-    if resume and checkpoint.exists() and not quiet:
-        done = read_metadata(checkpoint)["progress"]["t"]
-        typer.echo(f"resuming from {checkpoint} ({done} samples done)", err=True)
+    def resuming(done: int) -> None:  # said once the checkpoint is found to fit this run
+        if not quiet:
+            typer.echo(f"resuming from {checkpoint} ({done} samples done)", err=True)
+
     kernel = _kernel(options["kernel"], options["gamma"], options["degree"], options["coef0"],
                      options["normalize"])
     model, core = build_model(learner, ds.task, loss=options["loss"], kernel=kernel,
@@ -280,7 +295,7 @@ def _run_checkpointed(ds, learner: str, *, options: dict[str, Any], seed: int | 
     result = replay_run(model, ds, metrics=_metrics(options["metric"], ds.task),
                         checkpoints=options["checkpoints"], progress=progress,
                         max_samples=options["max_samples"], meta=meta, checkpoint=checkpoint,
-                        checkpoint_every=every, resume=resume)
+                        checkpoint_every=every, resume=resume, on_resume=resuming)
     _note_leader(result, core)
     return result
 
@@ -294,6 +309,14 @@ def _warn_long_stream(learner: str, params: dict[str, Any], n: int | None) -> No
         return
     typer.echo(f"note: {learner} keeps every sample, so its cost per step and memory grow with "
                f"t ({n:,} samples here); for a bounded cost use {cure}", err=True)
+
+
+def _warn_empty_sketch(learner: str, params: dict[str, Any]) -> None:
+    """Sketched-KONS with beta = p_min = 0 samples no point: its preconditioner stays alpha I."""
+    if learner == "sketched-kons" and params.get("beta", 1) == 0 and not params.get("p_min"):
+        typer.echo("note: sketched-kons with beta=0 and p_min=0 keeps no point in its sketch (an "
+                   "empty dictionary): it is then kernel gradient descent with step 1/alpha; "
+                   "use beta > 0 (default 10) or p_min > 0", err=True)
 
 
 def _note_dropped_columns(ds: Any, quiet: bool) -> None:
@@ -317,6 +340,17 @@ def _print_json_summary(ds: Any, learner: str, result: Any, output: Path | None,
     typer.echo(json.dumps(to_json_ready(summary)))
 
 
+def _first_loss_note(result: Any) -> str:
+    """Say so when the first sample, predicted before any target was seen (0 on the targets'
+    scale), makes most of the cumulative loss: then the sum does not describe the run."""
+    first, total = result.meta.get("first_loss"), result.final["cumulative_loss"]
+    if first is None or not (total > 0 and first > 0.5 * total):
+        return ""
+    rest = (total - first) / max(result.n_samples - 1, 1)
+    return (f" ({_num(first)} of it from sample 1, predicted before any target was seen; "
+            f"{rest:.4g} per sample after it)")
+
+
 def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target: bool,
                    output: Path | None, plot: Path | None) -> None:
     final = result.final
@@ -329,11 +363,11 @@ def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target
         *((("leader", result.meta["leader"]),) if "leader" in result.meta else ()),
         ("scaling", scaled),
         *((m, _fmt(final[m])) for m in result.metrics),
-        ("cum. loss", _fmt(final["cumulative_loss"])),
+        ("cum. loss", _fmt(final["cumulative_loss"]) + _first_loss_note(result)),
         ("dictionary", _fmt(final["dictionary_size"], 12).removesuffix(".0")),
         ("time", f"{final['elapsed_s']:.2f} s "
                  f"({1e6 * final['elapsed_s'] / max(result.n_samples, 1):.1f} us/sample)"),
-        ("memory", _bytes(final["memory_bytes"]) + " (learner arrays)"),
+        ("memory", _bytes(final["memory_bytes"]) + " (learner arrays in use)"),
     ]
     if output is not None:
         lines.append(("output", str(output)))
@@ -412,7 +446,7 @@ def replay(
     """
 
     def body() -> None:
-        name = learner or DEFAULT_LEARNER
+        name = resolve("learner", learner or DEFAULT_LEARNER, learner_registry())
         params = list(param)
         options = _common_options(kernel, gamma, degree, coef0, normalize, loss, C, params,
                                   metric, max_samples, checkpoints, scale, scale_target)
@@ -425,6 +459,7 @@ def replay(
         n = len(ds) if max_samples is None else min(len(ds), max_samples)
         if not (quiet or as_json):
             _warn_long_stream(name, options["params"], n)
+            _warn_empty_sketch(name, options["params"])
         progress = _progress(quiet) and not as_json
         interrupted = False
         try:
@@ -520,33 +555,36 @@ def compare(
         if seeds < 1:
             raise UserError(f"--seeds must be >= 1, got {seeds}")
         registry = learner_registry()
-        for name in learner:
-            if name not in registry:
-                raise UserError(f"unknown learner {name!r}; choose from {', '.join(registry)}")
+        names = [resolve("learner", name, registry) for name in learner]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice and not (quiet or as_json):
+            typer.echo(f"note: -l {twice[0]} is given more than once; each learner runs once "
+                       "(use --seeds N for repeated runs)", err=True)
+        chosen = list(dict.fromkeys(names))
         options = _common_options(kernel, gamma, degree, coef0, normalize, loss, C, [],
                                   metric, max_samples, checkpoints, scale, scale_target)
         shared = _pairs(param, "parameter")
         out_kind = _output_kind(output, ("json", "csv"), "--output")
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
         dparams = _pairs(data_param, "dataset parameter")
-        runs: dict[str, list] = {name: [] for name in learner}
+        runs: dict[str, list] = {name: [] for name in chosen}
         failed = 0
         if scheduler is not None or workers is not None:
-            runs, failed = _compare_on_dask(dataset, learner, seeds, options, shared, dparams,
+            runs, failed = _compare_on_dask(dataset, chosen, seeds, options, shared, dparams,
                                             target, shuffle, scheduler or "local", workers,
                                             progress=not quiet and not as_json)
         else:
             for seed in range(seeds):
                 ds = load_dataset(dataset, target=target, data_params=dparams, seed=seed,
                                   shuffle=shuffle)
-                for name in learner:
+                for name in chosen:
                     accepted = _parameters(registry[name])
                     opts = dict(options,
                                 params={k: v for k, v in shared.items() if k in accepted})
                     result = _run_one(ds, name, options=opts, seed=seed,
                                       progress=_progress(quiet) and not as_json)
                     runs[name].append(result)
-        unused = [k for k in shared if not any(k in _parameters(registry[n]) for n in learner)]
+        unused = [k for k in shared if not any(k in _parameters(registry[n]) for n in chosen)]
         if unused:
             raise UserError(f"no learner takes parameter {unused[0]!r}")
         main = next(rs for rs in runs.values() if rs)[0].metrics[0]
@@ -693,7 +731,7 @@ def _summary(doc: str) -> str:
 
 
 #: The tasks ``okoco learners`` shows the model of, as ``replay`` builds it for each.
-_TASKS = ("regression", "binary")
+_TASKS = ("regression", "binary", "multiclass")
 
 
 def _runs(name: str) -> dict[str, str]:

@@ -47,7 +47,9 @@ import json
 import math
 import numbers
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -189,27 +191,55 @@ def _find(model: Any, attr: str) -> Any:
     return None
 
 
-def _nbytes(obj: Any, depth: int = 4, seen: set | None = None) -> int:
-    """Bytes held by the numpy arrays reachable from ``obj`` (attributes, lists, dicts)."""
+#: Attributes that count the rows in use of an object's growing buffers (okoco's point stores,
+#: factorizations and dictionaries keep spare capacity, doubled as they grow).
+_COUNTS = ("n", "_m", "_size")
+
+
+def _nbytes(obj: Any, depth: int = 4, seen: set | None = None,
+            used: tuple[int, int | None] | None = None) -> int:
+    """Bytes in use in the numpy arrays reachable from ``obj`` (attributes, lists, dicts).
+
+    Spare capacity is not counted: the arrays of an object that counts its rows (``n``,
+    ``_m`` or ``_size``) count those leading rows only, and a packed triangle of capacity
+    ``_cap`` its ``m (m + 1) / 2`` leading entries. (Untouched capacity costs no resident
+    memory either: numpy's zeros come from pages the system maps on first write.)
+    """
     seen = set() if seen is None else seen
     if id(obj) in seen or depth < 0:
         return 0
     seen.add(id(obj))
     if isinstance(obj, np.ndarray):
-        return int(obj.nbytes) if obj.base is None or id(obj.base) not in seen else 0
+        if obj.base is not None and id(obj.base) in seen:
+            return 0
+        return _used_bytes(obj, used)
     if isinstance(obj, (str, bytes, numbers.Number, type)) or obj is None:
         return 0
     if isinstance(obj, Mapping):
         items = list(obj.values())
     elif isinstance(obj, (list, tuple, set)):
-        items = list(obj)
+        items, used = list(obj), None
     else:
-        items = list(getattr(obj, "__dict__", {}).values())
+        state = getattr(obj, "__dict__", {})
+        items = list(state.values())
         if hasattr(obj, "__slots__"):
             items += [getattr(obj, s, None) for s in obj.__slots__]
+        count = next((state[k] for k in _COUNTS if isinstance(state.get(k), int)
+                      and not isinstance(state.get(k), bool)), None)
+        cap = state.get("_cap")
+        used = None if count is None else (count, cap if isinstance(cap, int) else None)
     if len(items) > 10_000:
         return 0  # a data buffer of Python objects; not the model's arrays
-    return sum(_nbytes(item, depth - 1, seen) for item in items)
+    return sum(_nbytes(item, depth - 1, seen, used) for item in items)
+
+
+def _used_bytes(a: np.ndarray, used: tuple[int, int | None] | None) -> int:
+    if used is None or a.ndim == 0 or a.shape[0] == 0:
+        return int(a.nbytes)
+    m, cap = used
+    if a.ndim == 1 and cap is not None and a.shape[0] == cap * (cap + 1) // 2:
+        return min(m * (m + 1) // 2, a.shape[0]) * a.itemsize
+    return min(m, a.shape[0]) * (a.nbytes // a.shape[0])
 
 
 def _memory(model: Any) -> int:
@@ -357,7 +387,22 @@ class ReplayResult:
         dictionary size and µs/sample), a path (save that figure there, atomically, format from
         the suffix) or a matplotlib ``Axes`` (draw the main metric on it). Returns the figure.
         """
-        return plot_runs({label or self.meta.get("learner", "run"): [self]}, target)
+        return plot_runs({label or self.meta.get("learner", "run"): [self]}, target,
+                         title=self.title())
+
+    def title(self) -> str:
+        """What the run is, for a plot: dataset, model, and where an interrupted run stopped.
+
+        Examples
+        --------
+        >>> ReplayResult({"t": [5]}, [], {"dataset": "sinc", "model": "KONS()",
+        ...                               "interrupted": True}).title()
+        'sinc: KONS() (interrupted at t = 5)'
+        """
+        meta = self.meta
+        what = meta.get("model") or meta.get("learner") or "run"
+        text = f"{meta['dataset']}: {what}" if meta.get("dataset") else str(what)
+        return text + (f" (interrupted at t = {self.n_samples:,})" if self.interrupted else "")
 
 
 def _isnan(v: Any) -> bool:
@@ -370,7 +415,8 @@ def _isnan(v: Any) -> bool:
 _STYLES = ("-", "--", "-.", ":")
 
 
-def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None):
+def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None, *,
+              title: str | None = None):
     """Plot several groups of runs (e.g. one learner over seeds): mean curve and ±1 std band.
 
     One panel per metric, then the regret (or the cumulative loss), the dictionary size and the
@@ -387,6 +433,8 @@ def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None):
     target
         ``None``, a path (saved atomically) or an ``Axes`` (main metric only); see
         :meth:`ReplayResult.plot`.
+    title
+        The figure's title (default: the dataset, and "interrupted" when a run was).
 
     Examples
     --------
@@ -417,13 +465,21 @@ def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None):
         axes = list(fig.subplots(rows, 2, squeeze=False).ravel())
         for ax in axes[len(panels):]:
             fig.delaxes(ax)
-    for ax, (col, title) in zip(axes, panels):
+    for ax, (col, name) in zip(axes, panels):
         _draw(ax, groups, col)
-        ax.set_title(title)
+        ax.set_title(name)
         ax.set_xlabel("t (samples seen)")
         ax.grid(True, alpha=0.3)
     if len(groups) > 1 or target is None or isinstance(target, (str, os.PathLike)):
         axes[0].legend(fontsize="small")
+    if title is None:
+        datasets_ = sorted({str(r.meta["dataset"]) for r in runs if r.meta.get("dataset")})
+        title = ", ".join(datasets_)
+        stopped = [r for r in runs if r.interrupted]
+        if stopped:
+            title += f" (interrupted at t = {min(r.n_samples for r in stopped):,})"
+    if title and (target is None or isinstance(target, (str, os.PathLike))):
+        fig.suptitle(title)  # (a caller's own Axes keep the caller's titles)
     if isinstance(target, (str, os.PathLike)):
         fmt = Path(target).suffix.lstrip(".").lower() or "png"
         if fmt not in fig.canvas.get_supported_filetypes():
@@ -762,12 +818,54 @@ class _Curves:
         self.core = _find(self.model, "dictionary_size")
 
 
+#: What a checkpoint must share with the run that resumes it. The length of the run
+#: (``max_samples``, the stream's ``n``) and its checkpoint grid may differ: a resumed run may
+#: extend a shorter one, its new rows following the grid of the new run.
+_SAME_RUN = ("dataset", "metrics", "learner")
+
+
 def _same_run(path: Any, fingerprint: dict, progress: dict) -> None:
     saved = progress.get("fingerprint") or {}
-    if saved != fingerprint:
-        diff = sorted(k for k in fingerprint if saved.get(k) != fingerprint[k])
-        raise ValueError(f"the checkpoint {str(path)!r} is from another run "
-                         f"(different {', '.join(diff) or 'format'})")
+    diff = [k for k in _SAME_RUN if saved.get(k) != fingerprint.get(k)]
+    if diff:
+        what = ", ".join(f"{k} {_plain(saved.get(k))}, not {_plain(fingerprint.get(k))}"
+                         for k in diff)
+        raise ValueError(f"the checkpoint {str(path)!r} is from another run ({what})")
+
+
+def _plain(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+class _Interrupt:
+    """Ctrl-C deferred to the end of the current sample, while a checkpoint file is kept: the
+    model is then whole (no sample half learned) and its state can be written at the
+    interruption. A second Ctrl-C stops at once, as usual."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> _Interrupt:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def guard(self, stream: Iterator) -> Iterator:
+        """The stream, stopping with ``KeyboardInterrupt`` before the sample after a Ctrl-C."""
+        for item in stream:
+            if self.requested:
+                raise KeyboardInterrupt
+            yield item
 
 
 def replay(
@@ -784,6 +882,7 @@ def replay(
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int | None = None,
     resume: bool = False,
+    on_resume: Any = None,
 ) -> ReplayResult:
     r"""Test-then-train ``learner`` over ``data``; record the curves at checkpoints.
 
@@ -830,16 +929,22 @@ def replay(
         model graph (okoco learners, river pipelines, ``StandardScaler``,
         ``TargetStandardScaler``), the metric states, the samples consumed and the result
         columns so far. It is written atomically (temporary file, then ``os.replace``) every
-        ``checkpoint_every`` samples and at the end of the stream, but not on Ctrl-C (it keeps
-        the last complete state). A run with a regret tracker cannot be checkpointed.
+        ``checkpoint_every`` samples, at the end of the stream, and on Ctrl-C: a Ctrl-C then
+        takes effect once the current sample is learned, so the file holds every sample done
+        (a second Ctrl-C stops at once and keeps the last file). A run with a regret tracker
+        cannot be checkpointed.
     checkpoint_every
         Write the checkpoint after every this many samples (``None``: only at the end).
     resume
         If ``checkpoint`` exists, restore the model and the metrics from it (in place), skip the
         samples it consumed without learning them, and continue: the result equals that of an
         uninterrupted run, except for the timing columns. Without a checkpoint file the run
-        starts from the beginning. The checkpoint must come from the same run (dataset, number
-        of samples, metrics, checkpoints, learner class), else ``ValueError``.
+        starts from the beginning. The checkpoint must come from the same run (dataset,
+        metrics, learner), else ``ValueError`` naming what differs, checked before anything is
+        restored; a longer ``max_samples`` extends a shorter run.
+    on_resume
+        Called with the number of samples done once a checkpoint is restored (the CLI says
+        "resuming" then, not before the checkpoint is found to fit).
 
     Returns
     -------
@@ -880,10 +985,19 @@ def replay(
     if checkpoint is not None:
         persistence.check_checkpointable(learner, metric_list)
         if resume and Path(checkpoint).exists():
+            # the run is compared first: another run's model would fail to load with a
+            # message about its structure, not about the run
+            saved = persistence.read_metadata(checkpoint)["progress"]
+            _same_run(checkpoint, fingerprint, saved)
+            if n is not None and saved["t"] > n:
+                raise ValueError(f"the checkpoint {str(checkpoint)!r} holds {saved['t']} samples "
+                                 f"done, more than the {n} of this run")
             curves.restore(persistence.load_checkpoint(
                 checkpoint, learner, metric_list,
                 check=functools.partial(_same_run, checkpoint, fingerprint)))
             _skip(stream, curves.t, checkpoint)
+            if on_resume is not None:
+                on_resume(curves.t)
     if max_samples is not None:
         stream = itertools.islice(stream, max(max_samples - curves.t, 0))
     todo = [p for p in points if p > curves.t][::-1]  # next checkpoint last
@@ -893,11 +1007,20 @@ def replay(
     # the loop runs in stretches, stopping where something is due: a checkpoint, the bar's
     # update (every 64 samples), a checkpoint file
     periods = [k for k in (64 if bar is not None else None, checkpoint_every) if k is not None]
+    interrupt = _Interrupt() if checkpoint is not None else None
+    first_loss = None
+    if interrupt is not None:
+        interrupt.__enter__()
+        stream = interrupt.guard(stream)
     try:
         while True:
             due = [loop.t - loop.t % k + k for k in periods] + todo[-1:]
+            if loop.t == 0:  # stop after the first sample too: its loss goes in the meta
+                due.append(1)
             reached = loop.run(stream, min(due, default=None))
             curves.follow(loop)
+            if loop.t == 1 and first_loss is None:
+                first_loss = loop.cumulative_loss
             if not reached:
                 break
             if todo and loop.t == todo[-1]:
@@ -915,18 +1038,27 @@ def replay(
                                         curves.progress(fingerprint))
     except KeyboardInterrupt:
         curves.follow(loop)
+        if interrupt is not None and interrupt.requested:  # stopped between two samples
+            # saved before the interrupted row is added: a resumed run's rows follow its grid
+            persistence.save_checkpoint(checkpoint, learner, metric_list,
+                                        curves.progress(fingerprint))
         if curves.t != curves.last_t:
             curves.record()
-        raise ReplayInterrupted(_result(curves, data_name, learner, meta, True)) from None
+        raise ReplayInterrupted(_result(curves, data_name, learner, meta, True,
+                                        first_loss)) from None
     finally:
+        if interrupt is not None:
+            interrupt.__exit__()
         if bar is not None:
             bar.close(curves.t)
-    return _result(curves, data_name, learner, meta, False)
+    return _result(curves, data_name, learner, meta, False, first_loss)
 
 
 def _result(curves: _Curves, data_name: str, learner: Any, meta: Mapping | None,
-            interrupted: bool) -> ReplayResult:
+            interrupted: bool, first_loss: float | None = None) -> ReplayResult:
     info = {"dataset": data_name, "n_samples": curves.t, "learner": _describe(learner)}
+    if first_loss is not None:  # the loss of sample 1, predicted before any target was seen
+        info["first_loss"] = first_loss
     if interrupted:
         info["interrupted"] = True
     info.update(meta or {})

@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Sequence
 from functools import reduce
@@ -32,10 +33,12 @@ import numpy as np
 
 from okoco import datasets, kernels, learners, losses, metrics, preprocessing
 from okoco.evaluate import replay
-from okoco.learners import BinaryClassifier
+from okoco.learners import BinaryClassifier, MulticlassClassifier
 
 __all__ = [
     "UserError",
+    "name_key",
+    "resolve",
     "learner_registry",
     "KERNELS",
     "LOSSES",
@@ -67,6 +70,43 @@ class UserError(Exception):
 
 
 # -- registries -----------------------------------------------------------------------------------
+
+
+def name_key(name: str) -> str:
+    """The one rule for names (learners, kernels, losses, metrics, datasets): case, spaces and
+    ``_`` / ``-`` do not matter.
+
+    Examples
+    --------
+    >>> name_key(" Sketched_KONS ")
+    'sketched-kons'
+    """
+    return name.strip().lower().replace("_", "-")
+
+
+def resolve(kind: str, name: Any, choices) -> str:
+    """The key of ``choices`` that ``name`` names under :func:`name_key`, else a
+    :class:`UserError` with the closest names ("did you mean") and the full list.
+
+    Examples
+    --------
+    >>> resolve("learner", "KONS", ["fgd", "kons"])
+    'kons'
+    >>> resolve("learner", "kosn", ["fgd", "kons"])
+    Traceback (most recent call last):
+    ...
+    okoco.experiment.UserError: unknown learner 'kosn'; did you mean 'kons'? choose from fgd, kons
+    """
+    choices = list(choices)
+    if isinstance(name, str):
+        key = name_key(name)
+        if key in choices:
+            return key
+        close = difflib.get_close_matches(key, choices, n=2, cutoff=0.6)
+    else:
+        close = []
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ";"
+    raise UserError(f"unknown {kind} {name!r}{hint} choose from {', '.join(choices)}")
 
 
 def learner_registry() -> dict[str, type]:
@@ -128,14 +168,19 @@ def make_kernel(name: str, gamma: float | None = None, degree: int | None = None
     """
     given = {"gamma": gamma, "degree": degree, "coef0": coef0}
     given = {k: v for k, v in given.items() if v is not None}
-    if name == "rbf" and not given and not normalize:
+    if name_key(name) == "rbf" and not given and not normalize:
         return None
     terms = [[part.strip() for part in term.split("*")] for term in name.split("+")]
     parts, used = [], set()
+    for i, term in enumerate(terms):
+        for j, part in enumerate(term):
+            if name_key(part) not in KERNELS:
+                close = difflib.get_close_matches(name_key(part), list(KERNELS), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise UserError(f"unknown kernel {part!r} in {name!r}; {hint}choose from "
+                                f"{', '.join(KERNELS)}, joined by + or *")
+            terms[i][j] = name_key(part)
     for part in (p for term in terms for p in term):
-        if part not in KERNELS:
-            raise UserError(f"unknown kernel {part!r} in {name!r}; choose from "
-                            f"{', '.join(KERNELS)}, joined by + or *")
         accepted = parameters(getattr(kernels, KERNELS[part]))
         used |= accepted.keys() & given.keys()
         parts.append((part, {k: v for k, v in given.items() if k in accepted}))
@@ -158,7 +203,8 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     Each wrapper is optional (``scale_target``, ``scale``). The scalers are okoco's
     (:mod:`okoco.preprocessing`: river's numbers, without importing ``river.preprocessing``).
 
-    Binary tasks wrap the learner in :class:`okoco.BinaryClassifier` (default loss logistic).
+    Binary tasks wrap the learner in :class:`okoco.BinaryClassifier`, multiclass tasks in
+    :class:`okoco.MulticlassClassifier` (one-vs-rest); both default to the logistic loss.
     Returns ``(model, learner)``: the whole pipeline and the bare okoco learner inside it.
 
     Examples
@@ -171,11 +217,7 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     ('TargetStandardScaler', 'KONS', 3.0)
     """
     registry = learner_registry()
-    if name not in registry:
-        raise UserError(f"unknown learner {name!r}; choose from {', '.join(registry)}")
-    if task == "multiclass":
-        raise UserError("okoco learners handle regression and binary tasks; this dataset is "
-                        "multiclass")
+    name = resolve("learner", name, registry)
     cls = registry[name]
     accepted = parameters(cls)
     for key in params:
@@ -189,12 +231,11 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     if "kernel" in accepted:
         kwargs["kernel"] = kernel
     kwargs["C"] = C
-    loss_defaulted = loss is None and task == "binary" and "loss" in accepted
+    loss_defaulted = loss is None and task != "regression" and "loss" in accepted
     if loss_defaulted:
         loss = "logistic"
     if loss is not None:
-        if loss not in LOSSES:
-            raise UserError(f"unknown loss {loss!r}; choose from {', '.join(LOSSES)}")
+        loss = resolve("loss", loss, LOSSES)
         if "loss" not in accepted:
             raise UserError(f"learner {name!r} takes no loss (it is squared-loss only)")
         if task == "regression" and loss != "squared":
@@ -213,6 +254,8 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
         raise UserError(f"learner {name!r}: {error}") from None
     if task == "binary":
         learner = BinaryClassifier(learner)
+    elif task == "multiclass":
+        learner = MulticlassClassifier(learner)
     model = preprocessing.StandardScaler() | learner if scale else learner
     if task == "regression" and scale_target:
         model = preprocessing.TargetStandardScaler(model)
@@ -289,9 +332,7 @@ def make_metrics(names: Sequence[str], task: str) -> list:
         names = ["mae"] if task == "regression" else ["accuracy"]
     out = []
     for name in names:
-        key = name.lower()
-        if key not in METRICS:
-            raise UserError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
+        key = resolve("metric", name, METRICS)
         if (key in REGRESSION_METRICS) != (task == "regression"):
             raise UserError(f"metric {name!r} does not fit a {task} task")
         out.append(_metric(METRICS[key]))
@@ -330,6 +371,7 @@ def run_one(dataset, learner: str, *, options: dict[str, Any], seed: int | None,
     >>> run_one(datasets.load("sinc", n=40), "fgd", options=options, seed=0).n_samples
     40
     """
+    learner = resolve("learner", learner, learner_registry())
     kernel = options["kernel"]
     if isinstance(kernel, str):
         kernel = make_kernel(kernel, options.get("gamma"), options.get("degree"),

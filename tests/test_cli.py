@@ -227,7 +227,6 @@ def test_help_documents_preprocessing():
         (["replay", "sinc", "-o", "run.txt"], "must end in .json or .csv"),
         (["replay", "sinc", "-o", "no/such/dir/run.json"], "no such directory"),
         (["replay", "sinc", "--plot", "run.gif"], "must end in .png"),
-        (["replay", "image-segments"], "multiclass"),
         (["compare", "sinc", "-l", "fgd", "--seeds", "0"], "--seeds"),
         (["compare", "sinc", "-l", "nope"], "unknown learner 'nope'"),
         (["compare", "sinc", "-l", "fgd", "-d", "n=5", "-p", "zeta=1"], "no learner takes"),
@@ -250,7 +249,7 @@ def test_file_errors_name_the_line(csv_file):
 
 def test_labels_that_do_not_fit(csv_file):
     three = csv_file("a,y\n1,a\n2,b\n3,c\n", "three.csv")
-    assert "multiclass" in error_line(run("replay", three))
+    assert run("replay", three, "-l", "fgd").exit_code == 0  # a multiclass task now runs
     # a binary file whose third class appears only later in the stream
     path = csv_file("a,y\n1,a\n2,b\n3,c\n", "later.csv")
     line = error_line(run("replay", path, "-d", "task=binary"))
@@ -349,6 +348,10 @@ def test_sigint_stops_a_replay_with_the_summary_so_far(tmp_path):
     assert "MAE" in stdout and "cum. loss" in stdout
     doc = json.loads(out.read_text())
     assert doc["final"]["t"] == done and doc["meta"]["interrupted"] is True
+    # the checkpoint is written at the interruption, not left at the last multiple of 25
+    from okoco.persistence import read_metadata
+
+    assert read_metadata(ckpt)["progress"]["t"] == done
 
 
 def test_binary_task_with_a_squared_loss_only_learner_suggests_the_loss():
@@ -451,3 +454,70 @@ def test_replay_and_compare_import_no_heavy_module(tmp_path):
     assert loaded(runs) == "[]"
     # and the check can fail: rocauc is river's, and brings river.metrics
     assert "river.metrics" in loaded([["replay", "phishing", "-n", "20", "-q", "-m", "rocauc"]])
+
+
+def test_multiclass_datasets_run(csv_file):
+    out = json.loads(run("replay", "image-segments", "-l", "fgd", "-n", "200", "--json").stdout)
+    assert out["task"] == "multiclass" and out["n_samples"] == 200
+    assert 0.5 < out["metrics"]["Accuracy"] <= 1.0
+    rows = "".join(f"{i % 7},{i % 5},{('cat', 'dog', 'bird')[i % 3]}\n" for i in range(60))
+    path = csv_file("a,b,kind\n" + rows, "three.csv")
+    text = run("replay", path, "-l", "kons")
+    assert text.exit_code == 0, text.stderr
+    assert "learner     kons (MulticlassClassifier(KONS(loss=Logistic())))" in text.stdout
+    rows = {r["name"]: r for r in json.loads(run("learners", "--json").stdout)}
+    assert rows["auto"]["runs"]["multiclass"] == "MulticlassClassifier(Auto(loss=Logistic()))"
+
+
+@pytest.mark.parametrize("option", ["-o", "--checkpoint", "--plot"])
+def test_outputs_that_cannot_be_written_are_named_in_the_users_words(option, tmp_path):
+    line = error_line(run("replay", "sinc", "-d", "n=20", option, str(tmp_path)))
+    assert line == f"error: cannot write {str(tmp_path)!r}: it is a directory"
+    target = "/proc/run.png" if option == "--plot" else "/proc/run.json"
+    line = error_line(run("replay", "sinc", "-d", "n=20", option, target))
+    assert f"cannot write {target!r}" in line and ".tmp" not in line
+
+
+def test_a_directory_is_not_a_dataset_and_names_get_one_rule(tmp_path):
+    assert "is a directory" in error_line(run("replay", str(tmp_path)))
+    assert "did you mean 'bananas'" in error_line(run("replay", "bananass"))
+    assert "did you mean 'kons'" in error_line(run("replay", "sinc", "-l", "kosn"))
+    assert "did you mean 'linear'" in error_line(run("replay", "sinc", "-k", "rbf+lnear"))
+    assert "did you mean 'squared'" in error_line(run("replay", "sinc", "--loss", "sqared"))
+    upper = json.loads(run("replay", "sinc", "-d", "n=30", "-l", "KONS", "--json").stdout)
+    lower = json.loads(run("replay", "sinc", "-d", "n=30", "-l", "kons", "--json").stdout)
+    assert upper["learner"] == "kons" and upper["metrics"] == lower["metrics"]
+
+
+def test_compare_says_when_a_learner_is_given_twice():
+    out = run("compare", "sinc", "-d", "n=30", "-l", "fgd", "-l", "FGD")
+    assert out.exit_code == 0 and "-l fgd is given more than once" in out.stderr
+
+
+def test_an_empty_sketch_is_noted():
+    out = run("replay", "sinc", "-d", "n=30", "-l", "sketched-kons", "-p", "beta=0")
+    assert out.exit_code == 0 and "keeps no point in its sketch" in out.stderr
+    assert "note:" not in run("replay", "sinc", "-d", "n=30", "-l", "sketched-kons").stderr
+
+
+def test_resume_extends_a_shorter_run_and_refuses_another_run_before_resuming(tmp_path):
+    ckpt = tmp_path / "c.npz"
+    base = ["replay", "sinc", "-d", "n=300", "-l", "fgd", "--checkpoint", str(ckpt)]
+    assert run(*base, "-n", "100", "-q").exit_code == 0
+    longer = run(*base, "-n", "250", "--resume", "--json")
+    assert longer.exit_code == 0, longer.stderr
+    whole = run("replay", "sinc", "-d", "n=300", "-l", "fgd", "-n", "250", "--json")
+    assert json.loads(longer.stdout)["metrics"] == json.loads(whole.stdout)["metrics"]
+    assert json.loads(longer.stdout)["n_samples"] == 250
+    other = run("replay", "friedman", "-d", "n=300", "-l", "fgd", "--checkpoint", str(ckpt),
+                "--resume")
+    assert other.exit_code == 2 and "resuming" not in other.stderr
+    assert "is from another run (dataset sinc, not friedman)" in error_line(other)
+
+
+def test_the_summary_says_when_sample_one_makes_most_of_the_cumulative_loss():
+    out = run("replay", "trump-approval", "-l", "fgd", "-n", "200").stdout
+    line = next(x for x in out.splitlines() if x.startswith("cum. loss"))
+    assert "from sample 1, predicted before any target was seen" in line
+    quiet = run("replay", "sinc", "-d", "n=200", "-l", "fgd").stdout
+    assert "from sample 1" not in quiet

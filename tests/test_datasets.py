@@ -545,3 +545,28 @@ def test_the_cli_reads_a_dataset_before_its_replay_is_timed():
     ds = experiment.load_dataset("trump-approval", target=None, data_params={}, seed=0,
                                  shuffle=False)
     assert ds._X is not None and ds._X.shape == (1001, 6)
+
+
+def test_a_semicolon_csv_gets_a_delimiter_hint_in_both_forms(tmp_path):
+    p = write(tmp_path, "semi.csv", "a;b;y\n1;2;3\n4;5;6\n")
+    with pytest.raises(ValueError, match=r"delimiter=';' \(okoco replay: -d delimiter=';'\)"):
+        load_csv(p)
+    assert load_csv(p, delimiter=";").d == 2
+
+
+def test_the_missing_value_hint_gives_the_cli_form_too(tmp_path):
+    p = write(tmp_path, "na.csv", "a,b,y\n1,,3\n4,5,6\n")
+    with pytest.raises(ValueError, match=r"na='drop' .*\(okoco replay: -d na=drop\)"):
+        load_csv(p)
+
+
+def test_csv_string_labels_make_a_multiclass_task(tmp_path):
+    rows = "".join(f"{i},{i % 5},{('cat', 'dog', 'bird')[i % 3]}\n" for i in range(30))
+    ds = load_csv(write(tmp_path, "three.csv", "a,b,kind\n" + rows))
+    assert ds.task == "multiclass" and sorted(set(y for _, y in ds)) == ["bird", "cat", "dog"]
+
+
+def test_listed_synthetic_sets_name_their_papers_not_internal_labels():
+    text = " ".join(r.description for r in available())
+    assert "seed 00" not in text
+    assert "Sun et al. 2012" in text and "El Alaoui & Mahoney 2015" in text

@@ -374,3 +374,28 @@ def test_sigint_to_a_running_replay_process_leaves_the_result_so_far(tmp_path):
     assert report["interrupted"] and report["n"] >= 199
     assert report["t"][0] == 100 and report["t"][-1] == report["n"]
     assert math.isfinite(report["mae"])
+
+
+def test_a_replay_plot_names_the_dataset_and_the_learner_and_marks_an_interruption():
+    r = ReplayResult({"t": [1, 2], "MAE": [0.5, 0.25], "dictionary_size": [1, 2]}, ["MAE"],
+                     {"dataset": "sinc", "learner": "kons", "model": "KONS(alpha=1)"})
+    assert r.plot()._suptitle.get_text() == "sinc: KONS(alpha=1)"
+    r.meta["interrupted"] = True
+    assert r.plot()._suptitle.get_text() == "sinc: KONS(alpha=1) (interrupted at t = 2)"
+
+
+def test_the_first_samples_loss_is_kept_in_the_meta():
+    data = list(river_datasets.TrumpApproval().take(50))
+    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler()
+                                               | FunctionalGD(C=3.0))
+    r = replay(model, data, metrics=metrics.MAE())
+    y0 = data[0][1]
+    assert r.meta["first_loss"] == losses.Squared().value(y0, 0.0) > 0.5 * r.final[
+        "cumulative_loss"]
+
+
+def test_memory_counts_the_rows_in_use_not_the_spare_capacity():
+    n = 300  # KONS's buffers then have a capacity of 512 points
+    r = replay(KONS(), datasets.load("sinc", n=n, seed=0), metrics=metrics.MAE())
+    factor = 2 * (n * (n + 1) // 2) * 8  # the packed Cholesky factor and matrix, float64
+    assert factor <= r.final["memory_bytes"] <= factor + 64 * 1024

@@ -486,14 +486,12 @@ def test_a_checkpoint_from_another_run_is_refused_and_changes_nothing(tmp_path):
     ckpt = tmp_path / "c.npz"
     replay(FunctionalGD(), ds, metrics=metrics.MAE(), checkpoint=ckpt)
     model, mae = FunctionalGD(), metrics.MAE()
-    with pytest.raises(ValueError, match=r"has a MAE at metrics\[0\], the run a MSE"):
+    with pytest.raises(ValueError, match=r"another run \(metrics MAE, not MSE\)"):
         replay(model, ds, metrics=metrics.MSE(), checkpoint=ckpt, resume=True)
-    with pytest.raises(ValueError, match="another run.*checkpoints"):
-        replay(model, ds, metrics=mae, checkpoint=ckpt, resume=True, checkpoints=[3])
-    with pytest.raises(ValueError, match="has a FunctionalGD at model, the run a KONS"):
+    with pytest.raises(ValueError, match=r"another run \(learner FunctionalGD.*, not KONS"):
         replay(KONS(), ds, metrics=mae, checkpoint=ckpt, resume=True)
     assert model.n_seen == 0 and mae.get() == 0.0
-    with pytest.raises(ValueError, match="another run.*n"):
+    with pytest.raises(ValueError, match=r"another run \(dataset sinc, not friedman\)"):
         replay(model, dataset("friedman"), metrics=mae, checkpoint=ckpt, resume=True)
     with pytest.raises(ValueError, match="replay checkpoint"):
         okoco.load(ckpt)

@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import os
 from collections.abc import Callable
@@ -87,16 +88,21 @@ class DatasetInfo(NamedTuple):
 def _synthetic_entries() -> dict[str, tuple[Callable[..., Dataset], int, int, str]]:
     s = synthetic
     return {
-        "adversarial": (s.adversarial, 1000, 1, "seed 001: one point, targets alternating ±C"),
+        "adversarial": (s.adversarial, 1000, 1,
+                        "Calandriello et al. 2017 (KONS): one point, targets alternating ±C"),
         "rkhs": (s.rkhs, 1000, 2, "RBF expansion scaled into [-1, 1] plus noise"),
         "sinc": (s.sinc, 1000, 1, "noisy sin(x)/x, x ~ U[-10, 10]"),
         "friedman": (s.friedman, 1000, 10, "Friedman #1, x ~ U[0, 1]^10"),
         "mackey-glass": (s.mackey_glass, 1000, 7, "Mackey-Glass (tau 30), 7-tap embedding"),
         "bernoulli-kernel": (s.bernoulli_kernel, 500, 1,
-                             "seed 003: Beta(0.2, 0.2) design, sin 2πx + 0.5 cos 6πx + noise"),
-        "uniform": (s.uniform, 1000, 1, "seed 004: x ~ U[0, 1]^d, y = sinc|x| + noise"),
-        "normal": (s.normal, 1000, 1, "seed 004: x ~ N(0, I_d), y = sinc|x| + noise"),
-        "cauchy": (s.cauchy, 1000, 1, "seed 004: standard Cauchy x, y = sinc|x| + noise"),
+                             "El Alaoui & Mahoney 2015: Beta(0.2, 0.2) x, "
+                             "sin 2πx + 0.5 cos 6πx + noise"),
+        "uniform": (s.uniform, 1000, 1,
+                    "Sun et al. 2012 (ALD size): x ~ U[0, 1]^d, y = sinc|x| + noise"),
+        "normal": (s.normal, 1000, 1,
+                   "Sun et al. 2012 (ALD size): x ~ N(0, I_d), y = sinc|x| + noise"),
+        "cauchy": (s.cauchy, 1000, 1,
+                   "Sun et al. 2012 (ALD size): standard Cauchy x, y = sinc|x| + noise"),
     }
 
 
@@ -174,12 +180,17 @@ def load(name_or_path: str | os.PathLike, **kwargs: Any) -> Dataset:
         return _call(load_remote, f"dataset {key!r}", kwargs, key)
 
     path = Path(name_or_path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{str(name_or_path)!r} is a directory, not a dataset file")
     if not path.is_file():
         looks_like_path = os.sep in str(name_or_path) or path.suffix != ""
         if looks_like_path:
             raise FileNotFoundError(f"no such file: {str(name_or_path)!r}")
+        close = difflib.get_close_matches(_normalise(str(name_or_path)), sorted(_all_names()),
+                                          n=2, cutoff=0.6)
+        hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
         raise ValueError(
-            f"unknown dataset {str(name_or_path)!r} and no such file; known datasets: "
+            f"unknown dataset {str(name_or_path)!r} and no such file; {hint}known datasets: "
             + ", ".join(sorted(_all_names()))
         )
     suffixes = [s.lower() for s in path.suffixes]

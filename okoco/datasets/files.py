@@ -161,7 +161,13 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
                 f"got {len(fields)}"
             )
     if width < 2:
-        raise ValueError(f"{where}: need at least 2 columns (features and a target), got {width}")
+        first = rows[0][1][0] if rows[0][1] else ""
+        other = next((d for d in (";", "\t", "|", ",") if d != delimiter and d in first), None)
+        hint = "" if other is None else (
+            f"; the rows look {other!r}-delimited: delimiter={other!r} (okoco replay: "
+            f"-d delimiter={other!r})")
+        raise ValueError(f"{where}: need at least 2 columns (features and a target), got "
+                         f"{width}{hint}")
     if header is None:
         header = _detect_header(rows)
     if header:
@@ -232,7 +238,7 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
                     break
                 raise ValueError(
                     f"{where}, line {ln}: missing value (NaN) in column {columns[j]!r}; "
-                    "use na='drop' to skip such rows"
+                    "use na='drop' to skip such rows (okoco replay: -d na=drop)"
                 )
             if j == t and not numeric_target:
                 values.append(field.strip())

@@ -9,14 +9,15 @@ from okoco.learners.binary import BinaryClassifier
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.krls import KRLS
+from okoco.learners.multiclass import MulticlassClassifier
 from okoco.learners.pros import CONKONS, PROSNKONS
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
 __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS",
-           "KRLS", "PROSNKONS", "CONKONS"]
+           "KRLS", "PROSNKONS", "CONKONS", "MulticlassClassifier"]
 
 # What okoco files may hold: the learners, and every part a learner is built from.
 persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
-                     BinaryClassifier, learner=True)
+                     BinaryClassifier, MulticlassClassifier, learner=True)
 persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, KORS, ALD,
                      SharedPoints, ExpertRows)

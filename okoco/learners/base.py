@@ -270,7 +270,7 @@ class KernelLearner(base.MiniBatchRegressor):
             raise ValueError(f"row {int(bad[0])}: {overflow_message(self._kernel, preds[bad[0]])}")
         if self.C is not None:
             preds = np.clip(preds, -self.C, self.C)
-        if hasattr(X, "index"):
+        if hasattr(X, "iloc"):  # a pandas object (a list has .index too)
             import pandas as pd  # optional dependency, only present with a DataFrame input
 
             return pd.Series(preds, index=X.index, dtype=float)

@@ -219,7 +219,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
         neg, pos = self._pair(self._labels)
         cols = {neg: 1.0 - p, pos: p} if neg is not None and pos is not None else (
             {pos: np.ones_like(p)} if neg is None else {neg: np.ones_like(p)})
-        if hasattr(X, "index"):
+        if hasattr(X, "iloc"):  # a pandas object (a list has .index too)
             import pandas as pd
 
             return pd.DataFrame(cols, index=X.index)
@@ -234,7 +234,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
         else:
             labels = np.where(p > 0.5, np.array(pos, dtype=object), np.array(neg, dtype=object))
         out = np.array(labels.tolist())
-        if hasattr(X, "index"):
+        if hasattr(X, "iloc"):  # a pandas object (a list has .index too)
             import pandas as pd
 
             return pd.Series(out, index=X.index)

@@ -1,0 +1,269 @@
+r"""Any okoco regressor as a river multiclass classifier: one-vs-rest over shared inputs.
+
+Each class :math:`c` seen has its own copy of the learner, which learns :math:`+1` on the samples
+of class :math:`c` and :math:`-1` on the others; the scores :math:`f_c(x) \in [-C, C]` become
+probabilities as in :class:`~okoco.BinaryClassifier` (the logistic :math:`1/(1+e^{-f_c})`, or
+:math:`\mathrm{clip}((1+f_c)/2, 0, 1)` for the other losses), normalised to sum to one.
+
+What the classes share: one feature map (the dict-to-vector encoding of each row is computed
+once per prediction for all classes, and every class sees the same columns, whenever it was
+created). When the learner is an exact :class:`~okoco.learners.KONS`, the classes also share the
+stored points and the kernel row at each input (:class:`~okoco.learners.auto.SharedPoints`, as
+``Auto``'s experts): every class stores every sample, so one store serves all of them and the
+kernel row is computed once per step instead of once per class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from river import base
+
+from okoco import kernels as _kernels
+from okoco import losses, persistence
+from okoco._input import FeatureMap, reserve
+from okoco._validation import Protocol, check_params
+from okoco.learners.auto import Auto, ExpertRows, SharedPoints
+from okoco.learners.binary import LABEL
+from okoco.learners.fgd import FunctionalGD
+from okoco.learners.kons import KONS
+
+__all__ = ["MulticlassClassifier"]
+
+
+def _shares_points(learner) -> bool:
+    """Exact KONS stores every sample it learns (never a null step), so K classes can keep one
+    store of the points; its subclasses select points (each class its own) and do not."""
+    return type(learner) is KONS
+
+
+def _rows(X) -> list[dict]:
+    """The rows of a DataFrame, a 2-D array or a list of dicts, as dicts."""
+    if hasattr(X, "to_dict"):
+        return X.to_dict(orient="records")
+    if isinstance(X, (list, tuple)) and all(isinstance(row, dict) for row in X):
+        return list(X)
+    return [dict(enumerate(row)) for row in np.asarray(X, dtype=float).tolist()]
+
+
+class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
+    r"""Multiclass classification with okoco learners, one-vs-rest, over shared inputs.
+
+    A class first seen at sample :math:`t` gets a fresh copy of ``learner`` then (as river's
+    ``OneVsRestClassifier``): it has not seen the samples before :math:`t`. Its score is
+    :math:`f_c(x) \in [-C, C]`; ``predict_proba_one`` gives :math:`p_c \propto \sigma(f_c)`
+    (logistic loss) or :math:`p_c \propto \mathrm{clip}((1 + f_c)/2, 0, 1)`, summing to one
+    (equal shares when every class scores 0), and ``predict_one`` its argmax (the first class
+    seen on a tie).
+
+    Sharing: all classes read one feature map, and when ``learner`` is an exact ``KONS`` one
+    store of the points and one kernel row per input (each class's arithmetic is still that
+    of a standalone KONS learning its :math:`\pm 1` targets).
+
+    Parameters
+    ----------
+    learner
+        An okoco regressor, the template of every class's learner; ``None`` means
+        ``Auto(loss=losses.Logistic())``.
+
+    Attributes
+    ----------
+    classes
+        The labels seen, in the order first seen.
+    learners
+        One learner per class, in the order of ``classes``.
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from okoco import losses
+    >>> from okoco.learners import FunctionalGD, MulticlassClassifier
+    >>> model = preprocessing.StandardScaler() | MulticlassClassifier(
+    ...     FunctionalGD(loss=losses.Logistic(), eta=0.5))
+    >>> evaluate.progressive_val_score(datasets.ImageSegments().take(500), model,
+    ...                                metrics.Accuracy())
+    Accuracy: 77.96%
+    >>> model["MulticlassClassifier"].classes[:3]
+    ['path', 'foliage', 'sky']
+    """
+
+    _parameter_constraints = {
+        "learner": [None, Protocol("an okoco regressor (with learn_one and predict_one)",
+                                   "learn_one", "predict_one")],
+    }
+
+    def __init__(self, learner=None):
+        self.learner = learner
+        check_params(self)
+        if learner is None:
+            self.learner = Auto(loss=losses.Logistic())
+        self.classes: list = []
+        self.learners: list = []
+        self.n_seen = 0
+        self._features = FeatureMap()
+        # one store of the points for exact KONS classes (None: each class keeps its own)
+        self._points = SharedPoints() if _shares_points(self.learner) else None
+
+    @property
+    def _wrapped_model(self):
+        return self.learner
+
+    @property
+    def _multiclass(self) -> bool:
+        return True
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"learner": FunctionalGD(loss=losses.Logistic())}
+        yield {"learner": KONS(loss=losses.Logistic())}
+
+    def save(self, path, *, compress: bool = False):
+        """Save the classifier and its learners to one ``.npz`` file (see :func:`okoco.load`)."""
+        return persistence.save(self, path, compress=compress)
+
+    @property
+    def dictionary_size(self) -> int:
+        """Points stored, summed over the classes (one store when they share it)."""
+        if self._points is not None:
+            return self._points.rows.n
+        return sum(getattr(learner, "dictionary_size", 0) for learner in self.learners)
+
+    # -- classes --------------------------------------------------------------------------
+
+    def _check_label(self, y) -> None:
+        if not LABEL.accepts_type(y):
+            raise TypeError(f"a label must be hashable (a str, int, bool, ...), got {y!r} "
+                            f"({type(y).__name__})")
+        if LABEL.convert(y) is None and y is not None:
+            raise ValueError(f"the label {y!r} cannot be a class: it is not equal to itself")
+
+    def _new_learner(self):
+        learner = self.learner.clone()
+        learner._features = self._features  # every class sees the same columns
+        if self._points is not None:
+            learner._store = ExpertRows(self._points)
+            # a class created after t samples holds them as points it learned nothing from
+            # (d = c = 0): what a KONS that has seen no gradient yet predicts, 0, exactly
+            # (the factor's rows are then sqrt(alpha) e_i: appends with a zero half-solve)
+            for m in range(self._points.rows.n):
+                learner._store.append(None, d=0.0, c=0.0, Kc=0.0, z=1.0)
+                learner._chol.append(np.zeros(m), learner.alpha, half=np.zeros(m))
+            learner._g = reserve(learner._g, learner._chol.size)
+        return learner
+
+    # -- scores ---------------------------------------------------------------------------
+
+    def _proba(self, scores: np.ndarray) -> np.ndarray:
+        if isinstance(self.learner._loss, losses.Logistic):
+            p = 1.0 / (1.0 + np.exp(-scores))
+        else:
+            p = np.clip((1.0 + scores) / 2.0, 0.0, 1.0)
+        total = p.sum()
+        return p / total if total > 0 else np.full(p.shape, 1.0 / p.shape[0])
+
+    def _scores(self, x: dict) -> np.ndarray:
+        if self._points is None:
+            return np.array([learner.predict_one(x) for learner in self.learners])
+        v = self._features.encode(x, arrays=False)[0]
+        return np.array([learner._clip(a[4]) for learner, a in
+                         zip(self.learners, self._analyses(v))])
+
+    def _analyses(self, v: np.ndarray) -> list:
+        """Every class's KONS analysis at ``v`` from one shared kernel row."""
+        learners = self.learners
+        kernel = learners[0]._kernel
+        k = self._points.kernel_row(kernel, v)
+        kappa = _kernels.self_similarity(kernel, v)
+        return [learner._cached(v, lambda _v, lr=learner: lr._analyse_row(k, kappa))
+                for learner in learners]
+
+    # -- river protocol -------------------------------------------------------------------
+
+    def predict_proba_one(self, x: dict, **kwargs) -> dict:
+        if not self.learners:
+            return {}
+        return dict(zip(self.classes, self._proba(self._scores(x)).tolist()))
+
+    def predict_one(self, x: dict, **kwargs):
+        if not self.learners:
+            return None
+        return self.classes[int(np.argmax(self._scores(x)))]
+
+    def learn_one(self, x: dict, y, **kwargs) -> None:
+        self._check_label(y)
+        self._features.encode(x, arrays=False)  # a bad row raises here, before any change
+        added = y not in self.classes
+        if added:
+            learner = self._new_learner()
+            if self._points is not None and self.learners:
+                learner._kernel = self.learners[0]._kernel  # one object: one row per step
+            self.classes.append(y)
+            self.learners.append(learner)
+        index = self.classes.index(y)
+        try:
+            if self._points is None:
+                for i, learner in enumerate(self.learners):
+                    learner.learn_one(x, 1.0 if i == index else -1.0)
+            else:
+                self._learn_shared(x, index)
+        except BaseException:
+            if added:  # the class was not learned: it was not seen
+                self.classes.pop()
+                self.learners.pop()
+            raise
+        self.n_seen += 1
+
+    def _learn_shared(self, x: dict, index: int) -> None:
+        """One KONS step of every class on one encoding, one kernel row and one stored point;
+        every step is checked before any is taken (a refused step changes nothing)."""
+        learners = self.learners
+        v, new = self._features.encode(x, arrays=False)
+        first = learners[0]
+        if not first.n_seen and first.kernel is None and not self._points.rows.n:
+            first._fix_default_kernel(v.shape[0])
+            for learner in learners[1:]:
+                learner._kernel = first._kernel
+        analyses = self._analyses(v)
+        steps = [learner._check_step(1.0 if i == index else -1.0,
+                                     learner._step(learner.n_seen + 1), analysis)
+                 for i, (learner, analysis) in enumerate(zip(learners, analyses))]
+        for learner, analysis, step in zip(learners, analyses, steps):
+            learner._apply_step(v, analysis, step)
+            learner.n_seen += 1
+            learner._cache = None
+        self._points.append(v)
+        self._features.add(new)
+
+    # -- mini-batches ---------------------------------------------------------------------
+
+    def learn_many(self, X, y, **kwargs) -> None:
+        """``learn_one`` over the rows of a DataFrame or 2-D array and their labels, in order."""
+        rows = _rows(X)
+        labels = y.tolist() if hasattr(y, "tolist") else list(y)
+        if len(labels) != len(rows):
+            raise ValueError(f"X has {len(rows)} rows but y has {len(labels)} labels")
+        for label in labels:
+            self._check_label(label)
+        for row, label in zip(rows, labels):
+            self.learn_one(row, label)
+
+    def predict_proba_many(self, X, **kwargs):
+        """Class probabilities of each row: a DataFrame for a DataFrame, else ``{label: array}``."""
+        rows = _rows(X)
+        probas = [self.predict_proba_one(row) for row in rows]
+        cols = {c: np.array([p.get(c, 0.0) for p in probas]) for c in self.classes}
+        if hasattr(X, "iloc"):
+            import pandas as pd  # optional dependency, only present with a DataFrame input
+
+            return pd.DataFrame(cols, index=X.index)
+        return cols
+
+    def predict_many(self, X, **kwargs):
+        """The predicted label of each row (a Series for a DataFrame), as ``predict_one``."""
+        rows = _rows(X)
+        out = np.array([self.predict_one(row) for row in rows], dtype=object)
+        if hasattr(X, "iloc"):
+            import pandas as pd
+
+            return pd.Series(out.tolist(), index=X.index)
+        return np.array(out.tolist()) if len(out) else out
+

@@ -1,0 +1,158 @@
+"""MulticlassClassifier: one-vs-rest over okoco learners, classes sharing inputs and points."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from river import checks, datasets, multiclass
+
+import okoco
+from okoco import losses
+from okoco.learners import KONS, Auto, BinaryClassifier, FunctionalGD, MulticlassClassifier
+
+
+def rows(n: int, seed: int = 0, classes=("a", "b", "c")):
+    """Three Gaussian blobs in 2-D, the label of each row drawn uniformly."""
+    rng = np.random.default_rng(seed)
+    centres = {c: rng.normal(scale=2.0, size=2) for c in classes}
+    out = []
+    for _ in range(n):
+        label = classes[rng.integers(len(classes))]
+        v = centres[label] + rng.normal(size=2)
+        out.append(({"u": float(v[0]), "v": float(v[1])}, label))
+    return out
+
+
+LEARNERS = {
+    "fgd": lambda: FunctionalGD(loss=losses.Logistic(), eta=0.5),
+    "kons": lambda: KONS(loss=losses.Logistic()),  # shares the points and the kernel rows
+    "kons-squared": lambda: KONS(loss=losses.Squared(), C=1.0),
+}
+
+
+@pytest.mark.parametrize("model", [MulticlassClassifier(**p)
+                                   for p in MulticlassClassifier._unit_test_params()],
+                         ids=["fgd", "kons"])
+def test_river_check_estimator(model):
+    checks.check_estimator(model)
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_each_class_is_the_standalone_learner_of_its_one_vs_rest_targets(name):
+    # Independent reference: one plain learner per class, each fed its own +1/-1 targets from
+    # the sample at which its class first appears (river's OneVsRestClassifier does the same).
+    data = rows(60, seed=1, classes=("a", "b", "c", "d"))
+    data = [(x, "a" if i < 5 else y) for i, (x, y) in enumerate(data)]  # "d" joins late
+    model = MulticlassClassifier(LEARNERS[name]())
+    alone: dict = {}
+    for x, y in data:
+        if alone:
+            scores = {c: m.predict_one(x) for c, m in alone.items()}
+            proba = model.predict_proba_one(x)
+            assert list(proba) == list(scores)
+            assert model.predict_one(x) == max(scores, key=scores.get)
+            p = {c: (1 / (1 + math.exp(-s)) if name != "kons-squared"
+                     else min(max((1 + s) / 2, 0.0), 1.0)) for c, s in scores.items()}
+            total = sum(p.values())
+            for c in p:
+                assert proba[c] == pytest.approx(p[c] / total, rel=1e-9, abs=1e-12)
+        if y not in alone:
+            alone[y] = LEARNERS[name]()
+        for c, m in alone.items():
+            m.learn_one(x, 1.0 if c == y else -1.0)
+        model.learn_one(x, y)
+    assert model.classes == list(alone) and len(alone) == 4 and model.n_seen == 60
+
+
+def test_same_accuracy_as_rivers_one_vs_rest_on_image_segments():
+    data = list(datasets.ImageSegments().take(300))
+    ours = MulticlassClassifier(KONS(loss=losses.Logistic()))
+    theirs = multiclass.OneVsRestClassifier(BinaryClassifier(KONS(loss=losses.Logistic())))
+    scale = {k: max(abs(x[k]) for x, _ in data) or 1.0 for k in data[0][0]}
+    agree = 0
+    for x, y in data:
+        x = {k: v / scale[k] for k, v in x.items()}
+        agree += ours.predict_one(x) == theirs.predict_one(x) or not ours.classes
+        ours.learn_one(x, y)
+        theirs.learn_one(x, y)
+    assert agree == len(data)
+
+
+def test_kons_classes_share_one_store_of_points():
+    model = MulticlassClassifier(KONS(loss=losses.Logistic()))
+    for x, y in rows(30):
+        model.learn_one(x, y)
+    stores = {id(m._store.points) for m in model.learners}
+    assert stores == {id(model._points)} and model.dictionary_size == 30
+    assert len({id(m._kernel) for m in model.learners}) == 1
+    assert len({id(m._features) for m in model.learners}) == 1
+
+
+@pytest.mark.parametrize("name", ["fgd", "kons"])
+def test_save_load_round_trip_continues_identically(name, tmp_path):
+    data = rows(50, seed=3)
+    model = MulticlassClassifier(LEARNERS[name]())
+    for x, y in data[:25]:
+        model.learn_one(x, y)
+    loaded = okoco.load(model.save(tmp_path / "mc.npz"))
+    assert type(loaded) is MulticlassClassifier and loaded.classes == model.classes
+    for x, y in data[25:]:
+        assert loaded.predict_proba_one(x) == model.predict_proba_one(x)
+        model.learn_one(x, y)
+        loaded.learn_one(x, y)
+    assert loaded.predict_one(data[0][0]) == model.predict_one(data[0][0])
+
+
+def test_bad_labels_and_parameters_raise_and_change_nothing():
+    model = MulticlassClassifier(FunctionalGD(loss=losses.Logistic()))
+    model.learn_one({"u": 1.0}, "a")
+    with pytest.raises(TypeError, match="hashable"):
+        model.learn_one({"u": 1.0}, ["a"])
+    with pytest.raises(ValueError, match="not equal to itself"):
+        model.learn_one({"u": 1.0}, float("nan"))
+    with pytest.raises(ValueError):
+        model.learn_one({"u": float("nan")}, "b")
+    assert model.classes == ["a"] and model.n_seen == 1
+    with pytest.raises(TypeError, match="learner"):
+        MulticlassClassifier(learner="kons")
+
+
+def test_many_rows_from_arrays_lists_and_dataframes():
+    pd = pytest.importorskip("pandas")
+    data = rows(40, seed=4)
+    X = pd.DataFrame([x for x, _ in data])
+    y = pd.Series([label for _, label in data])
+    model = MulticlassClassifier(FunctionalGD(loss=losses.Logistic(), eta=0.5))
+    model.learn_many(X, y)
+    one = MulticlassClassifier(FunctionalGD(loss=losses.Logistic(), eta=0.5))
+    for x, label in data:
+        one.learn_one(x, label)
+    assert model.predict_many(X).tolist() == [one.predict_one(x) for x, _ in data]
+    proba = model.predict_proba_many(X)
+    assert list(proba.columns) == one.classes
+    assert np.allclose(proba.sum(axis=1), 1.0)
+
+
+def test_default_learner_is_auto_with_the_logistic_loss():
+    model = MulticlassClassifier()
+    assert isinstance(model.learner, Auto) and isinstance(model.learner.loss, losses.Logistic)
+    assert okoco.MulticlassClassifier is MulticlassClassifier
+
+
+def test_predict_many_takes_a_list_of_dicts():
+    # a list has an .index method: it must not be taken for a pandas object
+    data = rows(20, seed=5)
+    X = [x for x, _ in data]
+    regressor = KONS()
+    binary = BinaryClassifier(FunctionalGD(loss=losses.Logistic()))
+    multi = MulticlassClassifier(FunctionalGD(loss=losses.Logistic()))
+    for x, y in data:
+        regressor.learn_one(x, 1.0 if y == "a" else -1.0)
+        binary.learn_one(x, y == "a")
+        multi.learn_one(x, y)
+    np.testing.assert_allclose(regressor.predict_many(X), [regressor.predict_one(x) for x in X],
+                               rtol=1e-10)
+    assert binary.predict_many(X).tolist() == [binary.predict_one(x) for x in X]
+    assert multi.predict_many(X).tolist() == [multi.predict_one(x) for x in X]
