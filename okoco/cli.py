@@ -18,6 +18,7 @@ Examples
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import json
 import math
@@ -38,17 +39,17 @@ from okoco._version import __version__
 # which every command calls first; this is deferral of heavy dependencies, not a layering cycle
 # (cli sits above all of these modules). `from okoco.cli import learner_registry` still works
 # (module __getattr__).
-_API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs", "replay_run",
+_API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs",
         "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
         "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
-        "_run_one", "_note_leader", "read_metadata", "resolve")
+        "_note_leader", "read_metadata", "resolve", "RunSpec", "Checkpoint", "run")
 
 
 def _load_api() -> None:
-    global datasets, DownloadError, atomic_write, to_json_ready, plot_runs, replay_run
+    global datasets, DownloadError, atomic_write, to_json_ready, plot_runs
     global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
-    global learner_registry, load_dataset, _kernel, _metrics, _parameters, _run_one
-    global read_metadata, _note_leader, resolve
+    global learner_registry, load_dataset, _kernel, _metrics, _parameters
+    global read_metadata, _note_leader, resolve, RunSpec, Checkpoint, run
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
     # deferred: scipy and river take about a second to import (see the note above _API)
@@ -56,7 +57,7 @@ def _load_api() -> None:
 
     DownloadError = datasets.DownloadError
     atomic_write, to_json_ready = _io.atomic_write, _io.to_json_ready
-    plot_runs, replay_run = evaluate.plot_runs, evaluate.replay
+    plot_runs = evaluate.plot_runs
     read_metadata = persistence.read_metadata
     # Building a run from names lives one layer down, shared with okoco.distributed.
     KERNELS, LOSSES, METRICS = experiment.KERNELS, experiment.LOSSES, experiment.METRICS
@@ -64,7 +65,8 @@ def _load_api() -> None:
     build_model, describe = experiment.build_model, experiment.describe
     learner_registry, load_dataset = experiment.learner_registry, experiment.load_dataset
     _kernel, _metrics = experiment.make_kernel, experiment.make_metrics
-    _parameters, _run_one = experiment.parameters, experiment.run_one
+    _parameters = experiment.parameters
+    RunSpec, Checkpoint, run = experiment.RunSpec, experiment.Checkpoint, experiment.run
     _note_leader, resolve = experiment.note_leader, experiment.resolve
 
 
@@ -245,20 +247,25 @@ _SCALE = typer.Option(True, "--scale/--no-scale", help=_SCALE_HELP)
 _SCALE_TARGET = typer.Option(True, "--scale-target/--no-scale-target", help=_SCALE_TARGET_HELP)
 
 
-def _common_options(kernel: str, gamma: float | None, degree: int | None, coef0: float | None,
-                    normalize: bool, loss: str | None, C: float, param: list[str],
-                    metric: list[str], max_samples: int | None, checkpoints: int,
-                    scale: bool, scale_target: bool) -> dict[str, Any]:
+def _spec(dataset: str, learner: str, *, kernel: str, gamma: float | None, degree: int | None,
+          coef0: float | None, normalize: bool, loss: str | None, C: float,
+          params: dict[str, Any], metric: list[str], max_samples: int | None, checkpoints: int,
+          scale: bool, scale_target: bool, seed: int | None, shuffle: bool,
+          target: str | None, data_params: dict[str, Any]):
+    """The run the options describe (a :class:`okoco.experiment.RunSpec`), the options named as
+    the user typed them when one is wrong."""
     if not (math.isfinite(C) and C > 0):
         raise UserError(f"--C must be finite and > 0, got {C}")
     if max_samples is not None and max_samples < 1:
         raise UserError(f"--max-samples must be >= 1, got {max_samples}")
     if checkpoints < 1:
         raise UserError(f"--checkpoints must be >= 1, got {checkpoints}")
-    return {"kernel": kernel.lower(), "gamma": gamma, "degree": degree, "coef0": coef0,
-            "normalize": normalize, "loss": None if loss is None else loss.lower(), "C": C,
-            "params": _pairs(param, "parameter"), "metric": metric, "max_samples": max_samples,
-            "checkpoints": checkpoints, "scale": scale, "scale_target": scale_target}
+    return RunSpec(dataset, learner, params=params, kernel=kernel.lower(), gamma=gamma,
+                   degree=degree, coef0=coef0, normalize=normalize,
+                   loss=None if loss is None else loss.lower(), C=C, metrics=tuple(metric),
+                   max_samples=max_samples, checkpoints=checkpoints, scale=scale,
+                   scale_target=scale_target, seed=seed, shuffle=shuffle, target=target,
+                   data_params=data_params)
 
 
 def _checkpoint_path(checkpoint: Path | None, every: int | None, resume: bool,
@@ -274,30 +281,6 @@ def _checkpoint_path(checkpoint: Path | None, every: int | None, resume: bool,
     if checkpoint is not None:
         _writable(checkpoint)
     return checkpoint
-
-
-def _run_checkpointed(ds, learner: str, *, options: dict[str, Any], seed: int | None,
-                      progress: bool, checkpoint: Path, every: int | None, resume: bool,
-                      quiet: bool):
-    """``_run_one`` with a checkpoint file: the same model, metrics and meta."""
-    def resuming(done: int) -> None:  # said once the checkpoint is found to fit this run
-        if not quiet:
-            typer.echo(f"resuming from {checkpoint} ({done} samples done)", err=True)
-
-    kernel = _kernel(options["kernel"], options["gamma"], options["degree"], options["coef0"],
-                     options["normalize"])
-    model, core = build_model(learner, ds.task, loss=options["loss"], kernel=kernel,
-                              C=options["C"], params=options["params"], seed=seed,
-                              scale=options["scale"], scale_target=options["scale_target"])
-    meta = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
-            "model": describe(core), "seed": seed, "scale_features": options["scale"],
-            "scale_target": options["scale_target"] and ds.task == "regression"}
-    result = replay_run(model, ds, metrics=_metrics(options["metric"], ds.task),
-                        checkpoints=options["checkpoints"], progress=progress,
-                        max_samples=options["max_samples"], meta=meta, checkpoint=checkpoint,
-                        checkpoint_every=every, resume=resume, on_resume=resuming)
-    _note_leader(result, core)
-    return result
 
 
 def _warn_long_stream(learner: str, params: dict[str, Any], n: int | None) -> None:
@@ -447,29 +430,31 @@ def replay(
 
     def body() -> None:
         name = resolve("learner", learner or DEFAULT_LEARNER, learner_registry())
-        params = list(param)
-        options = _common_options(kernel, gamma, degree, coef0, normalize, loss, C, params,
-                                  metric, max_samples, checkpoints, scale, scale_target)
+        spec = _spec(dataset, name, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
+                     normalize=normalize, loss=loss, C=C, params=_pairs(param, "parameter"),
+                     metric=metric, max_samples=max_samples, checkpoints=checkpoints,
+                     scale=scale, scale_target=scale_target, seed=seed, shuffle=shuffle,
+                     target=target, data_params=_pairs(data_param, "dataset parameter"))
         out_kind = _output_kind(output, ("json", "csv"), "--output")
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
-        ds = load_dataset(dataset, target=target, data_params=_pairs(data_param, "dataset "
-                          "parameter"), seed=seed, shuffle=shuffle)
+        ds = load_dataset(dataset, target=target, data_params=dict(spec.data_params), seed=seed,
+                          shuffle=shuffle)
         _note_dropped_columns(ds, quiet or as_json)
         ckpt = _checkpoint_path(checkpoint, checkpoint_every, resume, output)
         n = len(ds) if max_samples is None else min(len(ds), max_samples)
         if not (quiet or as_json):
-            _warn_long_stream(name, options["params"], n)
-            _warn_empty_sketch(name, options["params"])
+            _warn_long_stream(name, spec.params, n)
+            _warn_empty_sketch(name, spec.params)
         progress = _progress(quiet) and not as_json
         interrupted = False
+
+        def resuming(done: int) -> None:  # said once the checkpoint is found to fit this run
+            if not (quiet or as_json):
+                typer.echo(f"resuming from {ckpt} ({done} samples done)", err=True)
+
+        files = None if ckpt is None else Checkpoint(ckpt, checkpoint_every, resume, resuming)
         try:
-            if ckpt is None:
-                result = _run_one(ds, name, options=options, seed=seed, progress=progress)
-            else:
-                result = _run_checkpointed(ds, name, options=options, seed=seed,
-                                           progress=progress, checkpoint=ckpt,
-                                           every=checkpoint_every, resume=resume,
-                                           quiet=quiet or as_json)
+            result = run(spec, files, data=ds, progress=progress)
         except KeyboardInterrupt as stop:
             # okoco.evaluate.replay attaches the curves up to the last sample it finished.
             result = getattr(stop, "result", None)
@@ -561,28 +546,30 @@ def compare(
             typer.echo(f"note: -l {twice[0]} is given more than once; each learner runs once "
                        "(use --seeds N for repeated runs)", err=True)
         chosen = list(dict.fromkeys(names))
-        options = _common_options(kernel, gamma, degree, coef0, normalize, loss, C, [],
-                                  metric, max_samples, checkpoints, scale, scale_target)
         shared = _pairs(param, "parameter")
+        dparams = _pairs(data_param, "dataset parameter")
+        base = _spec(dataset, chosen[0], kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
+                     normalize=normalize, loss=loss, C=C, params={}, metric=metric,
+                     max_samples=max_samples, checkpoints=checkpoints, scale=scale,
+                     scale_target=scale_target, seed=0, shuffle=shuffle, target=target,
+                     data_params=dparams)
         out_kind = _output_kind(output, ("json", "csv"), "--output")
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
-        dparams = _pairs(data_param, "dataset parameter")
         runs: dict[str, list] = {name: [] for name in chosen}
         failed = 0
         if scheduler is not None or workers is not None:
-            runs, failed = _compare_on_dask(dataset, chosen, seeds, options, shared, dparams,
-                                            target, shuffle, scheduler or "local", workers,
-                                            progress=not quiet and not as_json)
+            runs, failed = _compare_on_dask(base, chosen, seeds, shared, scheduler or "local",
+                                            workers, progress=not quiet and not as_json)
         else:
             for seed in range(seeds):
                 ds = load_dataset(dataset, target=target, data_params=dparams, seed=seed,
                                   shuffle=shuffle)
                 for name in chosen:
                     accepted = _parameters(registry[name])
-                    opts = dict(options,
-                                params={k: v for k, v in shared.items() if k in accepted})
-                    result = _run_one(ds, name, options=opts, seed=seed,
-                                      progress=_progress(quiet) and not as_json)
+                    spec = dataclasses.replace(
+                        base, learner=name, seed=seed,
+                        params={k: v for k, v in shared.items() if k in accepted})
+                    result = run(spec, data=ds, progress=_progress(quiet) and not as_json)
                     runs[name].append(result)
         unused = [k for k in shared if not any(k in _parameters(registry[n]) for n in chosen)]
         if unused:
@@ -630,23 +617,21 @@ def compare(
     _guard(body)
 
 
-def _compare_on_dask(dataset: str, learner: list[str], seeds: int, options: dict[str, Any],
-                     shared: dict[str, Any], dparams: dict[str, Any], target: str | None,
-                     shuffle: bool, scheduler: str, workers: int | None,
+def _compare_on_dask(base: Any, learner: list[str], seeds: int, shared: dict[str, Any],
+                     scheduler: str, workers: int | None,
                      progress: bool) -> tuple[dict[str, list], int]:
     """``compare``'s runs as an okoco.distributed grid; failed runs are reported on stderr."""
     # deferred: okoco.distributed imports Dask, an optional dependency slow to import
     from okoco import distributed
 
-    kernel = _kernel(options["kernel"], options["gamma"], options["degree"], options["coef0"],
-                     options["normalize"])
+    kernel = _kernel(base.kernel, base.gamma, base.degree, base.coef0, base.normalize)
     try:
         res = distributed.grid(
-            learner, [(dataset, dparams)], params=[shared], seeds=seeds, kernel=kernel,
-            loss=options["loss"], C=options["C"], metrics=options["metric"],
-            max_samples=options["max_samples"], checkpoints=options["checkpoints"],
-            scale=options["scale"], scale_target=options["scale_target"], shuffle=shuffle,
-            target=target, scheduler=scheduler, workers=workers, progress=progress)
+            learner, [(base.dataset, dict(base.data_params))], params=[shared], seeds=seeds,
+            kernel=kernel, loss=base.loss, C=base.C, metrics=list(base.metrics),
+            max_samples=base.max_samples, checkpoints=base.checkpoints, scale=base.scale,
+            scale_target=base.scale_target, shuffle=base.shuffle, target=base.target,
+            scheduler=scheduler, workers=workers, progress=progress)
     except (ImportError, ConnectionError) as error:
         raise UserError(str(error)) from None
     if not res.ok:

@@ -399,3 +399,12 @@ def test_memory_counts_the_rows_in_use_not_the_spare_capacity():
     r = replay(KONS(), datasets.load("sinc", n=n, seed=0), metrics=metrics.MAE())
     factor = 2 * (n * (n + 1) // 2) * 8  # the packed Cholesky factor and matrix, float64
     assert factor <= r.final["memory_bytes"] <= factor + 64 * 1024
+
+
+def test_replay_checks_its_arguments_with_the_house_validator():
+    data = datasets.load("sinc", n=10)
+    with pytest.raises(TypeError, match=r"^replay: max_samples must be None or an integer >= 1"):
+        replay(FunctionalGD(), data, metrics=metrics.MAE(), max_samples="x")
+    with pytest.raises(ValueError, match=r"^replay: checkpoint_every must be"):
+        replay(FunctionalGD(), data, metrics=metrics.MAE(), checkpoint="c.npz",
+               checkpoint_every=0)

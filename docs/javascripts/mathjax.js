@@ -5,6 +5,9 @@ window.MathJax = {
     processEscapes: true,
     processEnvironments: true
   },
+  svg: {
+    fontCache: "global"  // SVG output: no font files to fetch, the docs render offline
+  },
   options: {
     ignoreHtmlClass: ".*|",
     processHtmlClass: "arithmatex"

@@ -1,10 +1,11 @@
 """Experiment grids: learner x parameters x dataset x seed, serially or on a Dask cluster.
 
-Each task is one test-then-train replay built by :func:`okoco.experiment.run_one`, the function
-behind ``okoco replay`` and ``okoco compare``, so a grid task, a CLI run and a serial loop with
-the same seed give the same model on the same data and the same metrics. Tasks are independent:
-there is no communication between them, only the task description going out and a record (plus
-the checkpointed :class:`~okoco.evaluate.ReplayResult`, a few kB) coming back.
+Each task is one test-then-train replay, a :class:`okoco.experiment.RunSpec` given to
+:func:`okoco.experiment.run`, the function behind ``okoco replay`` and ``okoco compare``, so a
+grid task, a CLI run and a serial loop with the same seed give the same model on the same data
+and the same metrics. Tasks are independent: there is no communication between them, only the
+task description going out and a record (plus the checkpointed
+:class:`~okoco.evaluate.ReplayResult`, a few kB) coming back.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from okoco.distributed._cluster import (
 )
 from okoco.experiment import (
     METRICS,
+    RunSpec,
     learner_registry,
     load_dataset,
     make_kernel,
     parameters,
-    run_one,
+    run,
     shuffled,
 )
 
@@ -156,13 +158,14 @@ def run_task(task: Task, settings: Mapping[str, Any], data: Any = None):
                 ds = data if data is not None else task.dataset
                 ds = shuffled(ds, task.seed) if settings["shuffle"] else ds
             params = dict(task.params)
-            options = {"kernel": params.pop("kernel", settings["kernel"]),
-                       "loss": params.pop("loss", settings["loss"]),
-                       "C": params.pop("C", settings["C"]), "params": params,
-                       "metric": list(settings["metric"]),
-                       **{k: settings[k] for k in ("max_samples", "checkpoints", "scale",
-                                                   "scale_target")}}
-            result = run_one(ds, task.learner, options=options, seed=task.seed)
+            spec = RunSpec(ds.name, task.learner, params=params,
+                           kernel=params.pop("kernel", settings["kernel"]),
+                           loss=params.pop("loss", settings["loss"]),
+                           C=params.pop("C", settings["C"]), metrics=tuple(settings["metric"]),
+                           max_samples=settings["max_samples"],
+                           checkpoints=settings["checkpoints"], scale=settings["scale"],
+                           scale_target=settings["scale_target"], seed=task.seed)
+            result = run(spec, data=ds)
     except Exception as error:  # a bad task must not stop the grid: report it
         _failed(record, error)
     else:

@@ -1,24 +1,5 @@
-"""One experiment run from names: the building blocks shared by the CLI and ``okoco.distributed``.
-
-A run is described by plain, picklable values (a learner name from :func:`learner_registry`,
-learner parameters, a kernel, a loss name, a dataset name or path, a seed) and built here into a
-river model and a :class:`~okoco.datasets.Dataset`, then replayed test-then-train by
-:func:`okoco.evaluate.replay`. The ``okoco`` command line and the experiment grids of
-:mod:`okoco.distributed` both go through these functions, so a run launched from either gives the
-same model, the same data and, for the same seed, the same numbers.
-
-Mistakes in the description raise :class:`UserError` with a one-line message naming the
-parameter (the CLI prints it as ``error: ...``).
-
-Examples
---------
->>> from okoco import kernels
->>> ds = load_dataset("sinc", target=None, data_params={"n": 50}, seed=0, shuffle=False)
->>> model, core = build_model("fgd", ds.task, loss=None, kernel=kernels.RBF(), C=3.0,
-...                           params={"eta": 0.2}, seed=0, scale=True, scale_target=True)
->>> describe(core)
-'FunctionalGD(kernel=RBF(gamma=1.0), eta=0.2)'
-"""
+"""Building a run from names: the kernel, the model (scalers, wrappers), the dataset, the
+metrics; and describing what was built."""
 
 from __future__ import annotations
 
@@ -31,120 +12,22 @@ from typing import Any
 
 import numpy as np
 
-from okoco import datasets, kernels, learners, losses, metrics, preprocessing
-from okoco.evaluate import replay
+from okoco import datasets, kernels, losses, metrics, preprocessing
+from okoco.experiment._names import (
+    KERNELS,
+    LOSSES,
+    METRICS,
+    REGRESSION_METRICS,
+    UserError,
+    learner_registry,
+    name_key,
+    parameters,
+    resolve,
+)
 from okoco.learners import BinaryClassifier, MulticlassClassifier
 
-__all__ = [
-    "UserError",
-    "name_key",
-    "resolve",
-    "learner_registry",
-    "KERNELS",
-    "LOSSES",
-    "METRICS",
-    "REGRESSION_METRICS",
-    "parameters",
-    "make_kernel",
-    "build_model",
-    "load_dataset",
-    "shuffled",
-    "make_metrics",
-    "run_one",
-    "describe",
-]
-
-
-class UserError(Exception):
-    """A mistake in the command line or the data: reported in one line, exit code 2.
-
-    Examples
-    --------
-    >>> from okoco.experiment import UserError, make_metrics
-    >>> try:
-    ...     make_metrics(["nope"], "regression")
-    ... except UserError:
-    ...     print("user error")
-    user error
-    """
-
-
-# -- registries -----------------------------------------------------------------------------------
-
-
-def name_key(name: str) -> str:
-    """The one rule for names (learners, kernels, losses, metrics, datasets): case, spaces and
-    ``_`` / ``-`` do not matter.
-
-    Examples
-    --------
-    >>> name_key(" Sketched_KONS ")
-    'sketched-kons'
-    """
-    return name.strip().lower().replace("_", "-")
-
-
-def resolve(kind: str, name: Any, choices) -> str:
-    """The key of ``choices`` that ``name`` names under :func:`name_key`, else a
-    :class:`UserError` with the closest names ("did you mean") and the full list.
-
-    Examples
-    --------
-    >>> resolve("learner", "KONS", ["fgd", "kons"])
-    'kons'
-    >>> resolve("learner", "kosn", ["fgd", "kons"])
-    Traceback (most recent call last):
-    ...
-    okoco.experiment.UserError: unknown learner 'kosn'; did you mean 'kons'? choose from fgd, kons
-    """
-    choices = list(choices)
-    if isinstance(name, str):
-        key = name_key(name)
-        if key in choices:
-            return key
-        close = difflib.get_close_matches(key, choices, n=2, cutoff=0.6)
-    else:
-        close = []
-    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ";"
-    raise UserError(f"unknown {kind} {name!r}{hint} choose from {', '.join(choices)}")
-
-
-def learner_registry() -> dict[str, type]:
-    """CLI name -> learner class; ``krls`` appears once ``okoco.learners`` provides ``KRLS``.
-
-    Examples
-    --------
-    >>> sorted(learner_registry())[:3]
-    ['auto', 'con-kons', 'fgd']
-    """
-    names = {"auto": "Auto", "fgd": "FunctionalGD", "kons": "KONS",
-             "sketched-kons": "SketchedKONS", "krls": "KRLS", "pros-n-kons": "PROSNKONS",
-             "con-kons": "CONKONS"}
-    return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
-
-
-KERNELS = {"rbf": "RBF", "laplacian": "Laplacian", "polynomial": "Polynomial", "linear": "Linear"}
-LOSSES = {"squared": "Squared", "logistic": "Logistic", "squared-hinge": "SquaredHinge"}
-METRICS = {"mae": "MAE", "mse": "MSE", "rmse": "RMSE", "r2": "R2", "accuracy": "Accuracy",
-           "f1": "F1", "logloss": "LogLoss", "rocauc": "ROCAUC"}
-REGRESSION_METRICS = {"mae", "mse", "rmse", "r2"}
-
-
-def parameters(cls: type) -> dict[str, inspect.Parameter]:
-    """The named constructor parameters of ``cls`` (no ``self``, no ``*args``/``**kwargs``).
-
-    Examples
-    --------
-    >>> from okoco.experiment import parameters
-    >>> from okoco.learners import KONS
-    >>> list(parameters(KONS))
-    ['kernel', 'loss', 'C', 'alpha', 'eta']
-    """
-    return {k: p for k, p in inspect.signature(cls.__init__).parameters.items()
-            if k != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-
-
-# -- building ------------------------------------------------------------------------------------
+__all__ = ["make_kernel", "build_model", "load_dataset", "shuffled", "make_metrics",
+           "note_leader", "describe"]
 
 
 def make_kernel(name: str, gamma: float | None = None, degree: int | None = None,
@@ -346,48 +229,6 @@ def _metric(name: str):
     from river import metrics as river_metrics
 
     return getattr(river_metrics, name)()
-
-
-# -- running --------------------------------------------------------------------------------------
-
-
-def run_one(dataset, learner: str, *, options: dict[str, Any], seed: int | None,
-            progress: bool = False, label: str | None = None):
-    """Build ``learner`` from ``options`` and replay ``dataset`` through it; a ReplayResult.
-
-    ``options`` holds ``kernel`` (a CLI name, with ``gamma``, ``degree``, ``coef0`` and
-    ``normalize``, or a kernel object, then those four are ignored), ``loss``, ``C``,
-    ``params`` (learner parameters), ``metric`` (names), ``max_samples``, ``checkpoints``,
-    ``scale`` and ``scale_target``: the keys the CLI fills from its options.
-
-    Examples
-    --------
-    >>> from okoco import datasets
-    >>> from okoco.experiment import run_one
-    >>> options = {"kernel": "rbf", "gamma": None, "degree": None, "coef0": None,
-    ...            "normalize": False, "loss": None, "C": 3.0, "params": {"eta": 0.5},
-    ...            "metric": ["mae"], "max_samples": None, "checkpoints": 5, "scale": True,
-    ...            "scale_target": True}
-    >>> run_one(datasets.load("sinc", n=40), "fgd", options=options, seed=0).n_samples
-    40
-    """
-    learner = resolve("learner", learner, learner_registry())
-    kernel = options["kernel"]
-    if isinstance(kernel, str):
-        kernel = make_kernel(kernel, options.get("gamma"), options.get("degree"),
-                             options.get("coef0"), options.get("normalize", False))
-    model, core = build_model(learner, dataset.task, loss=options["loss"], kernel=kernel,
-                              C=options["C"], params=options["params"], seed=seed,
-                              scale=options["scale"], scale_target=options["scale_target"])
-    meta = {"dataset": dataset.name, "task": dataset.task, "d": dataset.d,
-            "learner": learner, "model": describe(core), "seed": seed,
-            "scale_features": options["scale"],
-            "scale_target": options["scale_target"] and dataset.task == "regression"}
-    result = replay(model, dataset, metrics=make_metrics(options["metric"], dataset.task),
-                    checkpoints=options["checkpoints"], progress=progress,
-                    max_samples=options["max_samples"], meta=meta)
-    note_leader(result, core)
-    return result
 
 
 def note_leader(result, learner: Any) -> None:
