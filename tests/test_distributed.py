@@ -25,7 +25,7 @@ from okoco import datasets
 from okoco.cli import app
 from okoco.dictionary import SQUEAK, effective_dimension
 from okoco.distributed import grid, merge_tree, nystrom_krr
-from okoco.distributed._grid import make_tasks
+from okoco.distributed._tasks import make_tasks
 from okoco.distributed.merge import plan
 from okoco.kernels import RBF
 from okoco.learners import KONS

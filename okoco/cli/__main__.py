@@ -1,0 +1,5 @@
+"""``python -m okoco.cli``: the ``okoco`` command."""
+
+from okoco.cli import app
+
+app()
