@@ -23,11 +23,12 @@ def parse(argv, doc: str) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def save(fig, out: Path, name: str, *, dpi: int = 100) -> Path:
-    """Lay out ``fig``, write it as ``out/name`` (creating ``out``), close it, return the path."""
+def save(fig, out: Path, name: str, *, dpi: int = 100, rect=None) -> Path:
+    """Lay out ``fig`` (within ``rect``, leaving room for a figure legend), write it as
+    ``out/name`` (creating ``out``), close it, return the path."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
+    fig.tight_layout(rect=rect)
     out.mkdir(parents=True, exist_ok=True)
     path = out / name
     fig.savefig(path, dpi=dpi)

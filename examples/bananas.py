@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import time
 
+import matplotlib.lines
+import matplotlib.patches
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 from _figures import finish, parse, save
 from river import datasets, metrics
@@ -94,10 +97,12 @@ def main(argv=None) -> dict:
     vw_note = "" if vw is not None else " (Vowpal Wabbit not installed: okoco only)"
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, (t, acc) in curves.items():
-        ax.plot(t, acc, label=f"{name}: {accuracy[name]:.3f}")
+    for i, (name, (t, acc)) in enumerate(curves.items()):  # a style each: equal curves show
+        ax.plot(t, acc, label=f"{name}: {accuracy[name]:.3f}",
+                linestyle=("-", "--", "-.", ":")[i % 4], linewidth=2.0 - 0.3 * (i % 4))
     finish(ax, f"river Bananas, n={n}, RBF γ={RBF_GAMMA}, logistic loss, C=3{vw_note}",
-           xscale="log", xlabel="t", ylabel="online accuracy (test-then-train)")
+           xscale="log", xlabel="t (samples seen)", ylabel="online accuracy (test-then-train)")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no colliding 2x10^1...
     path_acc = save(fig, args.out, "bananas_accuracy.png")
 
     cols = len(regions)
@@ -109,10 +114,19 @@ def main(argv=None) -> dict:
         ax.scatter(X[shown, 0], X[shown, 1], c=np.where(labels[shown], "#1f5fa8", "#c8641e"),
                    s=3, linewidths=0)
         ax.set_title(f"{name}\naccuracy {accuracy[name]:.3f}", fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set_xlabel("feature 1", fontsize=8)
+        ax.tick_params(labelsize=7)
+    np.atleast_1d(axes)[0].set_ylabel("feature 2", fontsize=8)
+    key = [matplotlib.patches.Patch(color="#a9c8e8", label="predicted +1"),
+           matplotlib.patches.Patch(color="#f4c7a1", label="predicted -1"),
+           matplotlib.lines.Line2D([], [], color="k", linewidth=0.8, label="boundary f = 0"),
+           matplotlib.lines.Line2D([], [], marker="o", linestyle="", color="#1f5fa8",
+                                   markersize=4, label="label +1"),
+           matplotlib.lines.Line2D([], [], marker="o", linestyle="", color="#c8641e",
+                                   markersize=4, label="label -1")]
+    fig.legend(handles=key, loc="lower center", ncol=5, fontsize=7, frameon=False)
     fig.suptitle(f"decision regions after one pass{vw_note}", fontsize=9)
-    path_reg = save(fig, args.out, "bananas_regions.png", dpi=80)
+    path_reg = save(fig, args.out, "bananas_regions.png", dpi=80, rect=(0, 0.1, 1, 1))
 
     print(f"bananas: n={n}, online accuracy "
           + ", ".join(f"{k} {v:.4f} ({seconds[k]:.1f} s)" for k, v in accuracy.items())

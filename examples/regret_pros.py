@@ -58,10 +58,12 @@ def main(argv=None) -> dict:
         trackers[name], sizes[name], growth[name] = tracker, model.dictionary_size, size_at
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
-    for name, tracker in trackers.items():
-        ax1.plot(tracker.t, tracker.regret, marker="o", markersize=3,
+    for i, (name, tracker) in enumerate(trackers.items()):  # a style and marker each:
+        style = {"linestyle": ("-", "--", "-.", ":")[i % 4]}  # equal curves stay visible
+        ax1.plot(tracker.t, tracker.regret, marker="osD^v"[i % 5], markersize=4 - 0.4 * (i % 5),
+                 fillstyle="none" if i % 2 else "full", **style,
                  label=f"{name} (|dictionary| = {sizes[name]})")
-        ax2.plot(np.arange(1, T + 1), growth[name], label=name)
+        ax2.plot(np.arange(1, T + 1), growth[name], label=name, **style)
     positive = all(np.all(tr.regret > 0) for tr in trackers.values())
     ax1.set_yscale("log" if positive else "symlog", **({} if positive else {"linthresh": 1.0}))
     finish(ax1, f"RKHS stream (RBF γ={RBF_GAMMA}, d=2), squared loss, C={C}, α={ALPHA}\n"

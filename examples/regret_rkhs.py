@@ -67,9 +67,10 @@ def main(argv=None) -> dict:
     bound = trackers["KONS"].bound(C=C, alpha=ALPHA, eta="exp-concave")
 
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for name, tracker in trackers.items():
-        ax.plot(tracker.t, tracker.regret, marker="o", markersize=3,
-                label=f"{name} (|dictionary| = {sizes[name]})")
+    for i, (name, tracker) in enumerate(trackers.items()):  # a style and marker each:
+        ax.plot(tracker.t, tracker.regret, marker="osD^v"[i % 5], markersize=4 - 0.4 * (i % 5),
+                linestyle=("-", "--", "-.", ":")[i % 4], fillstyle="none" if i % 2 else "full",
+                label=f"{name} (|dictionary| = {sizes[name]})")  # equal curves stay visible
     ax.plot(trackers["KONS"].t, bound, "k--", label="Theorem 1 bound (KONS, η = σ)")
     positive = all(np.all(tr.regret > 0) for tr in trackers.values())
     ax.set_yscale("log" if positive else "symlog", **({} if positive else {"linthresh": 1.0}))
