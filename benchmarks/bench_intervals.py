@@ -1,0 +1,117 @@
+"""Calibrated 90% intervals on the bundled regression streams: coverage, width, interval score.
+
+Every model runs as ``TargetStandardScaler(StandardScaler() | IntervalRegressor(model))``
+(test-then-train, one pass, the default BLAS threading), so that widths and interval scores are
+in the same standardized units for every model and the okoco learners see the targets their
+default ``C`` suits; coverage is the same on either scale (the scaler maps the interval and the
+target by one affine map). okoco's learners give their own spread (``with_dist=True``) where they
+have one; river's ``BayesianLinearRegression`` gives its posterior; ``KNNRegressor`` has none
+(absolute residuals). Beside them, the raw 90% band of ``BayesianLinearRegression``'s own
+Gaussian, uncalibrated. Then the cost of ``predict_one(x, with_dist=True)`` relative to
+``predict_one(x)`` for each okoco learner (CPU time per call at the stream's end state)::
+
+    python -m benchmarks.bench_intervals            # all five streams
+    python -m benchmarks.bench_intervals --streams sinc friedman
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from river import linear_model, neighbors, preprocessing
+
+from okoco import datasets
+from okoco.intervals import IntervalRegressor
+from okoco.learners import KONS, KRLS, Auto
+
+STREAMS = ["trump-approval", "friedman", "chick-weights", "sinc", "mackey-glass"]
+MODELS = {
+    "KRLS()": KRLS,
+    "KONS()": KONS,
+    "Auto()": Auto,
+    "river BayesianLinearRegression": linear_model.BayesianLinearRegression,
+    "river KNNRegressor": neighbors.KNNRegressor,
+}
+
+
+def run_one(stream: str, make) -> dict:
+    wrapper = IntervalRegressor(make(), coverage=0.9)
+    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | wrapper)
+    start = time.process_time()
+    n = 0
+    for x, y in datasets.load(stream):
+        model.predict_one(x)
+        model.learn_one(x, y)
+        n += 1
+    seconds = time.process_time() - start
+    return {"coverage": wrapper.coverage_seen, "width": wrapper.mean_width,
+            "score": wrapper.mean_interval_score, "us": 1e6 * seconds / n,
+            "spread": bool(wrapper._with_dist)}
+
+
+def raw_blr(stream: str) -> float:
+    """Coverage of BayesianLinearRegression's own 90% Gaussian band, uncalibrated, on the same
+    standardized targets (river's TargetStandardScaler's own scaling, before it learns)."""
+    blr = linear_model.BayesianLinearRegression()
+    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | blr)
+    scaler = model.regressor["StandardScaler"]
+    inside = n = 0
+    for x, y in datasets.load(stream):
+        dist = blr.predict_one(scaler.transform_one(x), with_dist=True)
+        inside += abs(model._scale(y) - dist.mu) <= 1.6448536269514722 * dist.sigma
+        model.learn_one(x, y)
+        n += 1
+    return inside / n
+
+
+def dist_cost(make, stream: str = "friedman", calls: int = 300) -> float:
+    """CPU time of predict_one(with_dist=True) over predict_one, at the stream's end state."""
+    scaler = preprocessing.StandardScaler()
+    learner = make()
+    rows = []
+    for x, y in datasets.load(stream):
+        scaler.learn_one(x)
+        x = scaler.transform_one(x)
+        learner.learn_one(x, y / 10.0)
+        rows.append(x)
+    rows = rows[-calls:]
+
+    def timed(**kwargs) -> float:
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            for x in rows:
+                learner.predict_one(x, **kwargs)
+            best = min(best, time.process_time() - start)
+        return best
+
+    return timed(with_dist=True) / timed()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", nargs="+", default=STREAMS)
+    args = parser.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    print("| stream | model | own spread | coverage | mean width | interval score | µs/sample |")
+    print("|---|---|---|---|---|---|---|")
+    for stream in args.streams:
+        for name, make in MODELS.items():
+            r = run_one(stream, make)
+            print(f"| {stream} | {name} | {'yes' if r['spread'] else 'no'} | "
+                  f"{r['coverage']:.3f} | {r['width']:.3f} | {r['score']:.3f} | {r['us']:.0f} |",
+                  flush=True)
+        print(f"| {stream} | river BayesianLinearRegression, own 90% band uncalibrated | yes | "
+              f"{raw_blr(stream):.3f} | | | |", flush=True)
+    print()
+    print("| learner | with_dist / plain predict_one (CPU time) |")
+    print("|---|---|")
+    for name in ("KRLS()", "KONS()", "Auto()"):
+        print(f"| {name} | {dist_cost(MODELS[name]):.2f}x |", flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Adaptive conformal intervals: the recursion against an independent reference, the long-run
+coverage bound of Gibbs & Candès (2021, Prop. 4.1) on adversarial sequences, and the wrapper."""
+
+import math
+
+import numpy as np
+import pytest
+from river import checks, datasets, linear_model, preprocessing, proba
+
+from okoco.intervals import AdaptiveConformal, IntervalRegressor, interval_score
+
+
+def reference_aci(scores, misses, coverage, gamma, window):
+    """ACI written from the paper's update, with numpy's sorted array for the quantile."""
+    a = 1.0 - coverage
+    gap, quantiles, kept = a, [], []
+    for score, missed in zip(scores, misses):
+        ordered = np.sort(np.array(kept))
+        n = ordered.size
+        if gap >= 1:
+            q = 0.0
+        elif gap <= 0 or n == 0:
+            q = math.inf
+        else:
+            rank = math.ceil((1 - gap) * (n + 1))
+            q = ordered[rank - 1] if rank <= n else math.inf
+        quantiles.append(q)
+        gap = gap + gamma * (a - missed)
+        kept.append(score)
+        if window is not None:
+            kept = kept[-window:]
+    return quantiles, gap
+
+
+@pytest.mark.parametrize("window", [None, 7, 50])
+def test_recursion_matches_reference(window):
+    rng = np.random.default_rng(3)
+    scores = rng.exponential(size=300)
+    misses = rng.random(300) < 0.3
+    calibrator = AdaptiveConformal(coverage=0.8, gamma=0.05, window=window)
+    got = []
+    for score, missed in zip(scores, misses):
+        got.append(calibrator.quantile())
+        calibrator.update(score, bool(missed))
+    want, gap = reference_aci(scores, misses.astype(float), 0.8, 0.05, window)
+    assert got == want
+    assert calibrator.level_gap == pytest.approx(gap, abs=1e-12)
+    assert calibrator.n_missed == int(misses.sum())
+
+
+@pytest.mark.parametrize("gamma", [0.005, 0.02, 0.1])
+def test_long_run_coverage_bound_on_a_shifting_stream(gamma):
+    # the noise scale jumps by 20x every 500 steps and the scores are never exchangeable:
+    # the miss rate still meets Proposition 4.1's bound, for every T
+    rng = np.random.default_rng(0)
+    coverage, T = 0.9, 4000
+    calibrator = AdaptiveConformal(coverage=coverage, gamma=gamma, window=200)
+    misses = 0
+    a = 1 - coverage
+    for t in range(1, T + 1):
+        scale = 20.0 if (t // 500) % 2 else 1.0
+        score = abs(rng.standard_t(2)) * scale
+        missed = score > calibrator.quantile()
+        calibrator.update(score, missed)
+        misses += missed
+        bound = (max(a, 1 - a) + gamma) / (gamma * t)
+        assert abs(misses / t - a) <= bound + 1e-12
+
+
+def test_bad_scores_and_parameters():
+    calibrator = AdaptiveConformal()
+    with pytest.raises(ValueError, match="score"):
+        calibrator.update(float("nan"), False)
+    assert calibrator.n_seen == 0
+    with pytest.raises(ValueError, match="coverage"):
+        AdaptiveConformal(coverage=1.0)
+    with pytest.raises(TypeError, match="window"):
+        AdaptiveConformal(window=2.5)
+    with pytest.raises(TypeError, match="regressor"):
+        IntervalRegressor("not a model")
+
+
+def test_interval_score_closed_form():
+    # Gneiting & Raftery (2007), Eq. 43, with alpha = 1 - coverage = 0.2
+    assert interval_score(0.5, 0.0, 1.0, 0.8) == 1.0
+    assert interval_score(-1.0, 0.0, 1.0, 0.8) == pytest.approx(1.0 + 10.0 * 1.0)
+    assert interval_score(3.0, 0.0, 1.0, 0.8) == pytest.approx(1.0 + 10.0 * 2.0)
+
+
+def run(model, stream):
+    for x, y in stream:
+        model.learn_one(x, y)
+    return model
+
+
+def test_wrapper_uses_the_models_spread_and_meets_coverage():
+    wrapper = IntervalRegressor(linear_model.BayesianLinearRegression(), coverage=0.9)
+    run(preprocessing.StandardScaler() | wrapper, datasets.TrumpApproval())
+    assert wrapper._with_dist is True
+    n = wrapper.calibrator.n_seen
+    bound = (0.9 + 0.02) / (0.02 * n)
+    assert abs(wrapper.coverage_seen - 0.9) <= bound
+    assert 0 < wrapper.mean_width < math.inf
+    assert wrapper.mean_interval_score >= wrapper.mean_width
+
+
+def test_wrapper_without_a_spread_uses_absolute_residuals():
+    wrapper = IntervalRegressor(linear_model.LinearRegression(), coverage=0.8, gamma=0.05)
+    model = preprocessing.StandardScaler() | wrapper
+    run(model, datasets.TrumpApproval().take(600))
+    assert wrapper._with_dist is False
+    x, _ = next(iter(datasets.TrumpApproval()))
+    centre = model.predict_one(x)
+    low, high = model.predict_one(x, with_interval=True)
+    # the half-width is the calibrated quantile of the absolute residuals
+    assert high - centre == pytest.approx(wrapper.calibrator.quantile())
+    assert centre - low == pytest.approx(high - centre)
+
+
+def test_gaussian_shares_the_interval():
+    wrapper = IntervalRegressor(linear_model.LinearRegression(), coverage=0.9)
+    run(wrapper, [({"x": float(i % 7)}, float(i % 7) + math.sin(i)) for i in range(300)])
+    x = {"x": 2.0}
+    low, high = wrapper.predict_one(x, with_interval=True)
+    dist = wrapper.predict_one(x, with_dist=True)
+    assert isinstance(dist, proba.Gaussian)
+    assert dist.mu == pytest.approx(wrapper.predict_one(x))
+    # the Gaussian's central 90% interval is the calibrated one
+    assert dist.mu + 1.6448536269514722 * dist.sigma == pytest.approx(high)
+
+
+def test_a_refused_target_changes_nothing():
+    wrapper = IntervalRegressor(linear_model.LinearRegression())
+    wrapper.learn_one({"x": 1.0}, 1.0)
+    with pytest.raises(ValueError, match="target"):
+        wrapper.learn_one({"x": 1.0}, float("inf"))
+    assert wrapper.calibrator.n_seen == 1
+
+
+def test_river_check_estimator():
+    checks.check_estimator(IntervalRegressor(linear_model.LinearRegression()))
