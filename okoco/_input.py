@@ -327,8 +327,9 @@ class FeatureMap:
             return self._encode_dicts(X)
         is_frame = hasattr(X, "columns") and hasattr(X, "to_numpy")
         if is_frame:  # a column that is not numeric is checked cell by cell
-            numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
-            raw = X.to_numpy() if numeric else X.to_numpy(dtype=object)
+            raw = X.to_numpy()  # numeric columns give numbers, mixed ones objects
+            if raw.dtype.kind not in "biufO":  # dates, strings: cell by cell too
+                raw = X.to_numpy(dtype=object)
         else:
             raw = np.asarray(X)
         if raw.ndim != 2:
@@ -451,6 +452,15 @@ class Rows:
         self.data = reserve(self.data, rows, cols)
         for name, values in self.fields.items():
             self.fields[name] = reserve(values, self.data.shape[0])
+
+    def make_room(self, rows: int, width: int) -> None:
+        """Buffers for ``rows`` more rows (up to ``max_size``) of ``width`` columns, and ``d``
+        at least ``width``: what a compiled loop appending rows in place needs."""
+        self.squared_norms()  # the norms' cache, valid before it grows with the buffer
+        needed = self.n + rows if self.max_size is None else min(self.n + rows, self.max_size)
+        self._grow(needed, width)
+        self._sq = reserve(self._sq, self.data.shape[0])
+        self.d = max(self.d, width)
 
     def add_columns(self, k: int) -> None:
         """Widen every row by ``k`` zero columns (a feature unseen so far)."""
