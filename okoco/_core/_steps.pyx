@@ -6,6 +6,8 @@ them. The kernels and losses with a compiled form are coded by an integer (``KER
 ``LOSSES`` in ``okoco.learners``); anything else stays on the Python path.
 """
 
+import numpy as np
+
 from libc.math cimport exp, fabs, isfinite, pow, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
@@ -46,19 +48,28 @@ cdef Kernel make_kernel(tuple spec) except *:
     return k
 
 
-cdef void kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t n, int d,
+# From this many values numpy's vectorized exp (its own SIMD loops), called with the GIL, is
+# faster than a call of libm's exp per value.
+cdef Py_ssize_t NUMPY_EXP = 64
+_np_exp = np.exp
+
+
+cdef bint kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t n, int d,
                      const double* sq, const double* x, int w, double* out) noexcept nogil:
-    """out_i = k(X_i, x) over n stored rows of d numbers (x has w >= d, the rows are 0 beyond)."""
+    """out_i = k(X_i, x) over n stored rows of d numbers (x has w >= d, the rows are 0 beyond),
+    except that for the RBF and Laplacian kernels out holds the exponents: then it returns
+    True and the caller applies exp (kernel_exp)."""
     cdef Py_ssize_t i
     cdef int j
     cdef double total
     cdef const double* row
     if n <= 0:
-        return
+        return False
     if k.kind == RBF:
         sq_dists(X, ld, n, d, sq, x, w, (2 * d + 4) * k.near_factor, k.direct_size, out)
         for i in range(n):
-            out[i] = exp(-k.gamma * out[i])
+            out[i] *= -k.gamma
+        return True
     elif k.kind == LAPLACIAN:
         total = 0.0
         for j in range(d, w):
@@ -68,12 +79,26 @@ cdef void kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t
             out[i] = total
             for j in range(d):
                 out[i] += fabs(row[j] - x[j])
-            out[i] = exp(-k.gamma * out[i])
+            out[i] *= -k.gamma
+        return True
     else:
         rows_dot(X, ld, n, d, x, out)
         if k.kind == POLYNOMIAL:
             for i in range(n):
                 out[i] = pow(k.gamma * out[i] + k.coef0, k.degree)
+        return False
+
+
+cdef int kernel_exp(object buffer, double* v, Py_ssize_t n) except -1:
+    """v <- exp(v) for the first n values of the numpy array buffer (whose data v is)."""
+    cdef Py_ssize_t i
+    if n >= NUMPY_EXP:
+        part = buffer[:n]
+        _np_exp(part, out=part)
+    else:
+        for i in range(n):
+            v[i] = exp(v[i])
+    return 0
 
 
 cdef double self_similarity(const Kernel* k, const double* x, int w) noexcept nogil:
@@ -121,18 +146,17 @@ def fgd_value(tuple kernel, const double[:, :] X, const double[::1] sq,
     """``f(x) = sum_i c_i k(X_i, x)`` over the stored rows ``X`` (a view of the buffer)."""
     cdef Kernel k = make_kernel(kernel)
     cdef Py_ssize_t n = X.shape[0], ld = row_stride(X)
-    cdef double value = 0.0
-    cdef double* row
+    cdef bint exponents
     if n == 0:
         return 0.0
-    row = <double*>malloc(n * sizeof(double))
-    if row == NULL:
-        raise MemoryError()
+    buffer = np.empty(n)
+    cdef double[::1] row = buffer
     with nogil:
-        kernel_row(&k, &X[0, 0], ld, n, <int>X.shape[1], &sq[0], &x[0], <int>x.shape[0], row)
-        value = dot(<int>n, row, &coef[0])
-    free(row)
-    return value
+        exponents = kernel_row(&k, &X[0, 0], ld, n, <int>X.shape[1], &sq[0], &x[0],
+                               <int>x.shape[0], &row[0])
+    if exponents:
+        kernel_exp(buffer, &row[0], n)
+    return dot(<int>n, &row[0], &coef[0])
 
 
 def fgd_run(tuple kernel, double[:, ::1] data, double[::1] coef, double[::1] sq,
@@ -151,12 +175,14 @@ def fgd_run(tuple kernel, double[:, ::1] data, double[::1] coef, double[::1] sq,
     cdef Py_ssize_t ld = data.shape[1], t, i, slot, rows = V.shape[0], learned = V.shape[0]
     cdef int d = <int>V.shape[1], status = OK
     cdef double ybar, excess, gdot, kappa, c_new, shrink, norm
-    cdef double* krow = <double*>malloc((n + rows + 1) * sizeof(double))
-    if krow == NULL:
-        raise MemoryError()
+    buffer = np.empty(n + rows + 1)
+    cdef double[::1] krow_view = buffer
+    cdef double* krow = &krow_view[0]
     with nogil:
         for t in range(rows):
-            kernel_row(&k, &data[0, 0], ld, n, d, &sq[0], &V[t, 0], d, krow)
+            if kernel_row(&k, &data[0, 0], ld, n, d, &sq[0], &V[t, 0], d, krow):
+                with gil:
+                    kernel_exp(buffer, krow, n)
             ybar = dot(<int>n, krow, &coef[0])
             predictions[t] = clip(ybar, C)
             shrink = 1.0 - eta[t] * lam
@@ -180,7 +206,6 @@ def fgd_run(tuple kernel, double[:, ::1] data, double[::1] coef, double[::1] sq,
             if slot >= n:
                 n = slot + 1
             n_added += 1
-    free(krow)
     return n, n_added, learned, status
 
 
@@ -195,15 +220,13 @@ cdef enum:
     PYTHON_STEP = 2
 
 
-cdef bint analyse(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t m, int d,
-                  const double* sq, const double* L, const double* w, const double* x, int wx,
-                  double* g, double* h, double* out) noexcept nogil:
-    """KRLS's shared analysis of x: g = k_D(x), h = L^{-1} g, and out = [k(x, x), the ALD
-    residual k(x, x) - h.h, the prediction h.w]. False if a value is not finite or
-    k(x, x) < 0 (the Python step then words the error)."""
+cdef bint analyse(const Kernel* k, Py_ssize_t m, const double* L, const double* w,
+                  const double* x, int wx, const double* g, double* h, double* out) noexcept nogil:
+    """KRLS's shared analysis of x given its kernel column g = k_D(x): h = L^{-1} g, and
+    out = [k(x, x), the ALD residual k(x, x) - h.h, the prediction h.w]. False if a value is
+    not finite or k(x, x) < 0 (the Python step then words the error)."""
     cdef Py_ssize_t i
     cdef double kxx
-    kernel_row(k, X, ld, m, d, sq, x, wx, g)
     kxx = self_similarity(k, x, wx)
     if k.kind != RBF and k.kind != LAPLACIAN:
         if not (isfinite(kxx) and kxx >= 0.0):
@@ -240,10 +263,12 @@ def krls_analyse(tuple kernel, const double[:, :] X, const double[::1] sq,
     cdef Py_ssize_t m = X.shape[0], ld = row_stride(X) if X.shape[0] else 1
     cdef double out[3]
     cdef bint ok
+    if m and kernel_row(&k, &X[0, 0], ld, m, <int>X.shape[1], &sq[0], &x[0],
+                        <int>x.shape[0], &g[0]):
+        kernel_exp(g.base if g.base is not None else np.asarray(g), &g[0], m)
     with nogil:
-        ok = analyse(&k, &X[0, 0] if m else NULL, ld, m, <int>X.shape[1],
-                     &sq[0] if m else NULL, &L[0], &w[0], &x[0], <int>x.shape[0],
-                     &g[0] if m else NULL, &h[0] if m else NULL, out)
+        ok = analyse(&k, m, &L[0], &w[0], &x[0], <int>x.shape[0], &g[0] if m else NULL,
+                     &h[0] if m else NULL, out)
     return (out[0], out[1], out[2]) if ok else None
 
 
@@ -267,7 +292,7 @@ def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
              double[::1] weights, Py_ssize_t seen, double[::1] w, double[::1] P, bint dense,
              double nu, Py_ssize_t max_size, double alpha, double C,
              const double[:, ::1] V, const double[::1] y, Py_ssize_t begin,
-             double[::1] predictions, double[::1] g, double[::1] h):
+             double[::1] predictions, object g_buffer, double[::1] h):
     """KRLS's test-then-train over rows ``begin ..`` of ``V`` (okoco.learners.krls), on its
     buffers (every one with room for ``min(m + len(V), max_size)`` atoms): the store's rows
     and norms, the ALD factor ``L`` of the stored Gram ``A`` with its residuals, indices and
@@ -282,6 +307,7 @@ def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
     ``h``).
     """
     cdef Kernel k = make_kernel(kernel)
+    cdef double[::1] g = g_buffer
     cdef Py_ssize_t ld = data.shape[1], t = begin, rows = V.shape[0], j, off, m_last = m
     cdef int d = <int>V.shape[1], clamped, n_clamped = 0, status = OK
     cdef double out[3]
@@ -292,8 +318,10 @@ def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
         raise MemoryError()
     with nogil:
         while t < rows:
-            if not analyse(&k, &data[0, 0], ld, m, d, &sq[0], &L[0], &w[0], &V[t, 0], d,
-                           &g[0], &h[0], out):
+            if kernel_row(&k, &data[0, 0], ld, m, d, &sq[0], &V[t, 0], d, &g[0]):
+                with gil:
+                    kernel_exp(g_buffer, &g[0], m)
+            if not analyse(&k, m, &L[0], &w[0], &V[t, 0], d, &g[0], &h[0], out):
                 status = PYTHON_STEP
                 break
             added = out[1] > nu and not (max_size > 0 and m >= max_size)
