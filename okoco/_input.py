@@ -532,7 +532,7 @@ class Rows:
         if width < self.d:  # features this row does not have are 0 in it
             vec = np.pad(vec, (0, self.d - width))
         from_norms = getattr(kernel, "row_from_norms", None)
-        if from_norms is not None:  # RBF: one product with the cached norms (kernels.rbf_row)
+        if from_norms is not None:  # the compiled row (the RBF from the cached norms)
             sq, sq_max = self.squared_norms()
             return from_norms(self.padded(width), sq, sq_max, vec)
         return kernel(self.padded(width), vec[None, :])[:, 0]
