@@ -7,13 +7,13 @@ than 10,000 elements. With any other busy process on the machine a call of a few
 then waits milliseconds for a core. okoco's hot paths avoid that in two ways, chosen by
 measurement (``docs/benchmarks.md``, section "BLAS threads"):
 
-* routines that never thread: packed triangular solves (OpenBLAS has no threaded ``tpsv``)
-  and :func:`dot` and :func:`axpy`, which split long vectors into blocks below OpenBLAS's
-  threading threshold;
-* for the few calls OpenBLAS threads whatever their size (the packed updates of KRLS), the
-  matrix-vector product of an RBF kernel row above OpenBLAS's threshold for it
-  (``okoco.kernels.rbf_row``) and the periodic ``O(m^3)`` checks of a factorization, a
-  :class:`OneThread` scope: the library's thread
+* routines that never thread: packed triangular solves (OpenBLAS has no threaded ``tpsv``),
+  and calls split into blocks below OpenBLAS's threading thresholds: :func:`dot` and
+  :func:`axpy` here, and in the compiled core (``okoco._core``) the kernel rows' products (rows
+  in blocks of 8,192 numbers) and the packed symmetric updates (one dot product and one
+  ``axpy`` per row);
+* for the dense ``O(m^3)`` work (the periodic checks of a factorization, SQUEAK's and
+  INK-Estimate's updates), a :class:`OneThread` scope: the library's thread
   count is set to one on entry and the user's count restored on exit, two or three direct calls
   into the library (a few microseconds, where ``threadpoolctl.threadpool_limits`` costs
   milliseconds per use because it inspects every loaded library each time).

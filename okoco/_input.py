@@ -327,8 +327,9 @@ class FeatureMap:
             return self._encode_dicts(X)
         is_frame = hasattr(X, "columns") and hasattr(X, "to_numpy")
         if is_frame:  # a column that is not numeric is checked cell by cell
-            numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
-            raw = X.to_numpy() if numeric else X.to_numpy(dtype=object)
+            raw = X.to_numpy()  # numeric columns give numbers, mixed ones objects
+            if raw.dtype.kind not in "biufO":  # dates, strings: cell by cell too
+                raw = X.to_numpy(dtype=object)
         else:
             raw = np.asarray(X)
         if raw.ndim != 2:
@@ -452,6 +453,15 @@ class Rows:
         for name, values in self.fields.items():
             self.fields[name] = reserve(values, self.data.shape[0])
 
+    def make_room(self, rows: int, width: int) -> None:
+        """Buffers for ``rows`` more rows (up to ``max_size``) of ``width`` columns, and ``d``
+        at least ``width``: what a compiled loop appending rows in place needs."""
+        self.squared_norms()  # the norms' cache, valid before it grows with the buffer
+        needed = self.n + rows if self.max_size is None else min(self.n + rows, self.max_size)
+        self._grow(needed, width)
+        self._sq = reserve(self._sq, self.data.shape[0])
+        self.d = max(self.d, width)
+
     def add_columns(self, k: int) -> None:
         """Widen every row by ``k`` zero columns (a feature unseen so far)."""
         self._grow(self.n, self.d + k)
@@ -522,7 +532,7 @@ class Rows:
         if width < self.d:  # features this row does not have are 0 in it
             vec = np.pad(vec, (0, self.d - width))
         from_norms = getattr(kernel, "row_from_norms", None)
-        if from_norms is not None:  # RBF: one product with the cached norms (kernels.rbf_row)
+        if from_norms is not None:  # the compiled row (the RBF from the cached norms)
             sq, sq_max = self.squared_norms()
             return from_norms(self.padded(width), sq, sq_max, vec)
         return kernel(self.padded(width), vec[None, :])[:, 0]

@@ -41,16 +41,10 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from okoco._blas import OneThread, dot
+from okoco._core import _kernels
 from okoco._validation import Interval, check_params
 
 __all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled"]
-
-# np.einsum without its Python layers (with optimize=False np.einsum returns exactly this call),
-# for a kernel row's hot path; np.einsum itself where numpy keeps it elsewhere
-_numpy_core = np._core if hasattr(np, "_core") else getattr(np, "core", None)  # numpy 2 / 1
-_einsum = getattr(getattr(_numpy_core, "multiarray", None), "c_einsum", np.einsum)
-
 
 def _as_rows(X) -> np.ndarray:
     if type(X) is np.ndarray and X.ndim == 2 and X.dtype == np.float64:
@@ -83,19 +77,10 @@ SCALE = [Interval(Real, 0, None, closed="neither")]
 # gamma: the rows of several RBF kernels can share one distance row (okoco.learners.auto).
 
 _EPS = float(np.finfo(float).eps)
-_min = np.minimum.reduce  # ndarray.min without its Python wrapper (numpy._core._methods)
 #: Largest error of an RBF value computed through the norm expansion.
 _RBF_TOL = 2e-13
-# numpy's matrix-vector product goes to OpenBLAS's thread pool from 2304 * 4 = 9216 elements
-# (interface/gemv.c, GEMM_MULTITHREAD_THRESHOLD = 4): a larger kernel row of a learner's step
-# runs inside a one-thread scope (okoco._blas), a smaller one saves the scope's two calls.
-_numpy_one_thread = OneThread("numpy")
-_GEMV_THREADED = 9216
 # A kernel row over at most this many stored numbers (m * d) is computed from direct
-# differences: two numpy calls, where the expansion takes six and, on dense low-dimensional
-# data (sinc: d = 1), its near-point recomputation several more on most steps. Measured
-# (best of 7, one thread): m = 60, d = 1: 1.9 us against 22 us; m = 66, d = 9: 5.6 against
-# 7.3; m = 155, d = 6: 9.1 against 9.6; m = 300, d = 9: 10.9 against 8.6.
+# differences, exact, and then no dearer than the expansion's product.
 _DIRECT_SIZE = 1024
 
 
@@ -115,12 +100,24 @@ def _fix_near(D: np.ndarray, X: np.ndarray, Y: np.ndarray, limit: float) -> None
         D[rows, cols] = np.einsum("ij,ij->i", Z, Z)
 
 
+def _row_operands(X: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` and ``x`` as the compiled row functions take them: float64, each row of ``X``
+    contiguous (a row view of a wider buffer is), ``x`` contiguous and as wide as ``X``."""
+    if X.dtype != np.float64 or (X.shape[0] and X.shape[1] > 1 and X.strides[1] != X.itemsize):
+        X = np.ascontiguousarray(X, dtype=float)
+    x = np.ascontiguousarray(x, dtype=float)
+    if x.shape != (X.shape[1],):
+        raise ValueError(f"x must have {X.shape[1]} features (X's columns), got shape {x.shape}")
+    return X, x
+
+
 def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> np.ndarray:
-    """``||X_i - x||^2`` for every row of ``X``, given ``sq[i] = ||X_i||^2`` (as
-    ``einsum("ij,ij->i", X, X)`` computes it) and an upper bound ``sq_max`` of ``sq``: one
-    matrix-vector product on one BLAS thread, near points recomputed exactly (module source).
-    Up to ``_DIRECT_SIZE`` elements of ``X`` every entry comes from direct differences, which
-    is then fewer numpy calls than the expansion and its check (and exact).
+    """``||X_i - x||^2`` for every row of ``X``, given ``sq[i] = ||X_i||^2``: the norm
+    expansion (one BLAS product, in blocks that stay on one thread), each entry at or below its
+    own bound ``tau (||X_i||^2 + ||x||^2)`` recomputed from direct differences (module source).
+    Up to ``_DIRECT_SIZE`` elements of ``X`` every entry comes from direct differences. Compiled
+    (``okoco._core``); ``X`` may be a row view of a wider buffer. ``sq_max``, an upper bound of
+    ``sq``, is accepted for the callers that have it (each entry uses its own bound).
 
     Examples
     --------
@@ -129,35 +126,11 @@ def sq_dist_row(X: np.ndarray, sq: np.ndarray, sq_max: float, x: np.ndarray) -> 
     >>> sq_dist_row(X, np.array([0.0, 5.0]), 5.0, np.array([1.0, 2.0]))
     array([5., 0.])
     """
-    if X.size <= _DIRECT_SIZE:
-        if X.shape[1] == 1:  # one feature: the same bits as the einsum below, in two calls
-            Z = X[:, 0] - x[0]
-            Z *= Z
-            return Z
-        Z = X - x
-        return _einsum("ij,ij->i", Z, Z)
-    xx = dot(x, x)
-    x2 = x * -2.0  # X @ (-2 x) has the bits of -2 (X @ x), in d operations instead of m
-    if X.size < _GEMV_THREADED:
-        D = X.dot(x2)  # ndarray.dot: the bits of X @ x2, without matmul's dispatch
-    else:
-        with _numpy_one_thread:
-            D = X.dot(x2)
-    D += sq
-    D += xx
-    tau = (2 * X.shape[1] + 4) * _NEAR_FACTOR  # _near_limit, inlined
-    if D.shape[0] and not _min(D) > tau * (sq_max + xx):  # some entry may be near
-        # each entry's own bound tau (||X_i||^2 + ||x||^2): on data with a few far-out points
-        # (Shuttle) the shared bound would recompute most of the row
-        limit = sq + xx
-        limit *= tau
-        # NaN (an overflowed norm) included; np.flatnonzero of a 1-D mask without its
-        # Python-level calls (ravel, dispatch), which ran on most Shuttle steps
-        near = (~(D > limit)).nonzero()[0]
-        if near.size:
-            Z = X[near] - x
-            D[near] = _einsum("ij,ij->i", Z, Z)
-    return D
+    X, x = _row_operands(X, x)
+    out = np.empty(X.shape[0])
+    tau = (2 * X.shape[1] + 4) * _NEAR_FACTOR
+    _kernels.sq_dist_row(X, np.ascontiguousarray(sq, dtype=float), x, tau, _DIRECT_SIZE, out)
+    return out
 
 
 def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
@@ -203,7 +176,7 @@ def finite_row(kernel, k: np.ndarray) -> bool:
     >>> finite_row(RBF(1.0), np.ones(3)), finite_row(Linear(), np.array([1.0, np.inf]))
     (True, False)
     """
-    if type(kernel) is RBF or type(kernel) is Laplacian:
+    if type(kernel) in (RBF, Laplacian):
         return True
     return math.isfinite(k.sum())
 
@@ -219,7 +192,7 @@ def self_similarity(kernel, x: np.ndarray) -> float:
     >>> self_similarity(RBF(0.5), x), self_similarity(Linear(), x)
     (1.0, 25.0)
     """
-    if type(kernel) is RBF or type(kernel) is Laplacian:
+    if type(kernel) in (RBF, Laplacian):
         return 1.0
     return float(np.asarray(kernel.diag(x[None, :]))[0])
 
@@ -385,6 +358,13 @@ class Laplacian(Kernel):
         D *= -self.gamma
         return np.exp(D, out=D)
 
+    def row_from_norms(self, X: np.ndarray, sq: np.ndarray, sq_max: float,
+                       x: np.ndarray) -> np.ndarray:
+        """``k(X_i, x)`` for every row (compiled L1 distances; the norms are not needed)."""
+        out = np.empty(X.shape[0])
+        _kernels.laplacian_row(*_row_operands(X, x), float(self.gamma), out)
+        return out
+
     def _diag(self, X):
         return np.ones(X.shape[0])
 
@@ -435,6 +415,16 @@ class Polynomial(Kernel):
     def _gram(self, X, Y):
         return (self.gamma * (X @ Y.T) + self.coef0) ** self.degree
 
+    def row_from_norms(self, X: np.ndarray, sq: np.ndarray, sq_max: float,
+                       x: np.ndarray) -> np.ndarray:
+        """``k(X_i, x)`` for every row (compiled; the norms are not needed)."""
+        if self.normalize:
+            return self(X, x[None, :])[:, 0]
+        out = np.empty(X.shape[0])
+        _kernels.polynomial_row(*_row_operands(X, x), float(self.gamma), float(self.coef0),
+                                float(self.degree), out)
+        return out
+
     def _diag(self, X):
         return (self.gamma * np.einsum("ij,ij->i", X, X) + self.coef0) ** self.degree
 
@@ -472,6 +462,15 @@ class Linear(Kernel):
 
     def _gram(self, X, Y):
         return X @ Y.T
+
+    def row_from_norms(self, X: np.ndarray, sq: np.ndarray, sq_max: float,
+                       x: np.ndarray) -> np.ndarray:
+        """``k(X_i, x)`` for every row (compiled; the norms are not needed)."""
+        if self.normalize:
+            return self(X, x[None, :])[:, 0]
+        out = np.empty(X.shape[0])
+        _kernels.dot_row(*_row_operands(X, x), out)
+        return out
 
     def _diag(self, X):
         return np.einsum("ij,ij->i", X, X)

@@ -27,9 +27,11 @@ operation               cost            how
 residual check          ``O(m^3)``      every ``max(m, 16)`` modifications: ``O(m^2)`` amortised
 ======================  ==============  =====================================================
 
-The rank-one modification of a Cholesky factor uses the closed form of
-``chol(I + s p p^T)`` (Gill, Golub, Murray & Saunders 1974, method C1), which vectorizes into
-``O(m^2)`` array operations with no Python loop over atoms.
+The steps run in okoco's compiled core (``okoco._core._linalg``, Cython over SciPy's BLAS) on
+the buffers these objects own, in place: the solves are BLAS ``dtpsv`` on the packed factor, a
+removal moves the rows below up and updates the trailing block by the rank-one rotations of
+LINPACK's ``dchud`` (no dense temporary), and a failed downdate is a status code turned into the
+error below. The state is only the numpy buffers, so copying, pickling and saving see arrays.
 
 Examples
 --------
@@ -52,9 +54,9 @@ import numbers
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.linalg.blas import dger, dspmv, dspr, dtpsv
 
-from okoco._blas import all_one_thread, dot, scipy_one_thread
+from okoco._blas import all_one_thread
+from okoco._core import _linalg
 
 __all__ = ["IncrementalCholesky", "PackedSymmetric", "cholesky_rank_one"]
 
@@ -63,24 +65,12 @@ def _packed_len(m: int) -> int:
     return m * (m + 1) // 2
 
 
-def _tail_indices(m: int, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row - i, col) of the packed entries of rows ``i..m-1`` of an ``m x m`` lower matrix."""
-    lengths = np.arange(i + 1, m + 1)
-    rows = np.repeat(np.arange(m - i), lengths)
-    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    cols = np.arange(rows.shape[0]) - starts
-    return rows, cols
-
-
 def cholesky_rank_one(L: np.ndarray, x: np.ndarray, sign: float = 1.0) -> np.ndarray:
     """Cholesky factor of ``L L^T + sign * x x^T`` for a dense lower-triangular ``L``.
 
-    Uses ``L L^T + s x x^T = L (I + s p p^T) L^T`` with ``p = L^{-1} x`` and the closed form of the
-    factor ``M`` of ``I + s p p^T`` (Gill, Golub, Murray & Saunders 1974, method C1): with
-    ``beta_0 = 1``, ``beta_j = 1 + s sum_{k<=j} p_k^2``,
-    ``M_jj = sqrt(beta_j / beta_{j-1})`` and ``M_ij = s p_i p_j / sqrt(beta_{j-1} beta_j)`` for
-    ``i > j``. The product ``L M`` is a scaled ``L`` plus a cumulative sum along rows, so the whole
-    update costs ``O(k^2)`` vectorized operations.
+    The update (``sign = +1``) or downdate (``-1``) of LINPACK's ``dchud`` / ``dchdd``: one
+    rotation per column, applied row by row, ``O(k^2)``, in the compiled core that
+    :meth:`IncrementalCholesky.remove` and :meth:`IncrementalCholesky.rescale` run in place.
 
     Parameters
     ----------
@@ -111,24 +101,12 @@ def cholesky_rank_one(L: np.ndarray, x: np.ndarray, sign: float = 1.0) -> np.nda
     True
     """
     L = np.asarray(L, dtype=float)
-    x = np.asarray(x, dtype=float)
+    x = np.array(x, dtype=float)  # a copy: the core overwrites it
     k = x.shape[0]
-    if k == 0:
-        return L.copy()
-    p = solve_triangular(L, x, lower=True, check_finite=False)
-    beta = np.empty(k + 1)
-    beta[0] = 1.0
-    np.cumsum(p * p, out=beta[1:])
-    beta[1:] *= sign
-    beta[1:] += 1.0
-    if not np.all(beta[1:] > 0.0):
+    packed = np.ascontiguousarray(L[np.tril_indices(k)])
+    if k and _linalg.rank_one(packed, 0, k, x, float(sign)) != 0:
         raise np.linalg.LinAlgError("rank-one downdate makes the matrix indefinite")
-    d = np.sqrt(beta[1:] / beta[:-1])
-    q = sign * p / np.sqrt(beta[:-1] * beta[1:])
-    W = L * p[None, :]
-    T = np.cumsum(W, axis=1)
-    out = L * d[None, :] + (T[:, -1:] - T) * q[None, :]
-    return np.tril(out)
+    return IncrementalCholesky._unpack(packed, k)
 
 
 class IncrementalCholesky:
@@ -265,35 +243,34 @@ class IncrementalCholesky:
         ``v`` may be a vector of length ``m`` or an ``(m, k)`` array of right-hand sides.
         """
         m = self._m
-        if type(v) is np.ndarray and v.shape == (m,) and m:  # the learners' case, one call
-            return dtpsv(m, self._L[: m * (m + 1) // 2], v, 1, 0, 0, 1)  # incx, offx, lower, trans
         v = self._vector(v)
-        if self._m == 0:
-            return v.copy()
         if v.ndim == 2:
             return solve_triangular(self.factor(), v, lower=True, check_finite=False)
-        return dtpsv(self._m, self._packed(), v, lower=0, trans=1)
+        h = v.copy()
+        if m:
+            _linalg.half_solve(self._L, m, h)
+        return h
 
     def back_solve(self, h) -> np.ndarray:
         """``L^{-T} h`` by back substitution, ``O(m^2)``."""
         m = self._m
-        if type(h) is np.ndarray and h.shape == (m,) and m:
-            return dtpsv(m, self._L[: m * (m + 1) // 2], h, 1, 0, 0, 0)  # incx, offx, lower, trans
         h = self._vector(h, "h")
-        if self._m == 0:
-            return h.copy()
         if h.ndim == 2:
             return solve_triangular(self.factor(), h, lower=True, trans="T", check_finite=False)
-        return dtpsv(self._m, self._packed(), h, lower=0, trans=0)
+        a = h.copy()
+        if m:
+            _linalg.back_solve(self._L, m, a)
+        return a
 
     def leading_back_solve(self, h: np.ndarray) -> np.ndarray:
         """``L_k^{-T} h`` with ``L_k`` the leading ``k x k`` block of ``L``, ``k = len(h)``:
         the factor as it was before the last ``m - k`` appends (bordering keeps it), ``O(k^2)``.
         """
         k = h.shape[0]
-        if not k:
-            return np.zeros(0)
-        return dtpsv(k, self._L[: k * (k + 1) // 2], h, 1, 0, 0, 0)  # incx, offx, lower, trans
+        a = np.array(h, dtype=float)
+        if k:
+            _linalg.back_solve(self._L, k, a)
+        return a
 
     def solve(self, v) -> np.ndarray:
         """``A^{-1} v``, ``O(m^2)`` per right-hand side."""
@@ -302,11 +279,11 @@ class IncrementalCholesky:
     def quad(self, v) -> float:
         """Quadratic form ``v^T A^{-1} v = ||L^{-1} v||^2``, ``O(m^2)``."""
         h = self.half_solve(v)
-        return dot(h, h)
+        return float(h.dot(h))
 
     def logdet(self) -> float:
         """``log det A = 2 sum_j log L_jj``, ``O(m)`` (``0.0`` for the empty matrix)."""
-        return float(2.0 * np.sum(np.log(self.diagonal())))
+        return 2.0 * _linalg.sum_log_diagonal(self._L, self._m)
 
     def inverse(self) -> np.ndarray:
         """Explicit ``A^{-1}`` (``O(m^3)``; prefer :meth:`solve`)."""
@@ -352,26 +329,16 @@ class IncrementalCholesky:
         if column.ndim != 1:
             raise ValueError(f"column must be 1-D, got shape {column.shape}")
         diagonal = float(diagonal)
-        if not (math.isfinite(diagonal) and np.isfinite(column).all()):
+        if not (math.isfinite(diagonal) and _linalg.all_finite(column)):
             raise ValueError("append: column and diagonal must be finite")
-        if half is None:
-            h = self.half_solve(column)
-        else:
-            h = np.asarray(half, dtype=float)
-            if h.shape != (m,):
-                raise ValueError(f"half must have length {m}, got shape {h.shape}")
-        hh = dot(h, h)
-        schur = diagonal - hh
-        if not schur >= self.min_pivot:
-            schur = self.min_pivot
-            diagonal = hh + self.min_pivot
-            self.n_clamped += 1
+        if half is not None:
+            half = np.ascontiguousarray(half, dtype=float)
+            if half.shape != (m,):
+                raise ValueError(f"half must have length {m}, got shape {half.shape}")
         self._grow(m + 1)
-        start = _packed_len(m)
-        self._L[start : start + m] = h
-        self._L[start + m] = math.sqrt(schur)
-        self._A[start : start + m] = column
-        self._A[start + m] = diagonal
+        schur, clamped = _linalg.append(self._L, self._A, m, column, diagonal, half,
+                                        self.min_pivot)
+        self.n_clamped += clamped
         self._m = m + 1
         self._after_modification()
         return schur
@@ -383,29 +350,9 @@ class IncrementalCholesky:
         ``L_33 L_33^T + l l^T`` with ``l = L[i+1:, i]`` (a rank-one *update*, always stable).
         Later atoms shift down by one position.
         """
-        m = self._m
         i = self._index(i)
-        off, end = _packed_len(i), _packed_len(m)
-        rows, cols = _tail_indices(m, i)
-        # Row-major packed order of the reduced matrix is the old order minus row/column i.
-        keep = (rows != 0) & (cols != i)
-        new_end = _packed_len(m - 1)
-        self._A[off:new_end] = self._A[off:end][keep]
-        self._A[new_end:end] = 0.0
-        tail = self._L[off:end]
-        l = tail[(cols == i) & (rows > 0)]
-        new_tail = tail[keep]
-        k = m - i - 1
-        if k > 0:
-            nr, nc = _tail_indices(m - 1, i)
-            sel = nc >= i
-            T = np.zeros((k, k))
-            T[nr[sel], nc[sel] - i] = new_tail[sel]
-            T = cholesky_rank_one(T, l, 1.0)
-            new_tail[sel] = T[nr[sel], nc[sel] - i]
-        self._L[off:new_end] = new_tail
-        self._L[new_end:end] = 0.0
-        self._m = m - 1
+        _linalg.remove(self._L, self._A, self._m, i)
+        self._m -= 1
         self._after_modification()
 
     def rescale(self, i: int, factor: float, ridge: float = 0.0) -> None:
@@ -435,35 +382,18 @@ class IncrementalCholesky:
             raise ValueError(f"factor must be finite and > 0, got {factor!r}")
         if not (np.isfinite(ridge) and ridge >= 0):
             raise ValueError(f"ridge must be finite and >= 0, got {ridge!r}")
-        off = _packed_len(i)
-        rows, cols = _tail_indices(m, i)
-        # stored matrix
-        TA = np.zeros((m - i, m))
-        TA[rows, cols] = self._A[off : _packed_len(m)]
-        TA[0, :i] *= factor
-        TA[0, i] = factor * factor * (TA[0, i] - ridge) + ridge
-        TA[1:, i] *= factor
-        # factor
-        T = np.zeros((m - i, m))
-        T[rows, cols] = self._L[off : _packed_len(m)]
-        lii = T[0, i]
-        new_sq = factor * factor * lii * lii + ridge * (1.0 - factor * factor)
-        if not new_sq > 0:
+        # a downdate (factor > 1) may fail part-way through the trailing rows: keep them
+        tail = slice(_packed_len(i), _packed_len(m))
+        downdate = ridge > 0 and factor > 1 and i < m - 1
+        saved = (self._L[tail].copy(), self._A[tail].copy()) if downdate else None
+        status = _linalg.rescale(self._L, self._A, m, i, factor, ridge)
+        if status == 2:
+            self._L[tail], self._A[tail] = saved
+        if status:
             raise np.linalg.LinAlgError(
-                f"rescale({i}, {factor}) makes the matrix indefinite (pivot^2 = {new_sq:.3g})"
+                f"rescale({i}, {factor}) makes the matrix indefinite"
+                + (" (its pivot would not be positive)" if status == 1 else "")
             )
-        new_lii = math.sqrt(new_sq)
-        T[0, :i] *= factor
-        T[0, i] = new_lii
-        l_old = T[1:, i].copy()
-        T[1:, i] = l_old * (factor * lii / new_lii)
-        coef = ridge * (1.0 - factor * factor) / new_sq
-        if m - i - 1 > 0 and coef != 0.0:
-            T[1:, i + 1 :] = cholesky_rank_one(
-                T[1:, i + 1 :], math.sqrt(abs(coef)) * l_old, math.copysign(1.0, coef)
-            )
-        self._L[off : _packed_len(m)] = T[rows, cols]
-        self._A[off : _packed_len(m)] = TA[rows, cols]
         self._after_modification()
 
     def _index(self, i) -> int:
@@ -542,15 +472,15 @@ class PackedSymmetric:
     packed.
 
     Up to ``DENSE_MAX`` rows the matrix is a full dense C-contiguous array: :meth:`matvec` is
-    numpy's matrix-vector product and :meth:`rank_one` one ``dger`` on it, two calls that
-    OpenBLAS never hands to its thread pool at these sizes (``m * m <= 8192``, its threshold for
-    both), so no one-thread scope is needed and a step makes fewer calls. Bordering reallocates
-    the ``(m + 1, m + 1)`` array (``O(m^2)``, like the append of the factor beside it, and at
-    most ``DENSE_MAX`` times). When the matrix outgrows ``DENSE_MAX`` it switches, once, to
-    :class:`IncrementalCholesky`'s layout (row-major lower packed in a doubling buffer):
-    bordering writes ``m + 1`` numbers at the end, :meth:`matvec` is BLAS ``dspmv`` and
-    :meth:`rank_one` is ``dspr``, on one thread, with half the memory. KRLS keeps its
-    ``P = (A^T A)^{-1}`` here.
+    one BLAS ``dgemv`` and :meth:`rank_one` one ``dger`` on it, which OpenBLAS never hands to
+    its thread pool at these sizes (``m * m <= 8192``, its threshold for both). Bordering
+    reallocates the ``(m + 1, m + 1)`` array (``O(m^2)``, like the append of the factor beside
+    it, and at most ``DENSE_MAX`` times). When the matrix outgrows ``DENSE_MAX`` it switches,
+    once, to :class:`IncrementalCholesky`'s layout (row-major lower packed in a doubling
+    buffer): bordering writes ``m + 1`` numbers at the end, and the product and the rank-one
+    update go row by row (a dot product and an ``axpy`` per row, which OpenBLAS never threads
+    at these lengths), with half the memory. The arithmetic runs in okoco's compiled core on
+    these buffers. KRLS keeps its ``P = (A^T A)^{-1}`` here.
 
     Examples
     --------
@@ -566,7 +496,8 @@ class PackedSymmetric:
     array([1.5, 1.5])
     """
 
-    #: Largest order kept dense: OpenBLAS runs ``dger`` and ``dgemv`` on one thread up to
+    #: Largest order kept dense (the saved layout depends on it): OpenBLAS runs ``dger`` and
+    #: ``dgemv`` on one thread up to
     #: ``m * m = 8192`` elements (interface/ger.c, interface/gemv.c).
     DENSE_MAX = 90
     # The dense matrix, or None once packed. A file saved before the dense form existed has no
@@ -645,33 +576,47 @@ class PackedSymmetric:
         self._buf[start + m] = diagonal
         self._m = m + 1
 
+    def reserve(self, size: int) -> None:
+        """Room for ``size`` rows in the packed buffer (no change while dense), so that a
+        compiled loop can border the matrix in place."""
+        if self._dense is None and size > self._cap:
+            cap = max(2 * self._cap, size)
+            grown = np.zeros(_packed_len(cap))
+            grown[: _packed_len(self._m)] = self._packed()
+            self._buf, self._cap = grown, cap
+
+    def _storage(self) -> np.ndarray:
+        """The flat buffer the core works on: the dense matrix's data, or the packed buffer."""
+        D = self._dense
+        if D is None:
+            return self._buf
+        if not D.flags.c_contiguous:  # a view would be a copy: the update would be lost
+            D = self._dense = np.ascontiguousarray(D)
+        return D.reshape(-1)
+
+    def _operand(self, v: np.ndarray, name: str) -> np.ndarray:
+        v = np.ascontiguousarray(v, dtype=float)
+        if v.shape != (self._m,):
+            raise ValueError(f"{name} must have length {self._m} (the size), got shape {v.shape}")
+        return v
+
     def matvec(self, v: np.ndarray) -> np.ndarray:
-        """``P v`` (numpy's product while dense, else BLAS ``dspmv``; on one thread)."""
-        if self._m == 0:
-            return np.zeros(0)
-        if self._dense is not None:
-            return self._dense.dot(v)
-        with scipy_one_thread:
-            return dspmv(self._m, 1.0, self._packed(), v, lower=0)
+        """``P v``."""
+        out = np.empty(self._m)
+        _linalg.matvec(self._storage(), self._m, self._dense is not None,
+                       self._operand(v, "v"), out)
+        return out
 
     def rank_one(self, alpha: float, x: np.ndarray) -> None:
-        """``P <- P + alpha x x^T`` in place (``dger`` while dense, else ``dspr``; one thread)."""
-        if not self._m:
-            return
-        if self._dense is not None:
-            # both triangles, so (i, j) and (j, i) may differ in the last bit (OpenBLAS's kernel
-            # fuses some multiply-adds and not others); products read the whole matrix
-            dger(alpha, x, x, 1, 1, self._dense.T, 1, 1, 1)  # incx, incy, a, overwrite x, y, a
-            return
-        with scipy_one_thread:
-            dspr(self._m, alpha, x, self._packed(), lower=0, overwrite_ap=1)
+        """``P <- P + alpha x x^T`` in place (dense: both triangles, packed: the lower one)."""
+        _linalg.sym_update(self._storage(), self._m, self._dense is not None, float(alpha),
+                           self._operand(x, "x"))
 
     def inverse_update(self, a: np.ndarray) -> tuple[np.ndarray, float]:
         """``P <- (P^{-1} + a a^T)^{-1}`` by Sherman-Morrison; return ``(P a, s)`` (old ``P``).
 
         ``s = 1 / (1 + a^T P a)``, so the update is ``P <- P - s (P a)(P a)^T``: a
-        matrix-vector product and a rank-one update (``dspmv`` and ``dspr`` under a single
-        one-thread scope once packed), ``O(m^2)``.
+        matrix-vector product and a rank-one update, ``O(m^2)``.
 
         Examples
         --------
@@ -683,19 +628,9 @@ class PackedSymmetric:
         >>> bool(np.allclose(P.matrix(), np.linalg.inv(np.linalg.inv(M) + np.outer(a, a))))
         True
         """
-        m = self._m
-        if m == 0:
-            return np.zeros(0), 1.0
-        D = self._dense
-        if D is not None:
-            Pa = D.dot(a)  # numpy's gemv without matmul's generalized-ufunc dispatch
-            s = 1.0 / (1.0 + dot(a, Pa))
-            dger(-s, Pa, Pa, 1, 1, D.T, 1, 1, 1)  # as rank_one: incx, incy, a, overwrite x, y, a
-            return Pa, s
-        with scipy_one_thread:
-            Pa = dspmv(m, 1.0, self._packed(), a, lower=0)
-            s = 1.0 / (1.0 + dot(a, Pa))
-            dspr(m, -s, Pa, self._packed(), lower=0, overwrite_ap=1)
+        Pa = np.empty(self._m)
+        s = _linalg.inverse_update(self._storage(), self._m, self._dense is not None,
+                                   self._operand(a, "a"), Pa)
         return Pa, s
 
     def matrix(self) -> np.ndarray:

@@ -1,12 +1,14 @@
+import copy
 import pickle
 
 import numpy as np
+import pandas as pd
 import pytest
 from streams import as_dicts, unit_rows
 
 from okoco import BinaryClassifier, kernels, losses
 from okoco._input import FeatureMap, Rows
-from okoco.learners import FunctionalGD
+from okoco.learners import KONS, KRLS, FunctionalGD
 from okoco.learners.base import clip_excess
 
 LEARNERS = [
@@ -79,6 +81,20 @@ def test_bad_batch_is_rejected_whole():
     with pytest.raises(ValueError, match="rows"):
         model.learn_many(X[:1], [0.0, 1.0])
     assert pickle.dumps(model) == state
+
+
+@pytest.mark.parametrize("make", [*LEARNERS, lambda: KRLS(nu=1e-3), KONS])
+def test_learn_many_copies_nothing_and_equals_learn_one(make, monkeypatch):
+    """learn_many validates the batch, then learns: the model is never copied (a deep copy
+    of a large model cost 25x a step), and one row is exactly learn_one of it."""
+    one, many = trained(make), trained(make)
+    x = {"x0": 0.3, "x1": -0.1, "x2": 0.2}
+    monkeypatch.setattr(copy, "deepcopy", lambda *a, **k: pytest.fail("learn_many copied"))
+    one.learn_one(x, 0.4)
+    many.learn_many(pd.DataFrame([x]), [0.4])
+    q = {"x0": -0.2, "x1": 0.5, "x2": 0.0}
+    assert many.predict_one(q) == pytest.approx(one.predict_one(q), rel=1e-12, abs=1e-14)
+    assert many.n_seen == one.n_seen
 
 
 def test_bools_are_zero_one_and_key_order_does_not_matter():

@@ -223,6 +223,12 @@ class ALD(Dictionary):
         self._column_mode = True
         return self._step(g, kxx, None, projection)
 
+    def _reserve(self, size: int) -> None:
+        """Room for ``size`` atoms in the per-atom arrays (a compiled loop appends in place)."""
+        self._residuals = reserve(self._residuals, size)
+        self._indices = reserve(self._indices, size)
+        self._weights = reserve(self._weights, size)
+
     def _step(self, g: np.ndarray, kxx: float, vec: np.ndarray | None, projection=None) -> bool:
         a, delta, h = self.project_column(g, kxx) if projection is None else projection
         full = self.max_size is not None and self.size >= self.max_size

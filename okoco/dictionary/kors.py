@@ -7,6 +7,7 @@ from numbers import Real
 
 import numpy as np
 
+from okoco._core import _steps
 from okoco._validation import Interval
 from okoco.dictionary._base import Dictionary, _integer, _real
 from okoco.linalg import IncrementalCholesky
@@ -208,18 +209,13 @@ class KORS(Dictionary):
         return added
 
     def _step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
-        a = np.sqrt(self._weights[: self._size]) * k_col
-        h = self._chol.half_solve(a)
-        q = k_diag - float(h.dot(h))
-        if 0.0 > q:  # max(q, 0), min and max below, in comparisons (cheaper than the builtins)
-            q = 0.0
-        q /= self.alpha
-        tau = (1.0 + self.eps) * q / (1.0 + q)
-        p = self.beta * tau
-        if 1.0 < p:
-            p = 1.0
-        if self.p_min > p:
-            p = self.p_min
+        # a = S k_col, h = L^{-1} a, q = max(k_diag - |h|^2, 0) / alpha (Eq. 4's residual),
+        # tau = (1 + eps) q / (1 + q), p = max(min(beta tau, 1), p_min)
+        m = self._size
+        a, h = np.empty(m), np.empty(m)
+        q, tau, p = _steps.kors_score(self._weights[:m], np.ascontiguousarray(k_col, dtype=float),
+                                      self._chol._L, k_diag,
+                                      self.alpha, self.eps, self.beta, self.p_min, a, h)
         added = bool(self._rng.random() < p)
         if added:
             scale = 1.0 / math.sqrt(p)

@@ -30,10 +30,40 @@ from okoco import kernels as _kernels
 from okoco import losses as _losses
 from okoco import persistence
 from okoco._blas import find_libraries
-from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, in_row, undo_on_error
+from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, in_row
 from okoco._validation import Interval, Options, Protocol, check_params
 
 __all__ = ["KernelLearner", "StepSize", "clip_excess"]
+
+# The kernels and losses okoco's compiled steps know (okoco._core._steps codes them by these
+# numbers); a learner with another kernel or loss (a user's, a normalized one, a sum) takes the
+# Python path, with the same results.
+_KERNEL_CODES = {_kernels.RBF: 0, _kernels.Laplacian: 1, _kernels.Linear: 2,
+                 _kernels.Polynomial: 3}
+_LOSS_CODES = {_losses.Squared: 0, _losses.Logistic: 1, _losses.SquaredHinge: 2}
+
+
+def compiled_kernel(kernel) -> tuple | None:
+    """The compiled steps' description of ``kernel``, or ``None`` if it has none."""
+    code = _KERNEL_CODES.get(type(kernel))
+    if code is None or getattr(kernel, "normalize", False):
+        return None
+    return (code, float(getattr(kernel, "gamma", 1.0)), float(getattr(kernel, "coef0", 0.0)),
+            float(getattr(kernel, "degree", 1)), _kernels._NEAR_FACTOR, _kernels._DIRECT_SIZE)
+
+
+def widened(V: np.ndarray, width: int) -> np.ndarray:
+    """The rows of ``V`` over ``width`` columns (zeros after its own), C-contiguous."""
+    if V.shape[1] == width:
+        return np.ascontiguousarray(V)
+    out = np.zeros((V.shape[0], width))
+    out[:, : V.shape[1]] = V
+    return out
+
+
+def compiled_loss(loss) -> int | None:
+    """The compiled steps' code of ``loss``, or ``None`` if it has none."""
+    return _LOSS_CODES.get(type(loss))
 
 
 def overflow_message(kernel, value) -> str:
@@ -148,7 +178,7 @@ class KernelLearner(base.MiniBatchRegressor):
     A subclass's ``__init__`` assigns its parameters and calls :meth:`_setup`, which checks
     them against ``_parameter_constraints`` and builds the state through the abstract
     ``_reset_state``. Predictions are always in ``[-C, C]``. ``learn_many`` is exactly a
-    sequence of ``learn_one`` calls and, like it, changes nothing when it fails.
+    sequence of ``learn_one`` calls, validated as a whole before the first.
 
     Examples
     --------
@@ -239,9 +269,59 @@ class KernelLearner(base.MiniBatchRegressor):
     def learn_many(self, X, y) -> None:
         """``learn_one`` over the rows of a DataFrame or a 2-D array, in order.
 
-        The whole batch is validated first, and a step that fails later (a numerical overflow)
-        undoes the batch: on any error nothing is learned, and the message names the row.
+        The whole batch is validated before anything is learned: its cells, its targets, the
+        step sizes and every row's ``k(x, x)`` (a row whose features overflow the kernel fails
+        the batch, naming the row). Nothing is copied: the rows are then learned in order.
         """
+        self._learn_batch(X, y, predict=False)
+
+    def _check_rows(self, V: np.ndarray) -> None:
+        """Raise, naming the row, if a row's ``k(x, x)`` is not finite (or negative): every
+        kernel value of the row is then finite too (``|k(x, y)|^2 <= k(x, x) k(y, y)``)."""
+        if not V.shape[0]:
+            return
+        diag = np.asarray(self._kernel.diag(V), dtype=float)
+        bad = np.flatnonzero(~(diag >= 0) | ~np.isfinite(diag))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"row {i}: {overflow_message(self._kernel, diag[i])}")
+
+    def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
+                    predict: bool) -> np.ndarray | None:
+        """Learn the validated rows in order; with ``predict``, return the clipped prediction
+        of each row before it is learned (a learner with a compiled loop overrides this)."""
+        predictions = np.empty(len(targets)) if predict else None
+        for i, (target, eta) in enumerate(zip(targets, etas)):
+            if predict:
+                z = in_row(i, self._predict_vec, V[i])
+                predictions[i] = self._clip(z) if math.isfinite(z) else z
+            in_row(i, self._learn_vec, V[i], target, eta)
+            self.n_seen += 1
+            self._cache = None
+        return predictions
+
+    def predict_learn_many(self, X, y) -> np.ndarray:
+        """Test-then-train over the rows of a DataFrame or a 2-D array: each row's prediction
+        (as ``predict_one`` makes it) before the row is learned, then ``learn_one``.
+
+        The predictions of a progressive validation (``okoco.evaluate`` replays arrays with it);
+        the batch is validated as by :meth:`learn_many`. For the learners with a compiled step
+        (FunctionalGD, KRLS on the built-in kernels and losses) the loop over the rows runs in
+        compiled code.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco.learners import FunctionalGD
+        >>> model = FunctionalGD(C=1.0, eta=0.5)
+        >>> model.predict_learn_many(np.array([[0.0], [0.0]]), [0.5, 0.5])
+        array([0. , 0.5])
+        """
+        return self._learn_batch(X, y, predict=True)
+
+    def _learn_batch(self, X, y, *, predict: bool) -> np.ndarray | None:
+        """Validate the batch (cells, targets, step sizes, each row's ``k(x, x)``), then
+        learn its rows in order; the test-then-train predictions if ``predict``."""
         V, new = self._features.encode_many(X, arrays=False)
         targets = np.asarray(y, dtype=object).ravel()
         if len(targets) != V.shape[0]:
@@ -249,14 +329,17 @@ class KernelLearner(base.MiniBatchRegressor):
         targets = [in_row(i, check_target, target, self._loss)
                    for i, target in enumerate(targets)]
         etas = [self._step(self.n_seen + 1 + i) for i in range(len(targets))]
-        with undo_on_error(self, shared=(self.kernel, self.loss)):
-            self._fix_default_kernel(V.shape[1])
-            self._watch_target_scale(float(np.abs(targets).sum()), len(targets))
-            for i, (target, eta) in enumerate(zip(targets, etas)):
-                in_row(i, self._learn_vec, V[i], target, eta)
-                self.n_seen += 1
-                self._cache = None
+        kernel = self._kernel
+        self._fix_default_kernel(V.shape[1])
+        try:
+            self._check_rows(V)
+        except BaseException:
+            self._kernel = kernel
+            raise
+        self._watch_target_scale(float(np.abs(targets).sum()), len(targets))
+        predictions = self._learn_vecs(V, targets, etas, predict)
         self._features.add(new)
+        return predictions
 
     def predict_many(self, X):
         """Predictions of the current model for each row (a Series for a DataFrame input).
@@ -310,19 +393,12 @@ class KernelLearner(base.MiniBatchRegressor):
 
         Test-then-train calls both on each row; the expensive part (kernel row, solves) is the
         same, so it is kept for the current state only (keyed by ``n_seen`` and the vector).
-        The vector is usually the very object of the last call (``FeatureMap`` returns the
-        same read-only vector for the same row), checked first; else the values are compared
-        with a copy (with the vector itself when nothing can write to it: a read-only array
-        that owns its data, as ``FeatureMap``'s, which saves a copy per prediction).
         """
         cache = self._cache
-        if cache is not None and cache[0] == self.n_seen and (
-                cache[1] is v or (cache[2].shape == v.shape and (cache[2] == v).all())):
-            return cache[3]
+        if cache is not None and cache[0] == self.n_seen and np.array_equal(cache[1], v):
+            return cache[2]
         result = compute(v)
-        flags = v.flags
-        self._cache = (self.n_seen, v, v if flags.owndata and not flags.writeable else v.copy(),
-                       result)
+        self._cache = (self.n_seen, v.copy(), result)
         return result
 
     def save(self, path, *, compress: bool = False):
@@ -339,12 +415,8 @@ class KernelLearner(base.MiniBatchRegressor):
         return state
 
     def _clip(self, z: float) -> float:
-        C = self.C
-        if C is not None:  # min(max(z, -C), C), in comparisons: the builtins' generic calls
-            if -C > z:     # cost ten times more (a few % of a Sketched-KONS step)
-                z = -C
-            elif C < z:
-                z = C
+        if self.C is not None:
+            z = min(max(z, -self.C), self.C)
         return float(z)
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:

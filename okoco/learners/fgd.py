@@ -8,11 +8,19 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from okoco._blas import dot
+from okoco._core import _steps
 from okoco._input import Rows
 from okoco._validation import Interval
 from okoco.kernels import self_similarity
-from okoco.learners.base import ETA, KernelLearner, clip_excess, overflow_message
+from okoco.learners.base import (
+    ETA,
+    KernelLearner,
+    clip_excess,
+    compiled_kernel,
+    compiled_loss,
+    overflow_message,
+    widened,
+)
 
 __all__ = ["FunctionalGD"]
 
@@ -93,7 +101,14 @@ class FunctionalGD(KernelLearner):
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray) -> float:
-        return dot(self._store.kernel_row(self._kernel, v), self._store.field("coef"))
+        store = self._store
+        spec = compiled_kernel(self._kernel)
+        if spec is None:
+            return float(store.kernel_row(self._kernel, v).dot(store.field("coef")))
+        if v.shape[0] < store.d:  # features this row does not have are 0 in it
+            v = np.pad(v, (0, store.d - v.shape[0]))
+        sq, _ = store.squared_norms()
+        return _steps.fgd_value(spec, store.view(), sq, store.field("coef"), v)
 
     def _predict_vec(self, v: np.ndarray) -> float:
         return self._analyse(v)
@@ -106,6 +121,29 @@ class FunctionalGD(KernelLearner):
         if not 0.0 <= eta * self.lam <= 1.0:
             raise ValueError(f"eta_t * lam = {eta * self.lam:g} at t = {t} must lie in [0, 1]")
         return eta
+
+    def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
+                    predict: bool) -> np.ndarray | None:
+        """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
+        each row), for the kernels and losses it knows."""
+        spec, loss = compiled_kernel(self._kernel), compiled_loss(self._loss)
+        if spec is None or loss is None or not len(targets):
+            return super()._learn_vecs(V, targets, etas, predict)
+        store = self._store
+        store.make_room(len(targets), V.shape[1])
+        V = widened(V, store.d)
+        predictions = np.empty(len(targets))
+        n, n_added, learned, status = _steps.fgd_run(
+            spec, store.data, store.fields["coef"], store._sq, store.n, store.n_added,
+            store.max_size or 0, V, np.asarray(targets, dtype=float),
+            np.asarray(etas, dtype=float), float(self.lam), float(self.C), loss, predictions)
+        store.n, store.n_added = n, n_added
+        store._sq_max = max(store._sq_max, float(store._sq[:n].max(initial=0.0)))
+        self.n_seen += learned
+        self._cache = None
+        if status:
+            raise ValueError(f"row {learned}: {overflow_message(self._kernel, math.inf)}")
+        return predictions if predict else None
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
         shrink = 1.0 - eta * self.lam

@@ -7,11 +7,17 @@ import math
 import numpy as np
 
 from okoco import losses as _losses
-from okoco._blas import axpy, dot
-from okoco._input import Rows, reserve
+from okoco._core import _steps
+from okoco._input import Rows, in_row, reserve
 from okoco.dictionary import ALD
 from okoco.kernels import finite_row, self_similarity
-from okoco.learners.base import BOUND, KernelLearner, overflow_message
+from okoco.learners.base import (
+    BOUND,
+    KernelLearner,
+    compiled_kernel,
+    overflow_message,
+    widened,
+)
 from okoco.linalg import PackedSymmetric
 
 __all__ = ["KRLS"]
@@ -146,7 +152,18 @@ class KRLS(KernelLearner):
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
-        g = self._store.kernel_row(self._kernel, v)
+        store, chol = self._store, self._ald.cholesky
+        spec = compiled_kernel(self._kernel)
+        if spec is not None:  # the kernel row, the solve and the products in one call
+            if v.shape[0] < store.d:  # features this row does not have are 0 in it
+                v = np.pad(v, (0, store.d - v.shape[0]))
+            g, h = np.empty(store.n), np.empty(store.n)
+            analysis = _steps.krls_analyse(spec, store.view(), store.squared_norms()[0],
+                                           chol._L, self._w, v, g, h)
+            if analysis is not None:
+                kxx, delta, prediction = analysis
+                return g, kxx, h, delta, prediction
+        g = store.kernel_row(self._kernel, v)
         kxx = self_similarity(self._kernel, v)
         if not (math.isfinite(kxx) and finite_row(self._kernel, g)):
             bad = g[~np.isfinite(g)]
@@ -156,7 +173,7 @@ class KRLS(KernelLearner):
             raise ValueError(f"k(x, x) = {kxx!r} < 0: {self._kernel!r} is not positive "
                              "semi-definite")
         h, delta = self._ald.half_project(g, kxx)
-        return g, kxx, h, delta, dot(h, self._w[: h.shape[0]])
+        return g, kxx, h, delta, float(h.dot(self._w[: h.shape[0]]))
 
     def _predict_vec(self, v: np.ndarray) -> float:
         return self._analyse(v)[4]
@@ -181,13 +198,66 @@ class KRLS(KernelLearner):
             u = self._M.matvec(h)
             w = self._w = reserve(self._w, m + 1)
             w[m] = (y - prediction) / l
-            self._M.append(u * (-1.0 / l), (1.0 + dot(h, u)) / (l * l))
+            self._M.append(u * (-1.0 / l), (1.0 + h.dot(u)) / (l * l))
             self._store.append(v)
             if chol.n_refreshes != refreshes:
                 self._carry_over(before, h, l)
-        elif m:
-            u, s = self._M.inverse_update(h)  # M <- M - s u u^T, u = M h
-            axpy(s * (y - prediction), u, self._w)  # w <- w + s e u, e the a-priori error
+        elif m:  # M <- M - s u u^T, w <- w + s e u, u = M h, e the a-priori error
+            M = self._M
+            _steps.krls_weights_step(M._storage(), m, M.is_dense, h, self._w, y - prediction)
+
+    def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
+                    predict: bool) -> np.ndarray | None:
+        """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
+        each row); a row the loop cannot take (a point joining while ``M`` is still dense, the
+        factor's drift check, a value to word an error about) takes ``_learn_vec``."""
+        spec = compiled_kernel(self._kernel)
+        rows = len(targets)
+        if spec is None or not rows:
+            return super()._learn_vecs(V, targets, etas, predict)
+        ald, store, chol = self._ald, self._store, self._ald.cholesky
+        room = rows if ald.max_size is None else max(0, min(rows, ald.max_size - ald.size))
+        store.make_room(room, V.shape[1])
+        V = widened(V, store.d)
+        y = np.asarray(targets, dtype=float)
+        predictions = np.empty(rows)
+        ald._column_mode = True  # KRLS feeds the ALD kernel columns (update_column)
+        first, t = self.n_seen, 0
+        while t < rows:
+            m = ald.size
+            top = m + (rows - t if ald.max_size is None else
+                       max(0, min(rows - t, ald.max_size - m)))
+            chol._grow(top)
+            ald._reserve(top)
+            self._w = reserve(self._w, top)
+            self._M.reserve(top)
+            g, h = np.empty(top), np.empty(top)
+            (stop, size, chol._ops_since_check, clamped, ald.n_seen, status, m_last, delta,
+             added, pivot) = _steps.krls_run(
+                spec, store.data, store._sq, m, chol._L, chol._A, chol._ops_since_check,
+                chol._MIN_CHECK_PERIOD, chol.min_pivot, ald._residuals, ald._indices,
+                ald._weights, ald.n_seen, self._w, self._M._storage(), self._M.is_dense,
+                float(ald.nu), ald.max_size or 0, float(ald.alpha),
+                math.nan if self.C is None else float(self.C), V, y, t, predictions, g, h)
+            chol._m = ald._size = self._M._m = store.n = size
+            chol.n_clamped += clamped
+            store.n_added += size - m
+            store._sq_max = max(store._sq_max, float(store._sq[:size].max(initial=0.0)))
+            if stop > t:  # what the ALD and KRLS keep of the last row learned
+                ald._last_a, ald._last_h = None, h[:m_last].copy()
+                ald.last_kernel_column = g[:m_last].copy()
+                ald.last_residual = self.last_residual = delta
+                ald.last_added = added
+                if added:
+                    ald._last_pivot = pivot
+            self.n_seen, self._cache, t = first + stop, None, stop
+            if status:  # a row for the Python step
+                if predict:
+                    z = in_row(t, self._predict_vec, V[t])
+                    predictions[t] = self._clip(z) if math.isfinite(z) else z
+                in_row(t, self._learn_vec, V[t], targets[t], etas[t])
+                self.n_seen, self._cache, t = self.n_seen + 1, None, t + 1
+        return predictions if predict else None
 
     def _carry_over(self, before: np.ndarray, h: np.ndarray, l: float) -> None:
         """``w``, ``M`` from the bordered factor ``[[L, 0], [h^T, l]]`` (``L = before``) to the

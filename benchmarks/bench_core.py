@@ -1,0 +1,191 @@
+"""The compiled core's figures (issue 28), in one run, at the default BLAS threading.
+
+- ``steps``: each learner's ``predict_one`` + ``learn_one`` at t = 1,000 and 10,000 against its
+  floor at the same t and dictionary size (``measure.step_times``: the window replayed on
+  copies of the learner, each replay followed by a round of the floor's primitives, the
+  quietest pair kept), on the synthetic Phishing-like stream of the suite;
+- ``cli``: ``okoco replay trump-approval -l krls``, µs per sample as the command prints it
+  (fresh processes);
+- ``arrays``: test-then-train over a whole dataset through the dict protocol (``predict_one``
+  + ``learn_one`` per row) against the array path (``predict_learn_many`` on the arrays, the
+  compiled loop), the same standardized rows, the predictions compared;
+- ``one_row``: ``learn_many`` on one row against ``learn_one`` on the same row, at t = 800;
+- ``build``: the extension's build time (``python setup.py build_ext --force`` in a copy of
+  the sources) and the size of the built modules.
+
+Run: ``python -m benchmarks.bench_core [--only steps,cli,arrays,one_row,build]``; the machine's
+load (``os.getloadavg``) is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def steps(names=("FunctionalGD", "KRLS", "SketchedKONS", "KONS")) -> list[dict]:
+    from benchmarks import measure
+
+    floors = measure.Floors()
+    rows = []
+    for name in names:
+        marks = measure.step_floor_learners()[name][2]
+        for mark in measure.step_times(name, marks, floors)["marks"]:
+            floor = mark["floor"]
+            rows.append({"learner": name, "t": mark["t"], "m": mark["m"],
+                         "step_us": mark["replay_us"], "floor_us": floor["total"],
+                         "multiple": mark["replay_us"] / floor["total"],
+                         "cpu_us": mark["cpu_us"]})
+            print(f"  {name:13s} t={mark['t']:6d} m={mark['m']:5d} step {mark['replay_us']:8.1f}"
+                  f" us  floor {floor['total']:8.1f} us  -> {rows[-1]['multiple']:.2f}x",
+                  flush=True)
+    return rows
+
+
+def cli(runs: int = 5) -> list[float]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = []
+    for _ in range(runs):
+        text = subprocess.run([sys.executable, "-m", "okoco.cli", "replay", "trump-approval",
+                               "-l", "krls"], capture_output=True, text=True, env=env,
+                              check=True, cwd=ROOT).stdout
+        out.append(float(re.search(r"\(([\d.]+) us/sample\)", text).group(1)))
+    print(f"  okoco replay trump-approval -l krls: {sorted(out)} us/sample", flush=True)
+    return out
+
+
+def _standardized(name: str):
+    from okoco import datasets
+
+    X, y, _ = datasets.load(name).to_arrays()
+    X = np.asarray(X, dtype=float)
+    X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+    y = np.asarray(y, dtype=float)
+    if set(np.unique(y)) <= {0.0, 1.0}:
+        y = 2.0 * y - 1.0  # labels in {-1, +1}
+    else:
+        y = (y - y.mean()) / y.std()
+    return X, y
+
+
+def arrays(repeats: int = 3) -> list[dict]:
+    from okoco import losses
+    from okoco.learners import KRLS, FunctionalGD
+
+    makers = {"KRLS": lambda: KRLS(),
+              "FunctionalGD": lambda: FunctionalGD(),
+              "FunctionalGD (logistic)": lambda: FunctionalGD(loss=losses.Logistic())}
+    out = []
+    for dataset in ("phishing", "trump-approval"):
+        X, y = _standardized(dataset)
+        dicts = [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
+        frame_cols = [f"x{j}" for j in range(X.shape[1])]
+        import pandas as pd
+
+        frame = pd.DataFrame(X, columns=frame_cols)
+        for name, make in makers.items():
+            if "logistic" in name and dataset != "phishing":
+                continue
+            best_dict, best_array = np.inf, np.inf
+            for _ in range(repeats):
+                model = make()
+                preds = np.empty(len(y))
+                start = time.perf_counter()
+                for i, (x, target) in enumerate(zip(dicts, y)):
+                    preds[i] = model.predict_one(x)
+                    model.learn_one(x, float(target))
+                best_dict = min(best_dict, time.perf_counter() - start)
+                model = make()
+                start = time.perf_counter()
+                got = model.predict_learn_many(frame, y)
+                best_array = min(best_array, time.perf_counter() - start)
+            row = {"dataset": dataset, "learner": name, "n": len(y),
+                   "dict_us": 1e6 * best_dict / len(y), "array_us": 1e6 * best_array / len(y),
+                   "max_abs_diff": float(np.abs(got - preds).max())}
+            row["speedup"] = row["dict_us"] / row["array_us"]
+            out.append(row)
+            print(f"  {dataset:15s} {name:24s} dict {row['dict_us']:7.1f} us  array "
+                  f"{row['array_us']:6.1f} us  -> {row['speedup']:.1f}x  "
+                  f"(max |diff| {row['max_abs_diff']:.1e})", flush=True)
+    return out
+
+
+def one_row(t: int = 800, calls: int = 20) -> list[dict]:
+    from okoco import losses
+    from okoco.learners import KONS, KRLS, FunctionalGD
+
+    X, y = _standardized("phishing")
+    dicts = [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
+    import pandas as pd
+
+    out = []
+    for name, make in {"KONS": lambda: KONS(loss=losses.Logistic()), "KRLS": KRLS,
+                       "FunctionalGD": FunctionalGD}.items():
+        model = make()
+        for x, target in zip(dicts[:t], y[:t]):
+            model.learn_one(x, float(target))
+        frame = pd.DataFrame([dicts[t]])
+        one, many = [], []
+        for _ in range(calls):
+            a, b = copy.deepcopy(model), copy.deepcopy(model)
+            start = time.perf_counter()
+            a.learn_one(dicts[t], float(y[t]))
+            one.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            b.learn_many(frame, [float(y[t])])
+            many.append(time.perf_counter() - start)
+        row = {"learner": name, "t": t, "learn_one_us": 1e6 * float(np.median(one)),
+               "learn_many_us": 1e6 * float(np.median(many))}
+        row["ratio"] = row["learn_many_us"] / row["learn_one_us"]
+        out.append(row)
+        print(f"  {name:13s} t={t}: learn_one {row['learn_one_us']:8.1f} us  learn_many(1 row) "
+              f"{row['learn_many_us']:8.1f} us  -> {row['ratio']:.2f}x", flush=True)
+    return out
+
+
+def build() -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        shutil.copytree(ROOT / "okoco" / "_core", src / "okoco" / "_core",
+                        ignore=shutil.ignore_patterns("*.c", "*.so"))
+        for name in ("setup.py", "pyproject.toml", "README.md"):
+            shutil.copy(ROOT / name, src / name)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace", "--force"],
+                       cwd=src, check=True, capture_output=True)
+        seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        size = sum(p.stat().st_size for p in (src / "okoco" / "_core").glob("*.so"))
+    print(f"  build_ext (cythonize + compile 3 modules): {seconds:.1f} s wall, {cpu:.1f} s CPU; "
+          f"modules {size / 1e6:.2f} MB", flush=True)
+    return {"seconds": seconds, "cpu_seconds": cpu, "bytes": size}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", default="steps,cli,arrays,one_row,build")
+    args = p.parse_args()
+    print(f"load average before: {os.getloadavg()}", flush=True)
+    for part in args.only.split(","):
+        print(f"{part}:", flush=True)
+        globals()[part]()
+    print(f"load average after: {os.getloadavg()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

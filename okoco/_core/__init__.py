@@ -1,0 +1,14 @@
+"""okoco's compiled core: Cython over SciPy's BLAS (``scipy.linalg.cython_blas``).
+
+Private. The functions work in place on views of numpy buffers owned by the Python objects of
+:mod:`okoco.linalg`, :mod:`okoco.kernels` and the learners, which validate their input, keep
+their state and turn the status codes returned here into their worded errors.
+
+``_linalg``
+    the packed Cholesky factor and the packed symmetric matrix (solves, bordering, removal,
+    rank-one updates);
+``_kernels``
+    a kernel's row over stored points (squared distances from cached norms);
+``_steps``
+    whole learner steps and the array loops built on the two.
+"""

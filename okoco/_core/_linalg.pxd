@@ -1,0 +1,11 @@
+# The packed layout: row r of a lower-triangular (or symmetric) matrix occupies r + 1
+# consecutive doubles from r (r + 1) / 2 (row-major lower packed = BLAS column-major upper).
+
+cdef void tp_half_solve(const double* L, int m, double* x) noexcept nogil
+cdef void tp_back_solve(const double* L, int m, double* x) noexcept nogil
+cdef double dot(int n, const double* x, const double* y) noexcept nogil
+cdef void axpy(int n, double alpha, const double* x, double* y) noexcept nogil
+cdef double tp_append(double* L, double* A, int m, const double* column, double diagonal,
+                      bint solved, double min_pivot, int* clamped) noexcept nogil
+cdef void sym_matvec(const double* P, int m, bint dense, const double* v, double* out) noexcept nogil
+cdef void sym_rank_one(double* P, int m, bint dense, double alpha, const double* x) noexcept nogil

@@ -1,0 +1,314 @@
+"""Packed Cholesky factors and packed symmetric matrices, in place (see ``_linalg.pxd``).
+
+Every function works on the buffers of :class:`okoco.linalg.IncrementalCholesky` and
+:class:`okoco.linalg.PackedSymmetric`, which check the arguments first: sizes and capacities
+are the caller's promise. A failure is a status code, never an exception raised half-way.
+"""
+
+from libc.math cimport isfinite, log, sqrt
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memmove, memset
+from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dger, dtpsv
+
+cdef inline Py_ssize_t start(Py_ssize_t r) noexcept nogil:
+    return r * (r + 1) // 2
+
+
+# ---------------------------------------------------------------- level-1 and triangular solves
+# OpenBLAS computes ddot and daxpy on one thread up to 10,000 elements (kernel/x86_64/ddot.c,
+# interface/axpy.c): longer vectors go in blocks below that, so no call wakes its thread pool.
+cdef int BLOCK = 8192
+
+
+cdef double dot(int n, const double* x, const double* y) noexcept nogil:
+    cdef int one = 1, i = 0, part
+    cdef double total = 0.0
+    while i < n:
+        part = BLOCK if n - i > BLOCK else n - i
+        total += ddot(&part, <double*>&x[i], &one, <double*>&y[i], &one)
+        i += part
+    return total
+
+
+cdef void axpy(int n, double alpha, const double* x, double* y) noexcept nogil:
+    cdef int one = 1, i = 0, part
+    while i < n:
+        part = BLOCK if n - i > BLOCK else n - i
+        daxpy(&part, &alpha, <double*>&x[i], &one, &y[i], &one)
+        i += part
+
+
+cdef void tp_half_solve(const double* L, int m, double* x) noexcept nogil:
+    """x <- L^{-1} x: L^T is BLAS's column-major upper packed triangle, so solve L^T^T."""
+    cdef int one = 1
+    if m > 0:
+        dtpsv(b"U", b"T", b"N", &m, <double*>L, x, &one)
+
+
+cdef void tp_back_solve(const double* L, int m, double* x) noexcept nogil:
+    """x <- L^{-T} x."""
+    cdef int one = 1
+    if m > 0:
+        dtpsv(b"U", b"N", b"N", &m, <double*>L, x, &one)
+
+
+def half_solve(const double[::1] L, int m, double[::1] x):
+    """``x <- L^{-1} x`` in place, ``L`` the leading ``m`` rows of a packed factor."""
+    with nogil:
+        tp_half_solve(&L[0], m, &x[0])
+
+
+def back_solve(const double[::1] L, int m, double[::1] x):
+    """``x <- L^{-T} x`` in place."""
+    with nogil:
+        tp_back_solve(&L[0], m, &x[0])
+
+
+def all_finite(const double[::1] x):
+    """Whether every entry of ``x`` is finite."""
+    cdef Py_ssize_t i
+    for i in range(x.shape[0]):
+        if not isfinite(x[i]):
+            return False
+    return True
+
+
+def sum_log_diagonal(const double[::1] L, Py_ssize_t m):
+    """``sum_j log L_jj`` over the first ``m`` rows."""
+    cdef double total = 0.0
+    cdef Py_ssize_t j
+    with nogil:
+        for j in range(m):
+            total += log(L[start(j) + j])
+    return total
+
+
+# ---------------------------------------------------------------- bordering
+cdef double tp_append(double* L, double* A, int m, const double* column, double diagonal,
+                      bint solved, double min_pivot, int* clamped) noexcept nogil:
+    """Border the factor: row m of L is [L^{-1} c, sqrt(d - |L^{-1} c|^2)] (the Schur
+    complement clamped to min_pivot), row m of A is [c, d]. ``column`` is c, or already
+    ``L^{-1} c`` when ``solved`` (then ``A``'s row is not written: the caller writes c).
+    Returns the Schur complement used."""
+    cdef Py_ssize_t off = start(m)
+    cdef double hh, schur
+    if not solved:
+        memcpy(&A[off], column, m * sizeof(double))
+    memcpy(&L[off], column, m * sizeof(double))
+    if not solved:
+        tp_half_solve(L, m, &L[off])
+    hh = dot(m, &L[off], &L[off])
+    schur = diagonal - hh
+    clamped[0] = 0
+    if not schur >= min_pivot:
+        schur = min_pivot
+        diagonal = hh + min_pivot
+        clamped[0] = 1
+    L[off + m] = sqrt(schur)
+    A[off + m] = diagonal
+    return schur
+
+
+def append(double[::1] L, double[::1] A, int m, const double[::1] column, double diagonal,
+           const double[::1] half, double min_pivot):
+    """Border the packed factor ``L`` (and the stored matrix ``A``) with a new atom.
+
+    ``half`` is ``L^{-1} column`` if the caller has it, else ``None`` (solved here, in the new
+    row itself). Returns ``(schur, clamped)``: the Schur complement used and whether it was
+    clamped to ``min_pivot`` (``A``'s diagonal then holds ``|h|^2 + min_pivot``).
+    """
+    cdef int clamped = 0
+    cdef double schur
+    cdef Py_ssize_t off = start(m)
+    if half is None:
+        with nogil:
+            schur = tp_append(&L[0], &A[0], m, &column[0] if m else NULL, diagonal, False,
+                              min_pivot, &clamped)
+    else:
+        if m:
+            memcpy(&A[off], &column[0], m * sizeof(double))
+        with nogil:
+            schur = tp_append(&L[0], &A[0], m, &half[0] if m else NULL, diagonal, True,
+                              min_pivot, &clamped)
+    return schur, bool(clamped)
+
+
+# ---------------------------------------------------------------- rank-one modifications
+cdef int tail_rank_one(double* L, Py_ssize_t i0, Py_ssize_t k, double* x, double sign,
+                       double* c, double* s) noexcept nogil:
+    """Factor of T T^T + sign x x^T in place, T the trailing block of rows and columns
+    i0 .. i0 + k - 1 of a packed lower factor; x (length k) is overwritten, c and s are
+    workspaces of length k. Row by row (contiguous in the packed layout), the rotations of
+    the columns before are applied as each row is reached: the column-oriented update of
+    LINPACK's dchud / dchdd reordered. Returns -1 - a if the downdate fails at row a, else 0
+    (the rows before a are then already modified: the caller restores them)."""
+    cdef Py_ssize_t a, b
+    cdef double* row
+    cdef double xa, t, d, r2, r
+    for a in range(k):
+        row = &L[start(i0 + a) + i0]
+        xa = x[a]
+        for b in range(a):
+            t = (row[b] + sign * s[b] * xa) / c[b]
+            xa = c[b] * xa - s[b] * t
+            row[b] = t
+        d = row[a]
+        r2 = d * d + sign * xa * xa
+        if not r2 > 0.0:
+            return -1 - <int>a
+        r = sqrt(r2)
+        c[a] = r / d
+        s[a] = xa / d
+        row[a] = r
+    return 0
+
+
+def rank_one(double[::1] L, Py_ssize_t i0, Py_ssize_t k, double[::1] x, double sign):
+    """Factor of ``T T^T + sign x x^T`` in place, ``T`` the trailing ``k x k`` block from row
+    and column ``i0``; ``x`` is overwritten. Returns 0, or ``-1 - a`` if a downdate made the
+    matrix indefinite at row ``a`` (rows before ``a`` are then modified: the caller keeps a
+    copy when it downdates)."""
+    cdef int status = 0
+    cdef double* work
+    if k <= 0:
+        return 0
+    work = <double*>malloc(2 * k * sizeof(double))
+    if work == NULL:
+        raise MemoryError()
+    with nogil:
+        status = tail_rank_one(&L[0], i0, k, &x[0], sign, work, work + k)
+    free(work)
+    return status
+
+
+cdef void drop_row(double* P, Py_ssize_t m, Py_ssize_t i) noexcept nogil:
+    """Delete row and column i of a packed (m x m) lower triangle in place; rows below i move
+    up one row, and the m slots freed at the end are zeroed."""
+    cdef Py_ssize_t r, dst = start(i), src
+    for r in range(i + 1, m):
+        src = start(r)
+        memmove(&P[dst], &P[src], i * sizeof(double))
+        dst += i
+        memmove(&P[dst], &P[src + i + 1], (r - i) * sizeof(double))
+        dst += r - i
+    memset(&P[start(m - 1)], 0, m * sizeof(double))
+
+
+def remove(double[::1] L, double[::1] A, Py_ssize_t m, Py_ssize_t i):
+    """Delete atom ``i`` of a factor of order ``m``, in place, ``O(m^2)``: rows above ``i``
+    stay, the rows below move up, and the trailing factor ``L_33`` becomes the factor of
+    ``L_33 L_33^T + l l^T``, ``l = L[i+1:, i]`` (an update: it cannot fail)."""
+    cdef Py_ssize_t k = m - i - 1, a
+    cdef double* work
+    if k > 0:
+        work = <double*>malloc(3 * k * sizeof(double))
+        if work == NULL:
+            raise MemoryError()
+    with nogil:
+        for a in range(k):
+            work[a] = L[start(i + 1 + a) + i]
+        drop_row(&L[0], m, i)
+        drop_row(&A[0], m, i)
+        if k > 0:
+            tail_rank_one(&L[0], i, k, work, 1.0, work + k, work + 2 * k)
+    if k > 0:
+        free(work)
+
+
+def rescale(double[::1] L, double[::1] A, Py_ssize_t m, Py_ssize_t i, double factor,
+            double ridge):
+    """Re-weight atom ``i``: ``A - ridge I <- D (A - ridge I) D``, ``D = I + (f - 1) e_i e_i^T``,
+    in place, ``O(m^2)``. Returns 0, 1 if the new pivot is not positive (nothing changed), or
+    2 if the downdate of the trailing block fails (``L`` below row ``i`` is then modified: the
+    caller restores it)."""
+    cdef Py_ssize_t k = m - i - 1, a, off = start(i)
+    cdef double lii = L[off + i], ff = factor * factor, new_sq, new_lii, coef, scale
+    cdef double* work
+    cdef int status = 0
+    new_sq = ff * lii * lii + ridge * (1.0 - ff)
+    if not new_sq > 0.0:
+        return 1
+    new_lii = sqrt(new_sq)
+    coef = ridge * (1.0 - ff) / new_sq
+    work = <double*>malloc((3 * k + 1) * sizeof(double))
+    if work == NULL:
+        raise MemoryError()
+    with nogil:
+        for a in range(i):
+            A[off + a] *= factor
+            L[off + a] *= factor
+        A[off + i] = ff * (A[off + i] - ridge) + ridge
+        L[off + i] = new_lii
+        scale = factor * lii / new_lii
+        for a in range(k):
+            A[start(i + 1 + a) + i] *= factor
+            work[a] = L[start(i + 1 + a) + i]
+            L[start(i + 1 + a) + i] = work[a] * scale
+        if k > 0 and coef != 0.0:
+            scale = sqrt(coef if coef > 0 else -coef)
+            for a in range(k):
+                work[a] *= scale
+            if tail_rank_one(&L[0], i + 1, k, work, 1.0 if coef > 0 else -1.0,
+                             work + k, work + 2 * k) != 0:
+                status = 2
+    free(work)
+    return status
+
+
+# ---------------------------------------------------------------- symmetric matrices
+cdef void sym_matvec(const double* P, int m, bint dense, const double* v,
+                     double* out) noexcept nogil:
+    """out = P v for a symmetric P: dense (m x m) or packed lower. The packed product goes
+    row by row (a dot and an axpy per row, calls OpenBLAS never threads at these lengths),
+    where BLAS's dspmv would wake its thread pool from 100 rows."""
+    cdef int one = 1, r
+    cdef double zero = 0.0, unit = 1.0
+    if m <= 0:
+        return
+    if dense:
+        # row-major (m x m) = column-major transpose; symmetric, so no transpose needed
+        dgemv(b"N", &m, &m, &unit, <double*>P, &m, <double*>v, &one, &zero, out, &one)
+        return
+    memset(out, 0, m * sizeof(double))
+    for r in range(m):
+        out[r] += dot(r + 1, &P[start(r)], v)
+        axpy(r, v[r], &P[start(r)], out)
+
+
+cdef void sym_rank_one(double* P, int m, bint dense, double alpha,
+                       const double* x) noexcept nogil:
+    """P <- P + alpha x x^T (dense: both triangles, one dger; packed: one axpy per row)."""
+    cdef int one = 1, r
+    if m <= 0:
+        return
+    if dense:
+        dger(&m, &m, &alpha, <double*>x, &one, <double*>x, &one, P, &m)
+        return
+    for r in range(m):
+        axpy(r + 1, alpha * x[r], x, &P[start(r)])
+
+
+def matvec(const double[::1] P, int m, bint dense, const double[::1] v, double[::1] out):
+    """``out <- P v`` (``P`` a flattened dense ``(m, m)`` array or a packed buffer)."""
+    if m > 0:
+        with nogil:
+            sym_matvec(&P[0], m, dense, &v[0], &out[0])
+
+
+def sym_update(double[::1] P, int m, bint dense, double alpha, const double[::1] x):
+    """``P <- P + alpha x x^T`` in place."""
+    if m > 0:
+        with nogil:
+            sym_rank_one(&P[0], m, dense, alpha, &x[0])
+
+
+def inverse_update(double[::1] P, int m, bint dense, const double[::1] a, double[::1] Pa):
+    """Sherman-Morrison, ``P <- (P^{-1} + a a^T)^{-1} = P - s (P a)(P a)^T``: writes ``P a``
+    (with the old ``P``) into ``Pa`` and returns ``s = 1 / (1 + a^T P a)``."""
+    cdef double s = 1.0
+    if m > 0:
+        with nogil:
+            sym_matvec(&P[0], m, dense, &a[0], &Pa[0])
+            s = 1.0 / (1.0 + dot(m, &a[0], &Pa[0]))
+            sym_rank_one(&P[0], m, dense, -s, &Pa[0])
+    return s

@@ -1,0 +1,29 @@
+"""Build of okoco's compiled core (``okoco._core``): Cython over SciPy's BLAS.
+
+The project's metadata is in pyproject.toml; this file only declares the extension modules.
+Build isolation brings Cython and SciPy (whose ``scipy/linalg/cython_blas.pxd`` the modules
+cimport, as scikit-learn's ``sklearn/utils/_cython_blas.pyx`` does): the BLAS is SciPy's, found
+at run time through ``scipy.linalg.cython_blas``, so nothing links against a BLAS here.
+"""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+MODULES = ["_linalg", "_kernels", "_steps"]
+
+extensions = [
+    Extension(f"okoco._core.{name}", [f"okoco/_core/{name}.pyx"]) for name in MODULES
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives={
+            "language_level": 3,
+            "boundscheck": False,
+            "wraparound": False,
+            "initializedcheck": False,
+            "cdivision": True,
+        },
+    ),
+)
