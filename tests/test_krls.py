@@ -1,10 +1,11 @@
 import numpy as np
+import pandas as pd
 import pytest
-from river import checks, datasets, evaluate, metrics, preprocessing
+from river import checks, datasets, evaluate, metrics, preprocessing, proba
 from streams import as_dicts
 
 from okoco import kernels, losses
-from okoco.learners import KRLS
+from okoco.learners import KRLS, FunctionalGD
 
 
 def batch_krls_weights(X, y, kernel, nu, ridge=0.0):
@@ -224,3 +225,55 @@ def test_a_refresh_that_changes_the_factor_keeps_beta_and_p():
     assert np.abs(model._ald.cholesky.factor() - kept._ald.cholesky.factor()).max() > 1e-8
     np.testing.assert_allclose(b1, b2, rtol=0, atol=1e-12 * np.abs(b2).max())
     np.testing.assert_allclose(P1, P2, rtol=0, atol=1e-12 * np.abs(P2).max())
+
+
+def test_with_dist_is_the_dense_gaussian_process_posterior():
+    # every point in the dictionary (nu tiny), ridge alpha: the mean is kernel ridge regression,
+    # the variance tau^2 (k(x,x) - k^T (K + alpha I)^{-1} k + alpha), tau^2 the mean squared
+    # a-priori error over its spread (docs/guide/intervals.md), all from dense solves
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
+    kernel, alpha = kernels.RBF(0.5), 0.3
+    model = KRLS(kernel=kernel, nu=1e-9, alpha=alpha, max_size=None)
+    for row, target in zip(X, y):
+        model.learn_one({"a": row[0], "b": row[1]}, target)
+    assert model.dictionary_size == 30
+    G = kernel(X, X) + alpha * np.eye(30)
+    # the scale: a-priori errors over their predictive spreads, each from the points before
+    terms = []
+    for t in range(30):
+        Gt, kt = G[:t, :t], kernel(X[:t], X[t : t + 1])[:, 0]
+        mean = kt @ np.linalg.solve(Gt, y[:t]) if t else 0.0
+        spread = 1.0 - (kt @ np.linalg.solve(Gt, kt) if t else 0.0) + alpha
+        terms.append((y[t] - mean) ** 2 / spread)
+    scale = (1.0 + np.sum(terms)) / (1.0 + len(terms))  # one unit pseudo-observation
+    for point in rng.normal(size=(5, 2)):
+        dist = model.predict_one({"a": point[0], "b": point[1]}, with_dist=True)
+        assert isinstance(dist, proba.Gaussian)
+        k = kernel(X, point[None, :])[:, 0]
+        assert dist.mu == pytest.approx(k @ np.linalg.solve(G, y), abs=1e-9)
+        variance = scale * (1.0 - k @ np.linalg.solve(G, k) + alpha)
+        assert dist.sigma ** 2 == pytest.approx(variance, rel=1e-9)
+        assert dist.mu == model.predict_one({"a": point[0], "b": point[1]})
+
+
+def test_with_dist_needs_an_inverse():
+    model = FunctionalGD()
+    model.learn_one({"x": 1.0}, 0.5)
+    with pytest.raises(TypeError, match="no predictive distribution"):
+        model.predict_one({"x": 1.0}, with_dist=True)
+
+
+def test_noise_scale_is_the_same_on_the_array_path():
+    X = np.random.default_rng(1).normal(size=(200, 3))
+    y = np.sin(X[:, 0]) + X[:, 1] ** 2
+    rows = [dict(zip("abc", row)) for row in X]
+    one, many = KRLS(), KRLS()
+    for x, target in zip(rows, y):
+        one.learn_one(x, target)
+    many.learn_many(pd.DataFrame(rows), pd.Series(y))
+    assert many.noise_scale_sum == pytest.approx(one.noise_scale_sum, rel=1e-12)
+    x = rows[7]
+    assert (many.predict_one(x, with_dist=True).sigma
+            == pytest.approx(one.predict_one(x, with_dist=True).sigma, rel=1e-9))

@@ -292,7 +292,8 @@ def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
              double[::1] weights, Py_ssize_t seen, double[::1] w, double[::1] P, bint dense,
              double nu, Py_ssize_t max_size, double alpha, double C,
              const double[:, ::1] V, const double[::1] y, Py_ssize_t begin,
-             double[::1] predictions, object g_buffer, double[::1] h):
+             double[::1] predictions, object g_buffer, double[::1] h, double noise_ratio,
+             double[::1] noise):
     """KRLS's test-then-train over rows ``begin ..`` of ``V`` (okoco.learners.krls), on its
     buffers (every one with room for ``min(m + len(V), max_size)`` atoms): the store's rows
     and norms, the ALD factor ``L`` of the stored Gram ``A`` with its residuals, indices and
@@ -330,6 +331,8 @@ def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
                 break
             predictions[t] = out[2] if C != C else clip(out[2], C)
             error = y[t] - out[2]
+            # the a-priori error over its predictive spread: KRLS's online noise scale
+            noise[t] = error * error / ((out[1] if out[1] > 0.0 else 0.0) + noise_ratio)
             if added:
                 # the factor: bordered with [h, sqrt(schur)] (A with [g, k(x, x) + alpha])
                 memcpy(&A[start(m)], &g[0], m * sizeof(double))

@@ -24,7 +24,7 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from river import base
+from river import base, proba
 
 from okoco import kernels as _kernels
 from okoco import losses as _losses
@@ -234,16 +234,28 @@ class KernelLearner(base.MiniBatchRegressor):
 
     # -- river protocol -------------------------------------------------------------------
 
-    def predict_one(self, x: dict) -> float:
+    def predict_one(self, x: dict, with_dist: bool = False):
         """Predict ``clip(f(x), -C, C)`` without changing any state.
 
+        With ``with_dist=True`` the prediction is a river ``proba.Gaussian`` centred on it, with
+        the learner's own predictive variance (``docs/guide/intervals.md``), as river's
+        ``BayesianLinearRegression`` gives; learners without one raise ``TypeError``.
         A prediction that overflows (features too large for the kernel) raises ``ValueError``
         instead of returning NaN or a silently clipped infinity.
         """
-        z = self._predict_vec(self._features.encode(x, arrays=False)[0])
+        v = self._features.encode(x, arrays=False)[0]
+        z = self._predict_vec(v)
         if not math.isfinite(z):
             raise ValueError(overflow_message(self._kernel, z))
-        return self._clip(z)
+        if not with_dist:
+            return self._clip(z)
+        return proba.Gaussian._from_state(n=1, m=self._clip(z),
+                                          var=self._predictive_variance(v), ddof=0)
+
+    def _predictive_variance(self, v: np.ndarray) -> float:
+        """The variance of ``predict_one(x, with_dist=True)`` at the encoded row ``v``."""
+        raise TypeError(f"{type(self).__name__} gives no predictive distribution "
+                        "(with_dist=True): its step keeps no inverse of the kernel matrix")
 
     def learn_one(self, x: dict, y: float) -> None:
         """One test-then-train step: predict, observe the loss derivative, update.

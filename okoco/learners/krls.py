@@ -128,6 +128,7 @@ class KRLS(KernelLearner):
         self._w = np.zeros(16)  # L^{-1} G_D alpha~, in a doubling buffer
         self._M = PackedSymmetric()  # L^{-1} (A^T A)^{-1} L^{-T}
         self.last_residual = float("nan")
+        self.noise_scale_sum = 0.0  # sum of e_t^2 / (delta_t + nu'), see _predictive_variance
 
     @staticmethod
     def _upgrade_state(state: dict) -> dict:
@@ -178,6 +179,27 @@ class KRLS(KernelLearner):
     def _predict_vec(self, v: np.ndarray) -> float:
         return self._analyse(v)[4]
 
+    def _predictive_variance(self, v: np.ndarray) -> float:
+        r""":math:`\hat\tau^2(\delta(x) + \nu')` for ``predict_one(x, with_dist=True)``.
+
+        :math:`\delta(x) = k(x, x) - h^\top h` is the ALD residual, the posterior variance of
+        kernel ridge regression on the dictionary with ridge ``alpha`` (the factor is that of
+        :math:`K_{\mathcal D} + \alpha I`); :math:`\nu' = \max(\alpha, \nu)` is the noise
+        ratio, floored at the ALD threshold when the ridge is 0; the scale
+        :math:`\hat\tau^2 = \bigl(1 + \sum_{u \le t} e_u^2 / (\delta(x_u) + \nu')\bigr) / (1 + t)`
+        is estimated online from the a-priori errors :math:`e_u` (under the Gaussian process of
+        that ridge, each term has expectation :math:`\tau^2`), with one unit pseudo-observation
+        so that it is never 0 (a first target predicted exactly). The spread costs nothing more than the
+        prediction: ``delta`` comes from the prediction's own solve.
+        """
+        delta = self._analyse(v)[3]
+        scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
+        return scale * (max(delta, 0.0) + self._noise_ratio)
+
+    @property
+    def _noise_ratio(self) -> float:
+        return max(self.alpha, self.nu)
+
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         Kb = self._store.kernel_block(self._kernel, V)
         return self._w[: self._ald.size] @ self._ald.cholesky.half_solve(Kb)
@@ -205,6 +227,7 @@ class KRLS(KernelLearner):
         elif m:  # M <- M - s u u^T, w <- w + s e u, u = M h, e the a-priori error
             M = self._M
             _steps.krls_weights_step(M._storage(), m, M.is_dense, h, self._w, y - prediction)
+        self.noise_scale_sum += (y - prediction) ** 2 / (max(delta, 0.0) + self._noise_ratio)
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
                     predict: bool) -> np.ndarray | None:
@@ -220,7 +243,7 @@ class KRLS(KernelLearner):
         store.make_room(room, V.shape[1])
         V = widened(V, store.d)
         y = np.asarray(targets, dtype=float)
-        predictions = np.empty(rows)
+        predictions, noise = np.empty(rows), np.zeros(rows)
         ald._column_mode = True  # KRLS feeds the ALD kernel columns (update_column)
         first, t = self.n_seen, 0
         while t < rows:
@@ -238,7 +261,9 @@ class KRLS(KernelLearner):
                 chol._MIN_CHECK_PERIOD, chol.min_pivot, ald._residuals, ald._indices,
                 ald._weights, ald.n_seen, self._w, self._M._storage(), self._M.is_dense,
                 float(ald.nu), ald.max_size or 0, float(ald.alpha),
-                math.nan if self.C is None else float(self.C), V, y, t, predictions, g, h)
+                math.nan if self.C is None else float(self.C), V, y, t, predictions, g, h,
+                self._noise_ratio, noise)
+            self.noise_scale_sum += float(noise[t:stop].sum())
             chol._m = ald._size = self._M._m = store.n = size
             chol.n_clamped += clamped
             store.n_added += size - m
