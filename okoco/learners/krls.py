@@ -189,8 +189,8 @@ class KRLS(KernelLearner):
         :math:`\hat\tau^2 = \bigl(1 + \sum_{u \le t} e_u^2 / (\delta(x_u) + \nu')\bigr) / (1 + t)`
         is estimated online from the a-priori errors :math:`e_u` (under the Gaussian process of
         that ridge, each term has expectation :math:`\tau^2`), with one unit pseudo-observation
-        so that it is never 0 (a first target predicted exactly). The spread costs nothing more than the
-        prediction: ``delta`` comes from the prediction's own solve.
+        so that it is never 0 (a first target predicted exactly). The spread costs nothing more
+        than the prediction: ``delta`` comes from the prediction's own solve.
         """
         delta = self._analyse(v)[3]
         scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
