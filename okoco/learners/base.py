@@ -24,7 +24,7 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from river import base, proba
+from river import base
 
 from okoco import kernels as _kernels
 from okoco import losses as _losses
@@ -249,6 +249,8 @@ class KernelLearner(base.MiniBatchRegressor):
             raise ValueError(overflow_message(self._kernel, z))
         if not with_dist:
             return self._clip(z)
+        from river import proba  # deferred: it imports scipy.stats, which replays never need
+
         return proba.Gaussian._from_state(n=1, m=self._clip(z),
                                           var=self._predictive_variance(v), ddof=0)
 
