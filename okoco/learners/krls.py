@@ -133,7 +133,10 @@ class KRLS(KernelLearner):
     @staticmethod
     def _upgrade_state(state: dict) -> dict:
         """The state of a model saved with ``beta`` and ``P`` (before ``w`` and ``M``) in the
-        current layout, ``O(m^3)`` once (called by ``okoco.persistence.load``)."""
+        current layout, ``O(m^3)`` once (called by ``okoco.persistence.load``); a model saved
+        before the predictive variance gets the unit noise scale."""
+        if "noise_scale_sum" not in state:
+            state = {**state, "noise_scale_sum": float(state.get("n_seen", 0))}
         if "_beta" not in state:
             return state
         state = dict(state)
