@@ -31,7 +31,7 @@ follow-the-leader kernel ridge regression, ``k^T (K + (alpha/2) I)^{-1} y`` over
 from __future__ import annotations
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -50,6 +50,8 @@ _MIN_S = 1e-12
 # The stored quantities grow like d_t^4 / alpha (d_t = gdot sqrt(eta)); beyond this bound on
 # |d_t| a later prediction could overflow to inf - inf = NaN, so such a step is refused.
 _MAX_D = 1e75
+#: The default window of stored points (``max_size``), chosen by measurement (docs/defaults.md).
+DEFAULT_MAX_SIZE = 500
 
 
 class KONS(KernelLearner):
@@ -66,7 +68,26 @@ class KONS(KernelLearner):
         A_t = A_{t-1} + \eta_t g_t g_t^\top,\ A_0 = \alpha I.
 
     Regret :math:`O(d_{\rm eff}\log T)` on curved losses with ``eta="exp-concave"``
-    (Theorem 1). Every past point stays in the predictor.
+    (Theorem 1) for the unbounded learner (``max_size=None``), where every past point stays in
+    the predictor.
+
+    **The window** (``max_size=W``, the default). Once ``W`` points are stored, each step
+    forgets the oldest: its term :math:`\eta_j g_j g_j^\top` leaves :math:`A_t` and its
+    coefficient leaves :math:`b_t`, so the predictor is :math:`w_t = A_t^{-1} b_t` over the last
+    ``W`` points only, with :math:`A_t = \alpha I + \sum_{s \in \text{window}}
+    \eta_s g_s g_s^\top` (one ``IncrementalCholesky.remove``, one kernel row to update the
+    running ``K c``, one solve for ``g``). Memory and the step are then bounded:
+    :math:`O(W d)` and :math:`O(W^2 + W d)`. With the squared loss and the curvature step (no
+    clipping) this is exactly kernel ridge regression on the last ``W`` points with ridge
+    :math:`\alpha/2`. What it does to the guarantee: up to step ``W`` nothing has been removed
+    and Theorem 1 holds as stated; afterwards it does not. Removing a point is not an online
+    Newton step, so the learner is no longer the one Theorem 1 analyses, and a window's
+    predictions are not those of a fresh KONS on it either (a coefficient keeps the projection
+    and the step of the time it was learned). It is a heuristic for unbounded streams, and it
+    forgets: on a drifting stream the window follows the drift, where the unbounded learner
+    weighs a point seen a million steps ago as much as the last one. Use ``max_size=None`` for
+    the learner of the theory (short streams, or when every point must count), at
+    :math:`O(t^2)` per step and :math:`O(t d + t^2)` memory.
 
     Parameters
     ----------
@@ -92,13 +113,17 @@ class KONS(KernelLearner):
         constant nor non-increasing): ``"exp-concave"`` (:math:`\eta_t = \sigma` of the
         loss) is the step with the regret guarantee. Also ``"sqrt"``, a number or a callable
         of ``t``.
+    max_size
+        The window: keep the last ``max_size`` points (the oldest leaves at each step once
+        full; see above), or ``None`` for the unbounded learner of Theorem 1. The default was
+        chosen by measurement (docs/defaults.md).
 
     Attributes
     ----------
     n_seen
         Steps learned.
     dictionary_size
-        Points in the preconditioner (all of them for KONS).
+        Points in the preconditioner (all the points of the window for KONS).
     online_effective_dimension
         :math:`\sum_t \bar\tau_{t,t}` with :math:`\bar\tau_{t,t} = q_t/(1+q_t)`,
         :math:`q_t = \eta_t \dot g_t^2 s_t / \alpha`.
@@ -121,6 +146,7 @@ class KONS(KernelLearner):
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "eta": ETA_HESSIAN,
+        "max_size": [None, Interval(Integral, 1, None, closed="left")],
     }
 
     _hessian_step = True  # eta="hessian" is a policy here
@@ -129,18 +155,23 @@ class KONS(KernelLearner):
     _drops_null_points = False
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
-                 eta="hessian"):
+                 eta="hessian", max_size: int | None = DEFAULT_MAX_SIZE):
         self.kernel = kernel
         self.loss = loss
         self.C = C
         self.alpha = alpha
         self.eta = eta
+        self.max_size = max_size
         self._setup()
 
     def _reset_state(self) -> None:
-        self._store = Rows(fields=("d", "c", "Kc", "z"))
+        # A window of W points is a ring of W + 1 slots: the new point takes the slot the
+        # oldest left at the previous step (that slot is dead: no coefficient, not selected).
+        ring = None if self.max_size is None else self.max_size + 1
+        self._store = Rows(fields=("d", "c", "Kc", "z"), max_size=ring)
         self._chol = IncrementalCholesky()
         self._g = np.zeros(16)  # L^{-1} (D K c)_I
+        self._selected = np.zeros(16, dtype=np.intp)  # store slot of each preconditioner atom
         self._refreshes_seen = 0
         self.online_effective_dimension = 0.0
         self.log_det = 0.0
@@ -149,14 +180,18 @@ class KONS(KernelLearner):
     # -- selection hooks (KONS keeps every point) -------------------------------------
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
-        return v
+        if self.max_size is None:  # every stored point is an atom, in storage order
+            return v
+        return v[self._selected[: self._chol.size]]
 
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
         """The coin z_t, given e = (D k)_I, the new point's diagonal and d_t."""
         return 1
 
     def _note_selected(self, index: int) -> None:
-        pass
+        m = self._chol.size
+        self._selected = reserve(self._selected, m)
+        self._selected[m - 1] = index
 
     # -- the core ---------------------------------------------------------------------
 
@@ -200,6 +235,42 @@ class KONS(KernelLearner):
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
         analysis = self._analyse(v)
         self._apply_step(v, analysis, self._check_step(y, eta, analysis))
+        self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        """Once more than ``max_size`` points are stored, remove the oldest from :math:`A_t`
+        and :math:`b_t`: its atom from the factor (always the first: atoms leave in the order
+        they came), its coefficient from the running ``K c`` (one kernel row at it), then ``g``
+        is solved again. ``O(m^2 + m d)``."""
+        store, window = self._store, self.max_size
+        oldest = store.n_added - 1 - window if window is not None else -1
+        if oldest < 0:
+            return
+        slot = oldest % store.max_size  # the ring's slot of that append
+        c = store.field("c")
+        c_j = float(c[slot])
+        if c_j:
+            point = store.data[slot, : store.d].copy()
+            Kc = store.field("Kc")
+            Kc -= c_j * store.kernel_row(self._kernel, point)
+        chol, m = self._chol, self._chol.size
+        removed = bool(store.field("z")[slot]) and m > 0 and self._selected[0] == slot
+        if removed:
+            chol.remove(0)
+            self._selected[: m - 1] = self._selected[1:m]
+            self._forget_atom()
+            m -= 1
+            self.log_det = chol.logdet() - m * math.log(self.alpha) if m else 0.0
+        store.field("d")[slot] = 0.0
+        store.field("z")[slot] = 0.0
+        c[slot] = 0.0
+        if removed or c_j:  # (D K c)_I or L changed: g = L^{-1} (D K c)_I again
+            self._g = reserve(self._g, m)
+            self._g[:m] = chol.half_solve(self._gather(store.field("d") * store.field("Kc")))
+            self._refreshes_seen = chol.n_refreshes
+
+    def _forget_atom(self) -> None:
+        """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""
 
     def _check_step(self, y: float, eta: float | None, analysis) -> tuple:
         """The step's scalars from :meth:`_analyse`'s ``analysis``; raises, before any state
@@ -295,13 +366,21 @@ class SketchedKONS(KONS):
     the dictionary whose coefficient is 0 adds nothing to any prediction and is not stored:
     with :class:`okoco.losses.SquaredHinge` every point beyond the margin (zero gradient and
     curvature), much as a kernel SVM keeps only its support vectors; with a loss whose
-    gradient is never 0 (logistic, squared) ``n = t``. ``p_min=1`` is exactly KONS;
+    gradient is never 0 (logistic, squared) every point is stored. ``p_min=1`` is exactly KONS;
     ``beta=p_min=0`` is projected kernel gradient descent with step :math:`1/\alpha`.
+
+    The window ``max_size`` bounds the *store* (not only the dictionary: with the logistic or
+    the squared loss every point gets a coefficient): once ``max_size`` points are stored, each
+    new one makes the oldest leave, from the running ``K c``, and from the preconditioner and
+    KORS if it was an atom (``KORS.remove``), as for :class:`KONS`. Theorem 3's statement holds
+    until the first removal; afterwards the window is a heuristic that bounds the cost and
+    forgets (KORS's accuracy statement then holds for the points of the window at best: the
+    weights of the remaining atoms were drawn against points that have left).
 
     Parameters
     ----------
-    kernel, loss, C, alpha, eta
-        As for :class:`KONS`.
+    kernel, loss, C, alpha, eta, max_size
+        As for :class:`KONS` (``max_size`` bounds the stored points).
     eps
         KORS accuracy :math:`\varepsilon \in (0, 1]`.
     beta
@@ -333,18 +412,17 @@ class SketchedKONS(KONS):
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,
-                 seed: int | None = None):
+                 seed: int | None = None, max_size: int | None = DEFAULT_MAX_SIZE):
         self.eps = eps
         self.beta = beta
         self.p_min = p_min
         self.seed = seed
-        super().__init__(kernel, loss, C, alpha, eta)
+        super().__init__(kernel, loss, C, alpha, eta, max_size)
 
     def _reset_state(self) -> None:
         super()._reset_state()
         self._kors = KORS(kernel=None, alpha=self.alpha, eps=self.eps, beta=self.beta,
                           p_min=self.p_min, seed=self._rng)
-        self._selected = np.zeros(16, dtype=np.intp)
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
         return v[self._selected[: self._chol.size]]
@@ -359,14 +437,12 @@ class SketchedKONS(KONS):
         added, _, _ = self._kors._update_checked_column(column, d_t * d_t * kappa)
         return int(added)
 
-    def _note_selected(self, index: int) -> None:
-        m = self._chol.size
-        self._selected = reserve(self._selected, m)
-        self._selected[m - 1] = index
+    def _forget_atom(self) -> None:
+        self._kors.remove(0)
 
     @property
     def coins(self) -> np.ndarray:
-        """The coin :math:`z_t` of every step (1 at the steps KORS kept)."""
+        """The coin :math:`z_t` of every step (1 at the steps KORS kept and still holds)."""
         coins = np.zeros(self.n_seen)
         coins[self._kors.indices] = 1.0
         return coins
