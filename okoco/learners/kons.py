@@ -34,8 +34,11 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.blas import dger
 
-from okoco._blas import dot
+from okoco import persistence
+from okoco._blas import dot, scipy_one_thread
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.dictionary import KORS
@@ -173,6 +176,8 @@ class KONS(KernelLearner):
         self._g = np.zeros(16)  # L^{-1} (D K c)_I
         self._selected = np.zeros(16, dtype=np.intp)  # store slot of each preconditioner atom
         self._refreshes_seen = 0
+        if ring is not None:  # the window's inverse form, indexed by store slot (see _Window)
+            self._window = _Window(ring)
         self.online_effective_dimension = 0.0
         self.log_det = 0.0
         self.rg_sum = 0.0
@@ -180,16 +185,20 @@ class KONS(KernelLearner):
     # -- selection hooks (KONS keeps every point) -------------------------------------
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
-        if self.max_size is None:  # every stored point is an atom, in storage order
-            return v
-        return v[self._selected[: self._chol.size]]
+        return v  # every stored point is an atom, in storage order
+
+    def _atom_column(self, e: np.ndarray) -> np.ndarray:
+        """``e = D k`` over the atoms, in the order they came (KORS's order)."""
+        if self.max_size is None:
+            return e
+        return e[self._selected[: self._window.size]]
 
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
         """The coin z_t, given e = (D k)_I, the new point's diagonal and d_t."""
         return 1
 
     def _note_selected(self, index: int) -> None:
-        m = self._chol.size
+        m = self.dictionary_size
         self._selected = reserve(self._selected, m)
         self._selected[m - 1] = index
 
@@ -215,13 +224,23 @@ class KONS(KernelLearner):
 
     def _analyse_row(self, k: np.ndarray, kappa: float):
         """:meth:`_analyse` from the kernel row ``k`` over the stored points and
-        ``kappa = K(x, x)``, computed by the caller (``Auto`` shares them among its experts)."""
+        ``kappa = K(x, x)``, computed by the caller (``Auto`` shares them among its experts).
+
+        Returns ``(k, kappa, e, h, ybar, kc, hh)`` with ``hh = e^T (Kbar_I + alpha I)^{-1} e``:
+        ``h = L^{-1} e`` (unbounded), or ``h = (Kbar_I + alpha I)^{-1} e`` over the store's
+        slots (the window's inverse form)."""
         store = self._store
-        e = self._gather(store.field("d") * k)
-        h = self._chol.half_solve(e)
         kc = dot(k, store.field("c"))
-        ybar = (kc - float(h.dot(self._sync_g()))) / self.alpha
-        return k, kappa, e, h, ybar, kc
+        if self.max_size is None:
+            e = self._gather(store.field("d") * k)
+            h = self._chol.half_solve(e)
+            ybar = (kc - float(h.dot(self._sync_g()))) / self.alpha
+            return k, kappa, e, h, ybar, kc, float(h.dot(h))
+        d = store.field("d")
+        e = d * k
+        h = self._window.solve(e)
+        ybar = (kc - dot(h, d * store.field("Kc"))) / self.alpha
+        return k, kappa, e, h, ybar, kc, dot(h, e)
 
     def _predict_vec(self, v: np.ndarray) -> float:
         return self._analyse(v)[4]
@@ -229,6 +248,10 @@ class KONS(KernelLearner):
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         store = self._store
         Kb = store.kernel_block(self._kernel, V)
+        if self.max_size is not None:
+            d = store.field("d")
+            H = self._window.solve(d[:, None] * Kb)
+            return (store.field("c") @ Kb - (d * store.field("Kc")) @ H) / self.alpha
         H = self._chol.half_solve(self._gather(store.field("d")[:, None] * Kb))
         return (store.field("c") @ Kb - self._sync_g() @ H) / self.alpha
 
@@ -239,9 +262,8 @@ class KONS(KernelLearner):
 
     def _forget_oldest(self) -> None:
         """Once more than ``max_size`` points are stored, remove the oldest from :math:`A_t`
-        and :math:`b_t`: its atom from the factor (always the first: atoms leave in the order
-        they came), its coefficient from the running ``K c`` (one kernel row at it), then ``g``
-        is solved again. ``O(m^2 + m d)``."""
+        and :math:`b_t`: its atom from the window's inverse (a Schur complement, ``O(m^2)``)
+        and its coefficient from the running ``K c`` (one kernel row at it, ``O(m d)``)."""
         store, window = self._store, self.max_size
         oldest = store.n_added - 1 - window if window is not None else -1
         if oldest < 0:
@@ -253,21 +275,15 @@ class KONS(KernelLearner):
             point = store.data[slot, : store.d].copy()
             Kc = store.field("Kc")
             Kc -= c_j * store.kernel_row(self._kernel, point)
-        chol, m = self._chol, self._chol.size
-        removed = bool(store.field("z")[slot]) and m > 0 and self._selected[0] == slot
-        if removed:
-            chol.remove(0)
+        z = store.field("z")
+        if z[slot]:  # atoms leave in the order they came: this one is the first
+            m = self._window.size
+            self.log_det += self._window.remove(slot, store.size) + math.log(self.alpha)
             self._selected[: m - 1] = self._selected[1:m]
             self._forget_atom()
-            m -= 1
-            self.log_det = chol.logdet() - m * math.log(self.alpha) if m else 0.0
         store.field("d")[slot] = 0.0
-        store.field("z")[slot] = 0.0
+        z[slot] = 0.0
         c[slot] = 0.0
-        if removed or c_j:  # (D K c)_I or L changed: g = L^{-1} (D K c)_I again
-            self._g = reserve(self._g, m)
-            self._g[:m] = chol.half_solve(self._gather(store.field("d") * store.field("Kc")))
-            self._refreshes_seen = chol.n_refreshes
 
     def _forget_atom(self) -> None:
         """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""
@@ -276,9 +292,9 @@ class KONS(KernelLearner):
         """The step's scalars from :meth:`_analyse`'s ``analysis``; raises, before any state
         changes, if the step would store non-finite numbers (``Auto`` checks every expert's
         step before it applies any)."""
-        k, kappa, e, h, ybar, kc = analysis
+        k, kappa, e, h, ybar, kc, hh = analysis
         alpha = self.alpha
-        s = kappa - float(h.dot(h))
+        s = kappa - hh
         if _MIN_S > s:  # s = max(s, _MIN_S), without the builtin's generic call (as below)
             s = _MIN_S
         excess = clip_excess(ybar, self.C)
@@ -307,10 +323,13 @@ class KONS(KernelLearner):
 
     def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:
         """Learn ``v`` from its ``analysis`` and the ``step`` of :meth:`_check_step`."""
-        k, kappa, e, h, ybar, kc = analysis
+        k, kappa, e, h, ybar, kc, hh = analysis
         s, excess, yhat, gdot, weight, d_t = step
         store, alpha = self._store, self.alpha
         z = self._coin(e, kappa, d_t)
+        if self.max_size is not None:
+            self._apply_windowed(v, k, kappa, e, h, kc, s, excess, yhat, gdot, weight, d_t, z)
+            return
         c_t = z * weight * yhat - gdot - (alpha * excess / s if excess else 0.0)
         if not (z or c_t or d_t or gdot) and self._drops_null_points:
             return  # a null step (beyond the squared hinge's margin): it would only add zeros
@@ -340,14 +359,130 @@ class KONS(KernelLearner):
             self._note_selected(index)
             self._sync_g()  # the append may have refreshed the factor: recompute g then
 
+    def _apply_windowed(self, v, k, kappa, e, h, kc, s, excess, yhat, gdot, weight, d_t,
+                        z) -> None:
+        """:meth:`_apply_step` in the window's inverse form (the same coefficient and
+        statistics; the new atom borders the inverse instead of the factor)."""
+        store, alpha = self._store, self.alpha
+        c_t = z * weight * yhat - gdot - (alpha * excess / s if excess else 0.0)
+        if not (z or c_t or d_t or gdot) and self._drops_null_points:
+            return
+        if c_t:
+            Kc = store.field("Kc")
+            Kc += c_t * k
+        index = store.append(v, d=d_t, c=c_t, Kc=kc + kappa * c_t, z=z)
+        self._window._reserve(store.size)
+        q = d_t * d_t * s / alpha
+        self.online_effective_dimension += q / (1.0 + z * q)
+        self.rg_sum += gdot * gdot * s / (alpha * (1.0 + z * q))
+        if z:
+            self.log_det += math.log1p(q)
+            # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only
+            atoms = store.field("z")[: e.shape[0]]
+            self._window.append(index, d_t * h, d_t * d_t * s + alpha, d_t * e * atoms,
+                                d_t * d_t * kappa + alpha, store.size)
+            self._note_selected(index)
+
     @property
     def coins(self) -> np.ndarray:
-        """The coin :math:`z_t` of every step (all ones for KONS)."""
+        """The coin :math:`z_t` of every step (all ones for KONS; with a window, of the
+        points held, in the store's ring order)."""
         return self._store.field("z").copy()
 
     @property
     def dictionary_size(self) -> int:
-        return self._chol.size
+        return self._chol.size if self.max_size is None else self._window.size
+
+
+class _Window:
+    r"""The inverse :math:`P = (\bar K_I + \alpha I)^{-1}` of a window's preconditioner,
+    indexed by the store's slots (zero rows and columns for the slots that are not atoms), and
+    the matrix :math:`M = \bar K_I + \alpha I` itself for the periodic recomputation.
+
+    The window adds an atom at the end and removes the oldest, which a Cholesky factor can
+    only do by updating the whole trailing factor; the inverse does both by one rank-one
+    update (bordering, and the Schur complement of a removed atom), ``O(m^2)`` in BLAS. Every
+    ``4 n`` modifications (``n`` slots) ``P`` is recomputed from ``M`` (``O(n^3)``, ``O(n^2)``
+    amortised), so rounding does not accumulate over an unbounded stream.
+    """
+
+    def __init__(self, capacity: int | None = None):
+        self.capacity = capacity  # slots at most (None: any number, for a caller's ring)
+        self.P = np.zeros((16, 16))
+        self.M = np.zeros((16, 16))
+        self.size = 0  # atoms
+        self._mods = 0
+        self.n_refreshes = 0
+
+    def _rank_one(self, n: int, a: np.ndarray, scale: float) -> None:
+        """``P[:n, :n] += scale a a^T``: in place by BLAS once the buffer is exactly full (the
+        ring's steady state), by numpy on the leading block while it grows."""
+        P = self.P
+        if n == P.shape[0]:
+            with scipy_one_thread:  # OpenBLAS threads dger at any size: under load, ms
+                dger(scale, a, a, a=P.T, overwrite_a=1)  # P is symmetric: P.T is P, F-ordered
+        else:
+            P[:n, :n] += np.multiply.outer(a, scale * a)
+
+    def solve(self, e: np.ndarray) -> np.ndarray:
+        """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
+        n = e.shape[0]
+        return self.P[:n, :n] @ e
+
+    def _reserve(self, n: int) -> None:
+        if n > self.P.shape[0]:
+            size = max(n, 2 * self.P.shape[0])
+            if self.capacity is not None:
+                size = min(size, self.capacity)
+            P, M = np.zeros((size, size)), np.zeros((size, size))
+            m = self.P.shape[0]
+            P[:m, :m], M[:m, :m] = self.P, self.M
+            self.P, self.M = P, M
+
+    def append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
+               diagonal: float, n: int) -> None:
+        """Border with the atom at ``slot``: ``a = P c`` over the old slots (``c`` its column
+        of ``M``), ``sigma = diagonal - c^T P c`` the Schur complement (``> 0``)."""
+        self._reserve(n)
+        m = a.shape[0]
+        P = self.P
+        self._rank_one(m, a, 1.0 / sigma)
+        P[slot, :m] = P[:m, slot] = -a / sigma
+        P[slot, slot] = 1.0 / sigma
+        self.M[slot, :m] = self.M[:m, slot] = column
+        self.M[slot, slot] = diagonal
+        self.size += 1
+        self._modified(n)
+
+    def remove(self, slot: int, n: int) -> float:
+        """Remove the atom at ``slot`` of the first ``n``; returns ``log P_jj``, the change of
+        ``log det M`` (the Schur complement of the other atoms)."""
+        P = self.P
+        pivot = float(P[slot, slot])
+        p = P[:n, slot].copy()
+        self._rank_one(n, p, -1.0 / pivot)
+        P[slot, :n] = P[:n, slot] = 0.0
+        self.M[slot, :n] = self.M[:n, slot] = 0.0
+        self.size -= 1
+        self._modified(n)
+        return math.log(pivot)
+
+    def _modified(self, n: int) -> None:
+        self._mods += 1
+        if self._mods >= max(4 * n, 64):
+            self.refresh()
+
+    def refresh(self) -> None:
+        """``P`` recomputed from ``M`` over the atoms (``O(m^3)``)."""
+        self._mods = 0
+        self.n_refreshes += 1
+        atoms = np.flatnonzero(np.diagonal(self.M))
+        self.P[:] = 0.0
+        if atoms.size:
+            sub = self.M[np.ix_(atoms, atoms)]
+            inverse = cho_solve(cho_factor(sub, lower=True, check_finite=False),
+                                np.eye(atoms.size), check_finite=False)
+            self.P[np.ix_(atoms, atoms)] = 0.5 * (inverse + inverse.T)
 
 
 class SketchedKONS(KONS):
@@ -430,7 +565,7 @@ class SketchedKONS(KONS):
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
         if d_t == 0.0:  # a zero gradient (a point beyond the squared hinge's margin)
             return int(self._kors._update_null())
-        column = d_t * e  # kappa and d_t were checked by the step, d_t^2 kappa + alpha too
+        column = d_t * self._atom_column(e)  # kappa, d_t and d_t^2 kappa + alpha were checked
         total = float(np.add.reduce(column))  # column.sum(), without its Python wrapper
         if not math.isfinite(total):  # finite iff every entry is (or refused)
             raise ValueError(overflow_message(self._kernel, total))
@@ -446,3 +581,7 @@ class SketchedKONS(KONS):
         coins = np.zeros(self.n_seen)
         coins[self._kors.indices] = 1.0
         return coins
+
+
+# A windowed learner's state holds a _Window: okoco files may hold it (okoco.persistence).
+persistence.register(_Window)
