@@ -156,6 +156,10 @@ class KONS(KernelLearner):
     # Whether a point outside the preconditioner (z_t = 0) whose coefficient is 0 is left out
     # of the store: it adds nothing to any later prediction (see SketchedKONS).
     _drops_null_points = False
+    # What a model saved before the window (no max_size in its state) reads: the unbounded
+    # learner (okoco.persistence rebuilds a nested learner from its saved state alone).
+    max_size = None
+    _window = None
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", max_size: int | None = DEFAULT_MAX_SIZE):
@@ -176,11 +180,21 @@ class KONS(KernelLearner):
         self._g = np.zeros(16)  # L^{-1} (D K c)_I
         self._selected = np.zeros(16, dtype=np.intp)  # store slot of each preconditioner atom
         self._refreshes_seen = 0
-        if ring is not None:  # the window's inverse form, indexed by store slot (see _Window)
-            self._window = _Window(ring)
+        # the window's inverse form, indexed by store slot (see _Window)
+        self._window = _Window(ring) if ring is not None else None
         self.online_effective_dimension = 0.0
         self.log_det = 0.0
         self.rg_sum = 0.0
+
+    @staticmethod
+    def _upgrade_state(state: dict) -> dict:
+        """The state of a model saved before the window (unbounded, with no ``max_size``) in
+        the current layout (called by ``okoco.persistence.load``)."""
+        if "max_size" in state:
+            return state
+        state = {**state, "max_size": None, "_window": None}
+        state.setdefault("_selected", np.zeros(16, dtype=np.intp))  # KONS: unused unbounded
+        return state
 
     # -- selection hooks (KONS keeps every point) -------------------------------------
 
@@ -198,6 +212,9 @@ class KONS(KernelLearner):
         return 1
 
     def _note_selected(self, index: int) -> None:
+        """Record the store slot of the atom just added (a window's atoms leave in order)."""
+        if self.max_size is None:  # every stored point is an atom, at its own position
+            return
         m = self.dictionary_size
         self._selected = reserve(self._selected, m)
         self._selected[m - 1] = index
@@ -574,6 +591,11 @@ class SketchedKONS(KONS):
 
     def _forget_atom(self) -> None:
         self._kors.remove(0)
+
+    def _note_selected(self, index: int) -> None:
+        m = self.dictionary_size  # every atom's slot, with or without a window
+        self._selected = reserve(self._selected, m)
+        self._selected[m - 1] = index
 
     @property
     def coins(self) -> np.ndarray:
