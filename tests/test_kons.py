@@ -367,3 +367,18 @@ def test_window_keeps_memory_flat():
 def test_max_size_is_checked(bad):
     with pytest.raises((TypeError, ValueError), match="max_size"):
         KONS(max_size=bad)
+
+
+@pytest.mark.parametrize("gamma", [1e-6, 1.0])
+def test_window_stays_finite_with_a_tiny_ridge_and_near_duplicate_points(gamma):
+    """The window's inverse with alpha = 1e-6 on points repeated up to 1e-13 (near the
+    conditioning of the unbounded learner's stability tests, which use 1e-8: there the window
+    refuses steps, documented), across many removals."""
+    rng = np.random.default_rng(1)
+    base = rng.uniform(-1, 1, size=(15, 2))
+    X = np.concatenate([base] * 20) + 1e-13 * rng.standard_normal((300, 2))
+    y = np.sin(3 * X[:, 0]) + 0.3 * X[:, 1]
+    model = KONS(kernel=kernels.RBF(gamma), C=1.0, alpha=1e-6, max_size=40)
+    preds = run(model, X, y)
+    assert np.all(np.isfinite(preds)) and np.all(np.abs(preds) <= 1.0)
+    assert model.dictionary_size == 40 and np.all(np.isfinite(model._window.P))
