@@ -370,10 +370,11 @@ def stored_sections() -> list[str]:
 
     parts, results = [], RESULTS.parent
     runs = [json.loads((results / name).read_text())
-            for name in ("bounded_auto.json", "bounded.json") if (results / name).exists()]
+            for name in ("bounded_auto.json", "bounded.json", "bounded_sketched.json")
+            if (results / name).exists()]
     if runs:
         merged = {"learners": {k: v for run in runs for k, v in run["learners"].items()}}
-        loads = "; ".join(f"{', '.join(f'{x:.1f}' for x in run['load_before'])} -> "
+        loads = "; ".join(f"{', '.join(f'{x:.1f}' for x in run['load_before'])} to "
                           f"{', '.join(f'{x:.1f}' for x in run['load_after'])}" for run in runs)
         parts.append("## Bounded along a long stream\n\n" + BOUNDED_STREAM_INTRO.format(
             loads=loads) + "\n" + bench_bounded.markdown(merged) + "\n")
@@ -389,10 +390,15 @@ BOUNDED_STREAM_INTRO = """Every learner at its defaults on river's `synth.Random
 classes, 50 centroids), standardized online, through `BinaryClassifier` (logistic loss; KRLS its
 squared loss), each in a process of its own, default BLAS threading
 (`python -m benchmarks.bench_bounded`). Every 10,000 steps: microseconds per step over the
-last 1,000 and the peak resident memory so far. A learner stops at its time limit (the steps
-column says how far it got). The machine (2 cores) was shared with other jobs: load averages
-(1, 5, 15 min) before and after each run: {loads}. Wall times under such a load are inflated
-several times; the flatness along the stream is the point.
+last 1,000 and the peak resident memory so far (Sketched-KONS, far slower today: every 1,000
+steps, over the last 200; its window removes atoms from KORS's Cholesky factor, whose
+`IncrementalCholesky.remove(0)` rebuilds the whole trailing factor in numpy: 52 of its 62 ms per
+step with 481 atoms, KORS keeping nearly every point of the window at `beta=10`, cProfile). A
+learner stops at its time limit (the steps column says how far it got). The machine (2 cores)
+was shared with other jobs: load averages (1, 5, 15 min) before and after each run:
+{loads}.
+Wall times under such a load are inflated several times; the flatness along the stream is the
+point.
 """
 
 DRIFT_INTRO = """river's drifting generators, {n} samples each, seeds {seeds}
@@ -405,8 +411,8 @@ defaults, features standardized online, raw regression targets (river's linear r
 `TargetStandardScaler`, as its docs advise). First table: the error over the whole stream
 (MAE or error rate, mean over the seeds); second: the error over the 1,000 samples before and
 after each drift point (mean over the seeds) and the samples after the drift point until the
-error over the last 500 is back within 10% of its level over the 500 before it, per seed (`-`:
-not within the stream).
+error over the last 500 is back within 10% of its level over the 500 before it, per seed (500,
+the smallest value the measure takes, means at once; `-`: not within the stream).
 """
 
 

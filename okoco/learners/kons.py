@@ -262,7 +262,9 @@ class KONS(KernelLearner):
         hh = dot(h, e)
         # kappa - hh = alpha phi^T A^{-1} phi lies in (0, kappa]: outside it, rounding in the
         # inverse's updates has grown (a tiny alpha, near-duplicate points): recompute it
-        if not (-1e-9 * kappa <= hh <= kappa * (1.0 + 1e-9)):
+        # (not for non-finite values: an overflowing input is refused, the state untouched)
+        if math.isfinite(hh) and math.isfinite(kappa) and not (
+                -1e-9 * kappa <= hh <= kappa * (1.0 + 1e-9)):
             self._window.refresh()
             h = self._window.solve(e)
             hh = dot(h, e)
