@@ -15,14 +15,21 @@ from okoco.learners import KONS, Auto
 from okoco.learners.auto import SharedPoints
 
 
-def expert_grid(d, loss, C):
+def expert_grid(d, loss, C, window=None):
     """The documented grid, built independently of Auto (each expert with kernels of its own):
-    the third expert is the exp-concave step for regression, RBF(1/d) for classification."""
+    the third expert is the exp-concave step for regression, RBF(1/d) for classification; with
+    a window, two forgetting experts over its newest fifth."""
     g = 1.0 / d
     third = ((kernels.RBF(0.2 * g), 1.0, "exp-concave") if isinstance(loss, losses.Squared)
              else (kernels.RBF(g), 0.1, "hessian"))
-    grid = [(kernels.RBF(0.2 * g), 0.1, "hessian"), (kernels.RBF(3 * g), 0.1, "hessian"), third]
-    return [KONS(kernel=k, loss=loss, C=C, alpha=a, eta=eta) for k, a, eta in grid]
+    grid = [(kernels.RBF(0.2 * g), 0.1, "hessian", window),
+            (kernels.RBF(3 * g), 0.1, "hessian", window), (*third, window)]
+    if window is not None:
+        short = max(2, int(0.2 * window))
+        grid += [(kernels.RBF(0.2 * g), 0.1, "hessian", short),
+                 (kernels.RBF(g), 0.1, "hessian", short)]
+    return [KONS(kernel=k, loss=loss, C=C, alpha=a, eta=eta, max_size=w)
+            for k, a, eta, w in grid]
 
 
 def bounded_stream(n=150, d=3, C=1.0, seed=0, labels=False):
@@ -58,7 +65,7 @@ def closed_form(preds, cumulative, recent, own, loss, C, rate, fast_rate, labels
 def test_predictions_and_weights_match_the_closed_form(loss, labels, discount):
     C = 2.0
     X, y = bounded_stream(C=C, labels=labels)
-    model = Auto(loss=loss, C=C, fast_discount=discount)
+    model = Auto(loss=loss, C=C, fast_discount=discount, max_size=None, scale_target=False)
     experts = expert_grid(X.shape[1], loss, C)
     cumulative, recent, own = np.zeros(len(experts)), np.zeros(len(experts)), 0.0
     rate = loss.exp_concavity(C)
@@ -86,7 +93,7 @@ def test_predictions_and_weights_match_the_closed_form(loss, labels, discount):
 
 def test_fast_rate_equal_to_the_rate_is_the_plain_weighted_average():
     X, y = bounded_stream(n=80)
-    model = Auto(C=1.0, fast_rate=1 / 8, fast_discount=1.0)
+    model = Auto(C=1.0, fast_rate=1 / 8, fast_discount=1.0, max_size=None, scale_target=False)
     experts = expert_grid(X.shape[1], losses.Squared(), 1.0)
     cumulative = np.zeros(len(experts))
     for x, target in zip(as_dicts(X), y):
@@ -111,12 +118,16 @@ def switching_stream(n=300, C=1.0, seed=1):
     (losses.Squared(), False, "uniform"), (losses.Squared(), False, "switching"),
     (losses.Logistic(), True, "uniform"), (losses.SquaredHinge(), True, "uniform")])
 @pytest.mark.parametrize(("fast_rate", "discount"), [(1.0, 0.99), (50.0, 0.5), (1.0, 1.0)])
+@pytest.mark.parametrize("window", [None, 40])
 def test_regret_to_the_best_expert_is_at_most_log_n_over_eta_at_every_step(loss, labels, stream,
-                                                                            fast_rate, discount):
+                                                                            fast_rate, discount,
+                                                                            window):
+    """Unbounded or windowed experts (the bound does not depend on what the experts are)."""
     C = 1.0
     X, y = (switching_stream(C=C) if stream == "switching"
             else bounded_stream(n=200, C=C, seed=3, labels=labels))
-    model = Auto(loss=loss, C=C, fast_rate=fast_rate, fast_discount=discount)
+    model = Auto(loss=loss, C=C, fast_rate=fast_rate, fast_discount=discount, max_size=window,
+                 scale_target=False)
     total = 0.0
     for x, target in zip(as_dicts(X), y):
         total += float(loss.value(target, model.predict_one(x)))
@@ -128,9 +139,10 @@ def test_regret_to_the_best_expert_is_at_most_log_n_over_eta_at_every_step(loss,
 
 
 @pytest.mark.parametrize("loss", [None, losses.Logistic()])
-def test_every_expert_computes_what_a_standalone_kons_computes(loss):
-    """The shared points and kernel rows change no expert's arithmetic (a feature that appears
-    late exercises the padding of the stored points)."""
+@pytest.mark.parametrize("window", [None, 60])
+def test_every_expert_computes_what_a_standalone_kons_computes(loss, window):
+    """The shared points (a shared ring with a window) and kernel rows change no expert's
+    arithmetic (a feature that appears late exercises the padding of the stored points)."""
     rng = np.random.default_rng(5)
     n = 300
     X = rng.normal(size=(n, 4))
@@ -138,21 +150,22 @@ def test_every_expert_computes_what_a_standalone_kons_computes(loss):
     y = np.sign(X[:, 0] + 0.2 * rng.normal(size=n)) if loss else np.tanh(X[:, 0] * X[:, 1])
     rows = [{f"x{j}": float(v) for j, v in enumerate(row) if not (j == 3 and i < n // 3)}
             for i, row in enumerate(X)]
-    model = Auto(loss=loss)
+    model = Auto(loss=loss, max_size=window, scale_target=False)
     model.learn_one(rows[0], y[0])
-    alone = expert_grid(3, model._loss, model.C)  # d = 3 at the first learn
+    alone = expert_grid(3, model._loss, model.C, window)  # d = 3 at the first learn
     for e in alone:
         e.learn_one(rows[0], y[0])
     for x, target in zip(rows[1:], y[1:]):
         v = model._features.encode(x, arrays=False)[0]
         shared = [e._clip(e._predict_vec(v)) for e in model.experts]
-        np.testing.assert_allclose(shared, [e.predict_one(x) for e in alone], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(shared, [e.predict_one(x) for e in alone], rtol=0, atol=1e-9)
         model.learn_one(x, target)
         for e in alone:
             e.learn_one(x, target)
-    assert model.dictionary_size == n and model._points.rows.n == n
-    for e in model.experts:
-        assert e._store.n == n
+    held = n if window is None else window + 1
+    assert model._points.rows.n == held
+    for e, a in zip(model.experts, alone):
+        assert e._store.n == held and e.dictionary_size == a.dictionary_size
 
 
 def test_shared_rows_equal_each_kernels_own_rows():
@@ -209,14 +222,14 @@ def test_a_failed_batch_changes_nothing():
 def test_a_refused_step_changes_nothing():
     """A target too large for the exp-concave expert's step (the hessian experts would take
     it): every expert's step is checked before any is taken, so no expert moves."""
-    model = Auto()
+    model = Auto(scale_target=False)
     for i in range(5):
         model.learn_one({"a": i / 5}, 0.1 * i)
     before = model.predict_one({"a": 0.2})
     with pytest.raises(ValueError, match="too large for a second-order step"):
         model.learn_one({"a": 0.3}, 1e100)
     assert model.n_seen == 5 and model._points.rows.n == 5
-    assert [(e.n_seen, e._store.n, e.dictionary_size) for e in model.experts] == [(5, 5, 5)] * 3
+    assert [(e.n_seen, e._store.n, e.dictionary_size) for e in model.experts] == [(5, 5, 5)] * 5
     assert model.predict_one({"a": 0.2}) == before
     model.learn_one({"a": 0.3}, 0.5)  # and it goes on
     assert model.n_seen == 6
@@ -241,8 +254,8 @@ def test_leader_and_bad_parameters():
         model.learn_one(x, target)
     best = model.experts[int(np.argmin(model.cumulative_losses))]
     assert model.leader == (f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, "
-                            f"eta={best.eta!r})")
-    assert model.dictionary_size == 40
+                            f"eta={best.eta!r}, max_size={best.max_size!r})")
+    assert model.dictionary_size == min(40, best.max_size)
 
     class NoRate(losses.Squared):
         exp_concavity = None
@@ -256,6 +269,13 @@ def test_leader_and_bad_parameters():
     for bad in (0.0, 1.5):
         with pytest.raises(ValueError, match="fast_discount"):
             Auto(fast_discount=bad)
+    for bad in (0, 4, -1):
+        with pytest.raises(ValueError, match="max_size"):
+            Auto(max_size=bad)
+    with pytest.raises(TypeError, match="max_size"):
+        Auto(max_size=10.5)
+    with pytest.raises(TypeError, match="scale_target"):
+        Auto(scale_target="yes")
 
 
 @pytest.mark.parametrize("checkpoint", [False, True])
@@ -271,3 +291,55 @@ def test_cli_replay_summary_names_the_leader(tmp_path, checkpoint):
     assert line.split(None, 1)[1] == model.regressor["Auto"].leader
     other = CliRunner().invoke(app, ["replay", "sinc", "-d", "n=30", "-l", "kons"])
     assert "leader" not in other.stdout
+
+
+def test_raw_targets_are_standardized_inside_as_river_does_it():
+    """Auto on raw targets = mean + std * (Auto on targets standardized by the running mean and
+    standard deviation, ddof 1, including the current target), with the statistics of the
+    targets seen so far at each prediction: an independent numpy reference."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(150, 3))
+    y = 40.0 + 5.0 * np.sin(X[:, 0]) + 2.0 * X[:, 1] + np.linspace(0, 10, 150)
+    raw = Auto(max_size=50)
+    scaled = Auto(max_size=50, scale_target=False)
+    for t, (x, target) in enumerate(zip(as_dicts(X), y)):
+        mean = y[:t].mean() if t else 0.0
+        std = y[:t].std(ddof=1) if t > 1 else 0.0
+        assert raw.predict_one(x) == pytest.approx(mean + std * scaled.predict_one(x),
+                                                   rel=1e-9, abs=1e-9)
+        seen = y[: t + 1]
+        z = (target - seen.mean()) / seen.std(ddof=1) if t else 0.0
+        raw.learn_one(x, target)
+        scaled.learn_one(x, z)
+    assert raw.target_count == 150 and raw.target_mean == pytest.approx(y.mean())
+    assert raw.target_std == pytest.approx(y.std(ddof=1))
+
+
+def test_raw_trump_approval_is_within_5_percent_of_the_scaled_result_without_a_warning():
+    import warnings
+
+    rows = list(datasets.TrumpApproval().take(400))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        raw = evaluate.progressive_val_score(
+            rows, preprocessing.StandardScaler() | Auto(), metrics.MAE()).get()
+    scaled = evaluate.progressive_val_score(
+        rows, preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | Auto()),
+        metrics.MAE()).get()
+    assert raw <= 1.05 * scaled
+
+
+def test_the_window_bounds_memory_and_follows_a_switch():
+    """Bounded: the shared ring and every expert's state stop growing; the forgetting experts
+    lead after the target function flips."""
+    rng = np.random.default_rng(6)
+    n = 600
+    X = rng.normal(size=(n, 2))
+    y = np.where(np.arange(n) < 300, 1.0, -1.0) * np.tanh(2 * X[:, 0])
+    model = Auto(max_size=100, scale_target=False, C=1.0)
+    for x, target in zip(as_dicts(X), y):
+        model.learn_one(x, target)
+    assert model._points.rows.n == 101 and model._points.rows.data.shape[0] <= 202
+    assert all(e._window.P.shape == (101, 101) for e in model.experts)
+    assert [e.dictionary_size for e in model.experts] == [100, 100, 100, 20, 20]
+    assert np.argmax(model.fast_weights) in (3, 4)  # a forgetting expert leads lately

@@ -45,7 +45,8 @@ def test_quick_start_default_replay_is_auto_as_in_python():
     result = run("replay", "trump-approval", "--json")
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
-    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | Auto())
+    # Auto standardizes the targets itself: the CLI does not wrap it in TargetStandardScaler
+    model = preprocessing.StandardScaler() | Auto()
     expected = river_evaluate.progressive_val_score(river_datasets.TrumpApproval(), model,
                                                     metrics.MAE()).get()
     assert summary["learner"] == "auto" and summary["metrics"]["MAE"] == expected

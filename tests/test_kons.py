@@ -265,3 +265,120 @@ def test_progressive_validation_and_classification():
     )
     acc = evaluate.progressive_val_score(datasets.Phishing(), clf, metrics.Accuracy())
     assert acc.get() > 0.85
+
+
+# -- the window (max_size) ------------------------------------------------------------------
+
+
+def windowed_krr_predictions(X, y, kernel, alpha, window):
+    """Kernel ridge regression with ridge alpha/2 on the last ``window`` points, densely."""
+    K = kernel(X)
+    preds = []
+    for t in range(len(X)):
+        lo = max(0, t - window)
+        if t == 0:
+            preds.append(0.0)
+            continue
+        Kw = K[lo:t, lo:t]
+        coef = np.linalg.solve(Kw + 0.5 * alpha * np.eye(t - lo), y[lo:t])
+        preds.append(float(K[t, lo:t] @ coef))
+    return np.array(preds)
+
+
+@pytest.mark.parametrize("window", [1, 7, 30])
+def test_window_with_the_squared_loss_is_sliding_window_kernel_ridge_regression(window):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(120, 3))
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] * X[:, 2]
+    kernel = kernels.RBF(0.4)
+    model = KONS(kernel=kernel, C=1e6, alpha=0.2, eta="hessian", max_size=window)
+    got = run(model, X, y)
+    expected = windowed_krr_predictions(X, y, kernel, 0.2, window)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    assert model.dictionary_size == window and model._store.n <= window + 1
+
+
+def windowed_kons_reference(X, y, kernel, loss, C, alpha, window, coins=None):
+    """Windowed KONS (curvature step) from its definition, with dense solves: w = A^{-1} b over
+    the points of the window, A = alpha I + sum_I d_s^2 phi_s phi_s^T, b = sum_s c_s phi_s,
+    the oblique projection onto |f(x_t)| <= C and the coefficient of the step."""
+    pts, ds, cs, zs, preds = [], [], [], [], []
+    for t, (x, target) in enumerate(zip(X, y)):
+        if pts:
+            P = np.array(pts)
+            k = kernel(P, x[None, :])[:, 0]
+            c, dv, I = np.array(cs), np.array(ds), np.flatnonzero(zs)
+            KI = kernel(P[I], P)
+            M = alpha * np.eye(len(I)) + dv[I, None] * KI[:, I] * dv[None, I]
+            e = dv[I] * k[I]
+            ybar = (k @ c - e @ np.linalg.solve(M, dv[I] * (KI @ c))) / alpha
+            s = 1.0 - e @ np.linalg.solve(M, e)
+        else:
+            ybar, s = 0.0, 1.0
+        excess = float(h(ybar, C))
+        yhat = ybar - excess
+        preds.append(yhat)
+        gdot = float(loss.derivative(target, yhat))
+        weight = float(loss.second_derivative(target, yhat))
+        z = 1 if coins is None else coins[t]
+        c_t = z * weight * yhat - gdot - alpha * excess / max(s, 1e-12)
+        pts.append(x)
+        ds.append(math.sqrt(weight))
+        cs.append(c_t)
+        zs.append(z)
+        if len(pts) > window:
+            del pts[0], ds[0], cs[0], zs[0]
+    return np.array(preds)
+
+
+@pytest.mark.parametrize("loss", [losses.Logistic(), losses.Squared()])
+def test_window_equals_a_dense_windowed_kons_with_active_projections(loss):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 2))
+    y = np.sign(X[:, 0] * X[:, 1] + 0.2) if isinstance(loss, losses.Logistic) else \
+        np.tanh(2 * X[:, 0]) * 1.5
+    kernel, C = kernels.RBF(0.7), 0.8
+    model = KONS(kernel=kernel, loss=loss, C=C, alpha=0.3, max_size=25)
+    got = run(model, X, y)
+    expected = windowed_kons_reference(X, y, kernel, loss, C, 0.3, 25)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    assert np.mean(np.abs(expected) >= C - 1e-12) > 0.1  # the projection was active
+
+
+def test_window_none_is_the_unbounded_learner_and_large_windows_never_remove():
+    X, y = squared_stream(n=80)
+    unbounded = run(KONS(kernel=kernels.RBF(1.0), C=1.0, max_size=None), X, y)
+    large = run(KONS(kernel=kernels.RBF(1.0), C=1.0, max_size=80), X, y)
+    np.testing.assert_allclose(large, unbounded, rtol=0, atol=1e-9)  # the inverse form
+    short = KONS(kernel=kernels.RBF(1.0), C=1.0, max_size=10)
+    assert not np.array_equal(run(short, X, y), unbounded)
+
+
+def test_window_keeps_memory_flat():
+    X, y = squared_stream(n=300)
+    model = KONS(max_size=20)
+    run(model, X, y)
+    assert model.dictionary_size == 20
+    assert model._store.n == 21 and model._store.data.shape[0] <= 42  # a ring of 21 slots
+    assert model._chol.capacity <= 64
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "10"])
+def test_max_size_is_checked(bad):
+    with pytest.raises((TypeError, ValueError), match="max_size"):
+        KONS(max_size=bad)
+
+
+@pytest.mark.parametrize("gamma", [1e-6, 1.0])
+def test_window_stays_finite_with_a_tiny_ridge_and_near_duplicate_points(gamma):
+    """The window's inverse with alpha = 1e-6 on points repeated up to 1e-13 (near the
+    conditioning of the unbounded learner's stability tests, which use 1e-8: there the window
+    refuses steps, documented), across many removals."""
+    rng = np.random.default_rng(1)
+    base = rng.uniform(-1, 1, size=(15, 2))
+    X = np.concatenate([base] * 20) + 1e-13 * rng.standard_normal((300, 2))
+    y = np.sin(3 * X[:, 0]) + 0.3 * X[:, 1]
+    model = KONS(kernel=kernels.RBF(gamma), C=1.0, alpha=1e-6, max_size=40)
+    preds = run(model, X, y)
+    assert np.all(np.isfinite(preds)) and np.all(np.abs(preds) <= 1.0)
+    assert model.dictionary_size == 40 and np.all(np.isfinite(model._window.P))

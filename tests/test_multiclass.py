@@ -68,8 +68,10 @@ def test_each_class_is_the_standalone_learner_of_its_one_vs_rest_targets(name):
 
 def test_same_accuracy_as_rivers_one_vs_rest_on_image_segments():
     data = list(datasets.ImageSegments().take(300))
-    ours = MulticlassClassifier(KONS(loss=losses.Logistic()))
-    theirs = multiclass.OneVsRestClassifier(BinaryClassifier(KONS(loss=losses.Logistic())))
+    # the unbounded KONS, whose classes share one store (classes arrive late in this stream)
+    ours = MulticlassClassifier(KONS(loss=losses.Logistic(), max_size=None))
+    theirs = multiclass.OneVsRestClassifier(
+        BinaryClassifier(KONS(loss=losses.Logistic(), max_size=None)))
     scale = {k: max(abs(x[k]) for x, _ in data) or 1.0 for k in data[0][0]}
     agree = 0
     for x, y in data:
@@ -81,7 +83,8 @@ def test_same_accuracy_as_rivers_one_vs_rest_on_image_segments():
 
 
 def test_kons_classes_share_one_store_of_points():
-    model = MulticlassClassifier(KONS(loss=losses.Logistic()))
+    # the unbounded KONS shares one store (a windowed one keeps its own window)
+    model = MulticlassClassifier(KONS(loss=losses.Logistic(), max_size=None))
     for x, y in rows(30):
         model.learn_one(x, y)
     stores = {id(m._store.points) for m in model.learners}

@@ -368,7 +368,7 @@ def test_kons_adversarial_example_log_regret():
 
     C = 1.0
     model = KONS(kernel=kernels.RBF(1.0), loss=losses.Squared(), C=C, alpha=1.0,
-                 eta="exp-concave")  # eta = sigma = 1/(8 C^2)
+                 eta="exp-concave", max_size=None)  # eta = sigma = 1/(8 C^2); Theorem 1's KONS
     cps = [100, 200, 500, 1000, 2000, 4000]
     tr = RegretTracker(losses.Squared(), Zero(), checkpoints=cps)
     for t in range(cps[-1]):

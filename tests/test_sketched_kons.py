@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from primal import feasible_linear_stream, primal_ons, regret_inequality_slack
 from river import checks, datasets, evaluate, metrics, preprocessing
-from streams import run, unit_rows
+from streams import as_dicts, run, unit_rows
 from test_kons import ftl_kernel_ridge, regression_stream
 
 from okoco import BinaryClassifier, kernels, losses
@@ -195,3 +195,37 @@ def test_a_feature_first_seen_beyond_the_margin_is_registered_and_used_later(p_m
     assert "extra" in a._features.columns and a._store.d == 5
     assert a._store.size == b._store.size < a.n_seen
     assert a.coins.tolist() == b.coins.tolist()
+
+
+# -- the window (max_size) ------------------------------------------------------------------
+
+
+def test_window_with_p_min_one_is_windowed_kons():
+    X, y = stream(n=120, seed=5)
+    kons = run(KONS(kernel=kernels.RBF(1.0), C=0.5, max_size=15), X, y)
+    sketched = run(SketchedKONS(kernel=kernels.RBF(1.0), C=0.5, p_min=1.0, max_size=15,
+                                seed=0), X, y)
+    np.testing.assert_array_equal(sketched, kons)
+
+
+def test_window_equals_a_dense_windowed_sketched_kons_replaying_the_coins():
+    from test_kons import windowed_kons_reference
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(200, 2))
+    y = np.sign(X[:, 0] - X[:, 1] ** 2 + 0.5)
+    kernel, loss, C, alpha, window = kernels.RBF(1.0), losses.Logistic(), 1.0, 0.5, 30
+    model = SketchedKONS(kernel=kernel, loss=loss, C=C, alpha=alpha, beta=2.0, max_size=window,
+                         seed=1)
+    got, coins = [], []
+    for x, target in zip(as_dicts(X), y):
+        got.append(model.predict_one(x))
+        model.learn_one(x, target)
+        coins.append(int(model._kors.last_added))
+        assert model.dictionary_size == model._kors.size <= window
+    assert 0 < sum(coins) < len(coins)
+    expected = windowed_kons_reference(X, y, kernel, loss, C, alpha, window, coins=coins)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    assert model._store.n == window + 1
+    # KORS holds exactly the coins of the window's points
+    assert set(model._kors.indices) == {t for t in range(len(X) - window, len(X)) if coins[t]}

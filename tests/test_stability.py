@@ -109,9 +109,10 @@ def assert_factorizations_hold(model, X):
 def learners(C=1.0, kernel=None, alpha=1.0):
     kernel = kernel or kernels.RBF(1.0)
     return {
-        "kons": lambda: KONS(kernel=kernel, C=C, alpha=alpha),
+        # the unbounded learners: these checks read their factorizations (max_size=None)
+        "kons": lambda: KONS(kernel=kernel, C=C, alpha=alpha, max_size=None),
         "sketched": lambda: SketchedKONS(kernel=kernel, C=C, alpha=alpha, beta=2.0, p_min=0.05,
-                                         seed=0),
+                                         seed=0, max_size=None),
         "fgd": lambda: FunctionalGD(kernel=kernel, C=C, eta=0.5),
         "krls": lambda: KRLS(kernel=kernel, C=C, nu=1e-6),
     }
@@ -240,7 +241,8 @@ def long_stream(T, seed=0):
 
 
 LONG = {
-    "sketched": lambda: SketchedKONS(kernel=kernels.RBF(1.0), C=1.5, eta=1.0, beta=1.0, seed=0),
+    "sketched": lambda: SketchedKONS(kernel=kernels.RBF(1.0), C=1.5, eta=1.0, beta=1.0, seed=0,
+                                     max_size=None),
     "krls": lambda: KRLS(kernel=kernels.RBF(1.0), nu=1e-3, C=1.5),
     "fgd": lambda: FunctionalGD(kernel=kernels.RBF(1.0), C=1.5, eta=0.2, budget=200),
 }

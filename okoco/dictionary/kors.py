@@ -224,3 +224,31 @@ class KORS(Dictionary):
         self.n_seen += 1
         self.last_tau, self.last_p, self.last_q, self.last_added = tau, p, q, added
         return added, tau, p
+
+    def remove(self, position: int) -> None:
+        """Drop the atom at ``position`` (storage order) from the dictionary, ``O(m^2)``.
+
+        Its row and column leave the factor of ``S K_II S + alpha I``; the other atoms keep
+        their weights. Sketched-KONS's window calls it when the point leaves. Theorem 2's
+        statement is about the dictionary built from every point seen: after a removal it no
+        longer applies as stated.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco.kernels import RBF
+        >>> kors = KORS(RBF(gamma=1.0), alpha=1.0, beta=100.0, seed=0)
+        >>> _ = kors.update_many(np.array([[0.0], [1.0], [2.0]]))
+        >>> kors.remove(0)
+        >>> kors.indices, kors.cholesky.size
+        (array([1, 2]), 2)
+        """
+        m = self._size
+        if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
+            raise TypeError(f"position must be an integer, got {position!r}")
+        if not 0 <= position < m:
+            raise ValueError(f"position must be in [0, {m}), got {position!r}")
+        self._chol.remove(int(position))
+        keep = np.ones(m, dtype=bool)
+        keep[position] = False
+        self._keep(keep)

@@ -140,7 +140,8 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     elif task == "multiclass":
         learner = MulticlassClassifier(learner)
     model = preprocessing.StandardScaler() | learner if scale else learner
-    if task == "regression" and scale_target:
+    # a learner that standardizes its targets itself (Auto) is not wrapped a second time
+    if task == "regression" and scale_target and not getattr(learner, "scale_target", False):
         model = preprocessing.TargetStandardScaler(model)
     return model, learner
 

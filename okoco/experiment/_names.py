@@ -99,7 +99,7 @@ def parameters(cls: type) -> dict[str, inspect.Parameter]:
     >>> from okoco.experiment import parameters
     >>> from okoco.learners import KONS
     >>> list(parameters(KONS))
-    ['kernel', 'loss', 'C', 'alpha', 'eta']
+    ['kernel', 'loss', 'C', 'alpha', 'eta', 'max_size']
     """
     return {k: p for k, p in inspect.signature(cls.__init__).parameters.items()
             if k != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}

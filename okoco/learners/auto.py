@@ -29,12 +29,27 @@ average weighs the experts by their discounted losses :math:`R_{t,i} = \gamma R_
 
 The experts share one store of the points, and each distinct kernel's row is computed once per
 step (:class:`SharedPoints`); each expert's arithmetic is that of a standalone KONS.
+
+**Bounded experts.** By default every expert is a windowed KONS (``max_size``): the store is one
+ring of the last ``max_size`` points, shared by every expert, and two of the experts forget
+faster (they keep only the newest fifth of it), so that the mixture can follow a drifting
+stream. The argument above never used what the experts are: it holds for any experts whose
+predictions are made before the target is seen, windowed or not, so the bound
+:math:`\log N/\eta` to the best expert holds on every stream exactly as stated, against the
+bounded experts (what a window does to each expert's own regret is in :class:`KONS`).
+
+**Targets in their own units.** For regression ``Auto`` standardizes the targets online (a
+running mean and standard deviation, as river's ``TargetStandardScaler``), trains and weighs
+its experts on the standardized targets and predicts in the target's units. The guarantee is
+then about the squared loss of the standardized targets :math:`(y_t - \mu_t)/\sigma_t` (the
+statistics including :math:`y_t`), which must lie in :math:`[-C, C]`; ``C`` bounds the
+standardized prediction.
 """
 
 from __future__ import annotations
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -46,6 +61,11 @@ from okoco.learners.kons import KONS
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]
 
+#: Auto's default window (``max_size``), chosen by measurement (docs/defaults.md).
+DEFAULT_WINDOW = 500
+#: The forgetting experts keep this fraction of the window (the newest points).
+SHORT_FRACTION = 0.2
+
 
 class SharedPoints:
     """The points several KONS experts store, held once, and their kernel rows at one input.
@@ -56,6 +76,10 @@ class SharedPoints:
     the same floating-point operations as the kernel's own call (so ``RBF(g) + g * Linear()``
     reuses the row of ``RBF(g)``). Kernels are recognised by identity: the experts should hold
     the same object for the same kernel. Any other kernel (or a normalised one) is called as is.
+
+    With ``max_size`` the points are a ring of that many slots (``okoco._input.Rows``): once
+    full, each new point overwrites the oldest, and :meth:`next_slot` says which slot the next
+    one takes (the experts write their values there first).
 
     Examples
     --------
@@ -70,8 +94,8 @@ class SharedPoints:
     True
     """
 
-    def __init__(self):
-        self.rows = Rows()
+    def __init__(self, max_size: int | None = None):
+        self.rows = Rows(max_size=max_size)  # a ring of max_size slots (None: unbounded)
         self._forget()
 
     def _forget(self) -> None:
@@ -84,6 +108,13 @@ class SharedPoints:
 
     def append(self, v: np.ndarray) -> None:
         self.rows.append(v)
+
+    def next_slot(self) -> int:
+        """The slot the next :meth:`append` writes (the oldest point's, once a ring is full)."""
+        rows = self.rows
+        if rows.max_size is not None and rows.n == rows.max_size:
+            return rows.n_added % rows.max_size
+        return rows.n
 
     def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:
         return self.rows.kernel_block(kernel, V)
@@ -149,8 +180,10 @@ class ExpertRows:
     """One expert's per-point values over points held by a :class:`SharedPoints`.
 
     The part of ``okoco._input.Rows`` that KONS uses (``size``, ``field``, ``append``,
-    ``kernel_row``, ``kernel_block``), without a copy of the points: ``append`` stores the
-    values only, and the owner appends the point to the shared store once every expert has.
+    ``kernel_row``, ``kernel_block``, and the ring's ``data``, ``d``, ``n_added`` and
+    ``max_size`` for a windowed expert), without a copy of the points: ``append`` stores the
+    values only, at the slot the shared store's next point takes, and the owner appends the
+    point to the shared store once every expert has.
     """
 
     def __init__(self, points: SharedPoints, fields: tuple[str, ...] = ("d", "c", "Kc", "z")):
@@ -166,15 +199,32 @@ class ExpertRows:
         return self.fields[name][: self.n]
 
     def append(self, row: np.ndarray, **values: float) -> int:
-        slot = self.n
+        slot = self.points.next_slot()
         fields = self.fields
-        if slot == next(iter(fields.values())).shape[0]:  # full: double every field
+        if slot >= next(iter(fields.values())).shape[0]:  # full: double every field
             for name in fields:
                 fields[name] = reserve(fields[name], slot + 1)
         for name, value in values.items():
             fields[name][slot] = value
-        self.n = slot + 1
+        if slot >= self.n:
+            self.n = slot + 1
         return slot
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.points.rows.data
+
+    @property
+    def d(self) -> int:
+        return self.points.rows.d
+
+    @property
+    def n_added(self) -> int:
+        return self.points.rows.n_added
+
+    @property
+    def max_size(self) -> int | None:
+        return self.points.rows.max_size
 
     def kernel_row(self, kernel, v: np.ndarray) -> np.ndarray:
         return self.points.kernel_row(kernel, v)
@@ -208,18 +258,19 @@ class Auto(KernelLearner):
     spent.
 
     The experts are built at the first learn, when ``d`` (the number of features) is known;
-    the grid was chosen by measurement on the defaults table of the docs (three experts: each
-    one adds its own factorization to the cost): ``KONS(eta="hessian")`` with ``RBF(0.2/d)``
-    (smooth) and with ``RBF(3/d)`` (narrow), both with ridge 0.1, and a third that depends on
-    the task. For regression it is ``KONS(eta="exp-concave")`` with ``RBF(0.2/d)`` and ridge 1
+    the grid was chosen by measurement on the defaults table of the docs: ``KONS(eta="hessian")``
+    with ``RBF(0.2/d)`` (smooth) and with ``RBF(3/d)`` (narrow), both with ridge 0.1, and a third
+    that depends on the task, each over the window of ``max_size`` points; with a window, two
+    forgetting experts over its newest fifth (the curvature step, ridge 0.1, ``RBF(0.2/d)`` and
+    ``RBF(1/d)``). For regression it is ``KONS(eta="exp-concave")`` with ``RBF(0.2/d)`` and ridge 1
     (a slower, steadier step, which led on trending streams; it shares the first expert's
     kernel row). For classification (labels do not trend) it is the default KONS,
     ``RBF(1/d)`` with ridge 0.1 and the curvature step, whose logistic loss was lower than the
     exp-concave expert's on every classification stream measured but german
     (``docs/guide/auto.md``). They share the stored points and each kernel's row
     (:class:`SharedPoints`); each expert computes exactly what a standalone KONS with its
-    settings computes. Inputs should be standardized (river's ``StandardScaler``), and
-    regression targets too (``TargetStandardScaler``), as for every okoco learner.
+    settings computes. Inputs should be standardized (river's ``StandardScaler``); regression
+    targets need not be (``scale_target``).
 
     Parameters
     ----------
@@ -238,6 +289,16 @@ class Auto(KernelLearner):
         stream; 1 keeps the cumulative losses. The default 0.99 (a memory of about 100 steps)
         was checked on the defaults table and on streams outside it (``docs/guide/auto.md``).
         It does not change the guarantee.
+    max_size
+        The window shared by the experts: the last ``max_size`` points (at least 5), so that
+        memory and the step stay bounded on an unbounded stream (``O(max_size^2)`` per expert).
+        ``None`` keeps every point (the grid of three unbounded KONS, ``O(t^2)`` per step:
+        for short streams, or to reproduce the unbounded learners of the theory). The default
+        was chosen by measurement (docs/defaults.md).
+    scale_target
+        Regression only: standardize the targets online inside and predict in their units
+        (default). ``False`` learns the targets as given (then standardize them yourself:
+        ``C`` bounds the predictions in the targets' units).
 
     Attributes
     ----------
@@ -253,6 +314,9 @@ class Auto(KernelLearner):
         Each expert's loss summed over the steps learned.
     cumulative_loss
         ``Auto``'s own loss summed over the steps learned (its prediction at each learned input).
+        With ``scale_target`` the losses are those of the standardized targets.
+    target_mean, target_std, target_count
+        The running statistics of the targets (regression with ``scale_target``).
     slack
         :math:`\Phi - A \ge 0`, what the guarantee leaves to spend on the faster average.
     leader
@@ -264,23 +328,28 @@ class Auto(KernelLearner):
     --------
     >>> from river import datasets, evaluate, metrics, preprocessing
     >>> from okoco.learners import Auto
-    >>> model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | Auto())
+    >>> model = preprocessing.StandardScaler() | Auto()  # raw targets: scaled inside
     >>> evaluate.progressive_val_score(datasets.TrumpApproval().take(200), model, metrics.MAE())
     MAE: ...
-    >>> print(model.regressor["Auto"].leader)
-    KONS(kernel=..., alpha=..., eta=...)
+    >>> print(model["Auto"].leader)
+    KONS(kernel=..., alpha=..., eta=..., max_size=...)
     """
 
     _parameter_constraints = {"fast_rate": [Interval(Real, 0, None, closed="neither")],
-                              "fast_discount": [Interval(Real, 0, 1, closed="right")]}
+                              "fast_discount": [Interval(Real, 0, 1, closed="right")],
+                              "max_size": [None, Interval(Integral, 5, None, closed="left")],
+                              "scale_target": ["boolean"]}
 
     def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0,
-                 fast_discount: float = 0.99):
+                 fast_discount: float = 0.99, max_size: int | None = DEFAULT_WINDOW,
+                 scale_target: bool = True):
         self.kernel = None
         self.loss = loss
         self.C = C
         self.fast_rate = fast_rate
         self.fast_discount = fast_discount
+        self.max_size = max_size
+        self.scale_target = scale_target
         self._setup()
         if not callable(getattr(self._loss, "exp_concavity", None)):
             raise TypeError(f"Auto needs loss.exp_concavity (the weight rate): {self._loss!r}")
@@ -290,13 +359,44 @@ class Auto(KernelLearner):
         bound = self.C if _is_regression(self._loss) else 1.0
         self._target_ends = np.array([-bound, bound, -bound, bound])
 
+    @property
+    def _scales(self) -> bool:
+        """Whether targets are standardized inside (regression with ``scale_target``)."""
+        return self.scale_target and _is_regression(self._loss)
+
     def _reset_state(self) -> None:
         self.experts: list[KONS] = []
         self.cumulative_losses = np.zeros(0)
         self.recent_losses = np.zeros(0)
         self.cumulative_loss = 0.0
-        self._points = SharedPoints()
+        # one ring of points for every expert: the window and the slot the next point takes
+        self._points = SharedPoints(None if self.max_size is None else self.max_size + 1)
         self._mixture = None  # (both weight tuples, slack) until the next learn
+        # Welford's running count, mean and sum of squared deviations of the raw targets
+        self.target_count, self.target_mean, self._target_m2 = 0, 0.0, 0.0
+
+    @property
+    def target_std(self) -> float:
+        """The running standard deviation of the targets (``ddof=1``, as river's
+        ``TargetStandardScaler``; 0 before two targets)."""
+        n = self.target_count
+        return math.sqrt(self._target_m2 / (n - 1)) if n > 1 else 0.0
+
+    def _unscale(self, z):
+        """A standardized prediction in the target's units."""
+        return self.target_mean + self.target_std * z if self._scales else z
+
+    def predict_one(self, x: dict) -> float:
+        """``clip(f(x), -C, C)``, in the target's units when they are standardized inside
+        (``mean + std * clip(f(x), -C, C)``)."""
+        return float(self._unscale(super().predict_one(x)))
+
+    def predict_many(self, X):
+        return self._unscale(super().predict_many(X))
+
+    def _watch_target_scale(self, abs_sum: float, count: int) -> None:
+        if not self._scales:  # raw targets are standardized inside: no warning is due
+            super()._watch_target_scale(abs_sum, count)
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
@@ -306,14 +406,20 @@ class Auto(KernelLearner):
     def _build_experts(self, d: int) -> list[KONS]:
         """The grid as standalone KONS (equal kernels are one object, so rows can be shared):
         the task's third expert is the steady exp-concave step for regression, the default
-        ``RBF(1/d)`` curvature step for classification."""
+        ``RBF(1/d)`` curvature step for classification; with a window, two forgetting experts
+        keep only its newest ``SHORT_FRACTION``."""
         g = 1.0 / max(d, 1)
-        smooth = _kernels.RBF(0.2 * g)
+        smooth, middle = _kernels.RBF(0.2 * g), _kernels.RBF(g)
         third = ((smooth, 1.0, "exp-concave") if _is_regression(self._loss)
-                 else (_kernels.RBF(g), 0.1, "hessian"))
-        grid = [(smooth, 0.1, "hessian"), (_kernels.RBF(3.0 * g), 0.1, "hessian"), third]
-        return [KONS(kernel=k, loss=self._loss, C=self.C, alpha=a, eta=eta)
-                for k, a, eta in grid]
+                 else (middle, 0.1, "hessian"))
+        W = self.max_size
+        grid = [(smooth, 0.1, "hessian", W), (_kernels.RBF(3.0 * g), 0.1, "hessian", W),
+                (*third, W)]
+        if W is not None:
+            short = max(2, int(SHORT_FRACTION * W))
+            grid += [(smooth, 0.1, "hessian", short), (middle, 0.1, "hessian", short)]
+        return [KONS(kernel=k, loss=self._loss, C=self.C, alpha=a, eta=eta, max_size=w)
+                for k, a, eta, w in grid]
 
     # -- weights --------------------------------------------------------------------------
 
@@ -351,7 +457,8 @@ class Auto(KernelLearner):
         if not self.experts:
             return None
         best = self.experts[int(np.argmin(self.cumulative_losses))]
-        return f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, eta={best.eta!r})"
+        return (f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, eta={best.eta!r}, "
+                f"max_size={best.max_size!r})")
 
     # -- the learner protocol -------------------------------------------------------------
 
@@ -390,9 +497,18 @@ class Auto(KernelLearner):
             self.experts = self._build_experts(v.shape[0])
             for expert in self.experts:
                 expert._store = ExpertRows(self._points)
+                if expert.max_size is not None:  # its slots are the shared ring's
+                    expert._window.capacity = self._points.rows.max_size
             self.cumulative_losses = np.zeros(len(self.experts))
             self.recent_losses = np.zeros(len(self.experts))
         experts = self.experts
+        if self._scales:  # river's TargetStandardScaler: update the statistics, then scale
+            n = self.target_count + 1
+            delta = y - self.target_mean
+            mean = self.target_mean + delta / n
+            m2 = self._target_m2 + delta * (y - mean)
+            std = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
+            y = (y - mean) / std if std > 0 else 0.0
         analyses, preds, own = self._analyse(v)
         # every expert's step is checked before any is taken: a refused step changes nothing
         steps = [e._check_step(y, e._step(e.n_seen + 1), a) for e, a in zip(experts, analyses)]
@@ -401,6 +517,10 @@ class Auto(KernelLearner):
             expert._apply_step(v, analysis, step)
             expert.n_seen += 1
         self._points.append(v)
+        for expert in experts:  # each window forgets its oldest point, once v is stored
+            expert._forget_oldest()
+        if self._scales:
+            self.target_count, self.target_mean, self._target_m2 = n, mean, m2
         self.cumulative_losses = self.cumulative_losses + losses[:-1]
         self.recent_losses = self.fast_discount * self.recent_losses + losses[:-1]
         self.cumulative_loss += float(losses[-1])
@@ -408,7 +528,7 @@ class Auto(KernelLearner):
 
     @property
     def dictionary_size(self) -> int:
-        """Points stored by the leading expert (every expert stores every point)."""
+        """Points in the leading expert's window (every expert stores every point of it)."""
         if not self.experts:
             return 0
         return self.experts[int(np.argmin(self.cumulative_losses))].dictionary_size

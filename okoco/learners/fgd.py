@@ -58,7 +58,9 @@ class FunctionalGD(KernelLearner):
         NORMA's regularisation :math:`\lambda \ge 0` (shrinks every coefficient by
         :math:`1 - \eta_t\lambda`, which must stay in ``[0, 1]``).
     budget
-        Keep at most this many terms (``None``: all).
+        Keep at most this many terms, the newest (NORMA's truncation); the default 1000 was
+        chosen by measurement (docs/defaults.md). ``None`` keeps all: memory and the step then
+        grow with ``t``.
 
     Attributes
     ----------
@@ -84,7 +86,7 @@ class FunctionalGD(KernelLearner):
     }
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, eta="sqrt", lam: float = 0.0,
-                 budget: int | None = None):
+                 budget: int | None = 1000):
         self.kernel = kernel
         self.loss = loss
         self.C = C

@@ -31,11 +31,14 @@ follow-the-leader kernel ridge regression, ``k^T (K + (alpha/2) I)^{-1} y`` over
 from __future__ import annotations
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.blas import dger
 
-from okoco._blas import dot
+from okoco import persistence
+from okoco._blas import dot, scipy_one_thread
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.dictionary import KORS
@@ -50,6 +53,8 @@ _MIN_S = 1e-12
 # The stored quantities grow like d_t^4 / alpha (d_t = gdot sqrt(eta)); beyond this bound on
 # |d_t| a later prediction could overflow to inf - inf = NaN, so such a step is refused.
 _MAX_D = 1e75
+#: The default window of stored points (``max_size``), chosen by measurement (docs/defaults.md).
+DEFAULT_MAX_SIZE = 500
 
 
 class KONS(KernelLearner):
@@ -66,7 +71,26 @@ class KONS(KernelLearner):
         A_t = A_{t-1} + \eta_t g_t g_t^\top,\ A_0 = \alpha I.
 
     Regret :math:`O(d_{\rm eff}\log T)` on curved losses with ``eta="exp-concave"``
-    (Theorem 1). Every past point stays in the predictor.
+    (Theorem 1) for the unbounded learner (``max_size=None``), where every past point stays in
+    the predictor.
+
+    **The window** (``max_size=W``, the default). Once ``W`` points are stored, each step
+    forgets the oldest: its term :math:`\eta_j g_j g_j^\top` leaves :math:`A_t` and its
+    coefficient leaves :math:`b_t`, so the predictor is :math:`w_t = A_t^{-1} b_t` over the last
+    ``W`` points only, with :math:`A_t = \alpha I + \sum_{s \in \text{window}}
+    \eta_s g_s g_s^\top` (one ``IncrementalCholesky.remove``, one kernel row to update the
+    running ``K c``, one solve for ``g``). Memory and the step are then bounded:
+    :math:`O(W d)` and :math:`O(W^2 + W d)`. With the squared loss and the curvature step (no
+    clipping) this is exactly kernel ridge regression on the last ``W`` points with ridge
+    :math:`\alpha/2`. What it does to the guarantee: up to step ``W`` nothing has been removed
+    and Theorem 1 holds as stated; afterwards it does not. Removing a point is not an online
+    Newton step, so the learner is no longer the one Theorem 1 analyses, and a window's
+    predictions are not those of a fresh KONS on it either (a coefficient keeps the projection
+    and the step of the time it was learned). It is a heuristic for unbounded streams, and it
+    forgets: on a drifting stream the window follows the drift, where the unbounded learner
+    weighs a point seen a million steps ago as much as the last one. Use ``max_size=None`` for
+    the learner of the theory (short streams, or when every point must count), at
+    :math:`O(t^2)` per step and :math:`O(t d + t^2)` memory.
 
     Parameters
     ----------
@@ -92,13 +116,20 @@ class KONS(KernelLearner):
         constant nor non-increasing): ``"exp-concave"`` (:math:`\eta_t = \sigma` of the
         loss) is the step with the regret guarantee. Also ``"sqrt"``, a number or a callable
         of ``t``.
+    max_size
+        The window: keep the last ``max_size`` points (the oldest leaves at each step once
+        full; see above), or ``None`` for the unbounded learner of Theorem 1. The default was
+        chosen by measurement (docs/defaults.md). The window keeps the inverse of
+        :math:`\bar K_I + \alpha I` rather than its Cholesky factor (adding and removing are
+        then one rank-one update each), which squares the conditioning: it was checked down to
+        ``alpha=1e-6`` on near-duplicate points; below that use ``max_size=None``.
 
     Attributes
     ----------
     n_seen
         Steps learned.
     dictionary_size
-        Points in the preconditioner (all of them for KONS).
+        Points in the preconditioner (all the points of the window for KONS).
     online_effective_dimension
         :math:`\sum_t \bar\tau_{t,t}` with :math:`\bar\tau_{t,t} = q_t/(1+q_t)`,
         :math:`q_t = \eta_t \dot g_t^2 s_t / \alpha`.
@@ -121,42 +152,75 @@ class KONS(KernelLearner):
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "eta": ETA_HESSIAN,
+        "max_size": [None, Interval(Integral, 1, None, closed="left")],
     }
 
     _hessian_step = True  # eta="hessian" is a policy here
     # Whether a point outside the preconditioner (z_t = 0) whose coefficient is 0 is left out
     # of the store: it adds nothing to any later prediction (see SketchedKONS).
     _drops_null_points = False
+    # What a model saved before the window (no max_size in its state) reads: the unbounded
+    # learner (okoco.persistence rebuilds a nested learner from its saved state alone).
+    max_size = None
+    _window = None
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
-                 eta="hessian"):
+                 eta="hessian", max_size: int | None = DEFAULT_MAX_SIZE):
         self.kernel = kernel
         self.loss = loss
         self.C = C
         self.alpha = alpha
         self.eta = eta
+        self.max_size = max_size
         self._setup()
 
     def _reset_state(self) -> None:
-        self._store = Rows(fields=("d", "c", "Kc", "z"))
+        # A window of W points is a ring of W + 1 slots: the new point takes the slot the
+        # oldest left at the previous step (that slot is dead: no coefficient, not selected).
+        ring = None if self.max_size is None else self.max_size + 1
+        self._store = Rows(fields=("d", "c", "Kc", "z"), max_size=ring)
         self._chol = IncrementalCholesky()
         self._g = np.zeros(16)  # L^{-1} (D K c)_I
+        self._selected = np.zeros(16, dtype=np.intp)  # store slot of each preconditioner atom
         self._refreshes_seen = 0
+        # the window's inverse form, indexed by store slot (see _Window)
+        self._window = _Window(ring) if ring is not None else None
         self.online_effective_dimension = 0.0
         self.log_det = 0.0
         self.rg_sum = 0.0
 
+    @staticmethod
+    def _upgrade_state(state: dict) -> dict:
+        """The state of a model saved before the window (unbounded, with no ``max_size``) in
+        the current layout (called by ``okoco.persistence.load``)."""
+        if "max_size" in state:
+            return state
+        state = {**state, "max_size": None, "_window": None}
+        state.setdefault("_selected", np.zeros(16, dtype=np.intp))  # KONS: unused unbounded
+        return state
+
     # -- selection hooks (KONS keeps every point) -------------------------------------
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
-        return v
+        return v  # every stored point is an atom, in storage order
+
+    def _atom_column(self, e: np.ndarray) -> np.ndarray:
+        """``e = D k`` over the atoms, in the order they came (KORS's order)."""
+        if self.max_size is None:
+            return e
+        return e[self._selected[: self._window.size]]
 
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
         """The coin z_t, given e = (D k)_I, the new point's diagonal and d_t."""
         return 1
 
     def _note_selected(self, index: int) -> None:
-        pass
+        """Record the store slot of the atom just added (a window's atoms leave in order)."""
+        if self.max_size is None:  # every stored point is an atom, at its own position
+            return
+        m = self.dictionary_size
+        self._selected = reserve(self._selected, m)
+        self._selected[m - 1] = index
 
     # -- the core ---------------------------------------------------------------------
 
@@ -180,13 +244,32 @@ class KONS(KernelLearner):
 
     def _analyse_row(self, k: np.ndarray, kappa: float):
         """:meth:`_analyse` from the kernel row ``k`` over the stored points and
-        ``kappa = K(x, x)``, computed by the caller (``Auto`` shares them among its experts)."""
+        ``kappa = K(x, x)``, computed by the caller (``Auto`` shares them among its experts).
+
+        Returns ``(k, kappa, e, h, ybar, kc, hh)`` with ``hh = e^T (Kbar_I + alpha I)^{-1} e``:
+        ``h = L^{-1} e`` (unbounded), or ``h = (Kbar_I + alpha I)^{-1} e`` over the store's
+        slots (the window's inverse form)."""
         store = self._store
-        e = self._gather(store.field("d") * k)
-        h = self._chol.half_solve(e)
         kc = dot(k, store.field("c"))
-        ybar = (kc - float(h.dot(self._sync_g()))) / self.alpha
-        return k, kappa, e, h, ybar, kc
+        if self.max_size is None:
+            e = self._gather(store.field("d") * k)
+            h = self._chol.half_solve(e)
+            ybar = (kc - float(h.dot(self._sync_g()))) / self.alpha
+            return k, kappa, e, h, ybar, kc, float(h.dot(h))
+        d = store.field("d")
+        e = d * k
+        h = self._window.solve(e)
+        hh = dot(h, e)
+        # kappa - hh = alpha phi^T A^{-1} phi lies in (0, kappa]: outside it, rounding in the
+        # inverse's updates has grown (a tiny alpha, near-duplicate points): recompute it
+        # (not for non-finite values: an overflowing input is refused, the state untouched)
+        if math.isfinite(hh) and math.isfinite(kappa) and not (
+                -1e-9 * kappa <= hh <= kappa * (1.0 + 1e-9)):
+            self._window.refresh()
+            h = self._window.solve(e)
+            hh = dot(h, e)
+        ybar = (kc - dot(h, d * store.field("Kc"))) / self.alpha
+        return k, kappa, e, h, ybar, kc, hh
 
     def _predict_vec(self, v: np.ndarray) -> float:
         return self._analyse(v)[4]
@@ -194,20 +277,53 @@ class KONS(KernelLearner):
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         store = self._store
         Kb = store.kernel_block(self._kernel, V)
+        if self.max_size is not None:
+            d = store.field("d")
+            H = self._window.solve(d[:, None] * Kb)
+            return (store.field("c") @ Kb - (d * store.field("Kc")) @ H) / self.alpha
         H = self._chol.half_solve(self._gather(store.field("d")[:, None] * Kb))
         return (store.field("c") @ Kb - self._sync_g() @ H) / self.alpha
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
         analysis = self._analyse(v)
         self._apply_step(v, analysis, self._check_step(y, eta, analysis))
+        self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        """Once more than ``max_size`` points are stored, remove the oldest from :math:`A_t`
+        and :math:`b_t`: its atom from the window's inverse (a Schur complement, ``O(m^2)``)
+        and its coefficient from the running ``K c`` (one kernel row at it, ``O(m d)``)."""
+        store, window = self._store, self.max_size
+        oldest = store.n_added - 1 - window if window is not None else -1
+        if oldest < 0:
+            return
+        slot = oldest % store.max_size  # the ring's slot of that append
+        c = store.field("c")
+        c_j = float(c[slot])
+        if c_j:
+            point = store.data[slot, : store.d].copy()
+            Kc = store.field("Kc")
+            Kc -= c_j * store.kernel_row(self._kernel, point)
+        z = store.field("z")
+        if z[slot]:  # atoms leave in the order they came: this one is the first
+            m = self._window.size
+            self.log_det += self._window.remove(slot, store.size) + math.log(self.alpha)
+            self._selected[: m - 1] = self._selected[1:m]
+            self._forget_atom()
+        store.field("d")[slot] = 0.0
+        z[slot] = 0.0
+        c[slot] = 0.0
+
+    def _forget_atom(self) -> None:
+        """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""
 
     def _check_step(self, y: float, eta: float | None, analysis) -> tuple:
         """The step's scalars from :meth:`_analyse`'s ``analysis``; raises, before any state
         changes, if the step would store non-finite numbers (``Auto`` checks every expert's
         step before it applies any)."""
-        k, kappa, e, h, ybar, kc = analysis
+        k, kappa, e, h, ybar, kc, hh = analysis
         alpha = self.alpha
-        s = kappa - float(h.dot(h))
+        s = kappa - hh
         if _MIN_S > s:  # s = max(s, _MIN_S), without the builtin's generic call (as below)
             s = _MIN_S
         excess = clip_excess(ybar, self.C)
@@ -236,10 +352,13 @@ class KONS(KernelLearner):
 
     def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:
         """Learn ``v`` from its ``analysis`` and the ``step`` of :meth:`_check_step`."""
-        k, kappa, e, h, ybar, kc = analysis
+        k, kappa, e, h, ybar, kc, hh = analysis
         s, excess, yhat, gdot, weight, d_t = step
         store, alpha = self._store, self.alpha
         z = self._coin(e, kappa, d_t)
+        if self.max_size is not None:
+            self._apply_windowed(v, k, kappa, e, h, kc, s, excess, yhat, gdot, weight, d_t, z)
+            return
         c_t = z * weight * yhat - gdot - (alpha * excess / s if excess else 0.0)
         if not (z or c_t or d_t or gdot) and self._drops_null_points:
             return  # a null step (beyond the squared hinge's margin): it would only add zeros
@@ -269,14 +388,133 @@ class KONS(KernelLearner):
             self._note_selected(index)
             self._sync_g()  # the append may have refreshed the factor: recompute g then
 
+    def _apply_windowed(self, v, k, kappa, e, h, kc, s, excess, yhat, gdot, weight, d_t,
+                        z) -> None:
+        """:meth:`_apply_step` in the window's inverse form (the same coefficient and
+        statistics; the new atom borders the inverse instead of the factor)."""
+        store, alpha = self._store, self.alpha
+        c_t = z * weight * yhat - gdot - (alpha * excess / s if excess else 0.0)
+        if not (z or c_t or d_t or gdot) and self._drops_null_points:
+            return
+        if c_t:
+            Kc = store.field("Kc")
+            Kc += c_t * k
+        index = store.append(v, d=d_t, c=c_t, Kc=kc + kappa * c_t, z=z)
+        self._window._reserve(store.size)
+        q = d_t * d_t * s / alpha
+        self.online_effective_dimension += q / (1.0 + z * q)
+        self.rg_sum += gdot * gdot * s / (alpha * (1.0 + z * q))
+        if z:
+            self.log_det += math.log1p(q)
+            # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only
+            atoms = store.field("z")[: e.shape[0]]
+            self._window.append(index, d_t * h, d_t * d_t * s + alpha, d_t * e * atoms,
+                                d_t * d_t * kappa + alpha, store.size)
+            self._note_selected(index)
+
     @property
     def coins(self) -> np.ndarray:
-        """The coin :math:`z_t` of every step (all ones for KONS)."""
+        """The coin :math:`z_t` of every step (all ones for KONS; with a window, of the
+        points held, in the store's ring order)."""
         return self._store.field("z").copy()
 
     @property
     def dictionary_size(self) -> int:
-        return self._chol.size
+        return self._chol.size if self.max_size is None else self._window.size
+
+
+class _Window:
+    r"""The inverse :math:`P = (\bar K_I + \alpha I)^{-1}` of a window's preconditioner,
+    indexed by the store's slots (zero rows and columns for the slots that are not atoms), and
+    the matrix :math:`M = \bar K_I + \alpha I` itself for the periodic recomputation.
+
+    The window adds an atom at the end and removes the oldest, which a Cholesky factor can
+    only do by updating the whole trailing factor; the inverse does both by one rank-one
+    update (bordering, and the Schur complement of a removed atom), ``O(m^2)`` in BLAS. Every
+    ``4 n`` modifications (``n`` slots) ``P`` is recomputed from ``M`` (``O(n^3)``, ``O(n^2)``
+    amortised), so rounding does not accumulate over an unbounded stream.
+    """
+
+    def __init__(self, capacity: int | None = None):
+        self.capacity = capacity  # slots at most (None: any number, for a caller's ring)
+        self.P = np.zeros((16, 16))
+        self.M = np.zeros((16, 16))
+        self.size = 0  # atoms
+        self._mods = 0
+        self.n_refreshes = 0
+
+    def _rank_one(self, n: int, a: np.ndarray, scale: float) -> None:
+        """``P[:n, :n] += scale a a^T``: in place by BLAS once the buffer is exactly full (the
+        ring's steady state), by numpy on the leading block while it grows."""
+        P = self.P
+        if n == P.shape[0]:
+            with scipy_one_thread:  # OpenBLAS threads dger at any size: under load, ms
+                dger(scale, a, a, a=P.T, overwrite_a=1)  # P is symmetric: P.T is P, F-ordered
+        else:
+            P[:n, :n] += np.multiply.outer(a, scale * a)
+
+    def solve(self, e: np.ndarray) -> np.ndarray:
+        """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
+        n = e.shape[0]
+        return self.P[:n, :n] @ e
+
+    def _reserve(self, n: int) -> None:
+        if n > self.P.shape[0]:
+            size = max(n, 2 * self.P.shape[0])
+            if self.capacity is not None:
+                size = min(size, self.capacity)
+            P, M = np.zeros((size, size)), np.zeros((size, size))
+            m = self.P.shape[0]
+            P[:m, :m], M[:m, :m] = self.P, self.M
+            self.P, self.M = P, M
+
+    def append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
+               diagonal: float, n: int) -> None:
+        """Border with the atom at ``slot``: ``a = P c`` over the old slots (``c`` its column
+        of ``M``), ``sigma = diagonal - c^T P c`` the Schur complement (``> 0``)."""
+        self._reserve(n)
+        m = a.shape[0]
+        P = self.P
+        self._rank_one(m, a, 1.0 / sigma)
+        P[slot, :m] = P[:m, slot] = -a / sigma
+        P[slot, slot] = 1.0 / sigma
+        self.M[slot, :m] = self.M[:m, slot] = column
+        self.M[slot, slot] = diagonal
+        self.size += 1
+        self._modified(n)
+
+    def remove(self, slot: int, n: int) -> float:
+        """Remove the atom at ``slot`` of the first ``n``; returns ``log P_jj``, the change of
+        ``log det M`` (the Schur complement of the other atoms)."""
+        P = self.P
+        pivot = float(P[slot, slot])
+        self.M[slot, :n] = self.M[:n, slot] = 0.0
+        self.size -= 1
+        if not (math.isfinite(pivot) and pivot > 0.0):  # rounding: recompute the inverse
+            self.refresh()
+            return 0.0  # (log_det then misses this removal's term: a statistic only)
+        p = P[:n, slot].copy()
+        self._rank_one(n, p, -1.0 / pivot)
+        P[slot, :n] = P[:n, slot] = 0.0
+        self._modified(n)
+        return math.log(pivot)
+
+    def _modified(self, n: int) -> None:
+        self._mods += 1
+        if self._mods >= max(4 * n, 64):
+            self.refresh()
+
+    def refresh(self) -> None:
+        """``P`` recomputed from ``M`` over the atoms (``O(m^3)``)."""
+        self._mods = 0
+        self.n_refreshes += 1
+        atoms = np.flatnonzero(np.diagonal(self.M))
+        self.P[:] = 0.0
+        if atoms.size:
+            sub = self.M[np.ix_(atoms, atoms)]
+            inverse = cho_solve(cho_factor(sub, lower=True, check_finite=False),
+                                np.eye(atoms.size), check_finite=False)
+            self.P[np.ix_(atoms, atoms)] = 0.5 * (inverse + inverse.T)
 
 
 class SketchedKONS(KONS):
@@ -295,13 +533,21 @@ class SketchedKONS(KONS):
     the dictionary whose coefficient is 0 adds nothing to any prediction and is not stored:
     with :class:`okoco.losses.SquaredHinge` every point beyond the margin (zero gradient and
     curvature), much as a kernel SVM keeps only its support vectors; with a loss whose
-    gradient is never 0 (logistic, squared) ``n = t``. ``p_min=1`` is exactly KONS;
+    gradient is never 0 (logistic, squared) every point is stored. ``p_min=1`` is exactly KONS;
     ``beta=p_min=0`` is projected kernel gradient descent with step :math:`1/\alpha`.
+
+    The window ``max_size`` bounds the *store* (not only the dictionary: with the logistic or
+    the squared loss every point gets a coefficient): once ``max_size`` points are stored, each
+    new one makes the oldest leave, from the running ``K c``, and from the preconditioner and
+    KORS if it was an atom (``KORS.remove``), as for :class:`KONS`. Theorem 3's statement holds
+    until the first removal; afterwards the window is a heuristic that bounds the cost and
+    forgets (KORS's accuracy statement then holds for the points of the window at best: the
+    weights of the remaining atoms were drawn against points that have left).
 
     Parameters
     ----------
-    kernel, loss, C, alpha, eta
-        As for :class:`KONS`.
+    kernel, loss, C, alpha, eta, max_size
+        As for :class:`KONS` (``max_size`` bounds the stored points).
     eps
         KORS accuracy :math:`\varepsilon \in (0, 1]`.
     beta
@@ -333,18 +579,17 @@ class SketchedKONS(KONS):
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,
-                 seed: int | None = None):
+                 seed: int | None = None, max_size: int | None = DEFAULT_MAX_SIZE):
         self.eps = eps
         self.beta = beta
         self.p_min = p_min
         self.seed = seed
-        super().__init__(kernel, loss, C, alpha, eta)
+        super().__init__(kernel, loss, C, alpha, eta, max_size)
 
     def _reset_state(self) -> None:
         super()._reset_state()
         self._kors = KORS(kernel=None, alpha=self.alpha, eps=self.eps, beta=self.beta,
                           p_min=self.p_min, seed=self._rng)
-        self._selected = np.zeros(16, dtype=np.intp)
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
         return v[self._selected[: self._chol.size]]
@@ -352,21 +597,28 @@ class SketchedKONS(KONS):
     def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
         if d_t == 0.0:  # a zero gradient (a point beyond the squared hinge's margin)
             return int(self._kors._update_null())
-        column = d_t * e  # kappa and d_t were checked by the step, d_t^2 kappa + alpha too
+        column = d_t * self._atom_column(e)  # kappa, d_t and d_t^2 kappa + alpha were checked
         total = float(np.add.reduce(column))  # column.sum(), without its Python wrapper
         if not math.isfinite(total):  # finite iff every entry is (or refused)
             raise ValueError(overflow_message(self._kernel, total))
         added, _, _ = self._kors._update_checked_column(column, d_t * d_t * kappa)
         return int(added)
 
+    def _forget_atom(self) -> None:
+        self._kors.remove(0)
+
     def _note_selected(self, index: int) -> None:
-        m = self._chol.size
+        m = self.dictionary_size  # every atom's slot, with or without a window
         self._selected = reserve(self._selected, m)
         self._selected[m - 1] = index
 
     @property
     def coins(self) -> np.ndarray:
-        """The coin :math:`z_t` of every step (1 at the steps KORS kept)."""
+        """The coin :math:`z_t` of every step (1 at the steps KORS kept and still holds)."""
         coins = np.zeros(self.n_seen)
         coins[self._kors.indices] = 1.0
         return coins
+
+
+# A windowed learner's state holds a _Window: okoco files may hold it (okoco.persistence).
+persistence.register(_Window)

@@ -67,7 +67,9 @@ class KRLS(KernelLearner):
         Predictions are clipped to ``[-C, C]``; ``None`` (the default) means no clipping.
     max_size
         When the dictionary holds this many points it stops growing; later points only update
-        the weights (as KAFBOX's KRLS does).
+        the weights (as KAFBOX's KRLS does). The default 500 was chosen by measurement
+        (docs/defaults.md); ``None`` lets ALD decide alone (memory :math:`O(m^2)`, ``m`` the
+        dictionary, which grows with the stream's effective dimension).
     alpha
         Ridge (diagonal loading) of the dictionary Gram, :math:`G_{\mathcal D} + \alpha I`, for
         stability (0 for the exact recursion); the ALD test then uses the regularized residual
@@ -107,7 +109,7 @@ class KRLS(KernelLearner):
     }
 
     def __init__(self, kernel=None, nu: float = 0.01, C: float | None = None,
-                 max_size: int | None = None, alpha: float = 0.0, loss=None):
+                 max_size: int | None = 500, alpha: float = 0.0, loss=None):
         self.kernel = kernel
         self.nu = nu
         self.C = C

@@ -31,9 +31,10 @@ __all__ = ["MulticlassClassifier"]
 
 
 def _shares_points(learner) -> bool:
-    """Exact KONS stores every sample it learns (never a null step), so K classes can keep one
-    store of the points; its subclasses select points (each class its own) and do not."""
-    return type(learner) is KONS
+    """Exact unbounded KONS stores every sample it learns (never a null step), so K classes can
+    keep one store of the points; its subclasses select points (each class its own) and do not,
+    and a windowed KONS (``max_size``, the default) keeps its own window factorization."""
+    return type(learner) is KONS and learner.max_size is None
 
 
 def _rows(X) -> list[dict]:
@@ -144,8 +145,12 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
             # a class created after t samples holds them as points it learned nothing from
             # (d = c = 0): what a KONS that has seen no gradient yet predicts, 0, exactly
             # (the factor's rows are then sqrt(alpha) e_i: appends with a zero half-solve)
-            for m in range(self._points.rows.n):
-                learner._store.append(None, d=0.0, c=0.0, Kc=0.0, z=1.0)
+            store, n = learner._store, self._points.rows.n
+            for name in store.fields:  # fresh zero buffers: d = c = Kc = 0 for every point
+                store.fields[name] = reserve(store.fields[name], n)
+            store.fields["z"][:n] = 1.0
+            store.n = n
+            for m in range(n):
                 learner._chol.append(np.zeros(m), learner.alpha, half=np.zeros(m))
             learner._g = reserve(learner._g, learner._chol.size)
         return learner

@@ -118,9 +118,10 @@ class PROSNKONS(KernelLearner):
     p_min
         KORS's floor of the sampling probability, in ``[0, 1]`` (``1`` keeps every point).
     max_size
-        Optional hard cap on the dictionary (memory :math:`O(\text{max\_size}^2)`). Once full,
-        the embedding is frozen and ONS continues in it; the regret guarantee no longer holds
-        (the embedding's error is then not controlled).
+        Hard cap on the dictionary (memory :math:`O(\text{max\_size}^2)`; the default 500 was
+        chosen by measurement, docs/defaults.md). Once full, the embedding is frozen and ONS
+        continues in it; the regret guarantee no longer holds (the embedding's error is then
+        not controlled). ``None``: no cap, the learner of the theorem.
     seed
         Seed of KORS's coins.
 
@@ -163,7 +164,7 @@ class PROSNKONS(KernelLearner):
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", dictionary_alpha: float = 1.0, eps: float = 0.5,
-                 beta: float = 1.0, p_min: float = 0.0, max_size: int | None = None,
+                 beta: float = 1.0, p_min: float = 0.0, max_size: int | None = 500,
                  seed: int | None = None):
         self.kernel = kernel
         self.loss = loss
