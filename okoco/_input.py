@@ -349,7 +349,9 @@ class FeatureMap:
         at = {name: len(self.columns) + j for j, name in enumerate(new)}
         cols = np.array([self.columns.get(name, at.get(name)) for name in names], dtype=np.intp)
         out = np.zeros((raw.shape[0], self.width + len(new)))
-        out[:, cols] = np.nan_to_num(values, nan=0.0) if is_frame else values
+        if is_frame:  # absent cells are 0 (the values are finite or NaN by now)
+            values[np.isnan(values)] = 0.0
+        out[:, cols] = values
         return out, new
 
     def _encode_dicts(self, X) -> tuple[np.ndarray, list]:

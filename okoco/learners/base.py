@@ -281,9 +281,10 @@ class KernelLearner(base.MiniBatchRegressor):
         if not V.shape[0]:
             return
         diag = np.asarray(self._kernel.diag(V), dtype=float)
-        bad = np.flatnonzero(~(diag >= 0) | ~np.isfinite(diag))
-        if bad.size:
-            i = int(bad[0])
+        ok = diag >= 0.0
+        ok &= diag < math.inf  # NaN fails both
+        if not ok.all():
+            i = int(np.argmin(ok))  # the first row that is not ok
             raise ValueError(f"row {i}: {overflow_message(self._kernel, diag[i])}")
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
@@ -306,8 +307,8 @@ class KernelLearner(base.MiniBatchRegressor):
 
         The predictions of a progressive validation (``okoco.evaluate`` replays arrays with it);
         the batch is validated as by :meth:`learn_many`. For the learners with a compiled step
-        (FunctionalGD, KRLS on the built-in kernels and losses) the loop over the rows runs in
-        compiled code.
+        (FunctionalGD, KRLS, PROS-N-KONS and CON-KONS on the built-in kernels and losses) the
+        loop over the rows runs in compiled code.
 
         Examples
         --------
