@@ -423,15 +423,17 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
              const double[::1] kors_weights, const double[::1] kors_L, double kors_alpha,
              double eps, double beta, double p_min, const double[::1] coins,
              double alpha, double C, int loss, bint hessian, const double[::1] eta,
-             Py_ssize_t max_size, double oed, double log_det, const double[:, ::1] V,
-             const double[::1] y, Py_ssize_t begin, double[::1] predictions):
+             Py_ssize_t max_size, double oed, double log_det, int d_atoms,
+             const double[:, ::1] V, const double[::1] y, Py_ssize_t begin,
+             double[::1] predictions):
     """PROS-N-KONS / CON-KONS's test-then-train over rows ``begin ..`` of ``V``
     (okoco.learners.pros) while the dictionary does not change: the kernel row against the
     ``m`` atoms, ``h = L^{-1} k``, the clipped prediction into ``predictions``, the KORS score
     and its coin (``coins``, uniforms drawn beforehand from KORS's generator), the oblique
     projection, the Sherman-Morrison update of ``A^{-1}`` (``P``, packed unless ``dense``) and
     the ONS step on ``u``. ``eta`` is ignored with ``hessian`` (the weight is ``loss''``);
-    ``max_size`` 0 means none.
+    ``max_size`` 0 means none. The atoms are the first ``d_atoms`` columns of ``data``; the
+    rows of ``V`` may be wider (their other features are 0 in the atoms).
 
     Stops before a row that needs the Python step: a point whose coin lands (it joins: the
     factors and buffers grow), a value that is not finite (the Python step words the error),
@@ -460,7 +462,7 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
         raise MemoryError()
     with nogil:
         while t < rows:
-            if kernel_row(&k, X, ld, m, d, sq_p, &V[t, 0], d, g):
+            if kernel_row(&k, X, ld, m, d_atoms, sq_p, &V[t, 0], d, g):
                 with gil:
                     kernel_exp(g_buffer, g, m)
             kappa = self_similarity(&k, &V[t, 0], d)

@@ -283,42 +283,22 @@ class PROSNKONS(KernelLearner):
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
                     predict: bool) -> np.ndarray | None:
-        """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
-        each row) while the dictionary keeps its size. A row whose point joins, or whose values
-        need a worded error, takes ``_learn_vec``. KORS's coins are drawn ahead in blocks; the
-        generator is then set back to where only the coins of the rows learned were drawn, so
-        the Python step draws the same coin and the generator's stream is that of row by row."""
+        """The test-then-train loop over the rows in compiled code (:meth:`_run`); a row whose
+        point joins, or whose values need a worded error, takes the Python step."""
         spec, loss = compiled_kernel(self._kernel), compiled_loss(self._loss)
         rows = len(targets)
         if spec is None or loss is None or not rows or not V.shape[1]:
             return super()._learn_vecs(V, targets, etas, predict)
-        store, kors, rng = self._store, self._kors, self._kors._rng
-        store.make_room(0, V.shape[1])
-        V = widened(V, store.d)
-        y = np.asarray(targets, dtype=float)
+        self._store.make_room(0, V.shape[1])
+        V = widened(V, self._store.d)
         hessian = etas[0] is None  # eta="hessian": the weight of g g^T is loss'' itself
         eta = np.zeros(rows) if hessian else np.asarray(etas, dtype=float)
+        y = np.asarray(targets, dtype=float)
         predictions = np.empty(rows)
         first, t, block = self.n_seen, 0, 64
         while t < rows:
-            P = self._P
-            state = rng.bit_generator.state
-            coins = rng.random(min(block, rows - t))
-            (stop, status, used, seen, q, tau, p, self.online_effective_dimension,
-             self.log_det) = _steps.pros_run(
-                spec, store.data, store.squared_norms()[0], self._embed.size, self._embed._L,
-                self._u, P._storage(), P.is_dense, kors._weights, kors.cholesky._L,
-                float(kors.alpha), float(kors.eps), float(kors.beta), float(kors.p_min), coins,
-                float(self.alpha), float(self.C), loss, hessian, eta, self.max_size or 0,
-                self.online_effective_dimension, self.log_det, V, y, t, predictions)
-            if used < coins.shape[0]:
-                rng.bit_generator.state = state
-                rng.random(used)
-            if seen:  # the points KORS scored and did not keep
-                kors._column_mode = True
-                kors.n_seen += seen
-                kors.last_q, kors.last_tau, kors.last_p, kors.last_added = q, tau, p, False
-            self.n_seen, self._cache, t = first + stop, None, stop
+            t, status = self._run(V, y, eta, hessian, predictions, t, block)
+            self.n_seen, self._cache = first + t, None
             if status == _steps.STATUS_NEED_COINS:
                 block *= 2
             elif status:  # a row for the Python step
@@ -326,8 +306,36 @@ class PROSNKONS(KernelLearner):
                     z = in_row(t, self._predict_vec, V[t])
                     predictions[t] = self._clip(z) if math.isfinite(z) else z
                 in_row(t, self._learn_vec, V[t], targets[t], etas[t])
-                self.n_seen, self._cache, t = self.n_seen + 1, None, t + 1
+                t += 1
+                self.n_seen, self._cache = first + t, None
         return predictions if predict else None
+
+    def _run(self, V: np.ndarray, y: np.ndarray, eta: np.ndarray, hessian: bool,
+             predictions: np.ndarray, t: int, block: int) -> tuple[int, int]:
+        """The compiled steps over rows ``t ..`` of ``V`` (``_steps.pros_run``) until a row
+        needs the Python step; returns that row and the status. KORS's coins are drawn ahead,
+        ``block`` at most; the generator is then set back to where only the coins of the rows
+        learned were drawn, so the Python step draws the same coin as row by row."""
+        store, kors, P = self._store, self._kors, self._P
+        rng = kors._rng
+        state = rng.bit_generator.state
+        coins = rng.random(min(block, V.shape[0] - t))
+        (stop, status, used, seen, q, tau, p, self.online_effective_dimension,
+         self.log_det) = _steps.pros_run(
+            compiled_kernel(self._kernel), store.data, store.squared_norms()[0],
+            self._embed.size, self._embed._L, self._u, P._storage(), P.is_dense,
+            kors._weights, kors.cholesky._L, float(kors.alpha), float(kors.eps),
+            float(kors.beta), float(kors.p_min), coins, float(self.alpha), float(self.C),
+            compiled_loss(self._loss), hessian, eta, self.max_size or 0,
+            self.online_effective_dimension, self.log_det, store.d, V, y, t, predictions)
+        if used < coins.shape[0]:
+            rng.bit_generator.state = state
+            rng.random(used)
+        if seen:  # the points KORS scored and did not keep
+            kors._column_mode = True
+            kors.n_seen += seen
+            kors.last_q, kors.last_tau, kors.last_p, kors.last_added = q, tau, p, False
+        return stop, status
 
     def _new_phase(self, m: int) -> None:
         """PROS-N-KONS's restart: ``u = 0`` and ``A = alpha I`` over the new dictionary."""
