@@ -172,6 +172,8 @@ def _numbers(raw: np.ndarray, names, *, absent: bool, rows: bool) -> np.ndarray:
         raise type(error)(f"row 0: {error}" if rows else str(error))
     values = raw.astype(float)
     magnitude = np.abs(values)
+    if magnitude.max() <= MAX_ABS_VALUE:  # every cell a number small enough (NaN fails)
+        return values
     # NaN fails every comparison: absent, it passes "not too large"; otherwise "small enough"
     ok = ~(magnitude > MAX_ABS_VALUE) if absent else magnitude <= MAX_ABS_VALUE
     if ok.all():
