@@ -281,8 +281,10 @@ class KernelLearner(base.MiniBatchRegressor):
         if not V.shape[0]:
             return
         diag = np.asarray(self._kernel.diag(V), dtype=float)
+        if diag.min() >= 0.0 and diag.max() < math.inf:  # NaN fails both
+            return
         ok = diag >= 0.0
-        ok &= diag < math.inf  # NaN fails both
+        ok &= diag < math.inf
         if not ok.all():
             i = int(np.argmin(ok))  # the first row that is not ok
             raise ValueError(f"row {i}: {overflow_message(self._kernel, diag[i])}")
@@ -337,7 +339,7 @@ class KernelLearner(base.MiniBatchRegressor):
         except BaseException:
             self._kernel = kernel
             raise
-        self._watch_target_scale(float(np.abs(targets).sum()), len(targets))
+        self._watch_target_scale(math.fsum(map(abs, targets)), len(targets))
         predictions = self._learn_vecs(V, targets, etas, predict)
         self._features.add(new)
         return predictions
