@@ -83,11 +83,14 @@ def _standardized(name: str):
 
 def arrays(repeats: int = 3) -> list[dict]:
     from okoco import losses
-    from okoco.learners import KRLS, FunctionalGD
+    from okoco.learners import CONKONS, KRLS, PROSNKONS, FunctionalGD
 
     makers = {"KRLS": lambda: KRLS(),
               "FunctionalGD": lambda: FunctionalGD(),
-              "FunctionalGD (logistic)": lambda: FunctionalGD(loss=losses.Logistic())}
+              "FunctionalGD (logistic)": lambda: FunctionalGD(loss=losses.Logistic()),
+              "PROSNKONS": lambda: PROSNKONS(seed=0),
+              "CONKONS": lambda: CONKONS(seed=0),
+              "CONKONS (logistic)": lambda: CONKONS(loss=losses.Logistic(), seed=0)}
     out = []
     for dataset in ("phishing", "trump-approval"):
         X, y = _standardized(dataset)
@@ -125,7 +128,7 @@ def arrays(repeats: int = 3) -> list[dict]:
 
 def one_row(t: int = 800, calls: int = 20) -> list[dict]:
     from okoco import losses
-    from okoco.learners import KONS, KRLS, FunctionalGD
+    from okoco.learners import CONKONS, KONS, KRLS, FunctionalGD
 
     X, y = _standardized("phishing")
     dicts = [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
@@ -133,7 +136,7 @@ def one_row(t: int = 800, calls: int = 20) -> list[dict]:
 
     out = []
     for name, make in {"KONS": lambda: KONS(loss=losses.Logistic()), "KRLS": KRLS,
-                       "FunctionalGD": FunctionalGD}.items():
+                       "FunctionalGD": FunctionalGD, "CONKONS": lambda: CONKONS(seed=0)}.items():
         model = make()
         for x, target in zip(dicts[:t], y[:t]):
             model.learn_one(x, float(target))

@@ -171,9 +171,11 @@ def _numbers(raw: np.ndarray, names, *, absent: bool, rows: bool) -> np.ndarray:
         error = _bad_value(names[0], raw[0, 0])
         raise type(error)(f"row 0: {error}" if rows else str(error))
     values = raw.astype(float)
-    ok = np.abs(values) <= MAX_ABS_VALUE
-    if absent:
-        ok |= np.isnan(values)
+    magnitude = np.abs(values)
+    if magnitude.max() <= MAX_ABS_VALUE:  # every cell a number small enough (NaN fails)
+        return values
+    # NaN fails every comparison: absent, it passes "not too large"; otherwise "small enough"
+    ok = ~(magnitude > MAX_ABS_VALUE) if absent else magnitude <= MAX_ABS_VALUE
     if ok.all():
         return values
     i, j = (int(k[0]) for k in np.nonzero(~ok))
@@ -341,15 +343,19 @@ class FeatureMap:
             raise ValueError(f"X has {raw.shape[1]} features, expected {self.width}")
         if named and self.mode == "array":
             raise TypeError("this object was fed arrays; got named columns")
-        names = list(X.columns) if is_frame else list(range(raw.shape[1]))
+        names = X.columns.tolist() if is_frame else list(range(raw.shape[1]))
         values = _numbers(raw, names, absent=is_frame, rows=True)
         if not named:
             return values, NewColumns(() if self.mode == "array" else names, "array")
+        if is_frame:  # absent cells are 0 (the values are finite or NaN by now)
+            values[np.isnan(values)] = 0.0
+        if names == list(self.columns):  # the registered columns, in order: no reordering
+            return values, []
         new = [name for name in dict.fromkeys(names) if name not in self.columns]
         at = {name: len(self.columns) + j for j, name in enumerate(new)}
         cols = np.array([self.columns.get(name, at.get(name)) for name in names], dtype=np.intp)
         out = np.zeros((raw.shape[0], self.width + len(new)))
-        out[:, cols] = np.nan_to_num(values, nan=0.0) if is_frame else values
+        out[:, cols] = values
         return out, new
 
     def _encode_dicts(self, X) -> tuple[np.ndarray, list]:

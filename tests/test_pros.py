@@ -314,6 +314,41 @@ def test_predict_many_and_learn_many_match_the_one_row_methods():
                                [one.predict_one(x) for x in as_dicts(probe)], rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("cls", [PROSNKONS, CONKONS])
+@pytest.mark.parametrize("params", [
+    {"kernel": kernels.RBF(0.5), "dictionary_alpha": 0.3, "seed": 0},
+    {"kernel": kernels.Laplacian(0.3), "loss": losses.Logistic(), "eta": 0.3, "max_size": 25,
+     "seed": 1},
+    {"kernel": kernels.Polynomial(degree=2, gamma=0.5, coef0=1.0), "C": 1.0,
+     "loss": losses.SquaredHinge(), "eta": lambda t: 1.0 / math.sqrt(t), "seed": 2},
+    {"kernel": kernels.Linear(), "p_min": 0.2, "beta": 0.5, "seed": 3},
+])
+def test_compiled_test_then_train_matches_row_by_row(cls, params):
+    """predict_learn_many (the compiled loop, Python steps at joins) is predict_one then
+    learn_one row by row: the same predictions, dictionary, KORS coins and ONS state."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(400, 3))
+    y = np.sign(np.sin(X.sum(1))) if "loss" in params else np.sin(X.sum(1))
+    compiled, rows = cls(**params), cls(**params)
+    predictions = compiled.predict_learn_many(X[:250], y[:250])
+    predictions = np.append(predictions, compiled.predict_learn_many(X[250:], y[250:]))
+    expected = []
+    for x, target in zip(as_dicts(X), y):
+        expected.append(rows.predict_one(x))
+        rows.learn_one(x, target)
+    np.testing.assert_allclose(predictions, expected, rtol=0, atol=1e-12)
+    assert compiled.dictionary_size == rows.dictionary_size > 1
+    assert compiled.n_restarts == rows.n_restarts and compiled.n_seen == rows.n_seen == 400
+    assert compiled._kors.n_seen == rows._kors.n_seen
+    assert compiled._kors.last_p == rows._kors.last_p
+    np.testing.assert_allclose(compiled.weights, rows.weights, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(compiled._P.matrix(), rows._P.matrix(), rtol=1e-12, atol=1e-12)
+    assert compiled.log_det == pytest.approx(rows.log_det, rel=1e-12)
+    assert compiled.online_effective_dimension == pytest.approx(
+        rows.online_effective_dimension, rel=1e-12)
+    assert compiled._rng.random() == rows._rng.random()  # the same stream of coins
+
+
 def test_cli_names_and_learning_quality():
     registry = learner_registry()
     assert registry["pros-n-kons"] is PROSNKONS and registry["con-kons"] is CONKONS

@@ -393,3 +393,148 @@ def kors_score(const double[::1] weights, const double[::1] k_col, const double[
         p = 1.0 if p > 1.0 else p
         p = p_min if p_min > p else p
     return q, tau, p
+
+
+# ------------------------------------------------------------------------------ PROS-N-KONS
+from libc.math cimport log1p
+
+# the row at which pros_run stopped: the coins drawn for it ran out
+cdef enum:
+    NEED_COINS = 3
+
+# s = z^T A^{-1} z is floored before it divides the projection; a residual below this fraction
+# of k(x, x) is not offered to KORS (okoco.learners.pros, _MIN_S and _SPAN_TOL)
+cdef double MIN_S = 1e-300
+cdef double SPAN_TOL = 1e-10
+
+
+cdef inline double second_derivative(int loss, double y, double z) noexcept nogil:
+    """The loss's second derivative in the prediction z (okoco.losses)."""
+    cdef double yz, p
+    if loss == SQUARED:
+        return 2.0
+    yz = y * z
+    if loss == LOGISTIC:
+        yz = -700.0 if yz < -700.0 else (700.0 if yz > 700.0 else yz)
+        p = 1.0 / (1.0 + exp(-yz))
+        return p * (1.0 - p)
+    return 2.0 if yz < 1.0 else 0.0
+
+
+def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_ssize_t m,
+             const double[::1] L, double[::1] u, double[::1] P, bint dense,
+             const double[::1] kors_weights, const double[::1] kors_L, double kors_alpha,
+             double eps, double beta, double p_min, const double[::1] coins,
+             double alpha, double C, int loss, bint hessian, const double[::1] eta,
+             Py_ssize_t max_size, double oed, double log_det, int d_atoms,
+             const double[:, ::1] V, const double[::1] y, Py_ssize_t begin,
+             double[::1] predictions):
+    """PROS-N-KONS / CON-KONS's test-then-train over rows ``begin ..`` of ``V``
+    (okoco.learners.pros) while the dictionary does not change: the kernel row against the
+    ``m`` atoms, ``h = L^{-1} k``, the clipped prediction into ``predictions``, the KORS score
+    and its coin (``coins``, uniforms drawn beforehand from KORS's generator), the oblique
+    projection, the Sherman-Morrison update of ``A^{-1}`` (``P``, packed unless ``dense``) and
+    the ONS step on ``u``. ``eta`` is ignored with ``hessian`` (the weight is ``loss''``);
+    ``max_size`` 0 means none. The atoms are the first ``d_atoms`` columns of ``data``; the
+    rows of ``V`` may be wider (their other features are 0 in the atoms).
+
+    Stops before a row that needs the Python step: a point whose coin lands (it joins: the
+    factors and buffers grow), a value that is not finite (the Python step words the error),
+    or no coin left. Returns ``(row, status, coins used, KORS points seen, last q, last tau,
+    last p, online effective dimension, log det)`` (``oed`` and ``log_det`` are the values
+    before the first row); the coins used are those of the rows learned.
+    """
+    cdef Kernel k = make_kernel(kernel)
+    cdef Py_ssize_t ld = data.shape[1], t = begin, rows = V.shape[0], i, used = 0, n_coins
+    cdef Py_ssize_t kors_seen = 0
+    cdef int d = <int>V.shape[1], status = OK
+    cdef double kappa, ybar, excess, gdot, weight, s, residual, q, tau, p, c
+    cdef double last_q = float("nan"), last_tau = float("nan")
+    cdef double last_p = float("nan")
+    n_coins = coins.shape[0]
+    g_buffer = np.empty(m + 1)
+    cdef double[::1] g_view = g_buffer
+    cdef double* g = &g_view[0]
+    cdef double* work = <double*>malloc((3 * m + 1) * sizeof(double))
+    cdef double* h = work
+    cdef double* Pz = work + m
+    cdef double* a = work + 2 * m
+    cdef const double* X = &data[0, 0] if data.shape[0] else NULL
+    cdef const double* sq_p = &sq[0] if m else NULL
+    if work == NULL:
+        raise MemoryError()
+    with nogil:
+        while t < rows:
+            if kernel_row(&k, X, ld, m, d_atoms, sq_p, &V[t, 0], d, g):
+                with gil:
+                    kernel_exp(g_buffer, g, m)
+            kappa = self_similarity(&k, &V[t, 0], d)
+            if not isfinite(kappa):
+                status = PYTHON_STEP
+                break
+            for i in range(m):
+                if not isfinite(g[i]):
+                    status = PYTHON_STEP
+                    break
+            if status:
+                break
+            if m:
+                memcpy(h, g, m * sizeof(double))
+                tp_half_solve(&L[0], <int>m, h)
+            ybar = dot(<int>m, h, &u[0])
+            excess = clip_excess(ybar, C)
+            gdot = derivative(loss, y[t], ybar - excess)
+            weight = second_derivative(loss, y[t], ybar - excess) if hessian else \
+                eta[t] * gdot * gdot
+            if m:
+                sym_matvec(&P[0], <int>m, dense, h, Pz)
+            s = dot(<int>m, h, Pz)
+            s = s if s > 0.0 else 0.0
+            if not (isfinite(ybar) and isfinite(gdot)
+                    and isfinite(weight * (s + (kappa if kappa > 1.0 else 1.0) / alpha))):
+                status = PYTHON_STEP
+                break
+            residual = kappa - dot(<int>m, h, h)
+            if not (max_size > 0 and m >= max_size) and residual > SPAN_TOL * kappa:
+                # KORS (okoco.dictionary.KORS): a = sqrt(w) k, q = max(kappa - |L_K^{-1} a|^2,
+                # 0) / alpha_K, tau = (1 + eps) q / (1 + q), p = max(min(beta tau, 1), p_min)
+                if used == n_coins:
+                    status = NEED_COINS
+                    break
+                for i in range(m):
+                    a[i] = sqrt(kors_weights[i]) * g[i]
+                if m:
+                    tp_half_solve(&kors_L[0], <int>m, a)
+                q = kappa - dot(<int>m, a, a)
+                q = (q if q > 0.0 else 0.0) / kors_alpha
+                tau = (1.0 + eps) * q / (1.0 + q)
+                p = beta * tau
+                p = 1.0 if p > 1.0 else p
+                p = p_min if p_min > p else p
+                if coins[used] < p:  # it joins: the Python step, with this same coin
+                    status = PYTHON_STEP
+                    break
+                used += 1
+                kors_seen += 1
+                last_q, last_tau, last_p = q, tau, p
+            predictions[t] = clip(ybar, C)
+            # oblique projection onto |z.w| <= C in the A-norm, then the Newton step
+            if excess != 0.0:
+                c = excess / (s if s > MIN_S else MIN_S)
+                for i in range(m):
+                    u[i] -= c * Pz[i]
+            q = weight * s
+            if m:
+                sym_rank_one(&P[0], <int>m, dense, -weight / (1.0 + q), Pz)
+            c = gdot / (1.0 + q)
+            for i in range(m):
+                u[i] -= c * Pz[i]
+            oed += q / (1.0 + q)
+            log_det += log1p(q)
+            t += 1
+    free(work)
+    return t, status, used, kors_seen, last_q, last_tau, last_p, oed, log_det
+
+
+#: pros_run's status when its coins ran out (draw more and call again)
+STATUS_NEED_COINS = NEED_COINS

@@ -295,9 +295,12 @@ class KernelLearner(base.MiniBatchRegressor):
         if not V.shape[0]:
             return
         diag = np.asarray(self._kernel.diag(V), dtype=float)
-        bad = np.flatnonzero(~(diag >= 0) | ~np.isfinite(diag))
-        if bad.size:
-            i = int(bad[0])
+        if diag.min() >= 0.0 and diag.max() < math.inf:  # NaN fails both
+            return
+        ok = diag >= 0.0
+        ok &= diag < math.inf
+        if not ok.all():
+            i = int(np.argmin(ok))  # the first row that is not ok
             raise ValueError(f"row {i}: {overflow_message(self._kernel, diag[i])}")
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
@@ -320,8 +323,8 @@ class KernelLearner(base.MiniBatchRegressor):
 
         The predictions of a progressive validation (``okoco.evaluate`` replays arrays with it);
         the batch is validated as by :meth:`learn_many`. For the learners with a compiled step
-        (FunctionalGD, KRLS on the built-in kernels and losses) the loop over the rows runs in
-        compiled code.
+        (FunctionalGD, KRLS, PROS-N-KONS and CON-KONS on the built-in kernels and losses) the
+        loop over the rows runs in compiled code.
 
         Examples
         --------
@@ -350,7 +353,7 @@ class KernelLearner(base.MiniBatchRegressor):
         except BaseException:
             self._kernel = kernel
             raise
-        self._watch_target_scale(float(np.abs(targets).sum()), len(targets))
+        self._watch_target_scale(math.fsum(map(abs, targets)), len(targets))
         predictions = self._learn_vecs(V, targets, etas, predict)
         self._features.add(new)
         return predictions

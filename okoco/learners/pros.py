@@ -29,10 +29,19 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from okoco._input import Rows, reserve
+from okoco._core import _steps
+from okoco._input import Rows, in_row, reserve
 from okoco._validation import Interval
 from okoco.dictionary import KORS
-from okoco.learners.base import ETA_HESSIAN, KernelLearner, clip_excess, overflow_message
+from okoco.learners.base import (
+    ETA_HESSIAN,
+    KernelLearner,
+    clip_excess,
+    compiled_kernel,
+    compiled_loss,
+    overflow_message,
+    widened,
+)
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
 __all__ = ["PROSNKONS", "CONKONS"]
@@ -273,13 +282,66 @@ class PROSNKONS(KernelLearner):
         if joined and self._restart:
             self._new_phase(m)
 
+    def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
+                    predict: bool) -> np.ndarray | None:
+        """The test-then-train loop over the rows in compiled code (:meth:`_run`); a row whose
+        point joins, or whose values need a worded error, takes the Python step."""
+        spec, loss = compiled_kernel(self._kernel), compiled_loss(self._loss)
+        rows = len(targets)
+        if spec is None or loss is None or not rows or not V.shape[1]:
+            return super()._learn_vecs(V, targets, etas, predict)
+        self._store.make_room(0, V.shape[1])
+        V = widened(V, self._store.d)
+        hessian = etas[0] is None  # eta="hessian": the weight of g g^T is loss'' itself
+        eta = np.zeros(rows) if hessian else np.asarray(etas, dtype=float)
+        y = np.asarray(targets, dtype=float)
+        predictions = np.empty(rows)
+        first, t, block = self.n_seen, 0, 64
+        while t < rows:
+            t, status = self._run(V, y, eta, hessian, predictions, t, block)
+            self.n_seen, self._cache = first + t, None
+            if status == _steps.STATUS_NEED_COINS:
+                block *= 2
+            elif status:  # a row for the Python step
+                if predict:
+                    z = in_row(t, self._predict_vec, V[t])
+                    predictions[t] = self._clip(z) if math.isfinite(z) else z
+                in_row(t, self._learn_vec, V[t], targets[t], etas[t])
+                t += 1
+                self.n_seen, self._cache = first + t, None
+        return predictions if predict else None
+
+    def _run(self, V: np.ndarray, y: np.ndarray, eta: np.ndarray, hessian: bool,
+             predictions: np.ndarray, t: int, block: int) -> tuple[int, int]:
+        """The compiled steps over rows ``t ..`` of ``V`` (``_steps.pros_run``) until a row
+        needs the Python step; returns that row and the status. KORS's coins are drawn ahead,
+        ``block`` at most; the generator is then set back to where only the coins of the rows
+        learned were drawn, so the Python step draws the same coin as row by row."""
+        store, kors, P = self._store, self._kors, self._P
+        rng = kors._rng
+        state = rng.bit_generator.state
+        coins = rng.random(min(block, V.shape[0] - t))
+        (stop, status, used, seen, q, tau, p, self.online_effective_dimension,
+         self.log_det) = _steps.pros_run(
+            compiled_kernel(self._kernel), store.data, store.squared_norms()[0],
+            self._embed.size, self._embed._L, self._u, P._storage(), P.is_dense,
+            kors._weights, kors.cholesky._L, float(kors.alpha), float(kors.eps),
+            float(kors.beta), float(kors.p_min), coins, float(self.alpha), float(self.C),
+            compiled_loss(self._loss), hessian, eta, self.max_size or 0,
+            self.online_effective_dimension, self.log_det, store.d, V, y, t, predictions)
+        if used < coins.shape[0]:
+            rng.bit_generator.state = state
+            rng.random(used)
+        if seen:  # the points KORS scored and did not keep
+            kors._column_mode = True
+            kors.n_seen += seen
+            kors.last_q, kors.last_tau, kors.last_p, kors.last_added = q, tau, p, False
+        return stop, status
+
     def _new_phase(self, m: int) -> None:
         """PROS-N-KONS's restart: ``u = 0`` and ``A = alpha I`` over the new dictionary."""
         self._u[:m] = 0.0
-        self._P = PackedSymmetric(capacity=max(m, 16))
-        inv = 1.0 / self.alpha
-        for j in range(m):  # once per phase, not per step
-            self._P.append(np.zeros(j), inv)
+        self._P = PackedSymmetric.from_matrix(np.eye(m) / self.alpha)
         self.log_det = 0.0
         self.n_restarts += 1
 
