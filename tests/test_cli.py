@@ -619,6 +619,13 @@ def test_compare_interval_ranks_by_interval_score(tmp_path):
     assert krls["interval_score"]["mean"] == pytest.approx(_interval_figures(300, 0.9)[2],
                                                            rel=1e-12)
     assert "int. score" in result.stdout and "coverage" in result.stdout
+    csv_out = run("compare", "sinc", "-l", "krls", "-d", "n=300", "--interval", "0.9",
+                  "--output", str(tmp_path / "cmp.csv"), "-q")
+    assert csv_out.exit_code == 0, csv_out.output
+    with open(tmp_path / "cmp.csv") as f:
+        (row,) = list(csv.DictReader(f))
+    assert float(row["interval_score"]) == krls["interval_score"]["mean"]
+    assert float(row["coverage"]) == krls["coverage"]["mean"]
     # sorted the other way by a column where larger is better
     r2 = run("compare", "sinc", "-l", "fgd", "-l", "krls", "-d", "n=300", "-m", "r2", "--sort",
              "r2", "--json")

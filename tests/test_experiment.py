@@ -142,3 +142,17 @@ def test_a_run_with_intervals_resumes_to_the_same_result(tmp_path):
             Checkpoint(path, resume=True))
     with pytest.raises(ValueError, match="interval 0.8, not None"):
         run(RunSpec("sinc", "krls", data_params={"n": 400}), Checkpoint(path, resume=True))
+
+
+def test_a_grid_with_intervals_runs_the_same_spec():
+    from okoco import distributed
+
+    res = distributed.grid(["krls"], [("sinc", {"n": 200})], interval=0.9, checkpoints=(100,))
+    alone = run(RunSpec("sinc", "krls", data_params={"n": 200}, interval=0.9,
+                        checkpoints=(100,)))
+    (result,), (record,) = res.results, res.records
+    assert result.columns["coverage"] == alone.columns["coverage"]
+    assert record["coverage"] == alone.final["coverage"]
+    assert record["interval_score"] == alone.final["interval_score"]
+    with pytest.raises(ValueError, match="interval must be None or a coverage in"):
+        distributed.grid(["krls"], "sinc", interval=1.5)
