@@ -239,6 +239,9 @@ class _Encoder:
             return {"__dict__": self.pairs(v.items(), where)}
         if kind is collections.OrderedDict:
             return {"__odict__": self.pairs(v.items(), where)}
+        if kind is collections.deque:
+            return {"__deque__": [self.encode(x, f"{where}[{i}]") for i, x in enumerate(v)],
+                    "maxlen": v.maxlen}
         if kind is collections.Counter:
             return {"__counter__": self.pairs(v.items(), where)}
         if kind is collections.defaultdict:
@@ -364,6 +367,8 @@ class _Decoder:
             return dict(self.pairs(tree["__dict__"]))
         if marker == "__odict__":
             return collections.OrderedDict(self.pairs(tree["__odict__"]))
+        if marker == "__deque__":
+            return collections.deque(self.decode(tree["__deque__"]), maxlen=tree["maxlen"])
         if marker == "__counter__":
             return collections.Counter(dict(self.pairs(tree["__counter__"])))
         if marker == "__defaultdict__":

@@ -522,3 +522,117 @@ def test_the_summary_says_when_sample_one_makes_most_of_the_cumulative_loss():
     assert "from sample 1, predicted before any target was seen" in line
     quiet = run("replay", "sinc", "-d", "n=200", "-l", "fgd").stdout
     assert "from sample 1" not in quiet
+
+
+# -- prediction intervals (issue 30) ------------------------------------------------------------
+
+
+def _interval_figures(n: int, coverage: float):
+    """Coverage, width and Winkler score of the run's intervals, recomputed in a plain loop
+    over the same stream (the model okoco replay builds, wrapped by hand)."""
+    import math
+
+    from okoco import datasets, preprocessing
+    from okoco.intervals import IntervalRegressor
+    from okoco.learners import KRLS
+
+    model = IntervalRegressor(preprocessing.TargetStandardScaler(
+        preprocessing.StandardScaler() | KRLS(C=3.0)), coverage=coverage)
+    inside, widths, scores = 0, [], []
+    for x, y in datasets.load("sinc", n=n, seed=0):
+        low, high = model.predict_one(x, with_interval=True)
+        inside += low <= y <= high
+        if math.isfinite(high - low):
+            miss = max(low - y, 0.0) + max(y - high, 0.0)
+            widths.append(high - low)
+            scores.append(high - low + 2 / (1 - coverage) * miss)
+        model.learn_one(x, y)
+    return inside / n, sum(widths) / len(widths), sum(scores) / len(scores)
+
+
+def test_replay_interval_reports_coverage_width_and_score(tmp_path):
+    coverage, width, score = _interval_figures(400, 0.9)
+    out = run("replay", "sinc", "-l", "krls", "-d", "n=400", "--interval", "0.9", "--json",
+              "--output", str(tmp_path / "run.csv"))
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.stdout)
+    assert summary["interval"] == 0.9 and summary["coverage"] == coverage
+    assert summary["mean_width"] == pytest.approx(width, rel=1e-12)
+    assert summary["interval_score"] == pytest.approx(score, rel=1e-12)
+    with open(tmp_path / "run.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert float(rows[-1]["coverage"]) == coverage and rows[-1]["t"] == "400"
+    assert float(rows[-1]["interval_score"]) == pytest.approx(score, rel=1e-12)
+    text = run("replay", "sinc", "-l", "krls", "-d", "n=400", "--interval", "0.9").stdout
+    assert f"coverage    {coverage:.4g} of targets inside their 90% interval" in text
+    assert "int. score" in text
+    # without --interval: no interval figures anywhere
+    plain = json.loads(run("replay", "sinc", "-l", "krls", "-d", "n=50", "--json").stdout)
+    assert "coverage" not in plain
+
+
+def test_replay_interval_refuses_classification_and_bad_coverage():
+    assert "--interval needs a regression dataset; 'phishing' is a binary task" in error_line(
+        run("replay", "phishing", "--interval", "0.9", "-n", "20"))
+    assert "--interval is a coverage in (0, 1)" in error_line(
+        run("replay", "sinc", "--interval", "90"))
+
+
+def test_replay_interval_checkpoint_and_resume(tmp_path):
+    out = tmp_path / "run.json"
+    whole = json.loads(run("replay", "sinc", "-l", "krls", "-d", "n=300", "--interval", "0.9",
+                           "--json").stdout)
+    first = run("replay", "sinc", "-l", "krls", "-d", "n=300", "--interval", "0.9", "-n", "120",
+                "--output", str(out), "--checkpoint-every", "40", "-q")
+    assert first.exit_code == 0, first.output
+    again = run("replay", "sinc", "-l", "krls", "-d", "n=300", "--interval", "0.9", "--resume",
+                "--output", str(out), "--checkpoint-every", "40", "--json")
+    assert again.exit_code == 0, again.output
+    resumed = json.loads(again.stdout)
+    for key in ("coverage", "mean_width", "interval_score", "metrics"):
+        assert resumed[key] == whole[key], key
+    assert "is from another run (interval 0.9, not 0.8)" in error_line(
+        run("replay", "sinc", "-l", "krls", "-d", "n=300", "--interval", "0.8", "--resume",
+            "--output", str(out)))
+
+
+def test_replay_interval_plot_has_the_band(tmp_path):
+    from PIL import Image
+
+    path = tmp_path / "run.png"
+    out = run("replay", "sinc", "-l", "krls", "-d", "n=200", "--interval", "0.9", "--plot",
+              str(path), "-q")
+    assert out.exit_code == 0, out.output
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+
+
+def test_compare_interval_ranks_by_interval_score(tmp_path):
+    out = tmp_path / "cmp.json"
+    result = run("compare", "sinc", "-l", "fgd", "-l", "krls", "-d", "n=300", "--interval", "0.9",
+                 "--sort", "interval-score", "--output", str(out))
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    table = doc["summary"]
+    scores = [row["interval_score"]["mean"] for row in table]
+    assert scores == sorted(scores) and {row["learner"] for row in table} == {"fgd", "krls"}
+    krls = next(row for row in table if row["learner"] == "krls")
+    assert krls["interval_score"]["mean"] == pytest.approx(_interval_figures(300, 0.9)[2],
+                                                           rel=1e-12)
+    assert "int. score" in result.stdout and "coverage" in result.stdout
+    csv_out = run("compare", "sinc", "-l", "krls", "-d", "n=300", "--interval", "0.9",
+                  "--output", str(tmp_path / "cmp.csv"), "-q")
+    assert csv_out.exit_code == 0, csv_out.output
+    with open(tmp_path / "cmp.csv") as f:
+        (row,) = list(csv.DictReader(f))
+    assert float(row["interval_score"]) == krls["interval_score"]["mean"]
+    assert float(row["coverage"]) == krls["coverage"]["mean"]
+    # sorted the other way by a column where larger is better
+    r2 = run("compare", "sinc", "-l", "fgd", "-l", "krls", "-d", "n=300", "-m", "r2", "--sort",
+             "r2", "--json")
+    values = [row["R2"]["mean"] for row in json.loads(r2.stdout)["summary"]]
+    assert values == sorted(values, reverse=True)
+    assert "--sort 'coverage' needs --interval" in error_line(
+        run("compare", "sinc", "-l", "fgd", "-d", "n=50", "--sort", "coverage"))
+    assert "--sort 'nope' is not a column" in error_line(
+        run("compare", "sinc", "-l", "fgd", "-d", "n=50", "--sort", "nope"))

@@ -409,3 +409,51 @@ def test_replay_checks_its_arguments_with_the_house_validator():
     with pytest.raises(ValueError, match=r"^replay: checkpoint_every must be"):
         replay(FunctionalGD(), data, metrics=metrics.MAE(), checkpoint="c.npz",
                checkpoint_every=0)
+
+
+# -- prediction intervals (issue 30) ------------------------------------------------------------
+
+
+def test_replay_of_an_interval_regressor_records_coverage_and_the_last_band():
+    from okoco.evaluate import BAND_SAMPLES, INTERVAL_COLUMNS
+    from okoco.intervals import IntervalRegressor
+
+    def make():
+        return IntervalRegressor(preprocessing.StandardScaler() | FunctionalGD(C=3.0, eta=0.2),
+                                 coverage=0.8)
+
+    data = datasets.load("sinc", n=700, seed=1)
+    result = replay(make(), data, metrics=metrics.MAE(), checkpoints=[350])
+    # the same stream in a plain loop, every interval scored by hand
+    model, inside, lows = make(), [], []
+    for x, y in data:
+        low, high = model.predict_one(x, with_interval=True)
+        inside.append(low <= y <= high)
+        lows.append(low)
+        model.learn_one(x, y)
+    assert result["t"].tolist() == [350, 700]
+    assert result.columns["coverage"] == [sum(inside[:350]) / 350, sum(inside) / 700]
+    assert set(INTERVAL_COLUMNS) <= set(result.columns)
+    band = result.meta["band"]
+    assert band["t"] == list(range(700 - BAND_SAMPLES + 1, 701))
+    assert band["low"] == lows[-BAND_SAMPLES:]
+    assert band["y"] == [float(y) for _, y in data][-BAND_SAMPLES:]
+    # the plot has the coverage, the interval score and the band
+    titles = [ax.get_title() for ax in result.plot().axes]
+    assert {"coverage of the intervals", "mean interval score",
+            "prediction and interval, last samples"} <= set(titles)
+    # a model without intervals has none of it
+    plain = replay(FunctionalGD(), data, metrics=metrics.MAE())
+    assert "coverage" not in plain.columns and "band" not in plain.meta
+    assert "prediction and interval, last samples" not in [a.get_title()
+                                                           for a in plain.plot().axes]
+
+
+def test_replay_band_of_a_stream_of_unknown_length_keeps_the_last_samples():
+    from okoco.evaluate import BAND_SAMPLES
+    from okoco.intervals import IntervalRegressor
+
+    rows = list(datasets.load("sinc", n=BAND_SAMPLES + 40, seed=2))
+    result = replay(IntervalRegressor(FunctionalGD()), iter(rows), metrics=metrics.MAE())
+    assert result.meta["band"]["t"] == list(range(41, BAND_SAMPLES + 41))
+    assert json.loads(json.dumps(result.to_dict(), allow_nan=False))["meta"]["band"]["t"][0] == 41

@@ -36,6 +36,7 @@ from okoco.cli._options import (
     _DEFAULT_LEARNER_HELP,
     _DEGREE,
     _GAMMA,
+    _INTERVAL,
     _KERNEL,
     _LEARNER_HELP,
     _LOSS,
@@ -57,14 +58,15 @@ from okoco.cli._report import _print_json_summary, _print_summary
 _API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs",
         "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
         "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
-        "_note_leader", "read_metadata", "resolve", "RunSpec", "Checkpoint", "run")
+        "_note_leader", "read_metadata", "resolve", "RunSpec", "Checkpoint", "run",
+        "name_key")
 
 
 def _load_api() -> None:
     global datasets, DownloadError, atomic_write, to_json_ready, plot_runs
     global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
     global learner_registry, load_dataset, _kernel, _metrics, _parameters
-    global read_metadata, _note_leader, resolve, RunSpec, Checkpoint, run
+    global read_metadata, _note_leader, resolve, RunSpec, Checkpoint, run, name_key
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
     # deferred: scipy and river take about a second to import (see the note above _API)
@@ -83,6 +85,7 @@ def _load_api() -> None:
     _parameters = experiment.parameters
     RunSpec, Checkpoint, run = experiment.RunSpec, experiment.Checkpoint, experiment.run
     _note_leader, resolve = experiment.note_leader, experiment.resolve
+    name_key = experiment.name_key
 
 
 def __getattr__(name: str) -> Any:
@@ -197,7 +200,7 @@ def _spec(dataset: str, learner: str, *, kernel: str, gamma: float | None, degre
           coef0: float | None, normalize: bool, loss: str | None, C: float,
           params: dict[str, Any], metric: list[str], max_samples: int | None, checkpoints: int,
           scale: bool, scale_target: bool, seed: int | None, shuffle: bool,
-          target: str | None, data_params: dict[str, Any]):
+          target: str | None, data_params: dict[str, Any], interval: float | None = None):
     """The run the options describe (a :class:`okoco.experiment.RunSpec`), the options named as
     the user typed them when one is wrong."""
     if not (math.isfinite(C) and C > 0):
@@ -206,12 +209,14 @@ def _spec(dataset: str, learner: str, *, kernel: str, gamma: float | None, degre
         raise UserError(f"--max-samples must be >= 1, got {max_samples}")
     if checkpoints < 1:
         raise UserError(f"--checkpoints must be >= 1, got {checkpoints}")
+    if interval is not None and not 0.0 < interval < 1.0:
+        raise UserError(f"--interval is a coverage in (0, 1), such as 0.9; got {interval}")
     return RunSpec(dataset, learner, params=params, kernel=kernel.lower(), gamma=gamma,
                    degree=degree, coef0=coef0, normalize=normalize,
                    loss=None if loss is None else loss.lower(), C=C, metrics=tuple(metric),
                    max_samples=max_samples, checkpoints=checkpoints, scale=scale,
                    scale_target=scale_target, seed=seed, shuffle=shuffle, target=target,
-                   data_params=data_params)
+                   data_params=data_params, interval=interval)
 
 
 def _checkpoint_path(checkpoint: Path | None, every: int | None, resume: bool,
@@ -246,6 +251,12 @@ def _warn_empty_sketch(learner: str, params: dict[str, Any]) -> None:
         typer.echo("note: sketched-kons with beta=0 and p_min=0 keeps no point in its sketch (an "
                    "empty dictionary): it is then kernel gradient descent with step 1/alpha; "
                    "use beta > 0 (default 10) or p_min > 0", err=True)
+
+
+def _intervals_fit(interval: float | None, ds: Any) -> None:
+    if interval is not None and ds.task != "regression":
+        raise UserError(f"--interval needs a regression dataset; {ds.name!r} is a {ds.task} "
+                        "task (for classifiers use --metric logloss)")
 
 
 def _note_dropped_columns(ds: Any, quiet: bool) -> None:
@@ -287,6 +298,7 @@ def replay(
     checkpoints: int = _CHECKPOINTS,
     scale: bool = _SCALE,
     scale_target: bool = _SCALE_TARGET,
+    interval: float = _INTERVAL,
     output: Path = typer.Option(None, "--output", "-o", help="save the curves: run.json or "
                                 "run.csv (written to a temporary file, then renamed)"),
     plot: Path = typer.Option(None, "--plot", help="save a plot: run.png, .pdf or .svg"),
@@ -330,12 +342,14 @@ def replay(
                      normalize=normalize, loss=loss, C=C, params=_pairs(param, "parameter"),
                      metric=metric, max_samples=max_samples, checkpoints=checkpoints,
                      scale=scale, scale_target=scale_target, seed=seed, shuffle=shuffle,
-                     target=target, data_params=_pairs(data_param, "dataset parameter"))
+                     target=target, data_params=_pairs(data_param, "dataset parameter"),
+                     interval=interval)
         out_kind = _output_kind(output, ("json", "csv"), "--output")
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
         ds = load_dataset(dataset, target=target, data_params=dict(spec.data_params), seed=seed,
                           shuffle=shuffle)
         _note_dropped_columns(ds, quiet or as_json)
+        _intervals_fit(interval, ds)
         ckpt = _checkpoint_path(checkpoint, checkpoint_every, resume, output)
         n = len(ds) if max_samples is None else min(len(ds), max_samples)
         if not (quiet or as_json):

@@ -21,6 +21,7 @@ from okoco.cli._options import (
     _DATA_PARAM,
     _DEGREE,
     _GAMMA,
+    _INTERVAL,
     _KERNEL,
     _LEARNER_HELP,
     _LOSS,
@@ -58,6 +59,11 @@ def compare(
     shuffle: bool = typer.Option(False, "--shuffle", help="each seed replays its own order"),
     max_samples: int = _MAX_SAMPLES,
     checkpoints: int = _CHECKPOINTS,
+    interval: float = _INTERVAL,
+    sort: str = typer.Option(None, "--sort", metavar="COLUMN",
+                             help="rank the learners by a column, best first: the metric (e.g. "
+                             "mae), interval-score, coverage (closest to --interval), "
+                             "us-per-sample, memory-bytes, ... [default: as given]"),
     scale: bool = _SCALE,
     scale_target: bool = _SCALE_TARGET,
     output: Path = typer.Option(None, "--output", "-o", help="r.json (summary and every run's "
@@ -107,7 +113,7 @@ def compare(
                      normalize=normalize, loss=loss, C=C, params={}, metric=metric,
                      max_samples=max_samples, checkpoints=checkpoints, scale=scale,
                      scale_target=scale_target, seed=0, shuffle=shuffle, target=target,
-                     data_params=dparams)
+                     data_params=dparams, interval=interval)
         out_kind = _output_kind(output, ("json", "csv"), "--output")
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
         runs: dict[str, list] = {name: [] for name in chosen}
@@ -130,8 +136,9 @@ def compare(
         if unused:
             raise cli.UserError(f"no learner takes parameter {unused[0]!r}")
         main = next(rs for rs in runs.values() if rs)[0].metrics[0]
-        cols = [main, "cumulative_loss", "regret", "us_per_sample", "dictionary_size",
-                "memory_bytes"]
+        cols = [main, *(("coverage", "mean_width", "interval_score") if interval is not None
+                        else ()),
+                "cumulative_loss", "regret", "us_per_sample", "dictionary_size", "memory_bytes"]
         table = []
         for name, rs in runs.items():
             row: dict[str, Any] = {"learner": name, "runs": len(rs)}
@@ -141,6 +148,8 @@ def compare(
                 row[col] = {"mean": float(ok.mean()) if ok.size else math.nan,
                             "std": float(ok.std()) if ok.size else math.nan}
             table.append(row)
+        if sort is not None:
+            table.sort(key=_rank_key(sort, cols, interval))
         if out_kind == "json":
             doc = {"dataset": dataset, "metric": main, "seeds": seeds, "summary": table,
                    "runs": {n: [r.to_dict() for r in rs] for n, rs in runs.items()}}
@@ -186,7 +195,7 @@ def _compare_on_dask(base: Any, learner: list[str], seeds: int, shared: dict[str
             kernel=kernel, loss=base.loss, C=base.C, metrics=list(base.metrics),
             max_samples=base.max_samples, checkpoints=base.checkpoints, scale=base.scale,
             scale_target=base.scale_target, shuffle=base.shuffle, target=base.target,
-            scheduler=scheduler, workers=workers, progress=progress)
+            interval=base.interval, scheduler=scheduler, workers=workers, progress=progress)
     except (ImportError, ConnectionError) as error:
         raise cli.UserError(str(error)) from None
     if not res.ok:
@@ -199,3 +208,30 @@ def _compare_on_dask(base: Any, learner: list[str], seeds: int, shared: dict[str
         if result is not None:
             runs.setdefault(task.learner, []).append(result)
     return runs, len(res.failed)
+
+
+#: Columns where a larger value ranks first (``--sort``); ``coverage`` ranks by its distance to
+#: the requested level, every other column by its value, smallest first.
+_LARGER_IS_BETTER = {"accuracy", "f1", "r2", "rocauc"}
+
+
+def _rank_key(sort: str, cols: list[str], interval: float | None):
+    """The key that orders the compare table by column ``sort`` (a column name, any spelling
+    of :func:`okoco.experiment.name_key`), learners without a value last."""
+    names = {cli.name_key(c.lower()): c for c in cols}
+    key = cli.name_key(sort.lower())
+    if key not in names:
+        if key in ("coverage", "mean-width", "interval-score"):
+            raise cli.UserError(f"--sort {sort!r} needs --interval")
+        raise cli.UserError(f"--sort {sort!r} is not a column; choose from {', '.join(names)}")
+    col = names[key]
+
+    def rank(row: dict) -> tuple[bool, float]:
+        value = row[col]["mean"]
+        if not math.isfinite(value):
+            return True, 0.0
+        if col == "coverage":
+            return False, abs(value - interval)
+        return False, -value if key in _LARGER_IS_BETTER else value
+
+    return rank

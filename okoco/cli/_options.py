@@ -96,3 +96,9 @@ _SCALE = typer.Option(True, "--scale/--no-scale", help=_SCALE_HELP)
 
 
 _SCALE_TARGET = typer.Option(True, "--scale-target/--no-scale-target", help=_SCALE_TARGET_HELP)
+
+
+_INTERVAL = typer.Option(None, "--interval", metavar="COVERAGE",
+                         help="regression: wrap the model in okoco.intervals.IntervalRegressor "
+                         "(adaptive conformal inference) and report the online coverage, mean "
+                         "width and mean interval score of its COVERAGE intervals (e.g. 0.9)")

@@ -45,12 +45,22 @@ def _print_json_summary(ds: Any, learner: str, result: Any, output: Path | None,
                "metrics": {m: final[m] for m in result.metrics},
                **{k: final[k] for k in ("cumulative_loss", "regret", "dictionary_size",
                                         "us_per_sample", "elapsed_s", "memory_bytes")},
+               **_interval_summary(result),
                "output": None if output is None else str(output),
                "plot": None if plot is None else str(plot), "interrupted": interrupted}
     # deferred: okoco._io imports numpy, which `okoco --help` does without
     from okoco._io import to_json_ready
 
     typer.echo(json.dumps(to_json_ready(summary)))
+
+
+def _interval_summary(result: Any) -> dict:
+    """The interval figures of a run with ``--interval`` (nothing otherwise)."""
+    if "coverage" not in result.columns:
+        return {}
+    final = result.final
+    return {"interval": result.meta.get("interval"), "coverage": final["coverage"],
+            "mean_width": final["mean_width"], "interval_score": final["interval_score"]}
 
 
 def _first_loss_note(result: Any) -> str:
@@ -76,6 +86,7 @@ def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target
         *((("leader", result.meta["leader"]),) if "leader" in result.meta else ()),
         ("scaling", scaled),
         *((m, _fmt(final[m])) for m in result.metrics),
+        *_interval_lines(result),
         ("cum. loss", _fmt(final["cumulative_loss"]) + _first_loss_note(result)),
         ("dictionary", _fmt(final["dictionary_size"], 12).removesuffix(".0")),
         ("time", f"{final['elapsed_s']:.2f} s "
@@ -90,11 +101,24 @@ def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target
         typer.echo(f"{key:<11} {value}")
 
 
+def _interval_lines(result: Any) -> list[tuple[str, str]]:
+    figures = _interval_summary(result)
+    if not figures:
+        return []
+    asked = figures["interval"]
+    return [("coverage", _fmt(figures["coverage"], 4)
+             + ("" if asked is None else f" of targets inside their {asked:.0%} interval")),
+            ("width", _fmt(figures["mean_width"]) + " (mean, targets' scale)"),
+            ("int. score", _fmt(figures["interval_score"]) + " (mean interval score, lower is "
+                                                             "better)")]
+
+
 def _print_table(table: list[dict], cols: list[str], quiet: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
     heads = {"cumulative_loss": "cum. loss", "us_per_sample": "µs/sample",
+             "mean_width": "width", "interval_score": "int. score",
              "dictionary_size": "dictionary", "memory_bytes": "memory (KiB)"}
     shown = [c for c in cols if any(math.isfinite(r[c]["mean"]) for r in table)]
     t = Table(box=None, header_style="bold")

@@ -66,7 +66,7 @@ def _reporter(progress: Any, total: int) -> Callable[[dict[str, Any], Task], Non
 
 def _settings(kernel: Any, loss: str | None, C: float, metrics: Any, max_samples: int | None,
               checkpoints: Any, scale: bool, scale_target: bool, shuffle: bool,
-              target: str | None) -> dict[str, Any]:
+              target: str | None, interval: float | None = None) -> dict[str, Any]:
     if kernel is None:
         kernel = make_kernel("rbf")
     elif isinstance(kernel, str):
@@ -79,10 +79,13 @@ def _settings(kernel: Any, loss: str | None, C: float, metrics: Any, max_samples
             raise ValueError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
     if max_samples is not None and (isinstance(max_samples, bool) or max_samples < 1):
         raise ValueError(f"max_samples must be >= 1, got {max_samples!r}")
+    if interval is not None and (isinstance(interval, bool) or not isinstance(interval, float)
+                                 or not 0.0 < interval < 1.0):
+        raise ValueError(f"interval must be None or a coverage in (0, 1), got {interval!r}")
     return {"kernel": kernel, "loss": None if loss is None else loss.lower(), "C": float(C),
             "metric": names, "max_samples": max_samples, "checkpoints": checkpoints,
             "scale": bool(scale), "scale_target": bool(scale_target), "shuffle": bool(shuffle),
-            "target": target}
+            "target": target, "interval": interval}
 
 
 def grid(
@@ -102,6 +105,7 @@ def grid(
     scale_target: bool = True,
     shuffle: bool = False,
     target: str | None = None,
+    interval: float | None = None,
     scheduler: Any = None,
     workers: int | None = None,
     progress: bool | Callable[[int, int, dict], None] = False,
@@ -139,6 +143,10 @@ def grid(
         loss name, the clipping bound, metric names (default MAE or accuracy), a sample limit,
         the checkpoints of each curve, online scaling of features and targets, a shuffled order
         per seed, the CSV target column.
+    interval
+        ``None``, or a coverage in ``(0, 1)``: each run's model is wrapped in
+        :class:`okoco.intervals.IntervalRegressor` (see :class:`okoco.experiment.RunSpec`) and
+        its result has the columns ``coverage``, ``mean_width`` and ``interval_score``.
     scheduler
         ``None`` / ``"serial"`` (in this process), ``"local"`` (a LocalCluster started and
         stopped for this call), a scheduler address, or a ``distributed.Client``.
@@ -179,7 +187,7 @@ def grid(
     True
     """
     settings = _settings(kernel, loss, C, metrics, max_samples, checkpoints, scale,
-                         scale_target, shuffle, target)
+                         scale_target, shuffle, target, interval)
     tasks = make_tasks(learners, datasets, params=params, seeds=seeds, data_params=data_params)
     check_scheduler(scheduler, workers)
     report = _reporter(progress, len(tasks))

@@ -17,6 +17,7 @@ from okoco.distributed._cluster import (
     one_blas_thread,
     worker_name,
 )
+from okoco.evaluate import INTERVAL_COLUMNS
 from okoco.experiment import (
     RunSpec,
     learner_registry,
@@ -146,7 +147,8 @@ def run_task(task: Task, settings: Mapping[str, Any], data: Any = None):
                            C=params.pop("C", settings["C"]), metrics=tuple(settings["metric"]),
                            max_samples=settings["max_samples"],
                            checkpoints=settings["checkpoints"], scale=settings["scale"],
-                           scale_target=settings["scale_target"], seed=task.seed)
+                           scale_target=settings["scale_target"], seed=task.seed,
+                           interval=settings.get("interval"))
             result = run(spec, data=ds)
     except Exception as error:  # a bad task must not stop the grid: report it
         _failed(record, error)
@@ -155,7 +157,9 @@ def run_task(task: Task, settings: Mapping[str, Any], data: Any = None):
         n = result.n_samples
         record.update(status="ok", model=result.meta.get("model"), n_samples=n,
                       metrics=to_json_ready({m: final[m] for m in result.metrics}),
-                      **to_json_ready({k: final.get(k) for k in RECORD_VALUES}))
+                      **to_json_ready({k: final.get(k) for k in RECORD_VALUES}),
+                      # a run with --interval: its coverage, mean width and interval score
+                      **to_json_ready({k: final[k] for k in INTERVAL_COLUMNS if k in final}))
         record["us_per_sample"] = 1e6 * final["elapsed_s"] / n if n else None
     record["wall_s"] = time.perf_counter() - start
     record["worker"] = worker_name()

@@ -45,8 +45,9 @@ Examples
 from okoco._io import atomic_write
 from okoco.evaluate._loop import Step, iter_progressive_val
 from okoco.evaluate._plots import plot_runs
-from okoco.evaluate._replay import ReplayInterrupted, checkpoint_grid, replay
-from okoco.evaluate._results import BASE_COLUMNS, ReplayResult
+from okoco.evaluate._replay import BAND_SAMPLES, ReplayInterrupted, checkpoint_grid, replay
+from okoco.evaluate._results import BASE_COLUMNS, INTERVAL_COLUMNS, ReplayResult
 
 __all__ = ["iter_progressive_val", "Step", "replay", "ReplayResult", "ReplayInterrupted",
-           "plot_runs", "atomic_write", "checkpoint_grid", "BASE_COLUMNS"]
+           "plot_runs", "atomic_write", "checkpoint_grid", "BASE_COLUMNS", "INTERVAL_COLUMNS",
+           "BAND_SAMPLES"]

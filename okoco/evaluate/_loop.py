@@ -143,7 +143,7 @@ class _Loop:
     """
 
     def __init__(self, model: Any, metrics: list, *, loss: Any, regret: Any, start: int = 0,
-                 cumulative_loss: float = 0.0):
+                 cumulative_loss: float = 0.0, band: Any = None, band_from: int = 0):
         self.classifier = isinstance(model, base.Classifier)
         self.model, self.regret = model, regret
         self.predict = _predictor(model, metrics)
@@ -155,6 +155,10 @@ class _Loop:
         self.t, self.cumulative_loss, self.seconds = start, cumulative_loss, 0.0
         #: ``(y, y_pred, loss)`` of the sample a stretch stopped at.
         self.last: tuple | None = None
+        # the prediction band: (t, y, y_pred, low, high) of the samples from t > band_from
+        # on, appended to ``band`` (a bounded deque) for a model with intervals
+        self.interval = None if band is None else _interval_predictor(model)
+        self.band, self.band_from = band, band_from
 
     def run(self, stream: Iterator, stop: int | None = None) -> bool:
         """Learn from ``stream`` until ``t == stop`` (``None``: to its end); False once the
@@ -163,6 +167,7 @@ class _Loop:
         predict_one, learn_one = self.model.predict_one, self.model.learn_one
         updates, labels = self.updates, self.labels
         log = math.log
+        interval, band, band_from = self.interval, self.band, self.band_from
         t, cumulative_loss = self.t, self.cumulative_loss
         clock = time.perf_counter()
         try:
@@ -184,6 +189,9 @@ class _Loop:
                             cost = float(value(y, y_label))
                         else:
                             cost = 0.0
+                        if interval is not None and t >= band_from:
+                            low, high = interval(x)
+                            band.append((t + 1, y, y_label, low, high))
                     if regret is not None:
                         regret.update(x, y, y_label)
                     learn_one(x, y)
@@ -199,6 +207,18 @@ class _Loop:
         finally:
             self.seconds += time.perf_counter() - clock
             self.t, self.cumulative_loss = t, cumulative_loss
+
+
+def _interval_predictor(model: Any):
+    """``x -> (low, high)`` when ``model`` gives intervals (``predict_one(x, with_interval=True)``
+    of an :class:`okoco.intervals.IntervalRegressor`, or of a river pipeline ending in one);
+    ``None`` otherwise."""
+    last = model
+    while isinstance(last, compose.Pipeline):
+        last = list(last.steps.values())[-1]
+    if not hasattr(type(last), "coverage_seen"):
+        return None
+    return lambda x: model.predict_one(x, with_interval=True)
 
 
 def _predictor(model: Any, metrics: list):

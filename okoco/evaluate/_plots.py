@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,7 +62,13 @@ def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None, 
     if has_regret or "cumulative_loss" not in metrics:
         panels.append(("regret", "regret") if has_regret else
                       ("cumulative_loss", "cumulative loss"))
+    if any("coverage" in r.columns for r in runs):
+        panels += [("coverage", "coverage of the intervals"),
+                   ("interval_score", "mean interval score")]
     panels += [("dictionary_size", "dictionary size"), ("us_per_sample", "µs per sample")]
+    banded = [r for r in runs if r.meta.get("band")]
+    if len(runs) == 1 and banded:
+        panels.append(("band", "prediction and interval, last samples"))
 
     if target is not None and not isinstance(target, (str, os.PathLike)):
         axes, fig = [target], target.figure
@@ -73,7 +80,14 @@ def plot_runs(groups: Mapping[str, Sequence[ReplayResult]], target: Any = None, 
         for ax in axes[len(panels):]:
             fig.delaxes(ax)
     for ax, (col, name) in zip(axes, panels):
-        _draw(ax, groups, col)
+        if col == "band":
+            _draw_band(ax, banded[0])
+        else:
+            _draw(ax, groups, col)
+        if col == "coverage":
+            asked = {r.meta.get("interval") for r in runs} - {None}
+            for level in asked:
+                ax.axhline(level, color="grey", linestyle=":", linewidth=1)
         ax.set_title(name)
         ax.set_xlabel("t (samples seen)")
         ax.grid(True, alpha=0.3)
@@ -107,12 +121,16 @@ def _draw(ax: Any, groups: Mapping[str, Sequence[ReplayResult]], col: str) -> No
         Y = np.array([r[col][:k] for r in rs], dtype=float)
         if not np.isfinite(Y).any():
             continue
-        mean = np.nanmean(Y, axis=0)
+        with warnings.catch_warnings():  # a column NaN at first (interval score): not a fault
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(Y, axis=0)
         (line,) = ax.plot(t, mean, label=label, linestyle=_STYLES[i % len(_STYLES)],
                           linewidth=max(2.0 - 0.5 * (i // len(_STYLES)), 0.5))
         low, high = mean, mean
         if len(rs) > 1:
-            std = np.nanstd(Y, axis=0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                std = np.nanstd(Y, axis=0)
             low, high = mean - std, mean + std
             if np.nanmin(Y) >= 0:
                 low = np.maximum(low, 0.0)  # times, sizes, losses: a band never goes below 0
@@ -120,6 +138,20 @@ def _draw(ax: Any, groups: Mapping[str, Sequence[ReplayResult]], col: str) -> No
         drawn.append((t, low, high))
     if drawn:
         _keep_the_tail_in_view(ax, drawn)
+
+
+def _draw_band(ax: Any, run: ReplayResult) -> None:
+    """The last samples of a run with intervals: targets, prediction, and the interval band."""
+    band = run.meta["band"]
+    t = np.asarray(band["t"], dtype=float)
+    low, high = (np.asarray(band[k], dtype=float) for k in ("low", "high"))
+    asked = run.meta.get("interval")
+    ax.fill_between(t, low, high, alpha=0.25, color="C0", linewidth=0,
+                    label=f"{asked:.0%} interval" if asked else "interval")
+    ax.plot(t, np.asarray(band["prediction"], dtype=float), color="C0", linewidth=1,
+            label="prediction")
+    ax.plot(t, np.asarray(band["y"], dtype=float), ".", color="k", markersize=2, label="target")
+    ax.legend(fontsize="small")
 
 
 def _keep_the_tail_in_view(ax: Any, drawn: list) -> None:

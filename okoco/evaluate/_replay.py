@@ -10,6 +10,7 @@ import numbers
 import os
 import signal
 import threading
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,13 @@ from okoco._validation import Interval, Protocol, check_param
 from okoco.evaluate._loop import _as_metrics, _Loop, _names, _stream
 from okoco.evaluate._probe import _describe, _dictionary_size, _find, _last, _memory
 from okoco.evaluate._progress import _Progress
-from okoco.evaluate._results import BASE_COLUMNS, ReplayResult
+from okoco.evaluate._results import BASE_COLUMNS, INTERVAL_COLUMNS, ReplayResult
 
-__all__ = ["checkpoint_grid", "replay", "ReplayInterrupted"]
+__all__ = ["checkpoint_grid", "replay", "ReplayInterrupted", "BAND_SAMPLES"]
+
+
+#: How many of the last samples of a run with intervals keep their band (``meta["band"]``).
+BAND_SAMPLES = 500
 
 
 def checkpoint_grid(n: int | None, k: int = 50) -> list[int]:
@@ -88,8 +93,15 @@ class _Curves:
     def __init__(self, model: Any, metrics: list, names: list[str], regret: Any):
         self.model, self.metrics, self.names, self.regret = model, metrics, names, regret
         self.core = _find(model, "dictionary_size")
+        # a model with calibrated intervals (okoco.intervals.IntervalRegressor, found through
+        # pipelines and wrappers) adds its running coverage, mean width and interval score
+        self.interval = _find(model, "coverage_seen")
         self.columns: dict[str, list] = {"t": [], **{k: [] for k in names},
-                                         **{k: [] for k in BASE_COLUMNS}}
+                                         **{k: [] for k in BASE_COLUMNS},
+                                         **{k: [] for k in (INTERVAL_COLUMNS if self.interval
+                                                            is not None else ())}}
+        #: (t, y, prediction, low, high) of the last samples (runs with intervals only)
+        self.band: deque | None = None if self.interval is None else deque(maxlen=BAND_SAMPLES)
         self.t = self.last_t = 0
         self.first_loss: float | None = None  # the loss of sample 1 (see replay)
         self.cumulative_loss = self.elapsed = self.pending = self.seen = 0.0
@@ -113,6 +125,10 @@ class _Curves:
                "us_per_sample": 1e6 * self.pending / max(self.t - self.last_t, 1),
                "elapsed_s": self.elapsed,
                "memory_bytes": _memory(self.model)}
+        if self.interval is not None:
+            row.update(coverage=float(self.interval.coverage_seen),
+                       mean_width=float(self.interval.mean_width),
+                       interval_score=float(self.interval.mean_interval_score))
         for k, v in row.items():
             self.columns[k].append(v)
         self.last_t, self.pending = self.t, 0.0
@@ -121,7 +137,8 @@ class _Curves:
         """What a checkpoint file keeps besides the model and the metrics."""
         return {"t": self.t, "last_t": self.last_t, "cum_loss": self.cumulative_loss,
                 "elapsed": self.elapsed, "pending": self.pending, "columns": self.columns,
-                "fingerprint": fingerprint, "first_loss": self.first_loss}
+                "fingerprint": fingerprint, "first_loss": self.first_loss,
+                **({} if self.band is None else {"band": [list(b) for b in self.band]})}
 
     def restore(self, progress: dict) -> None:
         self.t, self.last_t = progress["t"], progress["last_t"]
@@ -129,12 +146,25 @@ class _Curves:
         self.pending, self.columns = progress["pending"], progress["columns"]
         self.first_loss = progress.get("first_loss")  # (files before it was kept: None)
         self.core = _find(self.model, "dictionary_size")
+        self.interval = _find(self.model, "coverage_seen")  # (the restored wrapper)
+        if self.band is not None:
+            self.band.extend(tuple(b) for b in progress.get("band", ()))
+
+    def band_meta(self) -> dict | None:
+        """The band as columns (non-finite bounds, before any finite interval, as NaN)."""
+        if not self.band:
+            return None
+        t, y, pred, low, high = zip(*self.band)
+        finite = [[float(v) if math.isfinite(v) else math.nan for v in col]
+                  for col in (low, high)]
+        return {"t": list(t), "y": [float(v) for v in y], "prediction": [float(v) for v in pred],
+                "low": finite[0], "high": finite[1]}
 
 
 #: What a checkpoint must share with the run that resumes it. The length of the run
 #: (``max_samples``, the stream's ``n``) and its checkpoint grid may differ: a resumed run may
 #: extend a shorter one, its new rows following the grid of the new run.
-_SAME_RUN = ("dataset", "metrics", "learner")
+_SAME_RUN = ("dataset", "metrics", "learner", "interval")
 
 
 def _same_run(path: Any, fingerprint: dict, progress: dict) -> None:
@@ -294,10 +324,13 @@ def replay(
     if max_samples is not None:
         n = max_samples if n is None else min(n, max_samples)
     points = _checkpoints(checkpoints, n)
-    fingerprint = {"dataset": data_name, "n": n, "metrics": names, "checkpoints": points,
-                   "max_samples": max_samples, "learner": _describe(learner)}
     curves = _Curves(learner, metric_list, names, regret)
+    fingerprint = {"dataset": data_name, "n": n, "metrics": names, "checkpoints": points,
+                   "max_samples": max_samples, "learner": _describe(learner),
+                   "interval": None if curves.interval is None else curves.interval.coverage}
     if checkpoint is not None:
+        if curves.interval is not None:
+            _register_intervals()
         persistence.check_checkpointable(learner, metric_list)
         if resume and Path(checkpoint).exists():
             # the run is compared first: another run's model would fail to load with a
@@ -317,7 +350,8 @@ def replay(
         stream = itertools.islice(stream, max(max_samples - curves.t, 0))
     todo = [p for p in points if p > curves.t][::-1]  # next checkpoint last
     loop = _Loop(learner, metric_list, loss=loss, regret=regret, start=curves.t,
-                 cumulative_loss=curves.cumulative_loss)
+                 cumulative_loss=curves.cumulative_loss, band=curves.band,
+                 band_from=0 if n is None else max(n - BAND_SAMPLES, 0))
     bar = _Progress(n, data_name, curves.t) if progress else None
     # the loop runs in stretches, stopping where something is due: a checkpoint, the bar's
     # update (every 64 samples), a checkpoint file
@@ -375,6 +409,9 @@ def _result(curves: _Curves, data_name: str, learner: Any, meta: Mapping | None,
         info["first_loss"] = first_loss
     if interrupted:
         info["interrupted"] = True
+    band = curves.band_meta()
+    if band is not None:
+        info["band"] = band
     info.update(meta or {})
     return ReplayResult(curves.columns, curves.names, info)
 
@@ -400,6 +437,15 @@ def _check_replay_arguments(**arguments: Any) -> None:
         raise ValueError("replay: checkpoint_every and resume need a checkpoint path")
     if checkpoint is not None and regret is not None:
         raise ValueError("replay: a replay with a regret tracker cannot be checkpointed")
+
+
+def _register_intervals() -> None:
+    """Let checkpoint files hold okoco's interval wrapper and its calibration state."""
+    # deferred: okoco.intervals imports river's linear_model, which a replay need not load
+    from okoco import intervals
+
+    persistence.register(intervals.IntervalRegressor, wrapper=True)
+    persistence.register(intervals.AdaptiveConformal)
 
 
 def _skip(stream: Iterator, t: int, checkpoint: Any) -> None:

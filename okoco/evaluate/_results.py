@@ -16,7 +16,7 @@ import numpy as np
 from okoco._io import atomic_write, to_json_ready
 from okoco.evaluate._plots import plot_runs
 
-__all__ = ["BASE_COLUMNS", "ReplayResult"]
+__all__ = ["BASE_COLUMNS", "INTERVAL_COLUMNS", "ReplayResult"]
 
 
 #: Columns every result has, in order (metric columns come after ``t``).
@@ -28,6 +28,12 @@ BASE_COLUMNS = (
     "elapsed_s",
     "memory_bytes",
 )
+
+
+#: Columns a run with calibrated intervals adds (:class:`okoco.intervals.IntervalRegressor`):
+#: the share of targets inside their interval so far, the mean width and the mean interval
+#: (Winkler) score of the finite intervals so far.
+INTERVAL_COLUMNS = ("coverage", "mean_width", "interval_score")
 
 
 class ReplayResult:

@@ -19,7 +19,7 @@ from okoco.experiment._build import (
     make_metrics,
     note_leader,
 )
-from okoco.experiment._names import learner_registry, resolve
+from okoco.experiment._names import UserError, learner_registry, resolve
 
 __all__ = ["RunSpec", "Checkpoint", "run", "run_one"]
 
@@ -58,6 +58,11 @@ class RunSpec:
     seed, shuffle, target, data_params
         The learner's (and a synthetic dataset's) seed, a shuffled order, a CSV target column,
         the dataset's parameters.
+    interval
+        ``None``, or a coverage in ``(0, 1)``: the whole model (scalers included, so intervals
+        are on the targets' own scale) is wrapped in
+        :class:`okoco.intervals.IntervalRegressor` with that coverage, and the replay records
+        the online coverage, mean width and mean interval score (regression tasks only).
 
     Examples
     --------
@@ -89,6 +94,7 @@ class RunSpec:
     shuffle: bool = False
     target: str | None = None
     data_params: Mapping[str, Any] = field(default_factory=dict)
+    interval: float | None = None
 
     _parameter_constraints = {
         "learner": [_NAME],
@@ -106,6 +112,7 @@ class RunSpec:
         "shuffle": ["boolean"],
         "target": [None, _NAME],
         "data_params": [Protocol("a mapping of parameter names to values", "items")],
+        "interval": [None, Interval(Real, 0, 1, closed="neither")],
     }
 
     def __post_init__(self):
@@ -168,6 +175,17 @@ def run(spec: RunSpec, checkpoint: Checkpoint | None = None, *, data: Any = None
     meta = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
             "model": describe(core), "seed": spec.seed, "scale_features": spec.scale,
             "scale_target": spec.scale_target and ds.task == "regression"}
+    if spec.interval is not None:
+        if ds.task != "regression":
+            raise UserError(f"prediction intervals need a regression dataset; {ds.name!r} is a "
+                            f"{ds.task} task")
+        # a run without intervals does without okoco.intervals (river's linear_model, scipy)
+        # deferred: imported only for a run with intervals
+        from okoco.intervals import IntervalRegressor
+
+        # around the whole model: the intervals are on the targets' own scale
+        model = IntervalRegressor(model, coverage=spec.interval)
+        meta["interval"] = spec.interval
     files = {} if checkpoint is None else {
         "checkpoint": checkpoint.path, "checkpoint_every": checkpoint.every,
         "resume": checkpoint.resume, "on_resume": checkpoint.on_resume}
