@@ -74,7 +74,7 @@ class SQUEAK(Dictionary):
         "kernel": [KERNEL],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "eps": [Interval(Real, 0, 1, closed="neither")],
-        "qbar": [Interval(Integral, 1, None, closed="left")],
+        "qbar": [Interval(Integral, 1, 10**9)],  # copies are drawn as int64 binomials
         "rule": [Options({"min", "max"})],
         "seed": ["seed"],
     }

@@ -70,6 +70,9 @@ class SharedPoints:
     True
     """
 
+    _saved_state = {"rows": "obj", "_memo": "cache:{}", "_at": "cache:None",
+                    "_dists": "cache:None"}
+
     def __init__(self):
         self.rows = Rows()
         self._forget()
@@ -152,6 +155,8 @@ class ExpertRows:
     ``kernel_row``, ``kernel_block``), without a copy of the points: ``append`` stores the
     values only, and the owner appends the point to the shared store once every expert has.
     """
+
+    _saved_state = {"points": "obj", "n": "int[0,]", "fields": "dict[array(>=n) float64]"}
 
     def __init__(self, points: SharedPoints, fields: tuple[str, ...] = ("d", "c", "Kc", "z")):
         self.points = points
@@ -273,6 +278,11 @@ class Auto(KernelLearner):
 
     _parameter_constraints = {"fast_rate": [Interval(Real, 0, None, closed="neither")],
                               "fast_discount": [Interval(Real, 0, 1, closed="right")]}
+
+    _saved_state = {"fast_rate": "number", "fast_discount": "number", "experts": "list[obj]",
+                    "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
+                    "cumulative_loss": "float", "_points": "obj", "_mixture": "cache:None",
+                    "rate": "float", "_target_ends": "array(4) float64"}
 
     def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0,
                  fast_discount: float = 0.99):

@@ -18,8 +18,10 @@ random generator. A learner subclass declares its parameters in ``_parameter_con
 from __future__ import annotations
 
 import abc
+import functools
 import math
 import numbers
+import threading
 import warnings
 from numbers import Real
 
@@ -37,9 +39,26 @@ __all__ = ["KernelLearner", "StepSize", "clip_excess"]
 
 
 def overflow_message(kernel, value) -> str:
-    """Why a prediction or an update is not finite: the numbers overflowed float64."""
-    return (f"the unclipped prediction is {value!r}: float64 overflowed, the features are too "
-            f"large for {kernel!r}; scale them (e.g. river's StandardScaler)")
+    """Why a prediction or an update is not finite: float64 overflowed (an infinity), or a
+    kernel or loss gave NaN (which no overflow of okoco's own arithmetic produces alone)."""
+    if isinstance(value, (int, float)) and math.isinf(value):
+        return (f"the unclipped prediction is {value!r}: float64 overflowed, the features are "
+                f"too large for {kernel!r}; scale them (e.g. river's StandardScaler)")
+    return (f"a value of the step is not a number (NaN; the prediction at hand is {value!r}): "
+            f"the kernel {kernel!r} or the loss returned NaN, or float64 overflowed inside "
+            "them; check a custom kernel or loss, or scale the features")
+
+
+def one_at_a_time(method):
+    """Run ``method`` holding its object's ``_lock``: a learner shared between threads takes
+    one call at a time (a step is never interleaved with another step or a prediction)."""
+
+    @functools.wraps(method)
+    def serialized(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return serialized
 
 
 def clip_excess(z: float, C: float) -> float:
@@ -83,6 +102,10 @@ class StepSize:
     >>> StepSize("hessian", Squared(), C=1.0, hessian=True)(4) is None
     True
     """
+
+    #: Saved state (okoco.persistence).
+    _saved_state = {"eta": "str|number", "decreasing": "bool", "_scale": "opt float",
+                    "_const": "opt float"}
 
     def __init__(self, eta, loss, C: float, *, hessian: bool = False):
         self.eta = eta
@@ -130,7 +153,8 @@ class StepSize:
 #: Constraints shared by the learners' parameters (see okoco._validation).
 KERNEL = Protocol("an okoco kernel (callable, with a diag method)", "diag", callable_object=True)
 LOSS = Protocol("an okoco loss (with a derivative method)", "derivative")
-BOUND = Interval(Real, 0, MAX_ABS_VALUE, closed="right")  # C: squares of C must not overflow
+# C: squares of C must not overflow, nor 1/C^2 (a step size, a rate): C = 5e-324 divided by 0
+BOUND = Interval(Real, 1.0 / MAX_ABS_VALUE, MAX_ABS_VALUE)
 ETA = [Options({"exp-concave", "sqrt"}, "a policy name"),
        Interval(Real, 0, None, closed="neither"), "callable"]
 ETA_HESSIAN = [Options({"exp-concave", "hessian", "sqrt"}, "a policy name"), *ETA[1:]]
@@ -169,9 +193,18 @@ class KernelLearner(base.MiniBatchRegressor):
         "C": [BOUND],
     }
 
+    #: Saved state of every learner (okoco.persistence); subclasses add theirs.
+    _saved_state: dict = {
+        "kernel": "kernel|none", "loss": "loss|none", "C": "number|none", "_kernel": "kernel",
+        "_loss": "loss", "_eta": "opt obj", "_features": "obj", "_rng": "rng",
+        "n_seen": "int[0,]", "_abs_target_sum": "float", "_warned_unscaled": "bool",
+        "_cache": "cache:None", "_lock": "cache:lock",
+    }
+
     def _setup(self) -> None:
         """Check the parameters, then build a fresh state (the end of every ``__init__``)."""
         check_params(self)
+        self._lock = threading.Lock()  # see one_at_a_time
         find_libraries()  # once per process, ~10 ms: at construction, not in a timed replay
         # kernel=None: RBF(gamma = 1/d), d fixed at the first learn (_fix_default_kernel)
         self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
@@ -204,6 +237,7 @@ class KernelLearner(base.MiniBatchRegressor):
 
     # -- river protocol -------------------------------------------------------------------
 
+    @one_at_a_time
     def predict_one(self, x: dict) -> float:
         """Predict ``clip(f(x), -C, C)`` without changing any state.
 
@@ -215,6 +249,7 @@ class KernelLearner(base.MiniBatchRegressor):
             raise ValueError(overflow_message(self._kernel, z))
         return self._clip(z)
 
+    @one_at_a_time
     def learn_one(self, x: dict, y: float) -> None:
         """One test-then-train step: predict, observe the loss derivative, update.
 
@@ -236,6 +271,7 @@ class KernelLearner(base.MiniBatchRegressor):
         self.n_seen += 1
         self._cache = None
 
+    @one_at_a_time
     def learn_many(self, X, y) -> None:
         """``learn_one`` over the rows of a DataFrame or a 2-D array, in order.
 
@@ -249,7 +285,7 @@ class KernelLearner(base.MiniBatchRegressor):
         targets = [in_row(i, check_target, target, self._loss)
                    for i, target in enumerate(targets)]
         etas = [self._step(self.n_seen + 1 + i) for i in range(len(targets))]
-        with undo_on_error(self, shared=(self.kernel, self.loss)):
+        with undo_on_error(self, shared=(self.kernel, self.loss, self._lock)):
             self._fix_default_kernel(V.shape[1])
             self._watch_target_scale(float(np.abs(targets).sum()), len(targets))
             for i, (target, eta) in enumerate(zip(targets, etas)):
@@ -258,6 +294,7 @@ class KernelLearner(base.MiniBatchRegressor):
                 self._cache = None
         self._features.add(new)
 
+    @one_at_a_time
     def predict_many(self, X):
         """Predictions of the current model for each row (a Series for a DataFrame input).
 
@@ -299,7 +336,7 @@ class KernelLearner(base.MiniBatchRegressor):
                 f"the targets average |y| = {self._abs_target_sum / n:.3g}, far outside the "
                 f"predictions' range [-C, C] = [-{C:g}, {C:g}]; standardize them (river's "
                 "preprocessing.TargetStandardScaler around the model) or raise C",
-                UserWarning, stacklevel=3)
+                UserWarning, stacklevel=4)  # the caller of learn_one (one_at_a_time between)
 
     def _step(self, t: int) -> float | None:
         """Step size of step ``t``, computed (and checked) before any state changes."""
@@ -331,12 +368,18 @@ class KernelLearner(base.MiniBatchRegressor):
         Load it back with :func:`okoco.load`; see :mod:`okoco.persistence` for the format.
         Returns the path written.
         """
-        return persistence.save(self, path, compress=compress)
+        with self._lock:  # not in the middle of another thread's step
+            return persistence.save(self, path, compress=compress)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_cache"] = None  # a prediction cache is not model state
+        state.pop("_lock", None)  # a copy gets a lock of its own
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def _clip(self, z: float) -> float:
         C = self.C

@@ -128,6 +128,10 @@ class KONS(KernelLearner):
     # of the store: it adds nothing to any later prediction (see SketchedKONS).
     _drops_null_points = False
 
+    _saved_state = {"alpha": "number", "eta": "str|number", "_store": "obj", "_chol": "obj",
+                    "_g": "array(>=_chol._m) float64", "_refreshes_seen": "int[0,]",
+                    "online_effective_dimension": "float", "log_det": "float", "rg_sum": "float"}
+
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian"):
         self.kernel = kernel
@@ -330,6 +334,10 @@ class SketchedKONS(KONS):
     }
 
     _drops_null_points = True
+
+    _saved_state = {"eps": "number", "beta": "number", "p_min": "number",
+                    "seed": "int|none|rng", "_kors": "obj",
+                    "_selected": "array(>=_chol._m) intp"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,

@@ -100,6 +100,10 @@ class KRLS(KernelLearner):
         "alpha": ALD._parameter_constraints["alpha"],
     }
 
+    _saved_state = {"nu": "number", "max_size": "int|none", "alpha": "number", "_store": "obj",
+                    "_ald": "obj", "_w": "array(>=_ald._size) float64", "_M": "obj",
+                    "last_residual": "float"}
+
     def __init__(self, kernel=None, nu: float = 0.01, C: float | None = None,
                  max_size: int | None = None, alpha: float = 0.0, loss=None):
         self.kernel = kernel

@@ -55,6 +55,7 @@ from scipy import linalg as sla
 from scipy.optimize import minimize_scalar
 
 from okoco import losses as _losses
+from okoco._input import check_array
 from okoco._validation import Interval, Options, Protocol, check_params
 from okoco.dictionary import NystromKRR
 
@@ -79,21 +80,19 @@ _LOSS = [Protocol("an okoco loss (with value and derivative methods)", "value", 
 
 
 def _check_Xy(X, y) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=float)
+    X = check_array(X, "X")
     if X.ndim == 1:
         X = X[:, None]
-    y = np.asarray(y, dtype=float).ravel()
+    y = check_array(y, "y").ravel()
     if X.ndim != 2 or X.shape[0] != y.shape[0]:
         raise ValueError(f"X has shape {X.shape} but y has {y.shape[0]} values")
     if X.shape[0] == 0:
         raise ValueError("cannot fit a comparator on zero samples")
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-        raise ValueError("X and y must be finite (found NaN or inf)")
     return X, y
 
 
 def _as_rows(X) -> np.ndarray:
-    X = np.asarray(X, dtype=float)
+    X = check_array(X, "X")
     return X[:, None] if X.ndim == 1 else X
 
 
