@@ -680,6 +680,38 @@ def _check_kind(kind: _Kind, value: Any, env: dict, symbols: dict, where: str) -
     return None
 
 
+_SCALARS = frozenset({type(None), bool, int, float, str})
+# the kinds a JSON entry can decode to, by its marker (None: a plain mapping or list)
+_DECODES_TO = {
+    "__array__": {"array"}, "__padded__": {"array"}, "__obj__": {"obj", "river"},
+    "__kernel__": {"kernel"}, "__loss__": {"loss"}, "__generator__": {"rng"},
+    "__float__": {"float", "number", "plain"}, "__np__": {"plain"},
+    "__bytes__": {"plain"}, "__tuple__": {"plain"}, "__set__": {"plain"},
+    "__frozenset__": {"plain"}, "__dict__": {"plain", "dict"}, "__odict__": {"plain", "dict"},
+    "__counter__": {"plain", "dict"}, "__defaultdict__": {"plain", "dict"},
+}
+
+
+def _plausible(field: _Field, tree: Any, where: str) -> None:
+    """Refuse, before decoding it, a JSON entry no declared kind of ``field`` can come from
+    (a list of 100,000 dicts where a float belongs is not built first)."""
+    kind = type(tree)
+    if kind in _SCALARS:
+        return
+    tags = {k.tag for k in field.kinds}
+    if kind is list:
+        ok = bool(tags & {"list", "plain"})
+    elif kind is dict:
+        marker = next((k for k in tree if k.startswith("__")), None)
+        if marker == "__ref__":
+            return
+        ok = bool(tags & (_DECODES_TO.get(marker, set()) if marker else {"dict", "plain"}))
+    else:
+        ok = False
+    if not ok:
+        raise ValueError(f"{where} must be {field.describe()}, got {_short(tree)}")
+
+
 def _plain(value: Any, depth: int) -> bool:
     if value is None or type(value) in (bool, int, float, str, bytes):
         return True
@@ -842,7 +874,8 @@ class _Decoder:
     def items(self, tree: Any, where: str, depth: int) -> list:
         if type(tree) is not list:
             raise ValueError(f"{where} must be a list")
-        return [self.decode(x, f"{where}[{i}]", depth) for i, x in enumerate(tree)]
+        return [x if type(x) in _SCALARS else self.decode(x, f"{where}[{i}]", depth)
+                for i, x in enumerate(tree)]
 
     def decode(self, tree: Any, where: str = "the file", depth: int = 0) -> Any:
         if tree is None or type(tree) in (bool, str, int, float):
@@ -856,7 +889,8 @@ class _Decoder:
             raise ValueError(f"{where}: unexpected value {_short(tree)}")
         marker = next((k for k in tree if k.startswith("__")), None)
         if marker is None:
-            return {k: self.decode(v, f"{where}[{k!r}]", depth) for k, v in tree.items()}
+            return {k: v if type(v) in _SCALARS else self.decode(v, f"{where}[{k!r}]", depth)
+                    for k, v in tree.items()}
         if marker == "__ref__":
             ref = tree["__ref__"]
             if type(ref) is not int or ref not in self.objects:
@@ -967,6 +1001,7 @@ class _Decoder:
         for key, sub in attrs.items():
             field = by_name.get(key)
             if field is not None:
+                _plausible(field, sub, f"{where}.{key}")  # nothing deeper than the schema
                 values[field.attr] = self.decode(sub, f"{where}.{key}", depth)
             elif legacy and key in fields:  # files before 4 saved caches and named by attribute
                 if not fields[key].cache:
@@ -1033,16 +1068,19 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def _depth_and_size(tree: Any) -> None:
-    """Refuse JSON nested deeper than :data:`_MAX_DEPTH` (iteratively: no recursion)."""
-    stack = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
+    """Refuse JSON nested deeper than :data:`_MAX_DEPTH` (level by level: no recursion)."""
+    level, depth = [tree], 0
+    while level:
         if depth > _MAX_DEPTH:
             raise ValueError(f"the okoco metadata is nested more than {_MAX_DEPTH} levels deep")
-        if type(node) is dict:
-            stack.extend((v, depth + 1) for v in node.values())
-        elif type(node) is list:
-            stack.extend((v, depth + 1) for v in node)
+        deeper: list = []
+        for node in level:
+            kind = type(node)
+            if kind is dict:
+                deeper.extend(node.values())
+            elif kind is list:
+                deeper.extend(node)
+        level, depth = deeper, depth + 1
 
 
 def _read(path: str | os.PathLike, expected: str | None) -> tuple[dict, _Archive]:
@@ -1374,6 +1412,11 @@ def load(path: str | os.PathLike) -> Any:
     True
     """
     meta, archive = _read(path, FORMAT_NAME)
+    return _load_learner(path, meta, archive)
+
+
+def _load_learner(path: str | os.PathLike, meta: dict, archive: _Archive) -> Any:
+    """The learner of a model file already read by :func:`_read` (closes ``archive``)."""
     with archive, _Damaged(path):
         cls_path = meta.get("class")
         if not isinstance(cls_path, str) or cls_path not in _LEARNERS:

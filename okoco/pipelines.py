@@ -58,6 +58,7 @@ from okoco.persistence import (
     _Encoder,
     _init_params,
     _is_wrapper,
+    _load_learner,
     _read,
     _resolve,
     _version,
@@ -151,8 +152,7 @@ def load(path: str | os.PathLike) -> Any:
     """
     meta, archive = _read(path, FORMAT_NAME)
     if meta.get("class") != PIPELINE_CLASS:
-        archive.close()
-        return persistence.load(path)
+        return _load_learner(path, meta, archive)  # read once
     with archive, _Damaged(path):
         model = _build(_Decoder(archive, river=True, version=meta["format_version"]),
                        meta["model"], "model", path)
