@@ -1336,7 +1336,9 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     Parameters
     ----------
     model
-        A ``KONS``, ``SketchedKONS``, ``FunctionalGD``, ``KRLS`` or ``BinaryClassifier``.
+        An okoco learner (``KONS``, ``SketchedKONS``, ``FunctionalGD``, ``KRLS``, ``PROSNKONS``,
+        ``CONKONS``, ``Auto``), a ``BinaryClassifier``, or a ``SQUEAK`` / ``INKEstimate``
+        dictionary or ``NystromKRR`` (what :func:`registered` lists with ``learners=True``).
     path
         Destination, conventionally ``*.npz``.
     compress
@@ -1350,9 +1352,11 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     Raises
     ------
     TypeError
-        The model is not an okoco learner, or holds something that cannot be saved without code
+        The model is not one of those, or holds something that cannot be saved without code
         (a user's kernel or loss class, a callable step size), or state its class does not
         declare; the message names the attribute.
+    PermissionError
+        ``path`` is a read-only file.
 
     Examples
     --------

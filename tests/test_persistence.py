@@ -680,11 +680,13 @@ def test_checkpoint_size_grows_with_the_samples_not_the_capacity(tmp_path):
 
 
 def test_learners_register_themselves_and_a_registered_subclass_round_trips(tmp_path):
+    import okoco.dictionary
     import okoco.learners
 
     public = [getattr(okoco.learners, name) for name in okoco.learners.__all__
               if name != "KernelLearner"]
-    assert {f"{c.__module__}.{c.__qualname__}" for c in public} == set(
+    whole = [okoco.dictionary.SQUEAK, okoco.dictionary.INKEstimate, okoco.dictionary.NystromKRR]
+    assert {f"{c.__module__}.{c.__qualname__}" for c in public + whole} == set(
         persistence.registered(learners=True))
     assert "okoco.linalg.IncrementalCholesky" in persistence.registered()
 

@@ -350,3 +350,31 @@ def test_polynomial_kernel_files_round_trip(tmp_path):
     model = learned(KONS(kernel=kernels.Polynomial(2, 0.5, 1.0)), 10)
     again = okoco.load(model.save(tmp_path / "m.npz"))
     assert again.predict_one({"a": 0.2}) == model.predict_one({"a": 0.2})
+
+
+def test_squeak_ink_and_nystrom_krr_round_trip_and_continue_identically(tmp_path):
+    from okoco.dictionary import SQUEAK, INKEstimate, NystromKRR
+
+    X = np.random.default_rng(0).normal(size=(80, 2))
+    for model in (SQUEAK(kernels.RBF(1.0), seed=0), INKEstimate(kernels.RBF(1.0), seed=0)):
+        model.update_many(X[:60])
+        again = okoco.load(okoco.save(model, tmp_path / "d.npz"))
+        assert [again.update(x) for x in X[60:]] == [model.update(x) for x in X[60:]]
+        assert np.array_equal(again.indices, model.indices)
+        assert np.array_equal(again.weights, model.weights)
+    krr = NystromKRR(kernels.RBF(1.0), alpha=0.5).fit(X, X[:, 0], indices=[0, 3, 3, 7])
+    again = okoco.load(okoco.save(krr, tmp_path / "n.npz"))
+    assert np.array_equal(again.predict(X), krr.predict(X))
+
+
+def test_a_squeak_file_with_a_gram_matrix_of_the_wrong_size_is_refused(tmp_path):
+    from okoco.dictionary import SQUEAK
+
+    model = SQUEAK(kernels.RBF(1.0), seed=0)
+    model.update_many(np.random.default_rng(0).normal(size=(20, 2)))
+    path = okoco.save(model, tmp_path / "d.npz")
+    with np.load(path) as archive:
+        meta = json.loads(str(archive["__okoco__"]))
+        name = meta["state"]["_K"]["__array__"]
+    rewrite(path, lambda meta: None, extra={name: np.zeros((2, 2))})
+    refused(path, "state._K", "_size")

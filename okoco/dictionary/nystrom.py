@@ -84,6 +84,16 @@ class NystromKRR:
         "regularization": [Interval(Real, 0, None, closed="left")],
     }
 
+    #: Saved state (okoco.persistence): the fitted map (m landmarks, k features) and solution.
+    _saved_state = {
+        "kernel": "kernel", "alpha": "number", "regularization": "number",
+        "landmarks": "array(*, *) float64|none", "weights": "array(*) float64|none",
+        "landmarks_": "opt array(m, *) float64", "landmark_weights_": "opt array(m) float64",
+        "_proj": "opt array(m, k) float64", "coef_": "opt array(k) float64|array(k, *) float64",
+        "fitted_": "opt array(*) float64|array(*, *) float64",
+        "dual_coef_": "opt array(*) float64|array(*, *) float64",
+    }
+
     def __init__(self, kernel, alpha: float = 1.0, regularization: float = 0.0, landmarks=None,
                  weights=None):
         self.kernel = kernel

@@ -79,6 +79,12 @@ class SQUEAK(Dictionary):
         "seed": ["seed"],
     }
 
+    #: Saved state (okoco.persistence): the atoms' Gram matrix, probabilities and copies.
+    _saved_state = {"alpha": "number", "eps": "number", "qbar": "int[1,]", "rule": "str",
+                    "seed": "int|none|rng", "_rng": "rng", "_K": "array(_size, _size) float64",
+                    "_p": "array(_size) float64", "_Q": "array(_size) int64",
+                    "last_scores": "array(*) float64", "last_added": "bool"}
+
     def __init__(self, kernel, alpha: float = 2.0, eps: float = 0.5, qbar: int = 50,
                  rule: str = "min", seed=None):
         super().__init__(kernel, alpha=alpha, eps=eps, qbar=qbar, rule=rule, seed=seed)
