@@ -581,7 +581,8 @@ class PackedSymmetric:
     _dense: np.ndarray | None = None
 
     #: Saved state (okoco.persistence): dense ``(m, m)`` up to DENSE_MAX, else packed.
-    _saved_state = {"_cap": "int[0,]", "_buf": "array(*) float64", "_m": "int[0,]",
+    _saved_state = {"_cap": "int[0,]", "_m": "int[0,]",
+                    "_buf": "array(0) float64|array(_cap * (_cap + 1) // 2) float64",
                     "_dense": "array(_m, _m) float64|none"}
 
     def __init__(self, capacity: int = 16):

@@ -1337,8 +1337,9 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     ----------
     model
         An okoco learner (``KONS``, ``SketchedKONS``, ``FunctionalGD``, ``KRLS``, ``PROSNKONS``,
-        ``CONKONS``, ``Auto``), a ``BinaryClassifier``, or a ``SQUEAK`` / ``INKEstimate``
-        dictionary or ``NystromKRR`` (what :func:`registered` lists with ``learners=True``).
+        ``CONKONS``, ``Auto``), a ``BinaryClassifier``, a ``SQUEAK`` / ``INKEstimate``
+        dictionary, a ``NystromKRR`` or a ``RegretTracker`` (what :func:`registered` lists
+        with ``learners=True``).
     path
         Destination, conventionally ``*.npz``.
     compress

@@ -685,7 +685,10 @@ def test_learners_register_themselves_and_a_registered_subclass_round_trips(tmp_
 
     public = [getattr(okoco.learners, name) for name in okoco.learners.__all__
               if name != "KernelLearner"]
-    whole = [okoco.dictionary.SQUEAK, okoco.dictionary.INKEstimate, okoco.dictionary.NystromKRR]
+    import okoco.regret
+
+    whole = [okoco.dictionary.SQUEAK, okoco.dictionary.INKEstimate, okoco.dictionary.NystromKRR,
+             okoco.regret.RegretTracker]
     assert {f"{c.__module__}.{c.__qualname__}" for c in public + whole} == set(
         persistence.registered(learners=True))
     assert "okoco.linalg.IncrementalCholesky" in persistence.registered()

@@ -378,3 +378,35 @@ def test_a_squeak_file_with_a_gram_matrix_of_the_wrong_size_is_refused(tmp_path)
         name = meta["state"]["_K"]["__array__"]
     rewrite(path, lambda meta: None, extra={name: np.zeros((2, 2))})
     refused(path, "state._K", "_size")
+
+
+def test_a_dictionary_size_that_disagrees_with_its_factor_is_refused(tmp_path):
+    path = learned(SketchedKONS(seed=0), 30).save(tmp_path / "m.npz")
+    rewrite(path, lambda meta: meta["state"]["_kors"]["attrs"].update(_size=1))
+    refused(path, "state._kors._size", "below _chol._m")
+
+
+@pytest.mark.parametrize("comparator", [
+    lambda: __import__("okoco.regret", fromlist=["x"]).KernelRidge(kernels.RBF(1.0), alpha=0.5),
+    lambda: __import__("okoco.regret", fromlist=["x"]).ClippedKernelERM(
+        kernels.RBF(1.0), okoco.losses.Squared(), C=1.0),
+    lambda: __import__("okoco.regret", fromlist=["x"]).BestConstant(okoco.losses.Squared()),
+    lambda: __import__("okoco.regret", fromlist=["x"]).NystromKernelERM(
+        kernels.RBF(1.0), okoco.losses.Squared(), n_components=8),
+], ids=["ridge", "clipped", "constant", "nystrom"])
+def test_a_regret_tracker_round_trips_with_its_comparator(tmp_path, comparator):
+    from okoco.regret import RegretTracker
+
+    rng = np.random.default_rng(0)
+    rows = [({"a": float(rng.normal()), "b": float(rng.normal())}, float(rng.uniform(-1, 1)),
+             float(rng.uniform(-1, 1))) for _ in range(40)]
+    tracker = RegretTracker(okoco.losses.Squared(), comparator(), checkpoints=[10, 20, 30, 40])
+    for x, y, p in rows[:25]:
+        tracker.update(x, y, p)
+    again = okoco.load(okoco.save(tracker, tmp_path / "t.npz"))
+    for x, y, p in rows[25:]:
+        tracker.update(x, y, p)
+        again.update(x, y, p)
+    assert again.t.tolist() == [10, 20, 30, 40]
+    assert np.array_equal(again.regret, tracker.regret)
+    assert np.array_equal(again.X, tracker.X)

@@ -81,6 +81,12 @@ class RegretTracker:
         "comparator": [Protocol("a comparator (with fit and predict methods)", "fit", "predict")],
     }
 
+    #: Saved state (okoco.persistence): the stream so far and the checkpoints evaluated.
+    _saved_state = {"loss": "loss", "comparator": "obj", "checkpoints": "plain",
+                    "_checkpoints": "array(*) int64", "_next": "int[0,]", "n_seen": "int[0,]",
+                    "_features": "obj", "_X": "obj", "_y": "array(>=n_seen) float64",
+                    "_yp": "array(>=n_seen) float64", "_cum": "float", "_rows": "plain"}
+
     def __init__(self, loss, comparator, checkpoints=None):
         self.loss = loss
         self.comparator = comparator
@@ -92,6 +98,8 @@ class RegretTracker:
             cps = np.asarray(sorted({check_param("checkpoints", c, step, owner="RegretTracker")
                                      for c in checkpoints}), dtype=int)
         self._checkpoints = cps
+        # the parameter as saved and shown (a list of ints, or None: the default's)
+        self.checkpoints = None if checkpoints is None else cps.tolist()
         self._next = 0
         self.n_seen = 0
         self._features = FeatureMap()
