@@ -277,7 +277,7 @@ class FeatureMap:
     _keys: tuple | None = None
 
     #: Saved state (okoco.persistence): the columns and the kind of rows; the last row is a cache.
-    _saved_state = {"columns": "plain", "mode": "str|none", "_last": "cache:None",
+    _saved_state = {"columns": "dict[int[0,]]", "mode": "str|none", "_last": "cache:None",
                     "_keys": "cache"}
 
     def __init__(self):

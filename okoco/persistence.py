@@ -42,7 +42,8 @@ when the attribute's own name changed; ``cache``: never saved, and set on loadin
 ``{}`` or a new ``threading.Lock`` (or left to the class default). A KIND is ``int``,
 ``int[LO,HI]``, ``float`` (a Python float), ``number`` (an int or a float: a parameter as given),
 ``bool``, ``str``, ``none``, ``rng`` (a numpy Generator), ``kernel``, ``loss``, ``obj`` (an
-object of a class that declares its own state), ``plain`` (nested lists, tuples, dicts and sets
+object of a class that declares its own state; ``obj:Rows,ExpertRows`` of those classes only),
+``plain`` (nested lists, tuples, dicts and sets
 of None, bool, int, float, str, bytes: feature names, labels), ``river`` (one of river's
 statistics, in checkpoints), ``list[KIND]``, ``dict[KIND]`` (values; keys are plain) or
 ``array(SHAPE) DTYPE``. A SHAPE has one rule per axis: an integer expression (``+ - * //``,
@@ -118,6 +119,7 @@ import numpy as np
 
 from okoco import kernels, losses
 from okoco._io import atomic_write
+from okoco._validation import check_param, constraints_of
 from okoco._version import __version__
 
 __all__ = ["save", "load", "read_metadata", "register", "FORMAT_NAME", "FORMAT_VERSION",
@@ -419,17 +421,20 @@ _DTYPES = frozenset({"float64", "int64", "intp", "bool", "int32", "uint8", "uint
 
 
 class _Kind:
-    __slots__ = ("tag", "lo", "hi", "shape", "dtype", "inner")
+    __slots__ = ("tag", "lo", "hi", "shape", "dtype", "inner", "classes")
 
-    def __init__(self, tag, lo=None, hi=None, shape=(), dtype=None, inner=()):
+    def __init__(self, tag, lo=None, hi=None, shape=(), dtype=None, inner=(), classes=()):
         self.tag, self.lo, self.hi, self.shape, self.dtype, self.inner = (tag, lo, hi, shape,
                                                                           dtype, inner)
+        self.classes = classes
 
     def __str__(self) -> str:
         if self.tag == "array":
             return f"array({', '.join(s for s, _, _ in self.shape)}) {self.dtype}"
         if self.tag in ("list", "dict"):
             return f"{self.tag}[{'|'.join(map(str, self.inner))}]"
+        if self.classes:
+            return f"obj:{','.join(self.classes)}"
         if self.tag == "int" and (self.lo or self.hi):
             return f"int[{self.lo and ast.unparse(self.lo)},{self.hi and ast.unparse(self.hi)}]"
         return self.tag
@@ -499,6 +504,11 @@ def _parse_kind(text: str) -> _Kind:
     if text.startswith("int[") and text.endswith("]"):
         lo, hi = _split_top(text[4:-1], ",")
         return _Kind("int", lo=_expr(lo) if lo else None, hi=_expr(hi) if hi else None)
+    if text.startswith("obj:"):
+        names = tuple(n.strip() for n in text[4:].split(","))
+        if not all(n.isidentifier() for n in names):
+            raise SyntaxError(f"bad class names in {text!r}")
+        return _Kind("obj", classes=names)
     if text in _KIND_WORDS:
         return _Kind(text)
     raise SyntaxError(f"unknown kind {text!r}")
@@ -616,6 +626,8 @@ def _check_kind(kind: _Kind, value: Any, env: dict, symbols: dict, where: str) -
     if tag == "int":
         if type(value) is not int:
             return "not an int"
+        if not -(2**63) <= value < 2**63:  # every count okoco keeps fits a C long
+            return "beyond int64"
         if kind.lo is not None and value < _eval_dim(kind.lo, env, symbols, where):
             return f"below {ast.unparse(kind.lo)}"
         if kind.hi is not None and value > _eval_dim(kind.hi, env, symbols, where):
@@ -637,6 +649,8 @@ def _check_kind(kind: _Kind, value: Any, env: dict, symbols: dict, where: str) -
         return None if type(value).__module__ == "okoco.losses" else "not a loss"
     if tag == "obj":
         cls = type(value)
+        if kind.classes and cls.__name__ not in kind.classes:
+            return f"a {cls.__name__}, not a {' or '.join(kind.classes)}"
         ok = (_class_path(cls) in _OBJECTS and declared_state(cls) is not None)
         return None if ok else "not a saved okoco object"
     if tag == "plain":
@@ -1017,6 +1031,12 @@ class _Decoder:
             if unknown:
                 raise ValueError(f"{where}: {cls.__name__} has no field(s) {_short(unknown)}")
         _check_fields(cls, fields, values, where)
+        # the parameters held in the state pass the class's own constraints, as its constructor
+        # would check them (nested objects are built without it, and a top-level state's copy
+        # of a parameter is what the object uses)
+        for name, allowed in constraints_of(cls).items():
+            if name in values:
+                check_param(name, values[name], allowed, owner=f"{where} ({cls.__name__})")
         for field in fields.values():
             if field.cache and field.reset is _NEW_LOCK:
                 values[field.attr] = threading.Lock()

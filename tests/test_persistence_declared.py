@@ -410,3 +410,20 @@ def test_a_regret_tracker_round_trips_with_its_comparator(tmp_path, comparator):
     assert again.t.tolist() == [10, 20, 30, 40]
     assert np.array_equal(again.regret, tracker.regret)
     assert np.array_equal(again.X, tracker.X)
+
+
+@pytest.mark.parametrize(("edit", "words"), [
+    (lambda m: m["state"].update(n_seen=10**30), ["state.n_seen", "beyond int64"]),
+    (lambda m: m["state"]["_features"]["attrs"]["columns"].update(a=-1),
+     ["state._features.columns", "below 0"]),
+    (lambda m: m["state"]["_features"]["attrs"].update(columns=[1, 2]),
+     ["state._features.columns"]),
+    (lambda m: m["state"].update(_features={"__ref__": m["state"]["_eta"]["id"]}),
+     ["state._features", "StepSize, not a FeatureMap"]),
+    (lambda m: m["state"]["_eta"]["attrs"].update(decreasing="yes"),
+     ["state._eta.decreasing", "bool"]),
+    (lambda m: m["state"].update(alpha=-1.0), ["alpha must be a real number > 0"]),
+])
+def test_fields_other_than_arrays_are_checked_too(kons_file, edit, words):
+    rewrite(kons_file, edit)
+    refused(kons_file, *words)

@@ -80,7 +80,7 @@ class Dictionary(abc.ABC):
 
     #: Saved state of every dictionary (okoco.persistence); subclasses add theirs.
     _saved_state: dict = {
-        "kernel": "kernel|none", "_features": "obj", "_atoms": "obj",
+        "kernel": "kernel|none", "_features": "obj:FeatureMap", "_atoms": "obj:Rows",
         "_indices": "array(>=_size) int64", "_weights": "array(>=_size) float64",
         "_size": "int[0,]", "n_seen": "int[0,]",
     }

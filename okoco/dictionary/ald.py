@@ -85,7 +85,7 @@ class ALD(Dictionary):
     }
 
     _saved_state = {"nu": "number", "max_size": "int|none", "alpha": "number",
-                    "_column_mode": "bool", "_chol": "obj",
+                    "_column_mode": "bool", "_chol": "obj:IncrementalCholesky",
                     "_residuals": "array(>=_size) float64", "_last_a": "array(*) float64|none",
                     "_last_h": "array(*) float64|none", "last_residual": "float",
                     "last_kernel_column": "array(*) float64", "last_added": "bool",

@@ -117,7 +117,7 @@ class INKEstimate(Dictionary):
 
     #: Saved state (okoco.persistence): the kernel columns of the atoms over every point seen.
     _saved_state = {"alpha": "number", "eps": "number", "qbar": "number",
-                    "seed": "int|none|rng", "_rng": "rng", "_history": "obj",
+                    "seed": "int|none|rng", "_rng": "rng", "_history": "obj:Rows",
                     "_C": "array(>=_history.n, >=_size) float64", "_p": "array(_size) float64",
                     "deff_estimate": "float", "n_negative_increments": "int[0,]",
                     "n_deff_guard": "int[0,]", "last_scores": "array(*) float64",

@@ -70,7 +70,7 @@ class SharedPoints:
     True
     """
 
-    _saved_state = {"rows": "obj", "_memo": "cache:{}", "_at": "cache:None",
+    _saved_state = {"rows": "obj:Rows", "_memo": "cache:{}", "_at": "cache:None",
                     "_dists": "cache:None"}
 
     def __init__(self):
@@ -156,7 +156,8 @@ class ExpertRows:
     values only, and the owner appends the point to the shared store once every expert has.
     """
 
-    _saved_state = {"points": "obj", "n": "int[0,]", "fields": "dict[array(>=n) float64]"}
+    _saved_state = {"points": "obj:SharedPoints", "n": "int[0,]",
+                    "fields": "dict[array(>=n) float64]"}
 
     def __init__(self, points: SharedPoints, fields: tuple[str, ...] = ("d", "c", "Kc", "z")):
         self.points = points
@@ -279,9 +280,10 @@ class Auto(KernelLearner):
     _parameter_constraints = {"fast_rate": [Interval(Real, 0, None, closed="neither")],
                               "fast_discount": [Interval(Real, 0, 1, closed="right")]}
 
-    _saved_state = {"fast_rate": "number", "fast_discount": "number", "experts": "list[obj]",
+    _saved_state = {"fast_rate": "number", "fast_discount": "number", "experts": "list[obj:KONS]",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
-                    "cumulative_loss": "float", "_points": "obj", "_mixture": "cache:None",
+                    "cumulative_loss": "float", "_points": "obj:SharedPoints",
+                    "_mixture": "cache:None",
                     "rate": "float", "_target_ends": "array(4) float64"}
 
     def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0,

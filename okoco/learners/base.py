@@ -196,7 +196,7 @@ class KernelLearner(base.MiniBatchRegressor):
     #: Saved state of every learner (okoco.persistence); subclasses add theirs.
     _saved_state: dict = {
         "kernel": "kernel|none", "loss": "loss|none", "C": "number|none", "_kernel": "kernel",
-        "_loss": "loss", "_eta": "opt obj", "_features": "obj", "_rng": "rng",
+        "_loss": "loss", "_eta": "opt obj:StepSize", "_features": "obj:FeatureMap", "_rng": "rng",
         "n_seen": "int[0,]", "_abs_target_sum": "float", "_warned_unscaled": "bool",
         "_cache": "cache:None", "_lock": "cache:lock",
     }

@@ -128,7 +128,8 @@ class KONS(KernelLearner):
     # of the store: it adds nothing to any later prediction (see SketchedKONS).
     _drops_null_points = False
 
-    _saved_state = {"alpha": "number", "eta": "str|number", "_store": "obj", "_chol": "obj",
+    _saved_state = {"alpha": "number", "eta": "str|number", "_store": "obj:Rows,ExpertRows",
+                    "_chol": "obj:IncrementalCholesky",
                     "_g": "array(>=_chol._m) float64", "_refreshes_seen": "int[0,]",
                     "online_effective_dimension": "float", "log_det": "float", "rg_sum": "float"}
 
@@ -336,7 +337,7 @@ class SketchedKONS(KONS):
     _drops_null_points = True
 
     _saved_state = {"eps": "number", "beta": "number", "p_min": "number",
-                    "seed": "int|none|rng", "_kors": "obj",
+                    "seed": "int|none|rng", "_kors": "obj:KORS",
                     "_selected": "array(>=_chol._m) intp"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,

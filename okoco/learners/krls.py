@@ -100,8 +100,9 @@ class KRLS(KernelLearner):
         "alpha": ALD._parameter_constraints["alpha"],
     }
 
-    _saved_state = {"nu": "number", "max_size": "int|none", "alpha": "number", "_store": "obj",
-                    "_ald": "obj", "_w": "array(>=_ald._size) float64", "_M": "obj",
+    _saved_state = {"nu": "number", "max_size": "int|none", "alpha": "number", "_store": "obj:Rows",
+                    "_ald": "obj:ALD", "_w": "array(>=_ald._size) float64",
+                    "_M": "obj:PackedSymmetric",
                     "last_residual": "float"}
 
     def __init__(self, kernel=None, nu: float = 0.01, C: float | None = None,

@@ -163,9 +163,10 @@ class PROSNKONS(KernelLearner):
 
     _saved_state = {"alpha": "number", "eta": "str|number", "dictionary_alpha": "number",
                     "eps": "number", "beta": "number", "p_min": "number",
-                    "max_size": "int|none", "seed": "int|none|rng", "_kors": "obj",
-                    "_store": "obj", "_embed": "obj", "_u": "array(>=_embed._m) float64",
-                    "_P": "obj", "n_restarts": "int[0,]", "online_effective_dimension": "float",
+                    "max_size": "int|none", "seed": "int|none|rng", "_kors": "obj:KORS",
+                    "_store": "obj:Rows", "_embed": "obj:IncrementalCholesky",
+                    "_u": "array(>=_embed._m) float64", "_P": "obj:PackedSymmetric",
+                    "n_restarts": "int[0,]", "online_effective_dimension": "float",
                     "log_det": "float"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,

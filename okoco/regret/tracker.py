@@ -84,7 +84,8 @@ class RegretTracker:
     #: Saved state (okoco.persistence): the stream so far and the checkpoints evaluated.
     _saved_state = {"loss": "loss", "comparator": "obj", "checkpoints": "plain",
                     "_checkpoints": "array(*) int64", "_next": "int[0,]", "n_seen": "int[0,]",
-                    "_features": "obj", "_X": "obj", "_y": "array(>=n_seen) float64",
+                    "_features": "obj:FeatureMap", "_X": "obj:Rows",
+                    "_y": "array(>=n_seen) float64",
                     "_yp": "array(>=n_seen) float64", "_cum": "float", "_rows": "plain"}
 
     def __init__(self, loss, comparator, checkpoints=None):
