@@ -427,3 +427,45 @@ def test_a_regret_tracker_round_trips_with_its_comparator(tmp_path, comparator):
 def test_fields_other_than_arrays_are_checked_too(kons_file, edit, words):
     rewrite(kons_file, edit)
     refused(kons_file, *words)
+
+
+_EDITS = [None, -1, 0, 10**30, 2**63, 1.5, float("inf"), "x", [], {}, [1, 2], {"a": 1},
+          {"__ref__": 0}, {"__ref__": 3}, {"__array__": "a0", "id": 999},
+          {"__padded__": "a1", "id": 998, "rows": 3}, {"__np__": "<i8", "v": 2**70},
+          {"__tuple__": [1]}, {"__dict__": [[1, 2]]}, {"__float__": "nan"},
+          {"__generator__": "PCG64", "id": 997, "state": {}},
+          {"__kernel__": "RBF", "id": 996, "params": {"gamma": -1}},
+          {"__obj__": "okoco._input.Rows", "id": 995, "attrs": {}}, True, {"__bytes__": "zz"}]
+
+
+@pytest.mark.parametrize("make", [KONS, Auto, lambda: SketchedKONS(seed=0)])
+def test_any_single_edit_of_the_metadata_loads_or_is_one_value_error(tmp_path, make):
+    """120 random edits (one JSON node replaced by a value of another kind) per learner."""
+    import random
+
+    path = learned(make(), 20).save(tmp_path / "m.npz")
+    with np.load(path) as archive:
+        arrays = {k: archive[k] for k in archive.files if k != "__okoco__"}
+        original = str(archive["__okoco__"])
+
+    def places(tree, at=()):
+        yield at
+        items = tree.items() if isinstance(tree, dict) else enumerate(tree) \
+            if isinstance(tree, list) else ()
+        for key, sub in items:
+            yield from places(sub, at + (key,))
+
+    spots = [at for at in places(json.loads(original)) if at]
+    pick = random.Random(0)
+    for _ in range(120):
+        meta = json.loads(original)
+        at = pick.choice(spots)
+        node = meta
+        for key in at[:-1]:
+            node = node[key]
+        node[at[-1]] = pick.choice(_EDITS)
+        np.savez(path, __okoco__=np.array(json.dumps(meta)), **arrays)
+        try:
+            okoco.load(path)
+        except ValueError as error:
+            assert type(error) is ValueError and str(path) in str(error), at
