@@ -27,8 +27,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "reserve", "FeatureMap", "Rows",
-           "undo_on_error"]
+__all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "check_array", "reserve",
+           "FeatureMap", "Rows", "undo_on_error"]
 
 # Values beyond this cannot be squared in float64; a kernel would silently return inf/NaN.
 MAX_ABS_VALUE = 1e150
@@ -40,23 +40,32 @@ _FLOAT = {float}
 
 def _huge(value) -> str:
     """A number too large for float64, shown briefly (``10**400`` is ``~1e+400``)."""
-    if isinstance(value, numbers.Integral):
+    if isinstance(value, numbers.Integral) and not isinstance(value, np.timedelta64):
         digits = str(abs(int(value)))
-        return f"{'-' if value < 0 else ''}~{digits[0]}e+{len(digits) - 1}"
-    text = repr(value)
+        if len(digits) > 40:
+            return f"{'-' if value < 0 else ''}~{digits[0]}e+{len(digits) - 1}"
+    try:
+        text = repr(value)
+    except Exception:  # a repr that fails must not hide the error being worded
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _bad_value(name, value) -> Exception:
     """The error for a feature value that is not a usable number (one wording everywhere)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        return TypeError(f"feature {name!r} has a non-numeric value {value!r} "
+    if isinstance(value, (bool, np.bool_, np.timedelta64, np.datetime64)) or \
+            not isinstance(value, numbers.Real):
+        # numpy's timedelta64 is registered as an integer, but a duration is no feature value
+        return TypeError(f"feature {name!r} has a non-numeric value {_huge(value)} "
                          f"({type(value).__name__}); encode it as a number first")
     try:
         number = float(value)
     except OverflowError:  # an integer or fraction beyond float64
         return ValueError(f"feature {name!r} = {_huge(value)} is too large "
                           f"(|x| > {MAX_ABS_VALUE:g}); scale the features")
+    except Exception as error:  # a number type whose float() itself fails
+        return TypeError(f"feature {name!r} = {_huge(value)} ({type(value).__name__}) has no "
+                         f"float value (float() raised {type(error).__name__}: {error})")
     if not math.isfinite(number):
         return ValueError(f"feature {name!r} is not finite ({number!r}); impute or drop "
                           "non-finite values")
@@ -80,10 +89,10 @@ def check_value(name, value) -> float:
         return value  # the common case, without the checks below (NaN fails the comparison)
     if isinstance(value, (bool, np.bool_)):
         return float(value)
-    if isinstance(value, numbers.Real):
+    if isinstance(value, numbers.Real) and not isinstance(value, np.timedelta64):
         try:
             number = float(value)
-        except OverflowError:
+        except Exception:  # too large, or a float() that fails: _bad_value words it
             number = math.inf
         if -MAX_ABS_VALUE <= number <= MAX_ABS_VALUE:
             return number
@@ -107,12 +116,15 @@ def check_target(y, loss=None, what: str = "the target") -> float:
     TypeError: the target must be a real number, got '2' (str)
     """
     if type(y) is not float or not -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
-        if isinstance(y, (bool, np.bool_)) or not isinstance(y, numbers.Real):
-            raise TypeError(f"{what} must be a real number, got {y!r} ({type(y).__name__})")
+        if isinstance(y, (bool, np.bool_, np.timedelta64)) or not isinstance(y, numbers.Real):
+            raise TypeError(f"{what} must be a real number, got {_huge(y)} ({type(y).__name__})")
         try:
             number = float(y)
         except OverflowError:  # an integer or fraction beyond float64
             number = None
+        except Exception as error:  # a number type whose float() itself fails
+            raise TypeError(f"{what} {_huge(y)} ({type(y).__name__}) has no float value "
+                            f"(float() raised {type(error).__name__}: {error})") from None
         if number is not None and not math.isfinite(number):
             raise ValueError(f"{what} is {number!r}; it must be finite")
         if number is None or abs(number) > MAX_ABS_VALUE:
@@ -124,6 +136,42 @@ def check_target(y, loss=None, what: str = "the target") -> float:
     if check is not None:
         check(y)
     return y
+
+
+def check_array(X, what: str = "X") -> np.ndarray:
+    """``X`` as a float64 array of finite real numbers, or the error naming ``what``.
+
+    Strings, bytes, complex numbers, dates and durations are a ``TypeError`` (numpy would parse
+    ``"1.5"`` or drop an imaginary part silently); NaN and infinities a ``ValueError`` naming
+    the first bad cell. Object arrays are checked cell by cell.
+
+    Examples
+    --------
+    >>> check_array([[1, 2], [3, 4]]).dtype
+    dtype('float64')
+    >>> check_array(["1.5"])
+    Traceback (most recent call last):
+    ...
+    TypeError: X must hold real numbers, got an array of <U3 (strings)
+    """
+    raw = X if isinstance(X, np.ndarray) else np.asarray(X)
+    kind = raw.dtype.kind
+    if kind == "O":
+        values = np.empty(raw.shape)
+        for index, cell in np.ndenumerate(raw):
+            values[index] = check_value(f"{what}{list(index)}", cell)
+        return values
+    if kind not in "biuf":
+        names = {"U": "strings", "S": "bytes", "c": "complex numbers", "M": "dates",
+                 "m": "durations", "V": "records"}
+        raise TypeError(f"{what} must hold real numbers, got an array of {raw.dtype} "
+                        f"({names.get(kind, kind)})")
+    values = raw.astype(float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        index = tuple(int(i[0]) for i in np.nonzero(bad))
+        raise ValueError(f"{what} must be finite, got {float(values[index])!r} at {list(index)}")
+    return values
 
 
 def reserve(buffer: np.ndarray, *shape: int) -> np.ndarray:
@@ -161,7 +209,8 @@ def _numbers(raw: np.ndarray, names, *, absent: bool, rows: bool) -> np.ndarray:
     if kind == "O":
         values = np.empty(raw.shape)
         for (i, j), cell in np.ndenumerate(raw):
-            if absent and (cell is None or (type(cell) is float and cell != cell)):
+            if absent and (cell is None or (type(cell) is float and cell != cell)
+                           or type(cell).__name__ == "NAType"):
                 values[i, j] = np.nan
                 continue
             values[i, j] = in_row(i, check_value, names[j], cell) if rows else \
@@ -228,6 +277,10 @@ class FeatureMap:
     # that order: a dict with the same keys in the same order (the usual stream) is encoded by
     # one numpy conversion (a cache, not state; see _encode_dict).
     _keys: tuple | None = None
+
+    #: Saved state (okoco.persistence): the columns and the kind of rows; the last row is a cache.
+    _saved_state = {"columns": "dict[int[0,]]", "mode": "str|none", "_last": "cache:None",
+                    "_keys": "cache"}
 
     def __init__(self):
         self.columns: dict = {}
@@ -307,6 +360,9 @@ class FeatureMap:
             values.append(value)
             col = columns.get(name)
             if col is None:
+                if name != name:  # NaN: never found again, each row would add a column
+                    raise ValueError(f"feature name {name!r} is not equal to itself (NaN); "
+                                     "name features by strings or numbers")
                 col = width + len(unknown)
                 unknown.append(name)
             cols.append(col)
@@ -329,9 +385,15 @@ class FeatureMap:
             return self._encode_dicts(X)
         is_frame = hasattr(X, "columns") and hasattr(X, "to_numpy")
         if is_frame:  # a column that is not numeric is checked cell by cell
-            raw = X.to_numpy()  # numeric columns give numbers, mixed ones objects
-            if raw.dtype.kind not in "biufO":  # dates, strings: cell by cell too
-                raw = X.to_numpy(dtype=object)
+            names = list(X.columns)
+            if len(set(names)) != len(names) or any(name != name for name in names):
+                twice = sorted({repr(n) for n in names if names.count(n) > 1 or n != n})
+                raise ValueError(f"X has duplicate or NaN column names ({', '.join(twice)}); "
+                                 "each feature needs one column")
+            numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
+            # nullable dtypes (Int64, boolean, Float64): <NA> is an absent cell, like NaN
+            raw = X.to_numpy(dtype=float, na_value=np.nan) if numeric else \
+                X.to_numpy(dtype=object)
         else:
             raw = np.asarray(X)
         if raw.ndim != 2:
@@ -416,6 +478,12 @@ class Rows:
     # rebuilt when absent (a file of a version without them).
     _sq: np.ndarray | None = None
     _sq_max: float = 0.0
+
+    #: Saved state (okoco.persistence): ``data`` and the fields hold ``n`` rows or more (capacity).
+    _saved_state = {"max_size": "int[1,]|none", "n": "int[0,]", "d": "int[0,]",
+                    "n_added": "int[n,]", "data": "array(>=n, >=d) float64",
+                    "fields": "dict[array(>=n) float64]", "_sq": "opt array(>=n) float64",
+                    "_sq_max": "opt float"}
 
     def __init__(self, fields: tuple[str, ...] = (), max_size: int | None = None):
         self.max_size = max_size

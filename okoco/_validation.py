@@ -125,6 +125,8 @@ class Protocol:
         self.callable_object = callable_object
 
     def accepts_type(self, value) -> bool:
+        if isinstance(value, type):  # the class itself (kernel=RBF): its methods are unbound
+            return False
         if self.callable_object and not callable(value):
             return False
         return all(callable(getattr(value, m, None)) for m in self.methods)
@@ -178,9 +180,26 @@ def check_param(name: str, value, constraints, *, owner: str = ""):
                 return converted
     where = f"{owner}: " if owner else ""
     if typed:
-        raise ValueError(f"{where}{name} must be {_describe(constraints)}, got {value!r}")
-    raise TypeError(f"{where}{name} must be {_describe(constraints)}, got {value!r} "
+        raise ValueError(f"{where}{name} must be {_describe(constraints)}, got {_shown(value)}")
+    if isinstance(value, type):
+        raise TypeError(f"{where}{name} must be {_describe(constraints)}, got the class "
+                        f"{value.__name__} itself; pass an instance, e.g. {value.__name__}()")
+    raise TypeError(f"{where}{name} must be {_describe(constraints)}, got {_shown(value)} "
                     f"({type(value).__name__})")
+
+
+def _shown(value) -> str:
+    """``repr(value)`` in at most 60 characters (``10**400`` is ``~1e+400``)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        digits = len(str(abs(int(value)))) if abs(int(value)) < 10**4000 else 4001
+        if digits > 40:
+            return f"{'-' if value < 0 else ''}~1e+{digits - 1}" if digits <= 4000 else \
+                "an integer of more than 4000 digits"
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def constraints_of(cls: type) -> dict:

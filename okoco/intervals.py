@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import deque
 from numbers import Integral, Real
 from statistics import NormalDist
 
@@ -120,6 +119,10 @@ class AdaptiveConformal:
         "window": [None, Interval(Integral, 1, None, closed="left")],
     }
 
+    _saved_state = {"coverage": "number", "gamma": "number", "window": "int[1,]|none",
+                    "level_gap": "float", "n_seen": "int[0,]", "n_missed": "int[0,]",
+                    "_recent": "list[float]", "_sorted": "list[float]"}
+
     def __init__(self, coverage: float = 0.9, gamma: float = 0.02, window: int | None = 1000):
         self.coverage = coverage
         self.gamma = gamma
@@ -128,7 +131,7 @@ class AdaptiveConformal:
         self.level_gap = 1.0 - self.coverage
         self.n_seen = 0
         self.n_missed = 0
-        self._recent: deque[float] = deque()
+        self._recent: list[float] = []  # in arrival order (a window of at most 1000)
         self._sorted: list[float] = []
 
     def quantile(self) -> float:
@@ -154,7 +157,7 @@ class AdaptiveConformal:
         self.n_seen += 1
         self.n_missed += bool(missed)
         if self.window is not None and len(self._recent) == self.window:
-            oldest = self._recent.popleft()
+            oldest = self._recent.pop(0)
             del self._sorted[bisect.bisect_left(self._sorted, oldest)]
         self._recent.append(score)
         bisect.insort(self._sorted, score)

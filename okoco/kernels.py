@@ -394,7 +394,7 @@ class Polynomial(Kernel):
     """
 
     _parameter_constraints = {
-        "degree": [Interval(Integral, 1, None, closed="left")],
+        "degree": [Interval(Integral, 1, 1000)],  # beyond, any |<x, y>| != 1 overflows
         "gamma": SCALE,
         "coef0": [Interval(Real, 0, None, closed="left")],
         "normalize": ["boolean"],

@@ -166,6 +166,13 @@ class IncrementalCholesky:
 
     _MIN_CHECK_PERIOD = 16
 
+    #: Saved state (okoco.persistence): packed buffers of ``capacity * (capacity + 1) / 2``.
+    _saved_state = {"refresh_tol": "number", "min_pivot": "number", "_cap": "int[0,]",
+                    "_L": "array(_cap * (_cap + 1) // 2) float64",
+                    "_A": "array(_cap * (_cap + 1) // 2) float64", "_m": "int[0,_cap]",
+                    "_ops_since_check": "int[0,]", "_rebuilding": "bool",
+                    "n_clamped": "int[0,]", "n_refreshes": "int[0,]", "last_residual": "float"}
+
     def __init__(self, capacity: int = 16, refresh_tol: float = 1e-8, min_pivot: float = 1e-12):
         if isinstance(capacity, bool) or not isinstance(capacity, numbers.Integral) or capacity < 1:
             raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
@@ -503,6 +510,11 @@ class PackedSymmetric:
     # The dense matrix, or None once packed. A file saved before the dense form existed has no
     # such attribute: the class default makes it packed, as it was.
     _dense: np.ndarray | None = None
+
+    #: Saved state (okoco.persistence): dense ``(m, m)`` up to DENSE_MAX, else packed.
+    _saved_state = {"_cap": "int[0,]", "_m": "int[0,]",
+                    "_buf": "array(0) float64|array(_cap * (_cap + 1) // 2) float64",
+                    "_dense": "array(_m, _m) float64|none"}
 
     def __init__(self, capacity: int = 16):
         self._cap = int(capacity)

@@ -115,6 +115,8 @@ class ClassificationMetric(Metric):
 class _MeanMetric(Metric):
     """The weighted running mean of a per-sample score ``_eval(y_true, y_pred)``."""
 
+    _saved_state = {"_mean": "river"}
+
     def __init__(self) -> None:
         self._mean = stats.Mean()
 
@@ -203,6 +205,9 @@ class R2(RegressionMetric):
     _river_class = "river.metrics.r2.R2"
     bigger_is_better = True
 
+    _saved_state = {"_y_var": "river", "_total_sum_of_squares": "number",
+                    "_residual_sum_of_squares": "number"}
+
     def __init__(self) -> None:
         self._y_var = stats.Var()
         self._total_sum_of_squares = 0
@@ -238,6 +243,8 @@ class Accuracy(ClassificationMetric):
     """
 
     _river_class = "river.metrics.accuracy.Accuracy"
+
+    _saved_state = {"_correct": "number", "_total": "number"}
 
     def __init__(self) -> None:
         self._correct = 0.0
@@ -284,6 +291,8 @@ class F1(ClassificationMetric):
     """
 
     _river_class = "river.metrics.fbeta.F1"
+
+    _saved_state = {"pos_val": "plain", "_tp": "number", "_fp": "number", "_fn": "number"}
 
     def __init__(self, pos_val: Any = True) -> None:
         self.pos_val = pos_val

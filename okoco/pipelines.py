@@ -58,6 +58,7 @@ from okoco.persistence import (
     _Encoder,
     _init_params,
     _is_wrapper,
+    _load_learner,
     _read,
     _resolve,
     _version,
@@ -149,11 +150,14 @@ def load(path: str | os.PathLike) -> Any:
     >>> list(again.steps), again.predict_one({"x": 1.0}) == model.predict_one({"x": 1.0})
     (['StandardScaler', 'FunctionalGD'], True)
     """
-    meta, arrays = _read(path, FORMAT_NAME)
+    meta, archive = _read(path, FORMAT_NAME)
     if meta.get("class") != PIPELINE_CLASS:
-        return persistence.load(path)
-    with _Damaged(path):
-        return _build(_Decoder(arrays, river=True), meta["model"], "model", path)
+        return _load_learner(path, meta, archive)  # read once
+    with archive, _Damaged(path):
+        model = _build(_Decoder(archive, river=True, version=meta["format_version"]),
+                       meta["model"], "model", path)
+        archive.finish()  # a member the metadata does not refer to is refused
+        return model
 
 
 def _build(dec: _Decoder, tree: Any, where: str, path: Any) -> Any:
@@ -168,11 +172,11 @@ def _build(dec: _Decoder, tree: Any, where: str, path: Any) -> Any:
                              "okoco never loads")
         regressor = _build(dec, tree["regressor"], f"{where}.regressor", path)
         wrapper = _resolve(tree["__wrapper__"])(regressor)
-        attrs = {k: dec.decode(v) for k, v in tree["attrs"].items()}
+        attrs = {k: dec.decode(v, f"{where}.{k}") for k, v in tree["attrs"].items()}
         _check_state(wrapper, set(attrs) | {"regressor", "func", "inverse_func"}, where, path)
         wrapper.__dict__.update(attrs)
         return wrapper
-    step = dec.decode(tree)
+    step = dec.decode(tree, where)
     cls = type(step)
     fresh = cls(**{p: getattr(step, p) for p in _init_params(cls) if hasattr(step, p)})
     _check_state(fresh, set(vars(step)), where, path)

@@ -71,6 +71,8 @@ class StandardScaler(base.Transformer):
 
     _river_class = "river.preprocessing.scale.StandardScaler"
 
+    _saved_state = {"with_std": "bool", "counts": "plain", "means": "plain", "vars": "plain"}
+
     def __init__(self, with_std: bool = True) -> None:
         self.with_std = with_std
         self.counts: collections.Counter = collections.Counter()

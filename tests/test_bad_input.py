@@ -13,6 +13,7 @@ from __future__ import annotations
 import decimal
 import fractions
 import json
+import math
 import os
 import pickle
 
@@ -23,7 +24,7 @@ import pytest
 import okoco
 from okoco import BinaryClassifier, kernels, losses
 from okoco.dictionary import ALD, KORS, SQUEAK, INKEstimate
-from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
+from okoco.learners import KONS, KRLS, Auto, FunctionalGD, SketchedKONS
 from okoco.regret import KernelRidge, RegretTracker
 
 REGRESSORS = {
@@ -155,7 +156,7 @@ def test_a_third_label_and_odd_labels():
     with pytest.raises(ValueError, match="'maybe' is a third class"):
         model.learn_one({"a": 0.1}, "maybe")
     assert_unchanged(model, snap)
-    with pytest.raises(ValueError, match="third class"):
+    with pytest.raises(TypeError, match="label cannot be None"):
         model.learn_one({"a": 0.1}, None)
     # NaN never equals itself: a NaN label can never be matched again, so it is refused
     # as a new class once two labels are known
@@ -347,7 +348,7 @@ TARGET_BATCHES = [  # bad targets of a good batch (learners' learn_many)
 ]
 LABELS = [  # bad labels of a BinaryClassifier that has seen 'yes' and 'no'
     ("third-class", "maybe", ValueError, "'maybe' is a third class"),
-    ("None-third-class", None, ValueError, "third class"),
+    ("None", None, TypeError, "label cannot be None"),
     ("nan-third-class", float("nan"), ValueError, "third class"),
     ("list", ["yes"], TypeError, "hashable"),
     ("dict", {"y": 1}, TypeError, "hashable"),
@@ -629,3 +630,139 @@ def test_load_of_a_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such file"):
         okoco.load(tmp_path / "absent.npz")
     assert os.listdir(tmp_path) == []
+
+
+# -- issue 32: labels, values, feature names, constructors -----------------------------------
+
+
+def _state(model):
+    """A fingerprint of a model's whole saved state (its file's metadata and arrays)."""
+    import tempfile
+
+    path = okoco.save(model, os.path.join(tempfile.mkdtemp(), "m.npz"))
+    with np.load(path) as archive:
+        meta = json.loads(str(archive["__okoco__"]))
+        return json.dumps(meta, sort_keys=True), {k: archive[k].tobytes()
+                                                  for k in archive.files if k != "__okoco__"}
+
+
+def test_binary_classifier_refuses_none_as_a_label():
+    clf = BinaryClassifier(FunctionalGD(loss=losses.Logistic()))
+    clf.learn_one({"a": 1.0}, "yes")
+    before = _state(clf)
+    with pytest.raises(TypeError, match="label cannot be None"):
+        clf.learn_one({"a": 0.0}, None)
+    with pytest.raises(TypeError, match="label cannot be None"):
+        clf.learn_many(np.array([[0.0], [1.0]]), ["no", None])
+    assert _state(clf) == before
+
+
+class _FloatFails(fractions.Fraction):
+    def __float__(self):
+        raise RuntimeError("no float for you")
+
+
+def test_a_number_whose_float_raises_is_a_worded_type_error():
+    model = KONS()
+    with pytest.raises(TypeError, match=r"feature 'a' = .* has no float value \(float\(\) "
+                                        r"raised RuntimeError"):
+        model.learn_one({"a": _FloatFails(1, 2)}, 0.5)
+    with pytest.raises(TypeError, match=r"the target .* has no float value"):
+        model.learn_one({"a": 1.0}, _FloatFails(1, 2))
+    assert model.n_seen == 0
+
+
+def test_timedelta_values_are_refused_naming_the_feature():
+    import pandas as pd
+
+    model = KONS()
+    with pytest.raises(TypeError, match=r"feature 'wait' has a non-numeric value"):
+        model.learn_one({"wait": np.timedelta64(3, "D")}, 0.5)
+    with pytest.raises(TypeError, match=r"feature 'wait'"):
+        model.learn_many(pd.DataFrame({"wait": pd.to_timedelta([1, 2], unit="D")}), [0.1, 0.2])
+    with pytest.raises(TypeError, match="target must be a real number"):
+        model.learn_one({"a": 1.0}, np.timedelta64(3, "D"))
+    assert model.n_seen == 0
+
+
+def test_bytes_feature_names_and_labels_are_saved_and_loaded(tmp_path):
+    clf = BinaryClassifier(KONS(loss=losses.Logistic()))
+    clf.learn_one({b"a": 1.0, "b": 2.0}, b"yes")
+    clf.learn_one({b"a": -1.0}, b"no")
+    again = okoco.load(clf.save(tmp_path / "m.npz"))
+    assert again.learner._features.columns == {b"a": 0, "b": 1}
+    assert again.predict_proba_one({b"a": 0.5}) == clf.predict_proba_one({b"a": 0.5})
+
+
+def test_nan_feature_names_are_refused():
+    model = KONS()
+    with pytest.raises(ValueError, match="not equal to itself"):
+        model.learn_one({float("nan"): 1.0, float("nan"): 2.0}, 0.5)
+    assert model.n_seen == 0 and model._features.columns == {}
+
+
+def test_dataframes_with_duplicate_column_names_are_refused():
+    import pandas as pd
+
+    model = KONS()
+    frame = pd.DataFrame([[1.0, 2.0]], columns=["a", "a"])
+    with pytest.raises(ValueError, match=r"duplicate or NaN column names \('a'\)"):
+        model.learn_many(frame, [0.5])
+    with pytest.raises(ValueError, match="duplicate"):
+        model.predict_many(frame)
+    assert model.n_seen == 0
+
+
+def test_a_nullable_int64_na_is_an_absent_feature():
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": pd.array([1, None, 3], dtype="Int64"), "b": [0.5, 1.5, -1.0]})
+    model, reference = KONS(), KONS()
+    model.learn_many(frame, [0.1, 0.2, 0.3])
+    for x, y in [({"a": 1.0, "b": 0.5}, 0.1), ({"b": 1.5}, 0.2), ({"a": 3.0, "b": -1.0}, 0.3)]:
+        reference.learn_one(x, y)
+    assert model.predict_one({"a": 2.0, "b": 0.0}) == reference.predict_one({"a": 2.0, "b": 0.0})
+
+
+@pytest.mark.parametrize("make", [FunctionalGD, Auto, KONS])
+def test_a_subnormal_c_is_refused_at_construction(make):
+    with pytest.raises(ValueError, match=r"C must be a real number in \[1e-150, 1e\+150\]"):
+        make(C=5e-324)
+    model = make(C=1e-150)  # the smallest C: steps and rates stay finite
+    model.learn_one({"a": 1.0}, 0.0)
+    assert math.isfinite(model.predict_one({"a": 1.0}))
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"kernel": kernels.RBF}, "RBF"),
+                                              ({"loss": losses.Squared}, "Squared")])
+def test_a_kernel_or_loss_class_instead_of_an_instance_is_refused(kwargs, name):
+    with pytest.raises(TypeError, match=rf"got the class {name} itself; pass an instance, "
+                                        rf"e.g. {name}\(\)"):
+        KONS(**kwargs)
+
+
+def test_huge_integer_parameters_are_refused_with_a_short_message():
+    with pytest.raises(ValueError, match=r"degree must be an integer in \[1, 1000\], got "
+                                         r"~1e\+400"):
+        kernels.Polynomial(degree=10**400)
+    with pytest.raises(ValueError, match=r"qbar must be .*got ~1e\+400"):
+        SQUEAK(kernels.RBF(1.0), qbar=10**400)
+
+
+class _NaNKernel(kernels.RBF):
+    def __call__(self, X, Y):
+        return np.full((np.atleast_2d(X).shape[0], np.atleast_2d(Y).shape[0]), np.nan)
+
+    def diag(self, X):
+        return np.full(np.atleast_2d(X).shape[0], np.nan)
+
+
+@pytest.mark.parametrize("make", [lambda: KONS(kernel=_NaNKernel(1.0)),
+                                  lambda: FunctionalGD(kernel=_NaNKernel(1.0)),
+                                  lambda: KRLS(kernel=_NaNKernel(1.0))])
+def test_a_kernel_returning_nan_is_not_reported_as_an_overflow(make):
+    model = make()
+    with pytest.raises(ValueError) as info:
+        for i in range(3):
+            model.learn_one({"a": 0.1 * i}, 0.5)
+    assert "NaN" in str(info.value) and "float64 overflowed, the features" not in str(info.value)

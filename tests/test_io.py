@@ -68,12 +68,12 @@ def test_files_get_the_permissions_of_an_ordinary_open(tmp_path, umask):
     assert {p.name: oct(_mode(p)) for p in written} == {p.name: oct(expected) for p in written}
 
 
-def test_an_existing_file_is_replaced_with_fresh_permissions(tmp_path, umask):
+def test_an_existing_file_is_replaced_keeping_its_permissions(tmp_path, umask):
     target = tmp_path / "out.txt"
     target.write_text("old")
     os.chmod(target, 0o600)
     atomic_write(target, lambda f: f.write("new"))
-    assert target.read_text() == "new" and _mode(target) == 0o666 & ~umask
+    assert target.read_text() == "new" and _mode(target) == 0o600
 
 
 def test_json_ready_values():

@@ -425,3 +425,60 @@ def test_kons_family_regret_per_step_decreases_and_kons_below_theorem1():
     bound = kons.bound(C=C, alpha=alpha)
     assert np.all(kons.regret <= bound)
     assert np.all(kons.regret > 0)
+
+
+# -- issue 32: a failing checkpoint, the loss's domain, comparator inputs -----------------------
+
+
+class _FailingRidge(KernelRidge):
+    """A comparator whose fit fails while ``fail`` is set (a singular system, say)."""
+
+    fail = True
+
+    def fit(self, X, y):
+        if type(self).fail:
+            raise np.linalg.LinAlgError("singular matrix")
+        return super().fit(X, y)
+
+
+def test_a_comparator_failing_at_a_checkpoint_commits_nothing_and_the_step_can_be_retried():
+    comparator = _FailingRidge(kernels.RBF(1.0), alpha=0.1)
+    tracker = RegretTracker(losses.Squared(), comparator, checkpoints=[6])
+    for i in range(5):
+        tracker.update({"a": 0.1 * i}, 0.1 * i, 0.0)
+    before = (tracker.n_seen, tracker.X.copy(), tracker.y.copy(), tracker._cum, tracker._next)
+    _FailingRidge.fail = True
+    with pytest.raises(np.linalg.LinAlgError):
+        tracker.update({"a": 0.5, "new": 1.0}, 0.5, 0.0)
+    after = (tracker.n_seen, tracker.X, tracker.y, tracker._cum, tracker._next)
+    assert after[0] == 5 and np.array_equal(after[1], before[1]) and after[3] == before[3]
+    assert tracker.features == ["a"] and len(tracker.t) == 0
+    _FailingRidge.fail = False
+    tracker.update({"a": 0.5, "new": 1.0}, 0.5, 0.0)
+    assert tracker.n_seen == 6 and tracker.t.tolist() == [6]
+
+
+def test_a_logistic_tracker_refuses_a_target_outside_its_labels():
+    tracker = RegretTracker(losses.Logistic(), KernelRidge(kernels.RBF(1.0)))
+    with pytest.raises(ValueError, match=r"\{-1, \+1\}, got 0.5"):
+        tracker.update({"a": 1.0}, 0.5, 0.0)
+    assert tracker.n_seen == 0
+
+
+@pytest.mark.parametrize(("X", "error", "words"), [
+    (np.array([["1.5"], ["2"]]), TypeError, "strings"),
+    (np.array([[b"1"], [b"2"]]), TypeError, "bytes"),
+    (np.array([[1 + 2j], [2]]), TypeError, "complex"),
+    (np.array(["2020-01-01", "2020-01-02"], dtype="M8[D]")[:, None], TypeError, "dates"),
+    (np.array([[1.0], [np.nan]]), ValueError, r"finite, got nan at \[1, 0\]"),
+    (np.array([[1.0], ["x"]], dtype=object), TypeError, r"X\[1, 0\].*non-numeric"),
+])
+def test_comparators_and_nystrom_refuse_what_is_not_a_real_number(X, error, words):
+    from okoco.dictionary import NystromKRR
+
+    for model in (KernelRidge(kernels.RBF(1.0)), NystromKRR(kernels.RBF(1.0))):
+        with pytest.raises(error, match=words):
+            model.fit(X, [0.1, 0.2])
+        model.fit(np.array([[0.0], [1.0]]), [0.0, 1.0])
+        with pytest.raises(error, match=words):
+            model.predict(X)

@@ -152,3 +152,125 @@ def test_axpy_refuses_a_buffer_it_would_copy():
     with pytest.raises(ValueError, match="contiguous float64"):
         axpy(1.0, np.ones(3), y[::2])  # f2py would update a copy and leave y unchanged
     assert (y == 0).all()
+
+
+# -- a learner shared between threads (issue 32) ----------------------------------------------
+# The promise: a learner (and a BinaryClassifier) takes one call at a time; threads sharing it
+# are serialized by a lock per object, so its state stays that of some sequential order of the
+# calls. The probe's case: two threads learning rows with features new to the model.
+
+
+def _race(model, n_per_thread=150, threads=2, predict=True):
+    import threading
+
+    errors: list = []
+    start = threading.Barrier(threads)
+
+    def work(k):
+        try:
+            start.wait()
+            for i in range(n_per_thread):
+                uid = k * n_per_thread + i
+                x = {"id": uid / 1000.0, f"t{k}_{i % 9}": 0.1 * (i % 5) - 0.25}  # never 0
+                if predict:
+                    model.predict_one(x)
+                model.learn_one(x, float(np.sin(uid)))
+        except Exception as error:  # noqa: BLE001  (reported by the test)
+            errors.append(error)
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        workers = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    finally:
+        sys.setswitchinterval(previous)
+    return errors
+
+
+@pytest.mark.parametrize("name", ["KONS", "SketchedKONS", "Auto", "KRLS", "FunctionalGD"])
+def test_threads_sharing_a_learner_leave_it_consistent(name):
+    from okoco import learners
+
+    model = getattr(learners, name)()
+    errors = _race(model)
+    assert errors == []
+    assert model.n_seen == 300 and len(model._features.columns) == 1 + 2 * 9
+    probe = {"id": 0.05, "t0_1": 0.1, "t1_3": -0.1}
+    assert np.isfinite(model.predict_one(probe))
+    model.learn_one(probe, 0.5)  # and it keeps learning
+    assert np.isfinite(model.predict_one(probe))
+
+
+def test_threads_sharing_kons_equal_the_same_rows_learned_in_the_order_they_were_taken():
+    """KONS keeps every row, in the order learned: replaying that order in one thread gives
+    the same model, bit for bit (the threads only chose the order)."""
+    from okoco.learners import KONS
+
+    model = KONS()
+    assert _race(model) == []
+    names = list(model._features.columns)
+    rows = model._store.view()[: model.n_seen]
+    replay = KONS()
+    for row in rows:
+        x = {name: float(v) for name, v in zip(names, row) if v != 0.0 or name == "id"}
+        uid = round(x["id"] * 1000)
+        replay.learn_one(x, float(np.sin(uid)))
+    assert list(replay._features.columns) == names
+    probes = [{"id": 0.01 * i, "t0_2": 0.1, "t1_4": -0.2} for i in range(5)]
+    assert [replay.predict_one(x) for x in probes] == [model.predict_one(x) for x in probes]
+
+
+def test_a_binary_classifier_shared_by_threads_keeps_two_labels():
+    from okoco import BinaryClassifier, losses
+    from okoco.learners import KONS
+
+    clf = BinaryClassifier(KONS(loss=losses.Logistic()))
+    import threading
+
+    errors: list = []
+
+    def work(label):
+        try:
+            for i in range(100):
+                clf.learn_one({"a": 0.01 * i}, label)
+        except Exception as error:  # noqa: BLE001
+            errors.append(error)
+
+    workers = [threading.Thread(target=work, args=(label,)) for label in ("yes", "no")]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == [] and sorted(clf._labels) == ["no", "yes"] and clf.learner.n_seen == 200
+
+
+def test_copies_and_loaded_learners_get_locks_of_their_own(tmp_path):
+    import copy
+    import pickle
+
+    import okoco
+    from okoco.learners import Auto
+
+    model = Auto()
+    model.learn_one({"a": 1.0}, 0.5)
+    for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model)),
+                  okoco.load(model.save(tmp_path / "m.npz"))):
+        assert other._lock is not model._lock
+        assert all(e._lock is not m._lock for e, m in zip(other.experts, model.experts))
+        other.learn_one({"a": 0.5}, 0.1)
+
+
+def test_the_lock_wrapper_keeps_warnings_pointing_at_the_callers_line():
+    from okoco.learners import KONS
+
+    model = KONS(C=1.0)
+    with pytest.warns(UserWarning, match="standardize") as caught:
+        model.learn_one({"a": 1.0}, 100.0)
+    assert caught[0].filename == __file__
+    with pytest.warns(UserWarning, match="standardize") as caught:
+        KONS(C=1.0).learn_many(np.array([[1.0], [2.0]]), [100.0, 200.0])
+    assert caught[0].filename == __file__

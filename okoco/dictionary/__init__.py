@@ -30,6 +30,7 @@ True
 (array([0]), array([1.]))
 """
 
+from okoco import persistence
 from okoco.dictionary._base import Dictionary
 from okoco.dictionary.ald import ALD
 from okoco.dictionary.exact import (
@@ -45,6 +46,9 @@ from okoco.dictionary.ink import INKEstimate, shrink_expand
 from okoco.dictionary.kors import KORS, beta_paper, beta_proof
 from okoco.dictionary.nystrom import NystromKRR
 from okoco.dictionary.squeak import SQUEAK
+
+# okoco.save / okoco.load take these whole (KORS and ALD are saved as parts of the learners)
+persistence.register(SQUEAK, INKEstimate, NystromKRR, learner=True)
 
 __all__ = [
     "Dictionary",

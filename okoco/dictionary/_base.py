@@ -78,6 +78,13 @@ class Dictionary(abc.ABC):
 
     _parameter_constraints: dict = {"kernel": [None, KERNEL]}
 
+    #: Saved state of every dictionary (okoco.persistence); subclasses add theirs.
+    _saved_state: dict = {
+        "kernel": "kernel|none", "_features": "obj:FeatureMap", "_atoms": "obj:Rows",
+        "_indices": "array(>=_size) int64", "_weights": "array(>=_size) float64",
+        "_size": "int[0,]", "n_seen": "int[0,]",
+    }
+
     def __init__(self, kernel, **params):
         """Keep and check the parameters (``_parameter_constraints``), then an empty state."""
         self.kernel = kernel

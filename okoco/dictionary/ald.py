@@ -84,6 +84,13 @@ class ALD(Dictionary):
         "alpha": [Interval(Real, 0, None, closed="left")],
     }
 
+    _saved_state = {"nu": "number", "max_size": "int|none", "alpha": "number",
+                    "_column_mode": "bool", "_chol": "obj:IncrementalCholesky",
+                    "_residuals": "array(>=_size) float64", "_last_a": "array(*) float64|none",
+                    "_last_h": "array(*) float64|none", "last_residual": "float",
+                    "last_kernel_column": "array(*) float64", "last_added": "bool",
+                    "_last_pivot": "opt float", "_size": "int[_chol._m,_chol._m]"}
+
     def __init__(self, kernel, nu: float, max_size: int | None = None, alpha: float = 0.0):
         super().__init__(kernel, nu=nu, max_size=max_size, alpha=alpha)
         self._column_mode = False

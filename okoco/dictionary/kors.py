@@ -119,6 +119,13 @@ class KORS(Dictionary):
         "seed": ["seed"],
     }
 
+    _saved_state = {
+        "alpha": "number", "eps": "number", "beta": "number", "p_min": "number",
+        "seed": "int|none|rng", "_rng": "rng", "_chol": "obj:IncrementalCholesky",
+        "_column_mode": "bool", "last_tau": "float", "last_p": "float", "last_q": "float",
+        "last_added": "bool", "_size": "int[_chol._m,_chol._m]",
+    }
+
     def __init__(self, kernel=None, alpha: float = 1.0, eps: float = 0.5, beta: float = 10.0,
                  p_min: float = 0.0, seed=None):
         super().__init__(kernel, alpha=alpha, eps=eps, beta=beta, p_min=p_min, seed=seed)

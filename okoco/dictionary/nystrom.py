@@ -6,6 +6,7 @@ from numbers import Real
 
 import numpy as np
 
+from okoco._input import check_array
 from okoco._validation import Interval, check_params
 from okoco.dictionary._base import KERNEL
 
@@ -83,6 +84,16 @@ class NystromKRR:
         "regularization": [Interval(Real, 0, None, closed="left")],
     }
 
+    #: Saved state (okoco.persistence): the fitted map (m landmarks, k features) and solution.
+    _saved_state = {
+        "kernel": "kernel", "alpha": "number", "regularization": "number",
+        "landmarks": "array(*, *) float64|none", "weights": "array(*) float64|none",
+        "landmarks_": "opt array(m, *) float64", "landmark_weights_": "opt array(m) float64",
+        "_proj": "opt array(m, k) float64", "coef_": "opt array(k) float64|array(k, *) float64",
+        "fitted_": "opt array(*) float64|array(*, *) float64",
+        "dual_coef_": "opt array(*) float64|array(*, *) float64",
+    }
+
     def __init__(self, kernel, alpha: float = 1.0, regularization: float = 0.0, landmarks=None,
                  weights=None):
         self.kernel = kernel
@@ -106,7 +117,7 @@ class NystromKRR:
         """Nyström features ``z(x)`` (``Z Z^T = K~``) of the rows of ``X``."""
         if not hasattr(self, "_proj"):
             raise RuntimeError("call fit (or fit_features) before transform")
-        X = np.asarray(X, dtype=float)
+        X = check_array(X, "X")
         if X.ndim == 1:
             X = X[None, :]
         return np.asarray(self.kernel(X, self.landmarks_)) @ self._proj
@@ -119,8 +130,8 @@ class NystromKRR:
         index. Without ``indices``, the ``landmarks`` given to the constructor are used, else all
         of ``X``. :meth:`fit` starts with this step.
         """
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or not np.all(np.isfinite(X)):
+        X = check_array(X, "X")
+        if X.ndim != 2:
             raise ValueError(f"X must be a finite (n, d) array, got shape {X.shape}")
         if indices is not None:
             indices = np.asarray(indices, dtype=np.int64)
@@ -153,8 +164,8 @@ class NystromKRR:
 
         ``indices`` and ``weights`` choose the landmarks, as in :meth:`fit_features`.
         """
-        y = np.asarray(y, dtype=float)
-        if y.shape[:1] != np.shape(X)[:1] or not np.all(np.isfinite(y)):
+        y = check_array(y, "y")
+        if y.shape[:1] != np.shape(X)[:1]:
             raise ValueError(f"y must be finite, (n,) or (n, k) for X of shape {np.shape(X)}; "
                              f"got {y.shape}")
         B = self.fit_features(X, indices, weights)

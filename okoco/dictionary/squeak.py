@@ -74,10 +74,16 @@ class SQUEAK(Dictionary):
         "kernel": [KERNEL],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "eps": [Interval(Real, 0, 1, closed="neither")],
-        "qbar": [Interval(Integral, 1, None, closed="left")],
+        "qbar": [Interval(Integral, 1, 10**9)],  # copies are drawn as int64 binomials
         "rule": [Options({"min", "max"})],
         "seed": ["seed"],
     }
+
+    #: Saved state (okoco.persistence): the atoms' Gram matrix, probabilities and copies.
+    _saved_state = {"alpha": "number", "eps": "number", "qbar": "int[1,]", "rule": "str",
+                    "seed": "int|none|rng", "_rng": "rng", "_K": "array(_size, _size) float64",
+                    "_p": "array(_size) float64", "_Q": "array(_size) int64",
+                    "last_scores": "array(*) float64", "last_added": "bool"}
 
     def __init__(self, kernel, alpha: float = 2.0, eps: float = 0.5, qbar: int = 50,
                  rule: str = "min", seed=None):

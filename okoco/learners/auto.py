@@ -94,6 +94,9 @@ class SharedPoints:
     True
     """
 
+    _saved_state = {"rows": "obj:Rows", "_memo": "cache:{}", "_at": "cache:None",
+                    "_dists": "cache:None"}
+
     def __init__(self, max_size: int | None = None):
         self.rows = Rows(max_size=max_size)  # a ring of max_size slots (None: unbounded)
         self._forget()
@@ -102,6 +105,15 @@ class SharedPoints:
         self._memo: dict = {}  # id(kernel) -> its row at the input of self._at (read-only)
         self._at = None  # (n_added, input, padded points, padded input) the memo is for
         self._dists = None  # squared distances, shared by every RBF
+
+    @staticmethod
+    def _upgrade_state(state: dict) -> dict:
+        """The state of an ``Auto`` saved before windows and target scaling: the unbounded
+        ``Auto`` on the targets as given, as it was (called by ``okoco.persistence.load``)."""
+        if "max_size" in state:
+            return state
+        return {**state, "max_size": None, "scale_target": False, "target_count": 0,
+                "target_mean": 0.0, "_target_m2": 0.0}
 
     def __getstate__(self) -> dict:  # the memo is not state (and its keys are object ids)
         return {"rows": self.rows, "_memo": {}, "_at": None, "_dists": None}
@@ -185,6 +197,9 @@ class ExpertRows:
     values only, at the slot the shared store's next point takes, and the owner appends the
     point to the shared store once every expert has.
     """
+
+    _saved_state = {"points": "obj:SharedPoints", "n": "int[0,]",
+                    "fields": "dict[array(>=n) float64]"}
 
     def __init__(self, points: SharedPoints, fields: tuple[str, ...] = ("d", "c", "Kc", "z")):
         self.points = points
@@ -340,6 +355,14 @@ class Auto(KernelLearner):
                               "max_size": [None, Interval(Integral, 5, None, closed="left")],
                               "scale_target": ["boolean"]}
 
+    _saved_state = {"fast_rate": "number", "fast_discount": "number", "experts": "list[obj:KONS]",
+                    "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
+                    "cumulative_loss": "float", "_points": "obj:SharedPoints",
+                    "_mixture": "cache:None",
+                    "rate": "float", "_target_ends": "array(4) float64",
+                    "max_size": "int[5,]|none", "scale_target": "bool",
+                    "target_count": "int[0,]", "target_mean": "float", "_target_m2": "float"}
+
     def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0,
                  fast_discount: float = 0.99, max_size: int | None = DEFAULT_WINDOW,
                  scale_target: bool = True):
@@ -394,9 +417,9 @@ class Auto(KernelLearner):
     def predict_many(self, X):
         return self._unscale(super().predict_many(X))
 
-    def _watch_target_scale(self, abs_sum: float, count: int) -> None:
+    def _watch_target_scale(self, abs_sum: float, count: int, stacklevel: int = 4) -> None:
         if not self._scales:  # raw targets are standardized inside: no warning is due
-            super()._watch_target_scale(abs_sum, count)
+            super()._watch_target_scale(abs_sum, count, stacklevel + 1)
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()

@@ -18,8 +18,10 @@ random generator. A learner subclass declares its parameters in ``_parameter_con
 from __future__ import annotations
 
 import abc
+import functools
 import math
 import numbers
+import threading
 import warnings
 from numbers import Real
 
@@ -67,9 +69,26 @@ def compiled_loss(loss) -> int | None:
 
 
 def overflow_message(kernel, value) -> str:
-    """Why a prediction or an update is not finite: the numbers overflowed float64."""
-    return (f"the unclipped prediction is {value!r}: float64 overflowed, the features are too "
-            f"large for {kernel!r}; scale them (e.g. river's StandardScaler)")
+    """Why a prediction or an update is not finite: float64 overflowed (an infinity), or a
+    kernel or loss gave NaN (which no overflow of okoco's own arithmetic produces alone)."""
+    if isinstance(value, (int, float)) and math.isinf(value):
+        return (f"the unclipped prediction is {value!r}: float64 overflowed, the features are "
+                f"too large for {kernel!r}; scale them (e.g. river's StandardScaler)")
+    return (f"a value of the step is not a number (NaN; the prediction at hand is {value!r}): "
+            f"the kernel {kernel!r} or the loss returned NaN, or float64 overflowed inside "
+            "them; check a custom kernel or loss, or scale the features")
+
+
+def one_at_a_time(method):
+    """Run ``method`` holding its object's ``_lock``: a learner shared between threads takes
+    one call at a time (a step is never interleaved with another step or a prediction)."""
+
+    @functools.wraps(method)
+    def serialized(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return serialized
 
 
 def clip_excess(z: float, C: float) -> float:
@@ -113,6 +132,10 @@ class StepSize:
     >>> StepSize("hessian", Squared(), C=1.0, hessian=True)(4) is None
     True
     """
+
+    #: Saved state (okoco.persistence).
+    _saved_state = {"eta": "str|number", "decreasing": "bool", "_scale": "opt float",
+                    "_const": "opt float"}
 
     def __init__(self, eta, loss, C: float, *, hessian: bool = False):
         self.eta = eta
@@ -160,7 +183,8 @@ class StepSize:
 #: Constraints shared by the learners' parameters (see okoco._validation).
 KERNEL = Protocol("an okoco kernel (callable, with a diag method)", "diag", callable_object=True)
 LOSS = Protocol("an okoco loss (with a derivative method)", "derivative")
-BOUND = Interval(Real, 0, MAX_ABS_VALUE, closed="right")  # C: squares of C must not overflow
+# C: squares of C must not overflow, nor 1/C^2 (a step size, a rate): C = 5e-324 divided by 0
+BOUND = Interval(Real, 1.0 / MAX_ABS_VALUE, MAX_ABS_VALUE)
 ETA = [Options({"exp-concave", "sqrt"}, "a policy name"),
        Interval(Real, 0, None, closed="neither"), "callable"]
 ETA_HESSIAN = [Options({"exp-concave", "hessian", "sqrt"}, "a policy name"), *ETA[1:]]
@@ -199,9 +223,18 @@ class KernelLearner(base.MiniBatchRegressor):
         "C": [BOUND],
     }
 
+    #: Saved state of every learner (okoco.persistence); subclasses add theirs.
+    _saved_state: dict = {
+        "kernel": "kernel|none", "loss": "loss|none", "C": "number|none", "_kernel": "kernel",
+        "_loss": "loss", "_eta": "opt obj:StepSize", "_features": "obj:FeatureMap", "_rng": "rng",
+        "n_seen": "int[0,]", "_abs_target_sum": "float", "_warned_unscaled": "bool",
+        "_cache": "cache:None", "_lock": "cache:lock",
+    }
+
     def _setup(self) -> None:
         """Check the parameters, then build a fresh state (the end of every ``__init__``)."""
         check_params(self)
+        self._lock = threading.Lock()  # see one_at_a_time
         find_libraries()  # once per process, ~10 ms: at construction, not in a timed replay
         # kernel=None: RBF(gamma = 1/d), d fixed at the first learn (_fix_default_kernel)
         self._kernel = self.kernel if self.kernel is not None else _kernels.RBF(gamma=1.0)
@@ -234,6 +267,7 @@ class KernelLearner(base.MiniBatchRegressor):
 
     # -- river protocol -------------------------------------------------------------------
 
+    @one_at_a_time
     def predict_one(self, x: dict, with_dist: bool = False):
         """Predict ``clip(f(x), -C, C)`` without changing any state.
 
@@ -259,6 +293,7 @@ class KernelLearner(base.MiniBatchRegressor):
         raise TypeError(f"{type(self).__name__} gives no predictive distribution "
                         "(with_dist=True): its step keeps no inverse of the kernel matrix")
 
+    @one_at_a_time
     def learn_one(self, x: dict, y: float) -> None:
         """One test-then-train step: predict, observe the loss derivative, update.
 
@@ -280,6 +315,7 @@ class KernelLearner(base.MiniBatchRegressor):
         self.n_seen += 1
         self._cache = None
 
+    @one_at_a_time
     def learn_many(self, X, y) -> None:
         """``learn_one`` over the rows of a DataFrame or a 2-D array, in order.
 
@@ -353,11 +389,13 @@ class KernelLearner(base.MiniBatchRegressor):
         except BaseException:
             self._kernel = kernel
             raise
-        self._watch_target_scale(math.fsum(map(abs, targets)), len(targets))
+        # learn_many's caller: past _learn_batch, learn_many and the lock's wrapper
+        self._watch_target_scale(math.fsum(map(abs, targets)), len(targets), stacklevel=5)
         predictions = self._learn_vecs(V, targets, etas, predict)
         self._features.add(new)
         return predictions
 
+    @one_at_a_time
     def predict_many(self, X):
         """Predictions of the current model for each row (a Series for a DataFrame input).
 
@@ -385,10 +423,11 @@ class KernelLearner(base.MiniBatchRegressor):
         if self.n_seen == 0 and self.kernel is None:
             self._kernel = _kernels.RBF(gamma=1.0 / max(width, 1))
 
-    def _watch_target_scale(self, abs_sum: float, count: int) -> None:
+    def _watch_target_scale(self, abs_sum: float, count: int, stacklevel: int = 4) -> None:
         """Warn once when the mean ``|y|`` exceeds ``2 C``: most predictions are then clipped
         far from their targets (raw targets where standardized ones were meant). ``abs_sum``
-        is the sum of ``|y|`` over the ``count`` new targets."""
+        is the sum of ``|y|`` over the ``count`` new targets; ``stacklevel`` points the warning
+        at the user's call (learn_one's caller, past the lock's wrapper)."""
         if self.C is None or not _is_regression(self._loss):
             return
         self._abs_target_sum += abs_sum
@@ -399,7 +438,7 @@ class KernelLearner(base.MiniBatchRegressor):
                 f"the targets average |y| = {self._abs_target_sum / n:.3g}, far outside the "
                 f"predictions' range [-C, C] = [-{C:g}, {C:g}]; standardize them (river's "
                 "preprocessing.TargetStandardScaler around the model) or raise C",
-                UserWarning, stacklevel=3)
+                UserWarning, stacklevel=stacklevel)
 
     def _step(self, t: int) -> float | None:
         """Step size of step ``t``, computed (and checked) before any state changes."""
@@ -424,12 +463,18 @@ class KernelLearner(base.MiniBatchRegressor):
         Load it back with :func:`okoco.load`; see :mod:`okoco.persistence` for the format.
         Returns the path written.
         """
-        return persistence.save(self, path, compress=compress)
+        with self._lock:  # not in the middle of another thread's step
+            return persistence.save(self, path, compress=compress)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_cache"] = None  # a prediction cache is not model state
+        state.pop("_lock", None)  # a copy gets a lock of its own
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def _clip(self, z: float) -> float:
         if self.C is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Hashable
 
 import numpy as np
@@ -10,6 +11,7 @@ from river import base
 
 from okoco import losses, persistence
 from okoco._validation import Protocol, check_params
+from okoco.learners.base import one_at_a_time
 from okoco.learners.fgd import FunctionalGD
 
 __all__ = ["BinaryClassifier"]
@@ -70,6 +72,10 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
         "pos_label": [None, LABEL],
     }
 
+    #: Saved state (okoco.persistence): the labels in order of appearance; a memo is a cache.
+    _saved_state = {"learner": "obj", "pos_label": "plain", "_labels": "list[plain]",
+                    "_pair_memo": "cache", "_lock": "cache:lock"}
+
     def __init__(self, learner=None, pos_label=None):
         self.learner = learner
         self.pos_label = pos_label
@@ -77,6 +83,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
         if learner is None:
             self.learner = FunctionalGD(loss=losses.Logistic())
         self._labels: list = [] if pos_label is None else [pos_label]
+        self._lock = threading.Lock()  # one call at a time, as the learners
 
     @property
     def _wrapped_model(self):
@@ -100,7 +107,12 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state.pop("_pair_memo", None)
+        state.pop("_lock", None)
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def _pair(self, labels: list) -> tuple:
         """(negative, positive) labels given the labels seen; ``None`` for one not seen yet."""
@@ -126,6 +138,8 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     def _sign(self, y, labels: list | None = None) -> float:
         labels = self._labels if labels is None else labels
+        if y is None:  # river's "no label": it could never be predicted
+            raise TypeError("a label cannot be None; use a str, int or bool for each class")
         if not LABEL.accepts_type(y):
             raise TypeError(f"a label must be hashable (a str, int, bool, ...), got {y!r} "
                             f"({type(y).__name__})")
@@ -135,17 +149,19 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
             raise ValueError(
                 f"label {y!r} is a third class; this BinaryClassifier has seen {labels!r}"
             )
-        if LABEL.convert(y) is None and y is not None:
+        if LABEL.convert(y) is None:
             raise ValueError(f"the label {y!r} cannot be a class: it is not equal to itself")
         _, pos = self._pair_of([*labels, y])
         return 1.0 if y == pos else -1.0
 
     def save(self, path, *, compress: bool = False):
         """Save the classifier and its learner to one ``.npz`` file (see :func:`okoco.load`)."""
-        return persistence.save(self, path, compress=compress)
+        with self._lock:
+            return persistence.save(self, path, compress=compress)
 
     # -- river protocol -------------------------------------------------------------------
 
+    @one_at_a_time
     def learn_one(self, x: dict, y, **kwargs) -> None:
         sign = self._sign(y)
         self.learner.learn_one(x, sign)
@@ -161,6 +177,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
             return 0.0
         return 1.0 if 1.0 < p else p
 
+    @one_at_a_time
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         p = self._proba_positive(x)
         neg, pos = self._pair(self._labels)
@@ -170,6 +187,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
             return {neg: 1.0}
         return {neg: 1.0 - p, pos: p}
 
+    @one_at_a_time
     def predict_one(self, x: dict, **kwargs):
         p = self._proba_positive(x)
         neg, pos = self._pair(self._labels)
@@ -179,6 +197,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     # -- mini-batches (river's MiniBatchClassifier protocol) ------------------------------
 
+    @one_at_a_time
     def learn_many(self, X, y, **kwargs) -> None:
         """``learn_one`` over the rows of a DataFrame or 2-D array and their labels, in order.
 
@@ -211,6 +230,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
             return 1.0 / (1.0 + np.exp(-f))
         return np.clip((1.0 + f) / 2.0, 0.0, 1.0)
 
+    @one_at_a_time
     def predict_proba_many(self, X, **kwargs):
         """Class probabilities of each row: a DataFrame (one column per label) for a DataFrame,
         else a dict ``{label: array}`` (what ``pandas.DataFrame`` takes).
@@ -225,6 +245,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
             return pd.DataFrame(cols, index=X.index)
         return cols
 
+    @one_at_a_time
     def predict_many(self, X, **kwargs):
         """The predicted label of each row (a Series for a DataFrame), as ``predict_one``."""
         p = self._proba_positive_many(X)

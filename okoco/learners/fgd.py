@@ -85,6 +85,9 @@ class FunctionalGD(KernelLearner):
         "budget": [None, Interval(Integral, 1, None, closed="left")],
     }
 
+    _saved_state = {"eta": "str|number", "lam": "number", "budget": "int|none",
+                    "_store": "obj:Rows"}
+
     def __init__(self, kernel=None, loss=None, C: float = 3.0, eta="sqrt", lam: float = 0.0,
                  budget: int | None = 1000):
         self.kernel = kernel

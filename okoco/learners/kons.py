@@ -164,6 +164,13 @@ class KONS(KernelLearner):
     max_size = None
     _window = None
 
+    _saved_state = {"alpha": "number", "eta": "str|number", "_store": "obj:Rows,ExpertRows",
+                    "_chol": "obj:IncrementalCholesky",
+                    "_g": "array(>=_chol._m) float64", "_refreshes_seen": "int[0,]",
+                    "online_effective_dimension": "float", "log_det": "float", "rg_sum": "float",
+                    "max_size": "int[1,]|none", "_selected": "array(*) intp",
+                    "_window": "obj:_Window|none"}
+
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", max_size: int | None = DEFAULT_MAX_SIZE):
         self.kernel = kernel
@@ -435,6 +442,10 @@ class _Window:
     amortised), so rounding does not accumulate over an unbounded stream.
     """
 
+    _saved_state = {"capacity": "int[1,]|none", "P": "array(*, *) float64",
+                    "M": "array(*, *) float64", "size": "int[0,]", "_mods": "int[0,]",
+                    "n_refreshes": "int[0,]"}
+
     def __init__(self, capacity: int | None = None):
         self.capacity = capacity  # slots at most (None: any number, for a caller's ring)
         self.P = np.zeros((16, 16))
@@ -576,6 +587,9 @@ class SketchedKONS(KONS):
     }
 
     _drops_null_points = True
+
+    _saved_state = {"eps": "number", "beta": "number", "p_min": "number",
+                    "seed": "int|none|rng", "_kors": "obj:KORS"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,

@@ -92,6 +92,10 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
                                    "learn_one", "predict_one")],
     }
 
+    _saved_state = {"learner": "obj", "classes": "list[plain]", "learners": "list[obj]",
+                    "n_seen": "int[0,]", "_features": "obj:FeatureMap",
+                    "_points": "obj:SharedPoints|none"}
+
     def __init__(self, learner=None):
         self.learner = learner
         check_params(self)

@@ -9,6 +9,7 @@
 - :mod:`okoco.regret.bounds`: Theorem 1 and 3 of Calandriello et al. (2017) as curves.
 """
 
+from okoco import persistence
 from okoco.regret import bounds
 from okoco.regret.comparators import (
     BestConstant,
@@ -18,6 +19,10 @@ from okoco.regret.comparators import (
     NystromKernelERM,
 )
 from okoco.regret.tracker import RegretTracker, log_checkpoints
+
+# okoco.save / okoco.load take a tracker whole, with its comparator
+persistence.register(RegretTracker, learner=True)
+persistence.register(BestConstant, ClippedKernelERM, KernelERM, KernelRidge, NystromKernelERM)
 
 __all__ = [
     "RegretTracker",

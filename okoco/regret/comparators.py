@@ -55,6 +55,7 @@ from scipy import linalg as sla
 from scipy.optimize import minimize_scalar
 
 from okoco import losses as _losses
+from okoco._input import check_array
 from okoco._validation import Interval, Options, Protocol, check_params
 from okoco.dictionary import NystromKRR
 
@@ -79,21 +80,19 @@ _LOSS = [Protocol("an okoco loss (with value and derivative methods)", "value", 
 
 
 def _check_Xy(X, y) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=float)
+    X = check_array(X, "X")
     if X.ndim == 1:
         X = X[:, None]
-    y = np.asarray(y, dtype=float).ravel()
+    y = check_array(y, "y").ravel()
     if X.ndim != 2 or X.shape[0] != y.shape[0]:
         raise ValueError(f"X has shape {X.shape} but y has {y.shape[0]} values")
     if X.shape[0] == 0:
         raise ValueError("cannot fit a comparator on zero samples")
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-        raise ValueError("X and y must be finite (found NaN or inf)")
     return X, y
 
 
 def _as_rows(X) -> np.ndarray:
-    X = np.asarray(X, dtype=float)
+    X = check_array(X, "X")
     return X[:, None] if X.ndim == 1 else X
 
 
@@ -175,6 +174,11 @@ class KernelRidge(_Comparator):
 
     _parameter_constraints = {"kernel": _KERNEL, "alpha": _POSITIVE}
 
+    #: Saved state (okoco.persistence): the parameters, then the fit (absent before one).
+    _saved_state = {"kernel": "kernel", "alpha": "number", "dual_coef_": "opt array(n) float64",
+                    "X_fit_": "opt array(n, *) float64", "fitted_values_": "opt array(n) float64",
+                    "rkhs_norm2_": "opt float", "objective_": "opt float"}
+
     def __init__(self, kernel, alpha: float = 1.0):
         self.kernel = kernel
         self.alpha = alpha
@@ -236,6 +240,13 @@ class KernelERM(_Comparator):
 
     _parameter_constraints = {"kernel": _KERNEL, "loss": _LOSS, "alpha": _POSITIVE,
                               "tol": _POSITIVE, "max_iter": _COUNT}
+
+    #: Saved state (okoco.persistence): the parameters, then the fit (absent before one).
+    _saved_state = {"kernel": "kernel", "loss": "loss", "alpha": "number", "tol": "number",
+                    "max_iter": "int", "n_iter_": "opt int", "dual_coef_": "opt array(n) float64",
+                    "X_fit_": "opt array(n, *) float64", "fitted_values_": "opt array(n) float64",
+                    "rkhs_norm2_": "opt float", "objective_": "opt float",
+                    "_y": "opt array(n) float64", "_scale": "opt float"}
 
     def __init__(self, kernel, loss, alpha: float = 1.0, *, tol: float = 1e-10,
                  max_iter: int = 100):
@@ -316,6 +327,11 @@ class BestConstant(_Comparator):
     _params = ("loss", "C")
 
     _parameter_constraints = {"loss": _LOSS, "C": _BOUND, "xtol": _POSITIVE}
+
+    #: Saved state (okoco.persistence): the parameters, then the fit (absent before one).
+    _saved_state = {"loss": "loss", "C": "number", "xtol": "number", "constant_": "opt float",
+                    "fitted_values_": "opt array(*) float64", "objective_": "opt float",
+                    "rkhs_norm2_": "opt float"}
 
     def __init__(self, loss, C: float = 1.0, *, xtol: float = 1e-10):
         self.loss = loss
@@ -423,6 +439,16 @@ class ClippedKernelERM(_Comparator):
 
     _parameter_constraints = {"kernel": _KERNEL, "loss": _LOSS, "C": _BOUND, "alpha": _POSITIVE,
                               "jitter": _POSITIVE, "tol": _POSITIVE, "max_iter": _COUNT}
+
+    #: Saved state (okoco.persistence): the parameters, then the fit (absent before one).
+    _saved_state = {"kernel": "kernel", "loss": "loss", "C": "number", "alpha": "number",
+                    "jitter": "number", "tol": "number", "max_iter": "int", "n_iter_": "opt int",
+                    "method_": "opt str", "X_fit_": "opt array(n, *) float64",
+                    "dual_coef_": "opt array(n) float64", "fitted_values_": "opt array(n) float64",
+                    "rkhs_norm2_": "opt float", "objective_": "opt float",
+                    "active_": "opt array(n) bool", "multipliers_": "opt array(n) float64",
+                    "jitter_value_": "opt float", "_y": "opt array(n) float64",
+                    "_scale": "opt float", "converged_": "opt bool"}
 
     def __init__(self, kernel, loss, C: float = 1.0, alpha: float = 1.0, *,
                  jitter: float = 1e-10, tol: float = 1e-9, max_iter: int = 50):
@@ -711,6 +737,17 @@ class NystromKernelERM(_Comparator):
         "C": _BOUND, "landmarks": [Options({"uniform", "rls"})], "seed": ["seed"],
         "tol": _POSITIVE, "max_iter": _COUNT,
     }
+
+    #: Saved state (okoco.persistence): the parameters, then the fit (absent before one).
+    _saved_state = {"kernel": "kernel", "loss": "loss|none", "alpha": "number",
+                    "n_components": "int", "C": "number", "landmarks": "str",
+                    "seed": "int|none|rng", "tol": "number", "max_iter": "int",
+                    "n_iter_": "opt int", "duality_gap_": "opt float",
+                    "nystrom_": "opt obj:NystromKRR",
+                    "landmarks_": "opt array(m, *) float64",
+                    "landmark_indices_": "opt array(m) int64", "coef_": "opt array(*) float64",
+                    "fitted_values_": "opt array(*) float64", "rkhs_norm2_": "opt float",
+                    "objective_": "opt float", "residual_trace_": "opt float"}
 
     def __init__(self, kernel, loss=None, alpha: float = 1.0, n_components: int = 500, *,
                  C: float = math.inf, landmarks: str = "uniform", seed=0, tol: float = 1e-10,

@@ -7,7 +7,7 @@ from numbers import Integral
 
 import numpy as np
 
-from okoco._input import FeatureMap, Rows, check_target, reserve
+from okoco._input import FeatureMap, Rows, check_target, reserve, undo_on_error
 from okoco._validation import Interval, Protocol, check_param, check_params
 from okoco.regret import bounds as _bounds
 
@@ -81,6 +81,13 @@ class RegretTracker:
         "comparator": [Protocol("a comparator (with fit and predict methods)", "fit", "predict")],
     }
 
+    #: Saved state (okoco.persistence): the stream so far and the checkpoints evaluated.
+    _saved_state = {"loss": "loss", "comparator": "obj", "checkpoints": "plain",
+                    "_checkpoints": "array(*) int64", "_next": "int[0,]", "n_seen": "int[0,]",
+                    "_features": "obj:FeatureMap", "_X": "obj:Rows",
+                    "_y": "array(>=n_seen) float64",
+                    "_yp": "array(>=n_seen) float64", "_cum": "float", "_rows": "plain"}
+
     def __init__(self, loss, comparator, checkpoints=None):
         self.loss = loss
         self.comparator = comparator
@@ -92,6 +99,8 @@ class RegretTracker:
             cps = np.asarray(sorted({check_param("checkpoints", c, step, owner="RegretTracker")
                                      for c in checkpoints}), dtype=int)
         self._checkpoints = cps
+        # the parameter as saved and shown (a list of ints, or None: the default's)
+        self.checkpoints = None if checkpoints is None else cps.tolist()
         self._next = 0
         self.n_seen = 0
         self._features = FeatureMap()
@@ -113,11 +122,29 @@ class RegretTracker:
         input raises (``TypeError``/``ValueError``, naming the feature) before anything changes.
         """
         vec, new = self._features.encode(x)
-        y = check_target(y)
+        y = check_target(y, self.loss)  # the loss's own domain too (labels +-1 for Logistic)
         y_pred = check_target(y_pred, what="y_pred")
         loss = float(self.loss.value(y, y_pred))
         if not np.isfinite(loss):
             raise ValueError(f"the loss of y_pred = {y_pred!r} for y = {y!r} is {loss!r}")
+        checkpoint = self._due(self.n_seen + 1)
+        if checkpoint:
+            # the comparator's fit may fail (a singular system, a user's comparator): then the
+            # step is not recorded either, and the same update can be retried
+            with undo_on_error(self, shared=(self.loss, self.comparator)):
+                self._record(vec, new, y, y_pred, loss)
+                self.checkpoint()
+        else:
+            self._record(vec, new, y, y_pred, loss)
+        return self
+
+    def _due(self, t: int) -> bool:
+        """Whether step ``t`` (the next) is a checkpoint; moves past the ones already behind."""
+        while self._next < len(self._checkpoints) and self._checkpoints[self._next] < t:
+            self._next += 1
+        return self._next < len(self._checkpoints) and self._checkpoints[self._next] == t
+
+    def _record(self, vec, new, y: float, y_pred: float, loss: float) -> None:
         n = self.n_seen
         self._features.add(new)
         self._X.add_columns(len(new))
@@ -127,12 +154,8 @@ class RegretTracker:
         self._y[n], self._yp[n] = y, y_pred
         self._cum += loss
         self.n_seen = n + 1
-        while self._next < len(self._checkpoints) and self._checkpoints[self._next] < self.n_seen:
+        if self._due(self.n_seen):
             self._next += 1
-        if self._next < len(self._checkpoints) and self._checkpoints[self._next] == self.n_seen:
-            self._next += 1
-            self.checkpoint()
-        return self
 
     # -------------------------------------------------------------- evaluation
     @property
