@@ -11,6 +11,7 @@ from okoco import BinaryClassifier, kernels, losses
 from okoco import datasets as okoco_datasets
 from okoco._input import Rows
 from okoco.cli import app
+from okoco.intervals import IntervalRegressor
 from okoco.learners import KONS, Auto
 from okoco.learners.auto import SharedPoints
 
@@ -343,3 +344,26 @@ def test_the_window_bounds_memory_and_follows_a_switch():
     assert all(e._window.P.shape == (101, 101) for e in model.experts)
     assert [e.dictionary_size for e in model.experts] == [100, 100, 100, 20, 20]
     assert np.argmax(model.fast_weights) in (3, 4)  # a forgetting expert leads lately
+
+
+def test_with_dist_mixes_the_experts_in_the_targets_units():
+    wrapper = IntervalRegressor(Auto(), coverage=0.9)
+    model = preprocessing.StandardScaler() | wrapper
+    for x, target in datasets.TrumpApproval().take(400):
+        model.learn_one(x, target)
+    auto, scaler = wrapper.regressor, model["StandardScaler"]
+    assert wrapper._with_dist is True  # the calibration uses Auto's own spread
+    x = scaler.transform_one(next(iter(datasets.TrumpApproval()))[0])
+    dist = auto.predict_one(x, with_dist=True)
+    assert dist.mu == pytest.approx(auto.predict_one(x), rel=1e-12)  # raw target units
+    # the mixture's variance, in standardized units, with the weights the prediction uses
+    analyses, preds, own = auto._analyse(auto._features.encode(x, arrays=False)[0])
+    safe, fast, _ = auto._mix()
+    share = auto._share(*auto._averages(preds))
+    w = np.array(safe) + share * (np.array(fast) - np.array(safe))
+    variances = np.array([e._variance_of(a) for e, a in zip(auto.experts, analyses)])
+    mixture = w @ (variances + np.square(preds)) - (w @ preds) ** 2
+    assert own == pytest.approx(w @ preds, rel=1e-12)
+    assert dist.sigma == pytest.approx(auto.target_std * math.sqrt(mixture), rel=1e-9)
+    bound = (0.9 + 0.02) / (0.02 * 400)
+    assert abs(wrapper.coverage_seen - 0.9) <= bound

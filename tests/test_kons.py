@@ -382,3 +382,31 @@ def test_window_stays_finite_with_a_tiny_ridge_and_near_duplicate_points(gamma):
     preds = run(model, X, y)
     assert np.all(np.isfinite(preds)) and np.all(np.abs(preds) <= 1.0)
     assert model.dictionary_size == 40 and np.all(np.isfinite(model._window.P))
+
+
+@pytest.mark.parametrize("max_size", [None, 50])
+def test_with_dist_is_the_dense_gaussian_process_posterior(max_size):
+    # squared loss, curvature step, no clipping: KONS is kernel ridge regression with ridge
+    # alpha/2, and with_dist its GP posterior (noise ratio alpha/2) with the scale estimated
+    # from the a-priori errors over their spreads (docs/guide/intervals.md), from dense solves;
+    # a window of 50 holds all 30 points
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
+    kernel, alpha = kernels.RBF(0.5), 0.3
+    model = KONS(kernel=kernel, C=1e6, alpha=alpha, max_size=max_size)
+    G = kernel(X, X) + 0.5 * alpha * np.eye(30)
+    terms = []
+    for t in range(30):
+        Gt, kt = G[:t, :t], kernel(X[:t], X[t : t + 1])[:, 0]
+        mean = kt @ np.linalg.solve(Gt, y[:t]) if t else 0.0
+        spread = 1.0 - (kt @ np.linalg.solve(Gt, kt) if t else 0.0) + 0.5 * alpha
+        terms.append((y[t] - mean) ** 2 / spread)
+        model.learn_one({"a": X[t, 0], "b": X[t, 1]}, y[t])
+    scale = (1.0 + np.sum(terms)) / 31.0
+    for point in rng.normal(size=(5, 2)):
+        dist = model.predict_one({"a": point[0], "b": point[1]}, with_dist=True)
+        k = kernel(X, point[None, :])[:, 0]
+        assert dist.mu == pytest.approx(k @ np.linalg.solve(G, y), abs=1e-9)
+        variance = scale * (1.0 - k @ np.linalg.solve(G, k) + 0.5 * alpha)
+        assert dist.sigma ** 2 == pytest.approx(variance, rel=1e-8)

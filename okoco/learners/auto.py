@@ -56,7 +56,7 @@ import numpy as np
 from okoco import kernels as _kernels
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
-from okoco.learners.base import KernelLearner, _is_regression
+from okoco.learners.base import KernelLearner, _is_regression, gaussian
 from okoco.learners.kons import KONS
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]
@@ -409,10 +409,32 @@ class Auto(KernelLearner):
         """A standardized prediction in the target's units."""
         return self.target_mean + self.target_std * z if self._scales else z
 
-    def predict_one(self, x: dict) -> float:
+    def predict_one(self, x: dict, with_dist: bool = False):
         """``clip(f(x), -C, C)``, in the target's units when they are standardized inside
-        (``mean + std * clip(f(x), -C, C)``)."""
-        return float(self._unscale(super().predict_one(x)))
+        (``mean + std * clip(f(x), -C, C)``); with ``with_dist=True`` a ``proba.Gaussian``:
+        the mixture of the experts' Gaussians (:meth:`okoco.learners.KONS.predict_one`) with
+        the weights of the prediction, in the target's units too."""
+        if not with_dist:
+            return float(self._unscale(super().predict_one(x)))
+        dist = super().predict_one(x, with_dist=True)
+        std = self.target_std if self._scales and self.target_std > 0 else 1.0
+        return gaussian(float(self._unscale(dist.mu)), (std * dist.sigma) ** 2)
+
+    def _predictive_variance(self, v: np.ndarray) -> float:
+        """The variance of the experts' mixture: ``sum_i w_i (sigma_i^2 + p_i^2) - p^2`` with
+        ``p = sum_i w_i p_i`` the prediction, ``w`` the weights it gives the experts."""
+        if not self.experts:
+            return 1.0
+        analyses, preds, _ = self._analyse(v)
+        safe_weights, fast_weights, _ = self._mix()
+        share = self._share(*self._averages(preds))
+        mean = second = 0.0
+        for expert, analysis, p, safe, fast in zip(self.experts, analyses, preds, safe_weights,
+                                                   fast_weights):
+            w = safe + share * (fast - safe)
+            mean += w * p
+            second += w * (expert._variance_of(analysis) + p * p)
+        return max(second - mean * mean, 0.0)
 
     def predict_many(self, X):
         return self._unscale(super().predict_many(X))
@@ -487,15 +509,22 @@ class Auto(KernelLearner):
 
     def _combine(self, preds: list[float]) -> float:
         """The guaranteed average, moved toward the fast one as far as the slack allows."""
-        safe_weights, fast_weights, slack = self._mix()
-        safe = sum(w * p for w, p in zip(safe_weights, preds))
-        fast = sum(w * p for w, p in zip(fast_weights, preds))
+        safe, fast = self._averages(preds)
+        return safe + self._share(safe, fast) * (fast - safe)
+
+    def _averages(self, preds: list[float]) -> tuple[float, float]:
+        """The guaranteed and the fast weighted averages of the experts' predictions."""
+        safe_weights, fast_weights, _ = self._mix()
+        return (sum(w * p for w, p in zip(safe_weights, preds)),
+                sum(w * p for w, p in zip(fast_weights, preds)))
+
+    def _share(self, safe: float, fast: float) -> float:
+        """How far from the guaranteed average ``safe`` toward ``fast`` the slack allows."""
         # worst case over the ends of the target range of loss(y, fast) - loss(y, safe)
         values = self._loss.value(self._target_ends, np.array([fast, fast, safe, safe]))
         worst = float(max(values[0] - values[2], values[1] - values[3]))
-        slack = max(slack, 0.0)
-        share = 1.0 if worst <= slack else slack / worst
-        return safe + share * (fast - safe)
+        slack = max(self._mix()[2], 0.0)
+        return 1.0 if worst <= slack else slack / worst
 
     def _analyse(self, v: np.ndarray):
         """Every expert's analysis at ``v``, their clipped predictions and ``Auto``'s (kept for

@@ -91,6 +91,13 @@ def one_at_a_time(method):
     return serialized
 
 
+def gaussian(mean: float, variance: float):
+    """A river ``proba.Gaussian`` of this mean and variance (``predict_one(x, with_dist=True)``)."""
+    from river import proba  # deferred: it imports scipy.stats, which replays never need
+
+    return proba.Gaussian._from_state(n=1, m=mean, var=variance, ddof=0)
+
+
 def clip_excess(z: float, C: float) -> float:
     """The paper's :math:`h(z)`: how far ``z`` lies outside ``[-C, C]`` (signed), else 0.
 
@@ -283,15 +290,12 @@ class KernelLearner(base.MiniBatchRegressor):
             raise ValueError(overflow_message(self._kernel, z))
         if not with_dist:
             return self._clip(z)
-        from river import proba  # deferred: it imports scipy.stats, which replays never need
-
-        return proba.Gaussian._from_state(n=1, m=self._clip(z),
-                                          var=self._predictive_variance(v), ddof=0)
+        return gaussian(self._clip(z), self._predictive_variance(v))
 
     def _predictive_variance(self, v: np.ndarray) -> float:
         """The variance of ``predict_one(x, with_dist=True)`` at the encoded row ``v``."""
         raise TypeError(f"{type(self).__name__} gives no predictive distribution "
-                        "(with_dist=True): its step keeps no inverse of the kernel matrix")
+                        "(with_dist=True); KRLS, KONS, SketchedKONS and Auto do")
 
     @one_at_a_time
     def learn_one(self, x: dict, y: float) -> None:

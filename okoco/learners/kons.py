@@ -169,6 +169,7 @@ class KONS(KernelLearner):
                     "_g": "array(>=_chol._m) float64", "_refreshes_seen": "int[0,]",
                     "online_effective_dimension": "float", "log_det": "float", "rg_sum": "float",
                     "max_size": "int[1,]|none", "_selected": "array(*) intp",
+                    "noise_scale_sum": "float",
                     "_window": "obj:_Window|none"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
@@ -195,11 +196,14 @@ class KONS(KernelLearner):
         self.online_effective_dimension = 0.0
         self.log_det = 0.0
         self.rg_sum = 0.0
+        self.noise_scale_sum = 0.0  # sum of (y_t - yhat_t)^2 / (s_t + alpha/2): the spread's scale
 
     @staticmethod
     def _upgrade_state(state: dict) -> dict:
         """The state of a model saved before the window (unbounded, with no ``max_size``) in
         the current layout (called by ``okoco.persistence.load``)."""
+        if "noise_scale_sum" not in state:  # saved before the predictive variance: unit scale
+            state = {**state, "noise_scale_sum": float(state.get("n_seen", 0))}
         if "max_size" in state:
             return state
         state = {**state, "max_size": None, "_window": None}
@@ -281,6 +285,25 @@ class KONS(KernelLearner):
     def _predict_vec(self, v: np.ndarray) -> float:
         return self._analyse(v)[4]
 
+    def _predictive_variance(self, v: np.ndarray) -> float:
+        return self._variance_of(self._analyse(v))
+
+    def _variance_of(self, analysis) -> float:
+        r""":math:`\hat\tau^2(s(x) + \alpha/2)` from an analysis, for ``with_dist=True``.
+
+        :math:`s(x) = \kappa - e^\top(\bar K_{\mathcal I} + \alpha I)^{-1} e
+        = \alpha\,\phi^\top A_t^{-1}\phi`, the :math:`A_t`-norm of the kernel row, which the
+        step computes anyway; with the squared loss and the curvature step it is exactly the
+        Gaussian-process posterior variance :math:`\kappa - k^\top(K + \frac\alpha2 I)^{-1}k`
+        of the follow-the-leader kernel ridge regression KONS then is, with noise ratio
+        :math:`\alpha/2`. The scale :math:`\hat\tau^2 = (1 + \sum_u (y_u - \hat y_u)^2 /
+        (s_u + \alpha/2)) / (1 + t)` is estimated online from the a-priori errors (one unit
+        pseudo-observation keeps it above 0).
+        """
+        kappa, hh = analysis[1], analysis[6]
+        scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
+        return scale * (max(kappa - hh, 0.0) + 0.5 * self.alpha)
+
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         store = self._store
         Kb = store.kernel_block(self._kernel, V)
@@ -355,13 +378,15 @@ class KONS(KernelLearner):
                 f"the target {y!r} gives the loss derivative {gdot:g} at the prediction {yhat:g},"
                 " too large for a second-order step; rescale the targets"
             )
-        return s, excess, yhat, gdot, weight, d_t
+        noise = (y - yhat) ** 2 / (s + 0.5 * alpha)  # the a-priori error over its spread
+        return s, excess, yhat, gdot, weight, d_t, noise
 
     def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:
         """Learn ``v`` from its ``analysis`` and the ``step`` of :meth:`_check_step`."""
         k, kappa, e, h, ybar, kc, hh = analysis
-        s, excess, yhat, gdot, weight, d_t = step
+        s, excess, yhat, gdot, weight, d_t, noise = step
         store, alpha = self._store, self.alpha
+        self.noise_scale_sum += noise
         z = self._coin(e, kappa, d_t)
         if self.max_size is not None:
             self._apply_windowed(v, k, kappa, e, h, kc, s, excess, yhat, gdot, weight, d_t, z)
