@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from okoco.linalg import IncrementalCholesky, PackedSymmetric, cholesky_rank_one
+from okoco.linalg import IncrementalCholesky, PackedSymmetric, SlotInverse, cholesky_rank_one
 
 
 def rbf(A, B, gamma=0.5):
@@ -320,3 +320,30 @@ def test_packed_symmetric_saved_before_the_dense_form_stays_packed():
     a = np.array([0.3, -0.2, 0.1, 0.4])
     np.testing.assert_allclose(old.inverse_update(a)[0], P.inverse_update(a)[0], rtol=1e-14)
     np.testing.assert_allclose(old.matrix(), P.matrix(), rtol=1e-13, atol=1e-15)
+
+
+def test_slot_inverse_follows_a_sliding_window_against_dense_inverses():
+    # a ring of 6 slots, a window of 5 atoms: each step removes the oldest atom and borders the
+    # new one into the freed slot; P over the atoms is the dense inverse of M over them
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 3))
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)) + 0.1 * np.eye(40)
+    ring, inverse, slots = 6, SlotInverse(6), {}
+    for t in range(40):
+        if len(slots) == ring - 1:
+            oldest = min(slots, key=slots.get)
+            del slots[oldest]
+            inverse.remove(oldest, ring)
+        slot = next(s for s in range(ring) if s not in slots)
+        n = max(max(slots, default=-1), slot) + 1
+        column = np.zeros(n)
+        for s, i in slots.items():
+            column[s] = K[i, t]
+        a = inverse.solve(column)
+        inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n)
+        slots[slot] = t
+        order = sorted(slots)
+        dense = np.linalg.inv(K[np.ix_([slots[s] for s in order], [slots[s] for s in order])])
+        P = inverse.solve(np.eye(inverse.P.shape[0]))[np.ix_(order, order)]
+        np.testing.assert_allclose(P, dense, rtol=1e-9, atol=1e-10)
+    assert inverse.size == ring - 1

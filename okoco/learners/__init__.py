@@ -11,7 +11,7 @@ from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.krls import KRLS
 from okoco.learners.multiclass import MulticlassClassifier
 from okoco.learners.pros import CONKONS, PROSNKONS
-from okoco.linalg import IncrementalCholesky, PackedSymmetric
+from okoco.linalg import IncrementalCholesky, PackedSymmetric, SlotInverse
 
 __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS",
            "KRLS", "PROSNKONS", "CONKONS", "MulticlassClassifier"]
@@ -19,5 +19,5 @@ __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", 
 # What okoco files may hold: the learners, and every part a learner is built from.
 persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
                      BinaryClassifier, MulticlassClassifier, learner=True)
-persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, KORS, ALD,
-                     SharedPoints, ExpertRows)
+persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, SlotInverse,
+                     KORS, ALD, SharedPoints, ExpertRows)

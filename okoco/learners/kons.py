@@ -34,17 +34,14 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
-from scipy.linalg.blas import dger
 
-from okoco import persistence
-from okoco._blas import dot, scipy_one_thread
+from okoco._blas import dot
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.dictionary import KORS
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners.base import ETA_HESSIAN, KernelLearner, clip_excess, overflow_message
-from okoco.linalg import IncrementalCholesky
+from okoco.linalg import IncrementalCholesky, SlotInverse
 
 __all__ = ["KONS", "SketchedKONS"]
 
@@ -170,7 +167,7 @@ class KONS(KernelLearner):
                     "online_effective_dimension": "float", "log_det": "float", "rg_sum": "float",
                     "max_size": "int[1,]|none", "_selected": "array(*) intp",
                     "noise_scale_sum": "float",
-                    "_window": "obj:_Window|none"}
+                    "_window": "obj:SlotInverse|none"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", max_size: int | None = DEFAULT_MAX_SIZE):
@@ -191,8 +188,8 @@ class KONS(KernelLearner):
         self._g = np.zeros(16)  # L^{-1} (D K c)_I
         self._selected = np.zeros(16, dtype=np.intp)  # store slot of each preconditioner atom
         self._refreshes_seen = 0
-        # the window's inverse form, indexed by store slot (see _Window)
-        self._window = _Window(ring) if ring is not None else None
+        # the window's inverse form, indexed by store slot (okoco.linalg.SlotInverse)
+        self._window = SlotInverse(ring) if ring is not None else None
         self.online_effective_dimension = 0.0
         self.log_det = 0.0
         self.rg_sum = 0.0
@@ -455,104 +452,6 @@ class KONS(KernelLearner):
         return self._chol.size if self.max_size is None else self._window.size
 
 
-class _Window:
-    r"""The inverse :math:`P = (\bar K_I + \alpha I)^{-1}` of a window's preconditioner,
-    indexed by the store's slots (zero rows and columns for the slots that are not atoms), and
-    the matrix :math:`M = \bar K_I + \alpha I` itself for the periodic recomputation.
-
-    The window adds an atom at the end and removes the oldest, which a Cholesky factor can
-    only do by updating the whole trailing factor; the inverse does both by one rank-one
-    update (bordering, and the Schur complement of a removed atom), ``O(m^2)`` in BLAS. Every
-    ``4 n`` modifications (``n`` slots) ``P`` is recomputed from ``M`` (``O(n^3)``, ``O(n^2)``
-    amortised), so rounding does not accumulate over an unbounded stream.
-    """
-
-    _saved_state = {"capacity": "int[1,]|none", "P": "array(*, *) float64",
-                    "M": "array(*, *) float64", "size": "int[0,]", "_mods": "int[0,]",
-                    "n_refreshes": "int[0,]"}
-
-    def __init__(self, capacity: int | None = None):
-        self.capacity = capacity  # slots at most (None: any number, for a caller's ring)
-        self.P = np.zeros((16, 16))
-        self.M = np.zeros((16, 16))
-        self.size = 0  # atoms
-        self._mods = 0
-        self.n_refreshes = 0
-
-    def _rank_one(self, n: int, a: np.ndarray, scale: float) -> None:
-        """``P[:n, :n] += scale a a^T``: in place by BLAS once the buffer is exactly full (the
-        ring's steady state), by numpy on the leading block while it grows."""
-        P = self.P
-        if n == P.shape[0]:
-            with scipy_one_thread:  # OpenBLAS threads dger at any size: under load, ms
-                dger(scale, a, a, a=P.T, overwrite_a=1)  # P is symmetric: P.T is P, F-ordered
-        else:
-            P[:n, :n] += np.multiply.outer(a, scale * a)
-
-    def solve(self, e: np.ndarray) -> np.ndarray:
-        """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
-        n = e.shape[0]
-        return self.P[:n, :n] @ e
-
-    def _reserve(self, n: int) -> None:
-        if n > self.P.shape[0]:
-            size = max(n, 2 * self.P.shape[0])
-            if self.capacity is not None:
-                size = min(size, self.capacity)
-            P, M = np.zeros((size, size)), np.zeros((size, size))
-            m = self.P.shape[0]
-            P[:m, :m], M[:m, :m] = self.P, self.M
-            self.P, self.M = P, M
-
-    def append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
-               diagonal: float, n: int) -> None:
-        """Border with the atom at ``slot``: ``a = P c`` over the old slots (``c`` its column
-        of ``M``), ``sigma = diagonal - c^T P c`` the Schur complement (``> 0``)."""
-        self._reserve(n)
-        m = a.shape[0]
-        P = self.P
-        self._rank_one(m, a, 1.0 / sigma)
-        P[slot, :m] = P[:m, slot] = -a / sigma
-        P[slot, slot] = 1.0 / sigma
-        self.M[slot, :m] = self.M[:m, slot] = column
-        self.M[slot, slot] = diagonal
-        self.size += 1
-        self._modified(n)
-
-    def remove(self, slot: int, n: int) -> float:
-        """Remove the atom at ``slot`` of the first ``n``; returns ``log P_jj``, the change of
-        ``log det M`` (the Schur complement of the other atoms)."""
-        P = self.P
-        pivot = float(P[slot, slot])
-        self.M[slot, :n] = self.M[:n, slot] = 0.0
-        self.size -= 1
-        if not (math.isfinite(pivot) and pivot > 0.0):  # rounding: recompute the inverse
-            self.refresh()
-            return 0.0  # (log_det then misses this removal's term: a statistic only)
-        p = P[:n, slot].copy()
-        self._rank_one(n, p, -1.0 / pivot)
-        P[slot, :n] = P[:n, slot] = 0.0
-        self._modified(n)
-        return math.log(pivot)
-
-    def _modified(self, n: int) -> None:
-        self._mods += 1
-        if self._mods >= max(4 * n, 64):
-            self.refresh()
-
-    def refresh(self) -> None:
-        """``P`` recomputed from ``M`` over the atoms (``O(m^3)``)."""
-        self._mods = 0
-        self.n_refreshes += 1
-        atoms = np.flatnonzero(np.diagonal(self.M))
-        self.P[:] = 0.0
-        if atoms.size:
-            sub = self.M[np.ix_(atoms, atoms)]
-            inverse = cho_solve(cho_factor(sub, lower=True, check_finite=False),
-                                np.eye(atoms.size), check_finite=False)
-            self.P[np.ix_(atoms, atoms)] = 0.5 * (inverse + inverse.T)
-
-
 class SketchedKONS(KONS):
     r"""Sketched-KONS (Algorithm 3): KONS whose preconditioner keeps only KORS-sampled points.
 
@@ -659,5 +558,3 @@ class SketchedKONS(KONS):
         return coins
 
 
-# A windowed learner's state holds a _Window: okoco files may hold it (okoco.persistence).
-persistence.register(_Window)
