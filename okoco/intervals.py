@@ -183,6 +183,10 @@ class IntervalRegressor(base.Wrapper, base.Regressor):
         A river regressor (an okoco learner, a river model, a pipeline).
     coverage, gamma, window
         As for :class:`AdaptiveConformal`.
+    spread
+        Whether to normalise the scores by the regressor's own predictive sigma when it gives
+        one (``False``: absolute residuals always). Which band is narrower depends on the
+        stream (``docs/guide/intervals.md`` has both on the bundled streams).
 
     Attributes
     ----------
@@ -209,14 +213,16 @@ class IntervalRegressor(base.Wrapper, base.Regressor):
     _parameter_constraints = {
         "regressor": [Protocol("a river regressor", "predict_one", "learn_one")],
         **AdaptiveConformal._parameter_constraints,
+        "spread": ["boolean"],
     }
 
     def __init__(self, regressor: base.Regressor, coverage: float = 0.9, gamma: float = 0.02,
-                 window: int | None = 1000):
+                 window: int | None = 1000, spread: bool = True):
         self.regressor = regressor
         self.coverage = coverage
         self.gamma = gamma
         self.window = window
+        self.spread = spread
         check_params(self)
         self.calibrator = AdaptiveConformal(self.coverage, self.gamma, self.window)
         self._normal_quantile = NormalDist().inv_cdf(0.5 + self.coverage / 2.0)
@@ -234,6 +240,8 @@ class IntervalRegressor(base.Wrapper, base.Regressor):
         yield {"regressor": linear_model.LinearRegression()}
 
     def _centre_and_spread(self, x: dict) -> tuple[float, float]:
+        if self._with_dist is None and not self.spread:
+            self._with_dist = False
         if self._with_dist is None:
             try:
                 dist = self.regressor.predict_one(x, with_dist=True)

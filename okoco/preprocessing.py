@@ -147,6 +147,19 @@ class TargetStandardScaler(compose.TargetTransformRegressor):
         self.var = stats.Var()
         super().__init__(regressor=regressor, func=self._scale, inverse_func=self._unscale)
 
+    def predict_one(self, x: dict, with_dist: bool = False):
+        """The regressor's prediction in the target's units; with ``with_dist=True`` the
+        regressor's ``proba.Gaussian`` mapped the same way (mean unscaled, sigma times the
+        running standard deviation, or 1 before two distinct targets)."""
+        if not with_dist:
+            return super().predict_one(x)
+        from river import proba  # deferred: it imports scipy.stats, which replays never need
+
+        dist = self.regressor.predict_one(x, with_dist=True)
+        std = self.var.get() ** 0.5 or 1.0
+        return proba.Gaussian._from_state(n=1, m=self._unscale(dist.mu),
+                                          var=(std * dist.sigma) ** 2, ddof=0)
+
     def _update(self, y: float) -> None:
         self.var.update(y)
 

@@ -139,3 +139,11 @@ def test_a_refused_target_changes_nothing():
 
 def test_river_check_estimator():
     checks.check_estimator(IntervalRegressor(linear_model.LinearRegression()))
+
+
+def test_spread_false_calibrates_absolute_residuals():
+    wrapper = IntervalRegressor(linear_model.BayesianLinearRegression(), spread=False)
+    run(wrapper, [({"x": float(i % 7)}, float(i % 7) + math.sin(i)) for i in range(100)])
+    assert wrapper._with_dist is False
+    low, high = wrapper.predict_one({"x": 2.0}, with_interval=True)
+    assert (high - low) / 2 == pytest.approx(wrapper.calibrator.quantile())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from river import compose, linear_model, preprocessing
 
 from okoco import preprocessing as okp
-from okoco.learners import KONS
+from okoco.learners import KONS, KRLS
 
 
 def _stream(seed: int, n: int = 300):
@@ -111,3 +113,15 @@ def test_river_protocols():
     wrapped = okp.TargetStandardScaler(model)
     assert isinstance(wrapped, base.Regressor) and isinstance(wrapped, base.Wrapper)
     assert wrapped.clone().regressor is not model
+
+
+def test_target_scaler_maps_a_predictive_distribution_to_the_targets_units():
+    model = okp.TargetStandardScaler(KRLS())
+    for i in range(60):
+        model.learn_one({"x": i / 10}, 40.0 + 3.0 * math.sin(i / 5))
+    x = {"x": 2.35}
+    inner = model.regressor.predict_one(x, with_dist=True)
+    dist = model.predict_one(x, with_dist=True)
+    std, mean = model.var.get() ** 0.5, model.var.mean.get()
+    assert dist.mu == pytest.approx(model.predict_one(x)) == pytest.approx(mean + std * inner.mu)
+    assert dist.sigma == pytest.approx(std * inner.sigma)
