@@ -30,6 +30,7 @@ import collections
 from river import base, compose, stats
 
 from okoco import persistence
+from okoco._dist import gaussian
 
 __all__ = ["StandardScaler", "TargetStandardScaler"]
 
@@ -153,12 +154,9 @@ class TargetStandardScaler(compose.TargetTransformRegressor):
         running standard deviation, or 1 before two distinct targets)."""
         if not with_dist:
             return super().predict_one(x)
-        from river import proba  # deferred: it imports scipy.stats, which replays never need
-
         dist = self.regressor.predict_one(x, with_dist=True)
         std = self.var.get() ** 0.5 or 1.0
-        return proba.Gaussian._from_state(n=1, m=self._unscale(dist.mu),
-                                          var=(std * dist.sigma) ** 2, ddof=0)
+        return gaussian(self._unscale(dist.mu), (std * dist.sigma) ** 2)
 
     def _update(self, y: float) -> None:
         self.var.update(y)

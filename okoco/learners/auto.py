@@ -54,9 +54,10 @@ from numbers import Integral, Real
 import numpy as np
 
 from okoco import kernels as _kernels
+from okoco._dist import gaussian
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
-from okoco.learners.base import KernelLearner, _is_regression, gaussian
+from okoco.learners.base import KernelLearner, _is_regression
 from okoco.learners.kons import KONS
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]

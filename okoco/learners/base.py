@@ -32,6 +32,7 @@ from okoco import kernels as _kernels
 from okoco import losses as _losses
 from okoco import persistence
 from okoco._blas import find_libraries
+from okoco._dist import gaussian
 from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, in_row
 from okoco._validation import Interval, Options, Protocol, check_params
 
@@ -89,13 +90,6 @@ def one_at_a_time(method):
             return method(self, *args, **kwargs)
 
     return serialized
-
-
-def gaussian(mean: float, variance: float):
-    """A river ``proba.Gaussian`` of this mean and variance (``predict_one(x, with_dist=True)``)."""
-    from river import proba  # deferred: it imports scipy.stats, which replays never need
-
-    return proba.Gaussian._from_state(n=1, m=mean, var=variance, ddof=0)
 
 
 def clip_excess(z: float, C: float) -> float:
