@@ -297,9 +297,6 @@ class _Encoder:
             return {"__dict__": self.pairs(v.items(), where)}
         if kind is collections.OrderedDict:
             return {"__odict__": self.pairs(v.items(), where)}
-        if kind is collections.deque:
-            return {"__deque__": [self.encode(x, f"{where}[{i}]") for i, x in enumerate(v)],
-                    "maxlen": v.maxlen}
         if kind is collections.Counter:
             return {"__counter__": self.pairs(v.items(), where)}
         if kind is collections.defaultdict:
@@ -948,11 +945,6 @@ class _Decoder:
             return dict(self.pairs(tree["__dict__"], where, depth))
         if marker == "__odict__":
             return collections.OrderedDict(self.pairs(tree["__odict__"], where, depth))
-        if marker == "__deque__":
-            maxlen = tree["maxlen"]
-            if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
-                raise ValueError(f"{where}: {_short(maxlen)} is not a deque length")
-            return collections.deque(self.items(tree["__deque__"], where, depth), maxlen=maxlen)
         if marker == "__counter__":
             return collections.Counter(dict(self.pairs(tree["__counter__"], where, depth)))
         if marker == "__defaultdict__":
