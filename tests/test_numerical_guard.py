@@ -4,9 +4,9 @@ refused before it changes anything, so that a learner never becomes unusable.
 The stream is the probe's: alternating signs, magnitudes cycling up to ``10**(k-1)``, a second
 feature in {0, 1, 2}, targets ±1. The promise checked: every ``learn_one`` either raises
 ``ValueError`` and leaves ``n_seen`` as it was, or returns, and then ``predict_one`` on the same
-row is finite. Cases that break it today are ``xfail(strict=True)``: the guard belongs to the
-learners' steps, which other work is rewriting now; when it lands they must pass (strict: an
-unexpected pass fails, so the marks are removed with the fix).
+row is finite. Cases that break it today are ``xfail(strict=True)``: the KONS-family steps have
+no such guard yet (issue 32, item 2); when it lands they must pass (strict: an unexpected pass
+fails, so the marks are removed with the fix).
 """
 
 from __future__ import annotations
