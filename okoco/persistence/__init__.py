@@ -1,0 +1,134 @@
+r"""Save and load learners, and the checkpoints of a replay, without pickle.
+
+A saved learner is **one** ``.npz`` archive (``numpy.savez``) that holds
+
+- every numpy array of the learner's declared state, under the names ``a0``, ``a1``, ...; the
+  trailing all-zero rows of an array (the spare capacity of the doubling buffers) are not
+  written but restored as zeros on loading, so the file grows with the samples seen, not with
+  the capacity, and the loaded learner is still the same object graph, buffer for buffer, bit
+  for bit;
+- a JSON document in the 0-d unicode array ``__okoco__`` with the format name
+  (``"okoco-model"``), the format version, the okoco version that wrote it, the class path
+  (``"okoco.learners.kons.KONS"``), the constructor parameters and the rest of the declared
+  state (floats, counters, feature names, the random generator's ``bit_generator.state``), where
+  each array is a reference ``{"__array__": "a3"}`` (or ``{"__padded__": "a3", "rows": 512}``
+  when the archive holds only the leading rows of an array of 512 rows).
+
+Loading reads the archive with ``allow_pickle=False`` and builds objects only from an
+allow-list: the classes registered with :func:`register` (the okoco learners and their parts:
+feature map, point store, factorizations, dictionaries, step-size policy), kernels and losses
+rebuilt *by name and parameters* through their constructors, numpy bit generators by name, and
+(for replay checkpoints and pipelines only) river's metrics, statistics, ``StandardScaler`` and
+``TargetStandardScaler``. okoco's own scalers and metrics (:mod:`okoco.preprocessing`,
+:mod:`okoco.metrics`) are registered like the learners; a checkpoint written with river's
+counterparts resumes into them (each declares its ``_river_class`` and converts that state with
+``_state_from_river``). Nothing in a file can name any other class or any function, so loading
+never runs code from the file. A learner holding
+something outside the list (a user's own kernel or loss class, a callable step size) cannot be
+saved: :func:`save` raises a ``TypeError`` that names the attribute.
+
+Declared state
+--------------
+Every class a file may hold declares its state in a class attribute ``_saved_state``: a dict from
+attribute name to a spec string (plain data, so classes below this module declare it without
+importing it; a subclass's dict extends its bases', and ``None`` drops an inherited entry)::
+
+    _saved_state = {"_cap": "int[0,]", "_m": "int[0,_cap]",
+                    "_L": "array(_cap * (_cap + 1) // 2) float64", "_cache": "cache:None"}
+
+A spec is ``[opt] KIND[|KIND...] [as FIELD]`` or ``cache[:None|:{}|:lock]``. ``opt``: the
+attribute may be absent (a class default stands in); ``as FIELD``: the stable name in the file,
+when the attribute's own name changed; ``cache``: never saved, and set on loading to ``None``,
+``{}`` or a new ``threading.Lock`` (or left to the class default). A KIND is ``int``,
+``int[LO,HI]``, ``float`` (a Python float), ``number`` (an int or a float: a parameter as given),
+``bool``, ``str``, ``none``, ``rng`` (a numpy Generator), ``kernel``, ``loss``, ``obj`` (an
+object of a class that declares its own state; ``obj:Rows,ExpertRows`` of those classes only),
+``plain`` (nested lists, tuples, dicts and sets
+of None, bool, int, float, str, bytes: feature names, labels), ``river`` (one of river's
+statistics, in checkpoints), ``list[KIND]``, ``dict[KIND]`` (values; keys are plain) or
+``array(SHAPE) DTYPE``. A SHAPE has one rule per axis: an integer expression (``+ - * //``,
+parentheses, ``min``/``max``) of the object's int fields (``_m``), of an int attribute of a field
+(``_store.n``) or of a free symbol (any other name, equal wherever it appears in the object),
+optionally prefixed by ``>=`` (a capacity), or ``*`` (any length).
+
+:func:`save` writes exactly the declared fields, in a file of at most a few times their size;
+state a class does not declare is a ``TypeError`` naming the attributes (declare a new attribute
+before it can be saved). :func:`load` checks every field against its declaration before the
+object is built and raises a ``ValueError`` naming the field (``state._chol._L must be
+array(_cap * (_cap + 1) // 2) float64, got ...``); a field the class does not declare is refused.
+
+Loading is bounded by the file: archive members are read only when the metadata refers to them
+(each once, and a member nobody refers to is refused), each ``.npy`` header is checked before
+its data is allocated, and what arrays, padded buffers and metadata may allocate is at most
+``MAX_EXPANSION`` times the file's size plus 8 MiB; the metadata's nesting (40 levels) and number
+of JSON containers (200,000) are bounded and error messages are cut to 600 characters.
+
+Versioning: ``FORMAT_VERSION`` is bumped whenever the layout of the file or the saved state of a
+learner changes; :func:`load` reads the versions in ``SUPPORTED_VERSIONS`` and refuses any other
+with a ``ValueError`` naming the version found and the versions supported. Every migration of an
+older file is in this module (:func:`_migrate` for the metadata tree, :func:`_migrate_state`
+for one object's attributes). A damaged file (cut short, edited, an entry missing or of the
+wrong kind) raises one ``ValueError`` that names the file and what is wrong.
+
+Layering: this module sits *below* the learners and knows none of them. The layers that define
+savable classes register them (``okoco.learners`` registers the learners and the parts they are
+built from when it is imported), so a learner's ``save`` method calls :func:`save` through an
+ordinary import and no module imports a layer above it.
+
+Examples
+--------
+>>> import os, tempfile
+>>> import okoco
+>>> from okoco.learners import KONS
+>>> model = KONS(C=2.0)
+>>> for i in range(20):
+...     model.learn_one({"x": i / 20}, (i % 3) - 1.0)
+>>> path = os.path.join(tempfile.mkdtemp(), "kons.npz")
+>>> _ = model.save(path)
+>>> again = okoco.load(path)
+>>> again.predict_one({"x": 0.3}) == model.predict_one({"x": 0.3})
+True
+>>> again.learn_one({"x": 0.5}, 1.0); model.learn_one({"x": 0.5}, 1.0)
+>>> again.predict_one({"x": 0.7}) == model.predict_one({"x": 0.7})
+True
+"""
+
+from okoco.persistence._archive import _Archive, _Damaged, _read, _write
+from okoco.persistence._checkpoints import (
+    _capture,
+    check_checkpointable,
+    load_checkpoint,
+    save_checkpoint,
+)
+from okoco.persistence._decode import _Decoder
+from okoco.persistence._encode import _Encoder
+from okoco.persistence._format import (
+    CHECKPOINT_FORMAT_NAME,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MAX_EXPANSION,
+    META_KEY,
+    SUPPORTED_VERSIONS,
+    _version,
+)
+from okoco.persistence._learners import _load_learner, load, read_metadata, save
+from okoco.persistence._registry import (
+    _LEARNERS,
+    _OBJECTS,
+    _class_path,
+    _init_params,
+    _is_wrapper,
+    _resolve,
+    register,
+    registered,
+)
+from okoco.persistence._schema import declared_state
+
+__all__ = ["save", "load", "read_metadata", "register", "registered", "declared_state",
+           "check_checkpointable", "save_checkpoint", "load_checkpoint", "FORMAT_NAME",
+           "CHECKPOINT_FORMAT_NAME", "FORMAT_VERSION", "SUPPORTED_VERSIONS", "META_KEY",
+           "MAX_EXPANSION",
+           # the parts okoco.pipelines builds its river-model files from
+           "_Archive", "_Damaged", "_Decoder", "_Encoder", "_LEARNERS", "_OBJECTS", "_capture",
+           "_class_path", "_init_params", "_is_wrapper", "_load_learner", "_read", "_resolve",
+           "_version", "_write"]

@@ -1,0 +1,178 @@
+"""Encoding: Python and numpy values to a JSON tree plus a dict of arrays."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from okoco.persistence._format import _BIT_GENERATORS, _FACTORIES, _KERNELS, _LOSSES
+from okoco.persistence._registry import _OBJECTS, _allowed, _attributes, _class_path, _init_params
+from okoco.persistence._schema import declared_state
+
+
+class _Encoder:
+    """Python/numpy values to JSON-ready trees plus a dict of arrays.
+
+    Objects, arrays, generators, kernels and losses get an ``id`` the first time they are met
+    and a ``{"__ref__": id}`` afterwards, so shared objects stay shared after loading (e.g.
+    Sketched-KONS and its KORS dictionary draw from one generator).
+    """
+
+    def __init__(self, river: bool = False):
+        self.river = river
+        self.arrays: dict[str, np.ndarray] = {}
+        self._ids: dict[int, int] = {}
+        self._alive: list = []  # keeps every memoised object alive, so ids are never reused
+
+    def _new_id(self, obj: Any) -> int:
+        self._ids[id(obj)] = n = len(self._ids)
+        self._alive.append(obj)
+        return n
+
+    def pairs(self, items, where: str) -> list:
+        return [[self.encode(k, f"{where} key"), self.encode(v, f"{where}[{k!r}]")]
+                for k, v in items]
+
+    def encode(self, v: Any, where: str) -> Any:
+        if v is None or type(v) in (bool, str, int):
+            return v
+        if type(v) is float:
+            return v if math.isfinite(v) else {"__float__": repr(v)}
+        if type(v) is bytes:  # a feature name or label (river streams may hold them)
+            return {"__bytes__": v.hex()}
+        if isinstance(v, np.generic):
+            if v.dtype.hasobject:
+                raise TypeError(f"cannot save {where}: numpy object scalar {v!r}")
+            return {"__np__": v.dtype.str, "v": self.encode(v.item(), where)}
+        if id(v) in self._ids:
+            return {"__ref__": self._ids[id(v)]}
+        kind = type(v)
+        if kind is list:
+            return [self.encode(x, f"{where}[{i}]") for i, x in enumerate(v)]
+        if kind is tuple:
+            return {"__tuple__": [self.encode(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+        if kind in (set, frozenset):
+            return {f"__{kind.__name__}__": [self.encode(x, f"{where} item") for x in v]}
+        if kind is dict:
+            if all(type(k) is str and not k.startswith("__") for k in v):
+                return {k: self.encode(x, f"{where}[{k!r}]") for k, x in v.items()}
+            return {"__dict__": self.pairs(v.items(), where)}
+        if kind is collections.OrderedDict:
+            return {"__odict__": self.pairs(v.items(), where)}
+        if kind is collections.Counter:
+            return {"__counter__": self.pairs(v.items(), where)}
+        if kind is collections.defaultdict:
+            factory = next((name for name, f in _FACTORIES.items() if _same_factory(f,
+                                                                                  v.default_factory)),
+                           None)
+            if factory is None:
+                raise TypeError(f"cannot save {where}: defaultdict of {v.default_factory!r}")
+            return {"__defaultdict__": factory, "items": self.pairs(v.items(), where)}
+        if kind is np.ndarray:
+            if v.dtype.hasobject or v.dtype.kind not in "biufcUS":
+                raise TypeError(f"cannot save {where}: array of dtype {v.dtype} (object arrays "
+                                "would need pickle)")
+            name = f"a{len(self.arrays)}"
+            rows = _leading_rows(v)
+            if rows == (v.shape[0] if v.ndim else None):
+                self.arrays[name] = v
+                return {"__array__": name, "id": self._new_id(v)}
+            self.arrays[name] = v[:rows]
+            return {"__padded__": name, "id": self._new_id(v), "rows": v.shape[0]}
+        if isinstance(v, np.random.Generator):
+            bits = type(v.bit_generator).__name__
+            if bits not in _BIT_GENERATORS:
+                raise TypeError(f"cannot save {where}: unknown bit generator {bits}")
+            ident = self._new_id(v)
+            return {"__generator__": bits, "id": ident,
+                    "state": self.encode(v.bit_generator.state, where)}
+        module = getattr(kind, "__module__", "")
+        if module == "okoco.kernels" and kind.__name__ in _KERNELS:
+            params = dict(v._params())
+            if "normalize" in _init_params(kind):
+                params["normalize"] = bool(v.normalize)
+            return {"__kernel__": kind.__name__, "id": self._new_id(v),
+                    "params": self.encode(params, where)}
+        if module == "okoco.losses" and kind.__name__ in _LOSSES:
+            if vars(v):
+                raise TypeError(f"cannot save {where}: {v!r} carries extra attributes")
+            return {"__loss__": kind.__name__, "id": self._new_id(v)}
+        path = _class_path(kind)
+        if _allowed(path, self.river):
+            ident = self._new_id(v)
+            return {"__obj__": path, "id": ident, "attrs": self.fields(v, where)}
+        raise TypeError(_unsupported(v, where))
+
+    def fields(self, obj: Any, where: str) -> dict:
+        """The saved fields of ``obj``: exactly those its class declares (``_saved_state``).
+
+        State the declaration does not name is a ``TypeError`` naming the attributes (a new
+        attribute must be declared before it can be saved); river's classes (checkpoints
+        only) declare nothing and are saved attribute by attribute.
+        """
+        cls = type(obj)
+        declared = declared_state(cls)
+        if declared is None:
+            if _class_path(cls) in _OBJECTS:
+                raise TypeError(f"cannot save {where}: {cls.__qualname__} declares no saved state "
+                                "(a _saved_state class attribute, see okoco.persistence)")
+            attrs = _attributes(obj)
+            return {k: self.encode(x, f"{where}.{k}") for k, x in attrs.items()}
+        attrs = vars(obj)
+        undeclared = [a for a in attrs if a not in declared]
+        if undeclared:
+            raise TypeError(f"cannot save {where}: {cls.__qualname__} holds state its "
+                            f"_saved_state does not declare: {', '.join(map(repr, undeclared))} "
+                            "(declare each attribute's kind, dtype and shape, or mark it "
+                            "'cache'; see okoco.persistence)")
+        out = {}
+        # in the object's own attribute order (a saving error names the first bad one)
+        order = [a for a in attrs if a in declared] + [a for a in declared if a not in attrs]
+        for attr in order:
+            field = declared[attr]
+            if field.cache:
+                continue
+            if attr not in attrs:
+                if field.optional:
+                    continue
+                raise TypeError(f"cannot save {where}: {cls.__qualname__}.{attr} is declared "
+                                "but the object has no such attribute")
+            out[field.name] = self.encode(attrs[attr], f"{where}.{attr}")
+        return out
+
+
+def _leading_rows(v: np.ndarray) -> int | None:
+    """Rows of ``v`` up to its last one that is not all zero bits (``None`` for a scalar array).
+
+    Only whole trailing rows of zero bytes are left out (``-0.0`` is kept), and only for
+    C-ordered arrays, so that padding them back with zeros rebuilds ``v`` bit for bit.
+    """
+    if v.ndim == 0 or v.size == 0 or not v.flags.c_contiguous:
+        return v.shape[0] if v.ndim else None
+    nonzero = v.reshape(v.shape[0], -1).view(np.uint8).any(axis=1)
+    hits = np.flatnonzero(nonzero)
+    return int(hits[-1]) + 1 if hits.size else 0
+
+
+def _same_factory(a, b) -> bool:
+    if isinstance(a, functools.partial) and isinstance(b, functools.partial):
+        return a.func is b.func and a.args == b.args and not a.keywords and not b.keywords
+    return a is b
+
+
+def _unsupported(v: Any, where: str) -> str:
+    name = type(v).__qualname__
+    if callable(v) and callable(getattr(v, "diag", None)):
+        return (f"cannot save {where}: {name} is not one of okoco's kernels ({', '.join(_KERNELS)})"
+                "; kernels are saved by name and parameters, never as code")
+    if callable(getattr(v, "derivative", None)) and callable(getattr(v, "value", None)):
+        return (f"cannot save {where}: {name} is not one of okoco's losses ({', '.join(_LOSSES)})"
+                "; losses are saved by name, never as code")
+    if callable(v):
+        return (f"cannot save {where}: {v!r} is a function; okoco files hold no code (use a "
+                "number or a named policy instead)")
+    return f"cannot save {where}: {name} objects are not in okoco's allow-list"

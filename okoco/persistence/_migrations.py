@@ -1,0 +1,205 @@
+"""Every migration of an older okoco file format, in one place.
+
+Format history (what each version changed, and where it is migrated here):
+
+- 1 (okoco 0.1.0): the input classes lived in ``okoco.learners.features`` and the probability
+  floor and ridges had other names: :func:`_upgrade_v1` rewrites the metadata tree.
+- 2: ALD keeps its last solve's vectors and PackedSymmetric has a dense layout
+  (:func:`_ald_before_2`, :func:`_packed_before_2`).
+- 3: KRLS's state in the ALD factor's coordinates (``w``, ``M`` instead of ``beta``, ``P``:
+  :func:`_krls_before_3`); the windowed KONS and Auto's target scaling came after it
+  (:func:`_kons_unbounded`, :func:`_auto_unscaled`).
+- 4: every saved class declares its state; files before 4 also hold the caches.
+- 5: fields are named by stable public names (``as FIELD`` in ``_saved_state``), not by the
+  private attributes that hold them. Every file before 5 names each field by its attribute,
+  which :func:`legacy_state` maps: the only place that knows the old names.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from okoco._input import reserve
+from okoco.persistence._format import _short
+from okoco.persistence._registry import _class_path
+from okoco.persistence._schema import _plausible
+
+# Version 2 moved the input classes to okoco._input and renamed parameters: the probability floor
+# gamma -> p_min (SketchedKONS, PROS-N-KONS, CON-KONS, KORS), KRLS's and ALD's ridge -> alpha.
+# A version-1 file is rewritten into the version-2 layout before anything is decoded.
+
+_V1_RENAMES = {
+    "okoco.learners.kons.SketchedKONS": {"gamma": "p_min"},
+    "okoco.learners.pros.PROSNKONS": {"gamma": "p_min"},
+    "okoco.learners.pros.CONKONS": {"gamma": "p_min"},
+    "okoco.dictionary.kors.KORS": {"gamma": "p_min"},
+    "okoco.learners.krls.KRLS": {"ridge": "alpha"},
+    "okoco.dictionary.ald.ALD": {"ridge": "alpha"},
+}
+
+
+def _upgrade_v1(meta: dict) -> dict:
+    """A version-1 metadata tree in the version-2 layout."""
+    fresh_ids = itertools.count(-1, -1)  # ids of the objects version 2 adds (never in a file)
+
+    def attributes(path: str, attrs: dict) -> tuple[str, dict]:
+        attrs = {_V1_RENAMES.get(path, {}).get(k, k): v for k, v in attrs.items()}
+        if path.startswith("okoco.learners.") and "n_seen" in attrs:  # a nested learner
+            attrs.setdefault("_abs_target_sum", 0.0)
+            attrs.setdefault("_warned_unscaled", False)
+        if path == "okoco.learners.features.FeatureMap":
+            return "okoco._input.FeatureMap", {**attrs, "mode": None}
+        if path == "okoco.learners.features.PointStore":
+            return "okoco._input.Rows", {
+                "max_size": attrs["max_size"], "n": attrs["size"], "d": attrs["n_cols"],
+                "n_added": attrs["n_added"], "data": attrs["_X"], "fields": attrs["_fields"]}
+        if path == "okoco.dictionary._base._Rows":
+            return "okoco._input.Rows", {"max_size": None, "n_added": attrs["n"],
+                                         "fields": {}, **attrs}
+        if "_feature_index" in attrs:  # a dictionary: its input mapping became a FeatureMap
+            attrs["_features"] = {"__obj__": "okoco._input.FeatureMap", "id": next(fresh_ids),
+                                  "attrs": {"columns": attrs.pop("_feature_index"),
+                                            "mode": attrs.pop("_mode"), "_last": None}}
+        return path, attrs
+
+    def upgrade(tree: Any) -> Any:
+        if isinstance(tree, list):
+            return [upgrade(item) for item in tree]
+        if not isinstance(tree, dict):
+            return tree
+        tree = {key: upgrade(value) for key, value in tree.items()}
+        if isinstance(tree.get("__obj__"), str) and isinstance(tree.get("attrs"), dict):
+            tree["__obj__"], tree["attrs"] = attributes(tree["__obj__"], tree["attrs"])
+        return tree
+
+    meta = upgrade(meta)
+    if isinstance(meta.get("state"), dict) and "n_seen" in meta["state"]:  # a learner
+        meta["state"].setdefault("_abs_target_sum", 0.0)  # added after 0.1.0: the target-scale
+        meta["state"].setdefault("_warned_unscaled", False)  # warning's running sum and flag
+    renames = _V1_RENAMES.get(meta.get("class"), {})
+    for part in ("params", "state"):
+        if isinstance(meta.get(part), dict):
+            meta[part] = {renames.get(k, k): v for k, v in meta[part].items()}
+    return meta
+
+
+def _migrate(meta: dict) -> dict:
+    """A metadata tree of an older format version in the current layout, where the layout can
+    be rewritten as JSON (version 1's renamed classes and parameters). Objects are migrated
+    when decoded (:func:`legacy_state`)."""
+    if meta["format_version"] == 1:
+        try:
+            return _upgrade_v1(meta)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"damaged version-1 metadata: {type(error).__name__}: "
+                             f"{_short(str(error))}") from None
+    return meta
+
+
+def legacy_state(decode: Callable, cls: type, fields: dict, attrs: dict, where: str) -> dict:
+    """The attributes of a ``cls`` object saved by a file before version 5, in today's layout.
+
+    Those files name each field by the attribute that holds it (``fields`` maps attribute
+    names to declarations), and files before 4 also hold caches, which are dropped; an entry
+    the class no longer declares is decoded for the migrations below, and refused if none of
+    them takes it. ``decode(tree, where)`` decodes one entry.
+    """
+    values = {}
+    for key, sub in attrs.items():
+        field = fields.get(key)
+        if field is not None:
+            if field.cache:
+                continue
+            _plausible(field, sub, f"{where}.{field.name}")  # nothing deeper than the schema
+            values[key] = decode(sub, f"{where}.{field.name}")
+        else:  # a layout a migration below may rebuild
+            values[key] = decode(sub, f"{where}.{key}")
+    values = _migrate_state(cls, values)
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ValueError(f"{where}: {cls.__name__} has no field(s) {_short(unknown)}")
+    return values
+
+
+def _migrate_state(cls: type, values: dict) -> dict:
+    """The decoded attributes of a ``cls`` object saved in an older layout, in the current one:
+    the migration of every class ``cls`` derives from, base classes first."""
+    for klass in reversed(cls.__mro__):
+        migrate = _STATE_MIGRATIONS.get(_class_path(klass))
+        if migrate is not None:
+            values = migrate(values)
+    return values
+
+
+def _ald_before_2(values: dict) -> dict:
+    # okoco 0.1.0's ALD kept the last coefficients; it now keeps the last solve's vectors,
+    # which a new step recomputes (the values its constructor starts from)
+    if "last_coefficients" in values:
+        values = {k: v for k, v in values.items() if k != "last_coefficients"}
+        values.setdefault("_last_a", np.zeros(0))
+        values.setdefault("_last_h", None)
+    return values
+
+
+def _packed_before_2(values: dict) -> dict:
+    # okoco 0.1.0's PackedSymmetric was always packed (no dense layout for small matrices)
+    return values if "_dense" in values else {**values, "_dense": None}
+
+
+def _unit_noise_scale(values: dict) -> dict:
+    # saved before the predictive variance: the unit scale (a sum of n_seen ones)
+    if "noise_scale_sum" in values:
+        return values
+    return {**values, "noise_scale_sum": float(values.get("n_seen", 0))}
+
+
+def _kons_unbounded(values: dict) -> dict:
+    """A KONS (or SketchedKONS) saved before the window: unbounded, with no ``max_size``."""
+    values = _unit_noise_scale(values)
+    if "max_size" in values:
+        return values
+    values = {**values, "max_size": None, "_window": None}
+    values.setdefault("_selected", np.zeros(16, dtype=np.intp))  # unused while unbounded
+    return values
+
+
+def _krls_before_3(values: dict) -> dict:
+    """A KRLS saved with ``beta`` and ``P`` (before ``w`` and ``M``), moved to the ALD factor's
+    coordinates: ``w = L^{-1} beta`` and ``M = L^{-1} P L^{-T}``, ``O(m^3)`` once."""
+    values = _unit_noise_scale(values)
+    if "_beta" not in values:
+        return values
+    values = dict(values)
+    chol = values["_ald"].cholesky
+    m = chol.size
+    packed = values.pop("_P")
+    beta, P = values.pop("_beta")[:m], packed.matrix()
+    w = reserve(np.zeros(16), m)
+    w[:m] = chol.half_solve(beta)
+    half = chol.half_solve(P)  # L^{-1} P, then L^{-1} (L^{-1} P)^T = L^{-1} P L^{-T}
+    M = chol.half_solve(np.ascontiguousarray(half.T))
+    values["_w"], values["_M"] = w, type(packed).from_matrix(0.5 * (M + M.T))
+    return values
+
+
+def _auto_unscaled(values: dict) -> dict:
+    """An ``Auto`` saved before windows and target scaling: the unbounded ``Auto`` on the
+    targets as given, as it was."""
+    if "max_size" in values:
+        return values
+    return {**values, "max_size": None, "scale_target": False, "target_count": 0,
+            "target_mean": 0.0, "_target_m2": 0.0}
+
+#: Migrations of one class's decoded attributes (keyed by attribute name), by class path; a
+#: class's migration applies to its subclasses too (a SketchedKONS is a KONS).
+_STATE_MIGRATIONS: dict[str, Callable[[dict], dict]] = {
+    "okoco.dictionary.ald.ALD": _ald_before_2,
+    "okoco.linalg.PackedSymmetric": _packed_before_2,
+    "okoco.learners.kons.KONS": _kons_unbounded,
+    "okoco.learners.krls.KRLS": _krls_before_3,
+    "okoco.learners.auto.Auto": _auto_unscaled,
+}
