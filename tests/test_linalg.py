@@ -370,3 +370,19 @@ def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():
     inverse.M[:8, :8] = good
     inverse.refresh()
     np.testing.assert_allclose(inverse.P[:8, :8], np.linalg.inv(good), rtol=1e-10, atol=1e-12)
+
+
+def test_the_package_keeps_every_public_path():
+    """okoco.linalg is a package of private modules: each public name keeps the path files and
+    pickles record (okoco.linalg.X)."""
+    import pickle
+
+    import okoco.linalg
+
+    for name in okoco.linalg.__all__:
+        obj = getattr(okoco.linalg, name)
+        assert obj.__module__ == "okoco.linalg"
+    chol = IncrementalCholesky()
+    chol.append(np.zeros(0), 2.0)
+    assert b"okoco.linalg" in pickle.dumps(chol)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(chol)).factor(), chol.factor())
