@@ -246,7 +246,8 @@ class KernelERM(_Comparator):
                     "max_iter": "int", "n_iter_": "opt int", "dual_coef_": "opt array(n) float64",
                     "X_fit_": "opt array(n, *) float64", "fitted_values_": "opt array(n) float64",
                     "rkhs_norm2_": "opt float", "objective_": "opt float",
-                    "_y": "opt array(n) float64", "_scale": "opt float"}
+                    "_y": "opt array(n) float64 as targets",
+                    "_scale": "opt float as gradient_scale"}
 
     def __init__(self, kernel, loss, alpha: float = 1.0, *, tol: float = 1e-10,
                  max_iter: int = 100):
@@ -447,8 +448,8 @@ class ClippedKernelERM(_Comparator):
                     "dual_coef_": "opt array(n) float64", "fitted_values_": "opt array(n) float64",
                     "rkhs_norm2_": "opt float", "objective_": "opt float",
                     "active_": "opt array(n) bool", "multipliers_": "opt array(n) float64",
-                    "jitter_value_": "opt float", "_y": "opt array(n) float64",
-                    "_scale": "opt float", "converged_": "opt bool"}
+                    "jitter_value_": "opt float", "_y": "opt array(n) float64 as targets",
+                    "_scale": "opt float as gradient_scale", "converged_": "opt bool"}
 
     def __init__(self, kernel, loss, C: float = 1.0, alpha: float = 1.0, *,
                  jitter: float = 1e-10, tol: float = 1e-9, max_iter: int = 50):
@@ -743,8 +744,7 @@ class NystromKernelERM(_Comparator):
                     "n_components": "int", "C": "number", "landmarks": "str",
                     "seed": "int|none|rng", "tol": "number", "max_iter": "int",
                     "n_iter_": "opt int", "duality_gap_": "opt float",
-                    "nystrom_": "opt obj:NystromKRR",
-                    "landmarks_": "opt array(m, *) float64",
+                    "nystrom_": "opt obj:NystromKRR", "landmarks_": "opt array(m, *) float64",
                     "landmark_indices_": "opt array(m) int64", "coef_": "opt array(*) float64",
                     "fitted_values_": "opt array(*) float64", "rkhs_norm2_": "opt float",
                     "objective_": "opt float", "residual_trace_": "opt float"}
