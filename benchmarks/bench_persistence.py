@@ -3,6 +3,9 @@
     python -m benchmarks.bench_persistence                       # this tree
     python -m benchmarks.bench_persistence --baseline /work/main # also time another tree's load
 
+With a baseline, each tree loads the file it wrote, and this tree also loads the baseline's
+file (read through the migrations when the baseline writes an older format).
+
 Each figure is measured in a fresh process (``PYTHONPATH`` = the tree), so the peak resident
 memory (``ru_maxrss``) is that of one load; ``tracemalloc``'s peak (Python and numpy
 allocations) is printed beside it. The crafted files are about 2 MB each and are refused; the
@@ -82,19 +85,23 @@ def _rewrite(src: Path, dst: Path, edit, extra=None, compress=False) -> Path:
     return dst
 
 
+#: KONS's L^{-1} (D K c)_I in a format-5 file (its attribute is _g)
+_G = "whitened_gradient"
+
+
 def crafted(folder: Path, seed_file: Path) -> dict[str, Path]:
-    """~2 MB files aimed at loading's memory and time."""
+    """~2 MB files aimed at loading's memory and time (``seed_file``: a format-5 KONS)."""
     files = {}
     files["padded 1e9 rows"] = _rewrite(
         seed_file, folder / "padded.npz",
-        lambda m: m["state"]["_g"].update(rows=1_000_000_000),
+        lambda m: m["state"][_G].update(rows=1_000_000_000),
         extra={"pad": np.random.default_rng(0).normal(size=250_000)})
     files["unreferenced compressed zeros (2 GB)"] = _rewrite(
         seed_file, folder / "zeros.npz", lambda m: None,
         extra={"a999": np.zeros(250_000_000)}, compress=True)
     files["referenced compressed zeros (2 GB)"] = _rewrite(
         seed_file, folder / "zeros-ref.npz",
-        lambda m: m["state"].update(_g={"__array__": "a999", "id": 99999}),
+        lambda m: m["state"].update({_G: {"__array__": "a999", "id": 99999}}),
         extra={"a999": np.zeros(250_000_000)}, compress=True)
     # the metadata is UTF-32 in the archive: 4 bytes a character
     files["2 MB: 130,000 JSON containers"] = _rewrite(
@@ -105,14 +112,14 @@ def crafted(folder: Path, seed_file: Path) -> dict[str, Path]:
         lambda m: m["state"].update(log_det=[1.5] * 120_000))
     files["2 MB: 30,000 feature names"] = _rewrite(
         seed_file, folder / "names.npz",
-        lambda m: m["state"]["_features"]["attrs"].update(
+        lambda m: m["state"]["features"]["attrs"].update(
             columns={f"f{i}": i for i in range(30_000)}))
     files["compressed: 200 MB of JSON"] = folder / "json-bomb.npz"
-    head = json.dumps({"format": "okoco-model", "format_version": 4})
+    head = json.dumps({"format": "okoco-model", "format_version": 5})
     np.savez_compressed(files["compressed: 200 MB of JSON"],
                         __okoco__=np.array(head[:-1] + ', "pad": "' + " " * 50_000_000 + '"}'))
     files["JSON nested 100,000 deep"] = folder / "nested.npz"  # 0.8 MB
-    text = json.dumps({"format": "okoco-model", "format_version": 3}).replace(
+    text = json.dumps({"format": "okoco-model", "format_version": 5}).replace(
         "}", ', "state": ' + "[" * 100_000 + "]" * 100_000 + "}")
     np.savez(files["JSON nested 100,000 deep"], __okoco__=np.array(text))
     return files
@@ -188,17 +195,23 @@ def main(argv=None) -> None:
     folder = Path(tempfile.mkdtemp())
     rng = np.random.default_rng(0)
     trees = {"this tree": HERE, **({"baseline": args.baseline} if args.baseline else {})}
-    writer = args.baseline or HERE  # the baseline writes the files (format 3 stays readable)
+    # each tree loads the file it wrote (its own format); this tree also loads the baseline's
+    # file (an older format: the migrations' path)
     for name, n in (("KONS", 200), ("KONS", 2000), ("SketchedKONS", 2000), ("Auto", 100),
                     ("Auto", 500)):
-        path = folder / f"{name}-{n}.npz"
-        subprocess.run([sys.executable, "-c", _MAKE, name, str(n), str(path)], check=True,
-                       env={**os.environ, "PYTHONPATH": str(writer)}, cwd=tempfile.gettempdir())
-        size = path.stat().st_size / 1e6
+        written = {}
         for tree_name, tree in trees.items():
+            path = written[tree_name] = folder / f"{name}-{n}-{tree_name.replace(' ', '_')}.npz"
+            subprocess.run([sys.executable, "-c", _MAKE, name, str(n), str(path)], check=True,
+                           env={**os.environ, "PYTHONPATH": str(tree)},
+                           cwd=tempfile.gettempdir())
+        runs = [(tree_name, tree, written[tree_name]) for tree_name, tree in trees.items()]
+        if args.baseline:
+            runs.append(("this tree, baseline's file", HERE, written["baseline"]))
+        for label, tree, path in runs:
             r = measure(tree, path, args.repeat)
-            print(f"{name} n={n:<5d} {size:6.2f} MB  {tree_name:10s} load median "
-                  f"{r['median_s'] * 1e3:8.2f} ms (min {r['min_s'] * 1e3:.2f}, cpu median "
+            print(f"{name} n={n:<5d} {path.stat().st_size / 1e6:6.2f} MB  {label:26s} load "
+                  f"median {r['median_s'] * 1e3:8.2f} ms (min {r['min_s'] * 1e3:.2f}, cpu median "
                   f"{r['cpu_median_s'] * 1e3:.2f})  {r['outcome'][:40]}")
     seed_file = folder / "seed.npz"
     seed = KONS()

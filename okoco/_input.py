@@ -482,8 +482,9 @@ class Rows:
     #: Saved state (okoco.persistence): ``data`` and the fields hold ``n`` rows or more (capacity).
     _saved_state = {"max_size": "int[1,]|none", "n": "int[0,]", "d": "int[0,]",
                     "n_added": "int[n,]", "data": "array(>=n, >=d) float64",
-                    "fields": "dict[array(>=n) float64]", "_sq": "opt array(>=n) float64",
-                    "_sq_max": "opt float"}
+                    "fields": "dict[array(>=n) float64]",
+                    "_sq": "opt array(>=n) float64 as squared_norms",
+                    "_sq_max": "opt float as max_squared_norm"}
 
     def __init__(self, fields: tuple[str, ...] = (), max_size: int | None = None):
         self.max_size = max_size

@@ -121,7 +121,8 @@ class AdaptiveConformal:
 
     _saved_state = {"coverage": "number", "gamma": "number", "window": "int[1,]|none",
                     "level_gap": "float", "n_seen": "int[0,]", "n_missed": "int[0,]",
-                    "_recent": "list[float]", "_sorted": "list[float]"}
+                    "_recent": "list[float] as recent_scores",
+                    "_sorted": "list[float] as sorted_scores"}
 
     def __init__(self, coverage: float = 0.9, gamma: float = 0.02, window: int | None = 1000):
         self.coverage = coverage

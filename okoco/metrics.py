@@ -115,7 +115,7 @@ class ClassificationMetric(Metric):
 class _MeanMetric(Metric):
     """The weighted running mean of a per-sample score ``_eval(y_true, y_pred)``."""
 
-    _saved_state = {"_mean": "river"}
+    _saved_state = {"_mean": "river as mean"}
 
     def __init__(self) -> None:
         self._mean = stats.Mean()
@@ -205,8 +205,9 @@ class R2(RegressionMetric):
     _river_class = "river.metrics.r2.R2"
     bigger_is_better = True
 
-    _saved_state = {"_y_var": "river", "_total_sum_of_squares": "number",
-                    "_residual_sum_of_squares": "number"}
+    _saved_state = {"_y_var": "river as target_variance",
+                    "_total_sum_of_squares": "number as total_sum_of_squares",
+                    "_residual_sum_of_squares": "number as residual_sum_of_squares"}
 
     def __init__(self) -> None:
         self._y_var = stats.Var()
@@ -244,7 +245,7 @@ class Accuracy(ClassificationMetric):
 
     _river_class = "river.metrics.accuracy.Accuracy"
 
-    _saved_state = {"_correct": "number", "_total": "number"}
+    _saved_state = {"_correct": "number as correct", "_total": "number as total"}
 
     def __init__(self) -> None:
         self._correct = 0.0
@@ -292,7 +293,8 @@ class F1(ClassificationMetric):
 
     _river_class = "river.metrics.fbeta.F1"
 
-    _saved_state = {"pos_val": "plain", "_tp": "number", "_fp": "number", "_fn": "number"}
+    _saved_state = {"pos_val": "plain", "_tp": "number as true_positives",
+                    "_fp": "number as false_positives", "_fn": "number as false_negatives"}
 
     def __init__(self, pos_val: Any = True) -> None:
         self.pos_val = pos_val

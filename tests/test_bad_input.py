@@ -610,7 +610,7 @@ LOAD_CASES = [  # damaged or foreign files: okoco.load raises and the file is le
     ("dangling-reference", _edit_meta(lambda m: m["state"].update(log_det={"__ref__": 12345})),
      ValueError, "model.npz"),
     ("foreign-object", _edit_meta(lambda m: m["state"].update(
-        _features={"__obj__": "subprocess.Popen", "id": 99, "attrs": {}})), ValueError,
+        features={"__obj__": "subprocess.Popen", "id": 99, "attrs": {}})), ValueError,
      "never loads"),
 ]
 

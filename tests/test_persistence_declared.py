@@ -67,10 +67,10 @@ def find(meta, key):
 
 
 def test_a_padded_entry_asking_for_a_billion_rows_is_refused_before_allocating(kons_file):
-    rewrite(kons_file, lambda meta: find(meta, "_g").update(rows=1_000_000_000))
+    rewrite(kons_file, lambda meta: find(meta, "whitened_gradient").update(rows=1_000_000_000))
     tracemalloc.start()
     try:
-        refused(kons_file, "state._g", "more than a file of this size")
+        refused(kons_file, "state.whitened_gradient", "more than a file of this size")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -101,12 +101,12 @@ def test_an_unreferenced_compressed_member_is_refused_without_reading_it(kons_fi
 
 def test_a_referenced_compressed_bomb_is_refused_before_decompressing(kons_file):
     def edit(meta):
-        meta["state"]["_g"] = {"__array__": "a99", "id": 9999}
+        meta["state"]["whitened_gradient"] = {"__array__": "a99", "id": 9999}
 
     rewrite(kons_file, edit, extra={"a99": np.zeros(300_000_000 // 8)}, compress=True)
     tracemalloc.start()
     try:
-        refused(kons_file, "state._g")
+        refused(kons_file, "state.whitened_gradient")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -126,8 +126,8 @@ def test_numpy_scalars_other_than_numbers_are_refused(kons_file, scalar):
     ("n_seen", "abc", ["state.n_seen", "int"]),
     ("n_seen", -3, ["state.n_seen", "below"]),
     ("log_det", None, ["state.log_det", "float"]),
-    ("_warned_unscaled", 1, ["state._warned_unscaled", "bool"]),
-    ("_rng", 5, ["state._rng", "random generator"]),
+    ("warned_unscaled", 1, ["state.warned_unscaled", "bool"]),
+    ("rng", 5, ["state.rng", "random generator"]),
 ])
 def test_a_scalar_of_the_wrong_kind_is_refused_naming_the_field(kons_file, field, value, words):
     rewrite(kons_file, lambda meta: meta["state"].update({field: value}))
@@ -137,32 +137,32 @@ def test_a_scalar_of_the_wrong_kind_is_refused_naming_the_field(kons_file, field
 def test_an_array_of_the_wrong_dtype_is_refused(kons_file):
     with np.load(kons_file) as archive:
         meta = json.loads(str(archive["__okoco__"]))
-        name = meta["state"]["_g"]["__padded__"]
+        name = meta["state"]["whitened_gradient"]["__padded__"]
         as_int = archive[name].astype(np.int64)
     rewrite(kons_file, lambda meta: None, extra={name: as_int})
-    refused(kons_file, "state._g", "int64", "float64")
+    refused(kons_file, "state.whitened_gradient", "int64", "float64")
 
 
 def test_an_array_with_fewer_rows_than_its_rule_is_refused(kons_file):
     # the Cholesky factor of m = 30 atoms needs cap (cap + 1) / 2 packed entries
     def edit(meta):
-        meta["state"]["_chol"]["attrs"]["_L"]["rows"] = 1
+        meta["state"]["cholesky"]["attrs"]["factor"]["rows"] = 1
 
     with np.load(kons_file) as archive:
         meta = json.loads(str(archive["__okoco__"]))
-        name = meta["state"]["_chol"]["attrs"]["_L"]["__padded__"]
+        name = meta["state"]["cholesky"]["attrs"]["factor"]["__padded__"]
     rewrite(kons_file, edit, extra={name: np.zeros(1)})
-    refused(kons_file, "state._chol._L", "_cap * (_cap + 1) // 2")
+    refused(kons_file, "state.cholesky.factor", "capacity * (capacity + 1) // 2")
 
 
 def test_a_size_beyond_its_capacity_is_refused(kons_file):
-    rewrite(kons_file, lambda meta: meta["state"]["_chol"]["attrs"].update(_m=10**6))
-    refused(kons_file, "state._chol._m", "above _cap")
+    rewrite(kons_file, lambda meta: meta["state"]["cholesky"]["attrs"].update(size=10**6))
+    refused(kons_file, "state.cholesky.size", "above capacity")
 
 
 def test_an_undeclared_field_is_refused_naming_it(kons_file):
-    rewrite(kons_file, lambda meta: meta["state"]["_chol"]["attrs"].update(payload=[1, 2]))
-    refused(kons_file, "state._chol.'payload'", "not a field of IncrementalCholesky")
+    rewrite(kons_file, lambda meta: meta["state"]["cholesky"]["attrs"].update(payload=[1, 2]))
+    refused(kons_file, "state.cholesky.'payload'", "not a field of IncrementalCholesky")
 
 
 def test_format_version_true_is_not_version_1(kons_file):
@@ -254,13 +254,14 @@ def test_the_file_holds_the_declared_fields_and_no_caches(tmp_path):
     meta = persistence.read_metadata(model.save(tmp_path / "m.npz"))
     fields = persistence.declared_state(KONS)
     assert set(meta["state"]) == {f.name for f in fields.values() if not f.cache}
-    assert "_cache" not in meta["state"] and "_last" not in meta["state"]["_features"]["attrs"]
+    assert "_cache" not in meta["state"] and "_last" not in meta["state"]["features"]["attrs"]
 
 
 def test_a_declaration_with_a_stable_name_saves_under_it(tmp_path):
     class Renamed(KONS):
-        # the attribute _g was renamed _half: the file keeps calling it _g
-        _saved_state = {"_g": None, "_half": "array(>=_chol._m) float64 as _g"}
+        # the attribute _g was renamed _half: the file keeps calling it whitened_gradient
+        _saved_state = {"_g": None,
+                        "_half": "array(>=cholesky.size) float64 as whitened_gradient"}
 
         @property
         def _g(self):
@@ -275,7 +276,7 @@ def test_a_declaration_with_a_stable_name_saves_under_it(tmp_path):
         model = Renamed()
         model.learn_one({"a": 1.0}, 0.5)
         path = persistence.save(model, tmp_path / "m.npz")
-        assert "_g" in persistence.read_metadata(path)["state"]
+        assert "whitened_gradient" in persistence.read_metadata(path)["state"]
         again = okoco.load(path)
         assert np.array_equal(again._half, model._half) and "_g" not in vars(again)
     finally:
@@ -375,15 +376,15 @@ def test_a_squeak_file_with_a_gram_matrix_of_the_wrong_size_is_refused(tmp_path)
     path = okoco.save(model, tmp_path / "d.npz")
     with np.load(path) as archive:
         meta = json.loads(str(archive["__okoco__"]))
-        name = meta["state"]["_K"]["__array__"]
+        name = meta["state"]["gram"]["__array__"]
     rewrite(path, lambda meta: None, extra={name: np.zeros((2, 2))})
-    refused(path, "state._K", "_size")
+    refused(path, "state.gram", "size")
 
 
 def test_a_dictionary_size_that_disagrees_with_its_factor_is_refused(tmp_path):
     path = learned(SketchedKONS(seed=0), 30).save(tmp_path / "m.npz")
-    rewrite(path, lambda meta: meta["state"]["_kors"]["attrs"].update(_size=1))
-    refused(path, "state._kors._size", "below _chol._m")
+    rewrite(path, lambda meta: meta["state"]["kors"]["attrs"].update(size=1))
+    refused(path, "state.kors.size", "below cholesky.size")
 
 
 @pytest.mark.parametrize("comparator", [
@@ -414,14 +415,14 @@ def test_a_regret_tracker_round_trips_with_its_comparator(tmp_path, comparator):
 
 @pytest.mark.parametrize(("edit", "words"), [
     (lambda m: m["state"].update(n_seen=10**30), ["state.n_seen", "beyond int64"]),
-    (lambda m: m["state"]["_features"]["attrs"]["columns"].update(a=-1),
-     ["state._features.columns", "below 0"]),
-    (lambda m: m["state"]["_features"]["attrs"].update(columns=[1, 2]),
-     ["state._features.columns"]),
-    (lambda m: m["state"].update(_features={"__ref__": m["state"]["_eta"]["id"]}),
-     ["state._features", "StepSize, not a FeatureMap"]),
-    (lambda m: m["state"]["_eta"]["attrs"].update(decreasing="yes"),
-     ["state._eta.decreasing", "bool"]),
+    (lambda m: m["state"]["features"]["attrs"]["columns"].update(a=-1),
+     ["state.features.columns", "below 0"]),
+    (lambda m: m["state"]["features"]["attrs"].update(columns=[1, 2]),
+     ["state.features.columns"]),
+    (lambda m: m["state"].update(features={"__ref__": m["state"]["step_size"]["id"]}),
+     ["state.features", "StepSize, not a FeatureMap"]),
+    (lambda m: m["state"]["step_size"]["attrs"].update(decreasing="yes"),
+     ["state.step_size.decreasing", "bool"]),
     (lambda m: m["state"].update(alpha=-1.0), ["alpha must be a real number > 0"]),
 ])
 def test_fields_other_than_arrays_are_checked_too(kons_file, edit, words):

@@ -80,9 +80,10 @@ class Dictionary(abc.ABC):
 
     #: Saved state of every dictionary (okoco.persistence); subclasses add theirs.
     _saved_state: dict = {
-        "kernel": "kernel|none", "_features": "obj:FeatureMap", "_atoms": "obj:Rows",
-        "_indices": "array(>=_size) int64", "_weights": "array(>=_size) float64",
-        "_size": "int[0,]", "n_seen": "int[0,]",
+        "kernel": "kernel|none", "_features": "obj:FeatureMap as features",
+        "_atoms": "obj:Rows as atoms", "_indices": "array(>=size) int64 as indices",
+        "_weights": "array(>=size) float64 as weights", "_size": "int[0,] as size",
+        "n_seen": "int[0,]",
     }
 
     def __init__(self, kernel, **params):

@@ -85,11 +85,14 @@ class ALD(Dictionary):
     }
 
     _saved_state = {"nu": "number", "max_size": "int|none", "alpha": "number",
-                    "_column_mode": "bool", "_chol": "obj:IncrementalCholesky",
-                    "_residuals": "array(>=_size) float64", "_last_a": "array(*) float64|none",
-                    "_last_h": "array(*) float64|none", "last_residual": "float",
+                    "_column_mode": "bool as column_mode",
+                    "_chol": "obj:IncrementalCholesky as cholesky",
+                    "_residuals": "array(>=size) float64 as residuals",
+                    "_last_a": "array(*) float64|none as last_a",
+                    "_last_h": "array(*) float64|none as last_h", "last_residual": "float",
                     "last_kernel_column": "array(*) float64", "last_added": "bool",
-                    "_last_pivot": "opt float", "_size": "int[_chol._m,_chol._m]"}
+                    "_last_pivot": "opt float as last_pivot",
+                    "_size": "int[cholesky.size,cholesky.size] as size"}
 
     def __init__(self, kernel, nu: float, max_size: int | None = None, alpha: float = 0.0):
         super().__init__(kernel, nu=nu, max_size=max_size, alpha=alpha)

@@ -116,12 +116,12 @@ class INKEstimate(Dictionary):
     }
 
     #: Saved state (okoco.persistence): the kernel columns of the atoms over every point seen.
-    _saved_state = {"alpha": "number", "eps": "number", "qbar": "number",
-                    "seed": "int|none|rng", "_rng": "rng", "_history": "obj:Rows",
-                    "_C": "array(>=_history.n, >=_size) float64", "_p": "array(_size) float64",
-                    "deff_estimate": "float", "n_negative_increments": "int[0,]",
-                    "n_deff_guard": "int[0,]", "last_scores": "array(*) float64",
-                    "last_added": "bool"}
+    _saved_state = {"alpha": "number", "eps": "number", "qbar": "number", "seed": "int|none|rng",
+                    "_rng": "rng as rng", "_history": "obj:Rows as history",
+                    "_C": "array(>=history.n, >=size) float64 as kernel_columns",
+                    "_p": "array(size) float64 as probabilities", "deff_estimate": "float",
+                    "n_negative_increments": "int[0,]", "n_deff_guard": "int[0,]",
+                    "last_scores": "array(*) float64", "last_added": "bool"}
 
     def __init__(self, kernel, alpha: float = 2.0, eps: float = 0.5, qbar: float = 100.0,
                  seed=None):

@@ -121,9 +121,10 @@ class KORS(Dictionary):
 
     _saved_state = {
         "alpha": "number", "eps": "number", "beta": "number", "p_min": "number",
-        "seed": "int|none|rng", "_rng": "rng", "_chol": "obj:IncrementalCholesky",
-        "_column_mode": "bool", "last_tau": "float", "last_p": "float", "last_q": "float",
-        "last_added": "bool", "_size": "int[_chol._m,_chol._m]",
+        "seed": "int|none|rng", "_rng": "rng as rng",
+        "_chol": "obj:IncrementalCholesky as cholesky", "_column_mode": "bool as column_mode",
+        "last_tau": "float", "last_p": "float", "last_q": "float", "last_added": "bool",
+        "_size": "int[cholesky.size,cholesky.size] as size",
     }
 
     def __init__(self, kernel=None, alpha: float = 1.0, eps: float = 0.5, beta: float = 10.0,

@@ -89,7 +89,8 @@ class NystromKRR:
         "kernel": "kernel", "alpha": "number", "regularization": "number",
         "landmarks": "array(*, *) float64|none", "weights": "array(*) float64|none",
         "landmarks_": "opt array(m, *) float64", "landmark_weights_": "opt array(m) float64",
-        "_proj": "opt array(m, k) float64", "coef_": "opt array(k) float64|array(k, *) float64",
+        "_proj": "opt array(m, k) float64 as projection",
+        "coef_": "opt array(k) float64|array(k, *) float64",
         "fitted_": "opt array(*) float64|array(*, *) float64",
         "dual_coef_": "opt array(*) float64|array(*, *) float64",
     }

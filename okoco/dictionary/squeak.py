@@ -81,9 +81,11 @@ class SQUEAK(Dictionary):
 
     #: Saved state (okoco.persistence): the atoms' Gram matrix, probabilities and copies.
     _saved_state = {"alpha": "number", "eps": "number", "qbar": "int[1,]", "rule": "str",
-                    "seed": "int|none|rng", "_rng": "rng", "_K": "array(_size, _size) float64",
-                    "_p": "array(_size) float64", "_Q": "array(_size) int64",
-                    "last_scores": "array(*) float64", "last_added": "bool"}
+                    "seed": "int|none|rng", "_rng": "rng as rng",
+                    "_K": "array(size, size) float64 as gram",
+                    "_p": "array(size) float64 as probabilities",
+                    "_Q": "array(size) int64 as copies", "last_scores": "array(*) float64",
+                    "last_added": "bool"}
 
     def __init__(self, kernel, alpha: float = 2.0, eps: float = 0.5, qbar: int = 50,
                  rule: str = "min", seed=None):

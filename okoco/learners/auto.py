@@ -177,11 +177,11 @@ class Auto(KernelLearner):
 
     _saved_state = {"fast_rate": "number", "fast_discount": "number", "experts": "list[obj:KONS]",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
-                    "cumulative_loss": "float", "_points": "obj:SharedPoints",
-                    "_mixture": "cache:None",
-                    "rate": "float", "_target_ends": "array(4) float64",
-                    "max_size": "int[5,]|none", "scale_target": "bool",
-                    "target_count": "int[0,]", "target_mean": "float", "_target_m2": "float"}
+                    "cumulative_loss": "float", "_points": "obj:SharedPoints as points",
+                    "_mixture": "cache:None", "rate": "float",
+                    "_target_ends": "array(4) float64 as target_ends", "max_size": "int[5,]|none",
+                    "scale_target": "bool", "target_count": "int[0,]", "target_mean": "float",
+                    "_target_m2": "float as target_m2"}
 
     def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0,
                  fast_discount: float = 0.99, max_size: int | None = DEFAULT_WINDOW,

@@ -135,8 +135,8 @@ class StepSize:
     """
 
     #: Saved state (okoco.persistence).
-    _saved_state = {"eta": "str|number", "decreasing": "bool", "_scale": "opt float",
-                    "_const": "opt float"}
+    _saved_state = {"eta": "str|number", "decreasing": "bool", "_scale": "opt float as sqrt_scale",
+                    "_const": "opt float as constant"}
 
     def __init__(self, eta, loss, C: float, *, hessian: bool = False):
         self.eta = eta
@@ -226,10 +226,12 @@ class KernelLearner(base.MiniBatchRegressor):
 
     #: Saved state of every learner (okoco.persistence); subclasses add theirs.
     _saved_state: dict = {
-        "kernel": "kernel|none", "loss": "loss|none", "C": "number|none", "_kernel": "kernel",
-        "_loss": "loss", "_eta": "opt obj:StepSize", "_features": "obj:FeatureMap", "_rng": "rng",
-        "n_seen": "int[0,]", "_abs_target_sum": "float", "_warned_unscaled": "bool",
-        "_cache": "cache:None", "_lock": "cache:lock",
+        "kernel": "kernel|none", "loss": "loss|none", "C": "number|none",
+        "_kernel": "kernel as resolved_kernel", "_loss": "loss as resolved_loss",
+        "_eta": "opt obj:StepSize as step_size", "_features": "obj:FeatureMap as features",
+        "_rng": "rng as rng", "n_seen": "int[0,]", "_abs_target_sum": "float as abs_target_sum",
+        "_warned_unscaled": "bool as warned_unscaled", "_cache": "cache:None",
+        "_lock": "cache:lock",
     }
 
     def _setup(self) -> None:

@@ -73,7 +73,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
     }
 
     #: Saved state (okoco.persistence): the labels in order of appearance; a memo is a cache.
-    _saved_state = {"learner": "obj", "pos_label": "plain", "_labels": "list[plain]",
+    _saved_state = {"learner": "obj", "pos_label": "plain", "_labels": "list[plain] as labels",
                     "_pair_memo": "cache", "_lock": "cache:lock"}
 
     def __init__(self, learner=None, pos_label=None):

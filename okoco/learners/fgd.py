@@ -86,7 +86,7 @@ class FunctionalGD(KernelLearner):
     }
 
     _saved_state = {"eta": "str|number", "lam": "number", "budget": "int|none",
-                    "_store": "obj:Rows"}
+                    "_store": "obj:Rows as store"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, eta="sqrt", lam: float = 0.0,
                  budget: int | None = 1000):

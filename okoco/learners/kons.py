@@ -178,13 +178,15 @@ class KONS(KernelLearner):
     max_size = None
     _window = None
 
-    _saved_state = {"alpha": "number", "eta": "str|number", "_store": "obj:Rows,ExpertRows",
-                    "_chol": "obj:IncrementalCholesky",
-                    "_g": "array(>=_chol._m) float64", "_refreshes_seen": "int[0,]",
+    _saved_state = {"alpha": "number", "eta": "str|number",
+                    "_store": "obj:Rows,ExpertRows as store",
+                    "_chol": "obj:IncrementalCholesky as cholesky",
+                    "_g": "array(>=cholesky.size) float64 as whitened_gradient",
+                    "_refreshes_seen": "int[0,] as refreshes_seen",
                     "online_effective_dimension": "float", "log_det": "float", "rg_sum": "float",
-                    "max_size": "int[1,]|none", "_selected": "array(*) intp",
+                    "max_size": "int[1,]|none", "_selected": "array(*) intp as selected_slots",
                     "noise_scale_sum": "float",
-                    "_window": "obj:SlotInverse|none"}
+                    "_window": "obj:SlotInverse|none as window_inverse"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", max_size: int | None = DEFAULT_MAX_SIZE):

@@ -108,10 +108,11 @@ class KRLS(KernelLearner):
         "alpha": ALD._parameter_constraints["alpha"],
     }
 
-    _saved_state = {"nu": "number", "max_size": "int|none", "alpha": "number", "_store": "obj:Rows",
-                    "_ald": "obj:ALD", "_w": "array(>=_ald._size) float64",
-                    "_M": "obj:PackedSymmetric",
-                    "last_residual": "float", "noise_scale_sum": "float"}
+    _saved_state = {"nu": "number", "max_size": "int|none", "alpha": "number",
+                    "_store": "obj:Rows as store", "_ald": "obj:ALD as ald",
+                    "_w": "array(>=ald.size) float64 as weights",
+                    "_M": "obj:PackedSymmetric as p_matrix", "last_residual": "float",
+                    "noise_scale_sum": "float"}
 
     def __init__(self, kernel=None, nu: float = 0.01, C: float | None = None,
                  max_size: int | None = 500, alpha: float = 0.0, loss=None):

@@ -93,8 +93,8 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     }
 
     _saved_state = {"learner": "obj", "classes": "list[plain]", "learners": "list[obj]",
-                    "n_seen": "int[0,]", "_features": "obj:FeatureMap",
-                    "_points": "obj:SharedPoints|none"}
+                    "n_seen": "int[0,]", "_features": "obj:FeatureMap as features",
+                    "_points": "obj:SharedPoints|none as points"}
 
     def __init__(self, learner=None):
         self.learner = learner

@@ -182,13 +182,14 @@ class PROSNKONS(KernelLearner):
     }
 
     _saved_state = {"alpha": "number", "eta": "str|number", "dictionary_alpha": "number",
-                    "eps": "number", "beta": "number", "p_min": "number",
-                    "max_size": "int|none", "seed": "int|none|rng", "_kors": "obj:KORS",
-                    "_store": "obj:Rows", "_embed": "obj:IncrementalCholesky",
-                    "_u": "array(>=_embed._m) float64", "_P": "obj:PackedSymmetric",
-                    "noise_scale_sum": "opt float",
-                    "n_restarts": "int[0,]", "online_effective_dimension": "float",
-                    "log_det": "float"}
+                    "eps": "number", "beta": "number", "p_min": "number", "max_size": "int|none",
+                    "seed": "int|none|rng", "_kors": "obj:KORS as kors",
+                    "_store": "obj:Rows as store",
+                    "_embed": "obj:IncrementalCholesky as embedding",
+                    "_u": "array(>=embedding.size) float64 as ons_point",
+                    "_P": "obj:PackedSymmetric as ons_inverse", "noise_scale_sum": "opt float",
+                    "n_restarts": "int[0,]",
+                    "online_effective_dimension": "float", "log_det": "float"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", dictionary_alpha: float = 1.0, eps: float = 0.5,

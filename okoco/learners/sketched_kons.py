@@ -77,7 +77,7 @@ class SketchedKONS(KONS):
     _drops_null_points = True
 
     _saved_state = {"eps": "number", "beta": "number", "p_min": "number",
-                    "seed": "int|none|rng", "_kors": "obj:KORS"}
+                    "seed": "int|none|rng", "_kors": "obj:KORS as kors"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,

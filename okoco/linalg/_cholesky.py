@@ -119,11 +119,13 @@ class IncrementalCholesky:
     _MIN_CHECK_PERIOD = 16
 
     #: Saved state (okoco.persistence): packed buffers of ``capacity * (capacity + 1) / 2``.
-    _saved_state = {"refresh_tol": "number", "min_pivot": "number", "_cap": "int[0,]",
-                    "_L": "array(_cap * (_cap + 1) // 2) float64",
-                    "_A": "array(_cap * (_cap + 1) // 2) float64", "_m": "int[0,_cap]",
-                    "_ops_since_check": "int[0,]", "_rebuilding": "bool",
-                    "n_clamped": "int[0,]", "n_refreshes": "int[0,]", "last_residual": "float"}
+    _saved_state = {"refresh_tol": "number", "min_pivot": "number", "_cap": "int[0,] as capacity",
+                    "_L": "array(capacity * (capacity + 1) // 2) float64 as factor",
+                    "_A": "array(capacity * (capacity + 1) // 2) float64 as matrix",
+                    "_m": "int[0,capacity] as size",
+                    "_ops_since_check": "int[0,] as ops_since_check",
+                    "_rebuilding": "bool as rebuilding", "n_clamped": "int[0,]",
+                    "n_refreshes": "int[0,]", "last_residual": "float"}
 
     def __init__(self, capacity: int = 16, refresh_tol: float = 1e-8, min_pivot: float = 1e-12):
         if isinstance(capacity, bool) or not isinstance(capacity, numbers.Integral) or capacity < 1:

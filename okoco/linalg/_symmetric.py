@@ -47,9 +47,10 @@ class PackedSymmetric:
     _dense: np.ndarray | None = None
 
     #: Saved state (okoco.persistence): dense ``(m, m)`` up to DENSE_MAX, else packed.
-    _saved_state = {"_cap": "int[0,]", "_m": "int[0,]",
-                    "_buf": "array(0) float64|array(_cap * (_cap + 1) // 2) float64",
-                    "_dense": "array(_m, _m) float64|none"}
+    _saved_state = {"_cap": "int[0,] as capacity", "_m": "int[0,] as size",
+                    "_buf": ("array(0) float64|array(capacity * (capacity + 1) // 2) float64"
+                             " as packed"),
+                    "_dense": "array(size, size) float64|none as dense"}
 
     def __init__(self, capacity: int = 16):
         self._cap = int(capacity)

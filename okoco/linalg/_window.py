@@ -43,8 +43,8 @@ class SlotInverse:
     """
 
     _saved_state = {"capacity": "int[1,]|none", "P": "array(*, *) float64",
-                    "M": "array(*, *) float64", "size": "int[0,]", "_mods": "int[0,]",
-                    "n_refreshes": "int[0,]"}
+                    "M": "array(*, *) float64", "size": "int[0,]",
+                    "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]"}
 
     def __init__(self, capacity: int | None = None):
         self.capacity = capacity  # slots at most (None: any number, for a caller's ring)

@@ -33,29 +33,33 @@ Every class a file may hold declares its state in a class attribute ``_saved_sta
 attribute name to a spec string (plain data, so classes below this module declare it without
 importing it; a subclass's dict extends its bases', and ``None`` drops an inherited entry)::
 
-    _saved_state = {"_cap": "int[0,]", "_m": "int[0,_cap]",
-                    "_L": "array(_cap * (_cap + 1) // 2) float64", "_cache": "cache:None"}
+    _saved_state = {"_cap": "int[0,] as capacity", "_m": "int[0,capacity] as size",
+                    "_L": "array(capacity * (capacity + 1) // 2) float64 as factor",
+                    "_cache": "cache:None"}
 
 A spec is ``[opt] KIND[|KIND...] [as FIELD]`` or ``cache[:None|:{}|:lock]``. ``opt``: the
-attribute may be absent (a class default stands in); ``as FIELD``: the stable name in the file,
-when the attribute's own name changed; ``cache``: never saved, and set on loading to ``None``,
+attribute may be absent (a class default stands in); ``as FIELD``: the field's stable public name
+in the file (a public attribute's own name by default; a private attribute must declare one, so
+that no file holds a private name and renaming an attribute never changes the format);
+``cache``: never saved, and set on loading to ``None``,
 ``{}`` or a new ``threading.Lock`` (or left to the class default). A KIND is ``int``,
 ``int[LO,HI]``, ``float`` (a Python float), ``number`` (an int or a float: a parameter as given),
 ``bool``, ``str``, ``none``, ``rng`` (a numpy Generator), ``kernel``, ``loss``, ``obj`` (an
 object of a class that declares its own state; ``obj:Rows,ExpertRows`` of those classes only),
-``plain`` (nested lists, tuples, dicts and sets
-of None, bool, int, float, str, bytes: feature names, labels), ``river`` (one of river's
-statistics, in checkpoints), ``list[KIND]``, ``dict[KIND]`` (values; keys are plain) or
-``array(SHAPE) DTYPE``. A SHAPE has one rule per axis: an integer expression (``+ - * //``,
-parentheses, ``min``/``max``) of the object's int fields (``_m``), of an int attribute of a field
-(``_store.n``) or of a free symbol (any other name, equal wherever it appears in the object),
-optionally prefixed by ``>=`` (a capacity), or ``*`` (any length).
+``plain`` (nested lists, tuples, dicts and sets of None, bool, int, float, str, bytes: feature
+names, labels), ``river`` (one of river's statistics, in checkpoints), ``list[KIND]``,
+``dict[KIND]`` (values; keys are plain) or ``array(SHAPE) DTYPE``. A SHAPE has one rule per axis:
+an integer expression (``+ - * //``, parentheses, ``min``/``max``) of the object's int fields
+(``size``), of an int field of a field (``cholesky.size``, ``store.n``), all named as in the
+file, or of a free symbol (any other name, equal wherever it appears in the object), optionally
+prefixed by ``>=`` (a capacity), or ``*`` (any length).
 
 :func:`save` writes exactly the declared fields, in a file of at most a few times their size;
 state a class does not declare is a ``TypeError`` naming the attributes (declare a new attribute
 before it can be saved). :func:`load` checks every field against its declaration before the
-object is built and raises a ``ValueError`` naming the field (``state._chol._L must be
-array(_cap * (_cap + 1) // 2) float64, got ...``); a field the class does not declare is refused.
+object is built and raises a ``ValueError`` naming the field (``state.cholesky.factor must be
+array(capacity * (capacity + 1) // 2) float64, got ...``); a field the class does not declare is
+refused.
 
 Loading is bounded by the file: archive members are read only when the metadata refers to them
 (each once, and a member nobody refers to is refused), each ``.npy`` header is checked before
@@ -66,8 +70,8 @@ of JSON containers (200,000) are bounded and error messages are cut to 600 chara
 Versioning: ``FORMAT_VERSION`` is bumped whenever the layout of the file or the saved state of a
 learner changes; :func:`load` reads the versions in ``SUPPORTED_VERSIONS`` and refuses any other
 with a ``ValueError`` naming the version found and the versions supported. Every migration of an
-older file is in this module (:func:`_migrate` for the metadata tree, :func:`_migrate_state`
-for one object's attributes). A damaged file (cut short, edited, an entry missing or of the
+older file is in one module, ``okoco.persistence._migrations`` (its docstring lists what each
+version changed). A damaged file (cut short, edited, an entry missing or of the
 wrong kind) raises one ``ValueError`` that names the file and what is wrong.
 
 Layering: this module sits *below* the learners and knows none of them. The layers that define

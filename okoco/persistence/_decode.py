@@ -34,7 +34,7 @@ from okoco.persistence._schema import _SCALARS, _check_fields, _plausible, decla
 class _Decoder:
     """JSON trees (and the archive's arrays) back to Python objects, checking as it goes.
 
-    ``where`` names the place in the file for error messages (``state._chol._L``); nesting is
+    ``where`` names the place in the file for error messages (``state.cholesky.factor``); nesting is
     bounded by :data:`_MAX_DEPTH`; objects of a class that declares its state are checked
     field by field against the declaration before they are built.
     """

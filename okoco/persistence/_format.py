@@ -13,9 +13,9 @@ FORMAT_NAME = "okoco-model"
 
 CHECKPOINT_FORMAT_NAME = "okoco-replay-checkpoint"
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
-SUPPORTED_VERSIONS = (1, 2, 3, 4)
+SUPPORTED_VERSIONS = (1, 2, 3, 4, 5)
 
 META_KEY = "__okoco__"
 

@@ -140,8 +140,8 @@ def declared_state(cls: type) -> dict[str, _Field] | None:
     >>> from okoco import persistence
     >>> from okoco.linalg import IncrementalCholesky
     >>> fields = persistence.declared_state(IncrementalCholesky)
-    >>> fields["_L"].describe()
-    'array(_cap * (_cap + 1) // 2) float64'
+    >>> fields["_L"].name, fields["_L"].describe()
+    ('factor', 'array(capacity * (capacity + 1) // 2) float64')
     """
     if cls in _DECLARED:
         return _DECLARED[cls]
@@ -162,6 +162,11 @@ def declared_state(cls: type) -> dict[str, _Field] | None:
                 raise TypeError(f"{cls.__qualname__}._saved_state[{attr!r}] = {spec!r} is not a "
                                 f"valid declaration: {error}") from None
         names = [f.name for f in fields.values() if not f.cache]
+        private = [n for n in names if n.startswith("_")]
+        if private:
+            raise TypeError(f"{cls.__qualname__}._saved_state saves {', '.join(private)} under a "
+                            "private name; give each a stable public name in the file "
+                            "('... as NAME')")
         if len(set(names)) != len(names):
             raise TypeError(f"{cls.__qualname__}._saved_state names a field twice")
     _DECLARED[cls] = fields
@@ -180,8 +185,7 @@ def _eval_dim(node: ast.expr, env: dict, symbols: dict, where: str) -> int:
             return value
         return symbols[node.id]
     if isinstance(node, ast.Attribute):
-        owner = _eval_owner(node.value, env, where)
-        value = vars(owner).get(node.attr, getattr(type(owner), node.attr, None))
+        value = _field_of(_eval_owner(node.value, env, where), node.attr)
         if type(value) is not int:
             raise ValueError(f"{where}: its shape rule needs the integer {ast.unparse(node)}, "
                              f"which is {_short(value)}")
@@ -203,11 +207,22 @@ def _eval_dim(node: ast.expr, env: dict, symbols: dict, where: str) -> int:
     return left // right if right else 0
 
 
+def _field_of(owner: Any, name: str) -> Any:
+    """The field ``name`` of a decoded object: the attribute its class declares under that name
+    (a class without a declaration, river's, by attribute)."""
+    fields = declared_state(type(owner))
+    attr = next((f.attr for f in fields.values() if f.name == name and not f.cache), None) \
+        if fields is not None else name
+    return vars(owner).get(attr, _MISSING) if attr is not None else _MISSING
+
+
 def _eval_owner(node: ast.expr, env: dict, where: str) -> Any:
     if isinstance(node, ast.Name) and node.id in env:
         return env[node.id]
     if isinstance(node, ast.Attribute):
-        return getattr(_eval_owner(node.value, env, where), node.attr)
+        owner = _field_of(_eval_owner(node.value, env, where), node.attr)
+        if owner is not _MISSING:
+            return owner
     raise ValueError(f"{where}: its shape rule refers to {ast.unparse(node)}, which is not saved")
 
 
@@ -343,6 +358,8 @@ def _plain(value: Any, depth: int) -> bool:
 def _check_fields(cls: type, fields: dict[str, _Field], values: dict, where: str) -> None:
     """Raise ``ValueError`` naming the first field of ``values`` that breaks its declaration."""
     symbols: dict = {}
+    # the rules name the other fields by their names in the file
+    env = {f.name: values[f.attr] for f in fields.values() if not f.cache and f.attr in values}
     # fields other rules refer to (ints, objects) first, then arrays, so free symbols bind from
     # the first array that has them in declaration order
     for field in fields.values():
@@ -356,7 +373,7 @@ def _check_fields(cls: type, fields: dict[str, _Field], values: dict, where: str
         value = values[field.attr]
         reasons = []
         for kind in field.kinds:
-            reason = _check_kind(kind, value, values, symbols, f"{where}.{field.name}")
+            reason = _check_kind(kind, value, env, symbols, f"{where}.{field.name}")
             if reason is None:
                 break
             reasons.append(reason)

@@ -83,10 +83,12 @@ class RegretTracker:
 
     #: Saved state (okoco.persistence): the stream so far and the checkpoints evaluated.
     _saved_state = {"loss": "loss", "comparator": "obj", "checkpoints": "plain",
-                    "_checkpoints": "array(*) int64", "_next": "int[0,]", "n_seen": "int[0,]",
-                    "_features": "obj:FeatureMap", "_X": "obj:Rows",
-                    "_y": "array(>=n_seen) float64",
-                    "_yp": "array(>=n_seen) float64", "_cum": "float", "_rows": "plain"}
+                    "_checkpoints": "array(*) int64 as checkpoint_steps",
+                    "_next": "int[0,] as next_checkpoint", "n_seen": "int[0,]",
+                    "_features": "obj:FeatureMap as features", "_X": "obj:Rows as inputs",
+                    "_y": "array(>=n_seen) float64 as targets",
+                    "_yp": "array(>=n_seen) float64 as predictions",
+                    "_cum": "float as cumulative_loss", "_rows": "plain as records"}
 
     def __init__(self, loss, comparator, checkpoints=None):
         self.loss = loss

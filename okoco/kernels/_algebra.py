@@ -1,0 +1,229 @@
+"""The kernel base class and the kernel algebra: sums, products and positive multiples."""
+
+from __future__ import annotations
+
+from numbers import Real
+
+import numpy as np
+
+from okoco._validation import Interval, check_params
+from okoco.kernels._distances import _as_rows
+
+#: The constraint of every kernel scale ``gamma``.
+SCALE = [Interval(Real, 0, None, closed="neither")]
+
+
+class Kernel:
+    """Base class: subclasses implement ``_gram`` and ``_diag``; this adds normalisation.
+
+    A user kernel may subclass this (implementing ``_gram(X, Y)`` and ``_diag(X)``) or be any
+    object with the same ``__call__`` and ``diag`` methods.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.kernels import Kernel
+    >>> class Cosine(Kernel):
+    ...     def _gram(self, X, Y):
+    ...         return X @ Y.T
+    ...     def _diag(self, X):
+    ...         return np.einsum("ij,ij->i", X, X)
+    >>> k = Cosine()
+    >>> k.normalize = True
+    >>> np.round(k(np.array([[1.0, 0.0], [1.0, 1.0]])), 4)
+    array([[1.    , 0.7071],
+           [0.7071, 1.    ]])
+    """
+
+    normalize: bool = False
+
+    def __call__(self, X, Y=None) -> np.ndarray:
+        X = _as_rows(X)
+        Y = X if Y is None else _as_rows(Y)
+        if X.shape[1] != Y.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features but Y has {Y.shape[1]}")
+        K = self._gram(X, Y)
+        if self.normalize:
+            K = K / np.sqrt(np.outer(self._self_similarity(X), self._self_similarity(Y)))
+        return K
+
+    def diag(self, X) -> np.ndarray:
+        X = _as_rows(X)
+        if self.normalize:
+            self._self_similarity(X)  # validates
+            return np.ones(X.shape[0])
+        return self._diag(X)
+
+    def _self_similarity(self, X: np.ndarray) -> np.ndarray:
+        """``k(x, x)`` before normalisation; 0 (e.g. the zero vector, linear kernel) is an error."""
+        d = self._diag(X)
+        bad = np.flatnonzero(~(d > 0))
+        if bad.size:
+            raise ValueError(
+                f"normalize=True is undefined for row {int(bad[0])}: its k(x, x) is "
+                f"{float(d[bad[0]])!r} (e.g. the zero vector under a linear kernel)"
+            )
+        return d
+
+    def _gram(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def _diag(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def _params(self) -> dict:
+        return {}
+
+    def __repr__(self) -> str:
+        params = dict(self._params())
+        if self.normalize:
+            params["normalize"] = True
+        inner = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        return f"{type(self).__name__}({inner})"
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and repr(self) == repr(other)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    # -- kernel algebra: k1 + k2, k1 * k2, c * k --------------------------------------------
+
+    def __add__(self, other):
+        return Sum(self, other) if isinstance(other, Kernel) else NotImplemented
+
+    def __mul__(self, other):
+        if isinstance(other, Kernel):
+            return Product(self, other)
+        if isinstance(other, Real) and not isinstance(other, bool):
+            return Scaled(other, self)
+        return NotImplemented
+
+    def __rmul__(self, other):
+        if isinstance(other, Real) and not isinstance(other, bool):
+            return Scaled(other, self)
+        return NotImplemented
+
+
+class _OkocoKernel:
+    """The constraint on the parts of a kernel sum, product or multiple: okoco kernels."""
+
+    def accepts_type(self, value) -> bool:
+        return isinstance(value, Kernel)
+
+    def convert(self, value):
+        return value
+
+    def __str__(self) -> str:
+        return "an okoco kernel"
+
+_PARTS = {"left": [_OkocoKernel()], "right": [_OkocoKernel()], "normalize": ["boolean"]}
+
+
+class _Pair(Kernel):
+    """Two kernels combined entrywise (the shared part of :class:`Sum` and :class:`Product`)."""
+
+    _parameter_constraints = _PARTS
+
+    def __init__(self, left: Kernel, right: Kernel, normalize: bool = False):
+        self.left = left
+        self.right = right
+        self.normalize = normalize
+        check_params(self)
+        self.normalize = bool(normalize)
+
+    def _params(self):
+        return {"left": self.left, "right": self.right}
+
+
+class Sum(_Pair):
+    """Sum of two kernels, ``k(x, y) = left(x, y) + right(x, y)``; usually written ``left + right``.
+
+    Parameters
+    ----------
+    left, right
+        okoco kernels (their own ``normalize`` applies first).
+    normalize
+        Divide the sum by ``sqrt(k(x, x) k(y, y))``.
+
+    Examples
+    --------
+    >>> from okoco.kernels import RBF, Linear
+    >>> k = RBF(gamma=1.0) + Linear()
+    >>> float(k([1.0, 0.0], [1.0, 2.0])[0, 0]) == float(__import__("numpy").exp(-4.0)) + 1.0
+    True
+    >>> float(k.diag([[1.0, 2.0]])[0])  # 1 + ||x||^2
+    6.0
+    """
+
+
+    def _gram(self, X, Y):
+        return self.left(X, Y) + self.right(X, Y)  # new arrays: a user kernel may cache its own
+
+    def _diag(self, X):
+        return self.left.diag(X) + self.right.diag(X)
+
+
+class Product(_Pair):
+    """Elementwise product of two kernels, ``k(x, y) = left(x, y) * right(x, y)``;
+    usually written ``left * right``. PSD by the Schur product theorem.
+
+    Parameters
+    ----------
+    left, right
+        okoco kernels (their own ``normalize`` applies first).
+    normalize
+        Divide the product by ``sqrt(k(x, x) k(y, y))``.
+
+    Examples
+    --------
+    >>> from okoco.kernels import Linear
+    >>> k = Linear() * Linear()  # the homogeneous quadratic kernel <x, y>^2
+    >>> float(k([1.0, 2.0], [3.0, 4.0])[0, 0])
+    121.0
+    """
+
+
+    def _gram(self, X, Y):
+        return self.left(X, Y) * self.right(X, Y)
+
+    def _diag(self, X):
+        return self.left.diag(X) * self.right.diag(X)
+
+
+class Scaled(Kernel):
+    """A kernel times a positive constant, ``k(x, y) = scale * kernel(x, y)``; usually written
+    ``scale * kernel``.
+
+    Parameters
+    ----------
+    scale
+        The factor, finite and > 0.
+    kernel
+        An okoco kernel.
+
+    Examples
+    --------
+    >>> from okoco.kernels import RBF
+    >>> k = 0.5 * RBF(gamma=2.0)
+    >>> k
+    Scaled(scale=0.5, kernel=RBF(gamma=2.0))
+    >>> k.diag([[3.0], [4.0]])
+    array([0.5, 0.5])
+    """
+
+    _parameter_constraints = {"scale": SCALE, "kernel": [_OkocoKernel()]}
+
+    def __init__(self, scale: float, kernel: Kernel):
+        self.scale = scale
+        self.kernel = kernel
+        check_params(self)
+
+    def _gram(self, X, Y):
+        return self.scale * self.kernel(X, Y)
+
+    def _diag(self, X):
+        return self.scale * self.kernel.diag(X)
+
+    def _params(self):
+        return {"scale": self.scale, "kernel": self.kernel}
