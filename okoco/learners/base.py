@@ -231,8 +231,9 @@ class KernelLearner(base.MiniBatchRegressor):
         "_eta": "opt obj:StepSize as step_size", "_features": "obj:FeatureMap as features",
         "_rng": "rng as rng", "n_seen": "int[0,]", "_abs_target_sum": "float as abs_target_sum",
         "_warned_unscaled": "bool as warned_unscaled", "_cache": "cache:None",
-        "_lock": "cache:lock",
+        "_lock": "cache:lock", "_core": "cache:None",
     }
+    _core: tuple | None = None  # (kernel, its compiled step object or None): _compiled_step
 
     def _setup(self) -> None:
         """Check the parameters, then build a fresh state (the end of every ``__init__``)."""
@@ -254,6 +255,7 @@ class KernelLearner(base.MiniBatchRegressor):
         self._abs_target_sum = 0.0
         self._warned_unscaled = False
         self._cache = None
+        self._core = None
         self._reset_state()
 
     @abc.abstractmethod
@@ -458,6 +460,21 @@ class KernelLearner(base.MiniBatchRegressor):
         self._cache = (self.n_seen, v.copy(), result)
         return result
 
+    def _compiled_step(self):
+        """The learner's compiled step object (``okoco._core._steps``) for its current kernel,
+        or ``None`` where the kernel or the learner has none. A cache on the learner's buffers,
+        built at first use and again after a load, a copy or a new default kernel."""
+        core = self._core
+        if core is None or core[0] is not self._kernel:
+            spec = compiled_kernel(self._kernel)
+            core = self._core = (self._kernel, None if spec is None else self._make_step(spec))
+        return core[1]
+
+    def _make_step(self, spec: tuple):
+        """A compiled step object for the kernel described by ``spec`` (``compiled_kernel``),
+        or ``None`` (the default: the learner's Python step)."""
+        return None
+
     def save(self, path, *, compress: bool = False):
         """Save the learner to one ``.npz`` file (arrays + JSON, no pickle), atomically.
 
@@ -469,7 +486,7 @@ class KernelLearner(base.MiniBatchRegressor):
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_cache"] = None  # a prediction cache is not model state
+        state["_cache"] = state["_core"] = None  # caches are not model state
         state.pop("_lock", None)  # a copy gets a lock of its own
         return state
 

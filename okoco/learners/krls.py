@@ -158,24 +158,20 @@ class KRLS(KernelLearner):
         state["_w"], state["_M"] = w, PackedSymmetric.from_matrix(0.5 * (M + M.T))
         return state
 
+    def _make_step(self, spec: tuple):
+        return _steps.KRLSStep(spec, self._kernel, float(self.nu), self.max_size,
+                               self._noise_ratio)
+
     def _analyse(self, v: np.ndarray):
         """Kernel column, ``k(x, x)``, ``h = L^{-1} g``, the ALD residual and the prediction of
         ``v``, shared by predict and learn."""
-        return self._cached(v, self._analyse_now)
+        core = self._compiled_step()
+        analysis = None if core is None else core.analysis(self, v, self.n_seen)
+        # the Python analysis: a kernel without a compiled form, or a value to word an error about
+        return analysis if analysis is not None else self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
-        store, chol = self._store, self._ald.cholesky
-        spec = compiled_kernel(self._kernel)
-        if spec is not None:  # the kernel row, the solve and the products in one call
-            if v.shape[0] < store.d:  # features this row does not have are 0 in it
-                v = np.pad(v, (0, store.d - v.shape[0]))
-            g, h = np.empty(store.n), np.empty(store.n)
-            analysis = _steps.krls_analyse(spec, store.view(), store.squared_norms()[0],
-                                           chol._L, self._w, v, g, h)
-            if analysis is not None:
-                kxx, delta, prediction = analysis
-                return g, kxx, h, delta, prediction
-        g = store.kernel_row(self._kernel, v)
+        g = self._store.kernel_row(self._kernel, v)
         kxx = self_similarity(self._kernel, v)
         if not (math.isfinite(kxx) and finite_row(self._kernel, g)):
             bad = g[~np.isfinite(g)]
@@ -188,7 +184,9 @@ class KRLS(KernelLearner):
         return g, kxx, h, delta, float(h.dot(self._w[: h.shape[0]]))
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        return self._analyse(v)[4]
+        core = self._compiled_step()
+        prediction = None if core is None else core.predict(self, v, self.n_seen)
+        return prediction if prediction is not None else self._analyse(v)[4]
 
     def _predictive_variance(self, v: np.ndarray) -> float:
         r""":math:`\hat\tau^2(\delta(x) + \nu')` for ``predict_one(x, with_dist=True)``.
@@ -216,6 +214,9 @@ class KRLS(KernelLearner):
         return self._w[: self._ald.size] @ self._ald.cholesky.half_solve(Kb)
 
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
+        core = self._compiled_step()
+        if core is not None and core.learn(self, v, y, self.n_seen) == _steps.STEP_OK:
+            return  # the point did not join: the weights' step below, in one call
         ald = self._ald
         chol = ald.cholesky
         m = ald.size
