@@ -99,9 +99,12 @@ class SlotInverse:
         ``log det M`` (the Schur complement of the other atoms)."""
         P = self.P
         pivot = float(P[slot, slot])
+        # exactly, P_jj = 1 / (M_jj - the part the other atoms explain) >= 1 / M_jj: a pivot
+        # below half of that is rounding (the downdate would divide by it): recompute instead
+        usable = math.isfinite(pivot) and pivot * float(self.M[slot, slot]) >= 0.5
         self.M[slot, :n] = self.M[:n, slot] = 0.0
         self.size -= 1
-        if not (math.isfinite(pivot) and pivot > 0.0):  # rounding: recompute the inverse
+        if not usable:
             self.refresh()
             return 0.0  # (log_det then misses this removal's term: a statistic only)
         p = P[:n, slot].copy()
