@@ -54,10 +54,11 @@ def steps(names=("FunctionalGD", "KRLS", "SketchedKONS", "KONS")) -> list[dict]:
             rows.append({"learner": name, "t": mark["t"], "m": mark["m"],
                          "step_us": mark["replay_us"], "floor_us": floor["total"],
                          "multiple": mark["replay_us"] / floor["total"],
-                         "cpu_us": mark["cpu_us"]})
+                         "cpu_us": mark["cpu_us"], "median_us": mark["median_us"]})
+            # the median step of the first pass: a step the scheduler did not preempt
             print(f"  {name:13s} t={mark['t']:6d} m={mark['m']:5d} step {mark['replay_us']:8.1f}"
-                  f" us  floor {floor['total']:8.1f} us  -> {rows[-1]['multiple']:.2f}x",
-                  flush=True)
+                  f" us  floor {floor['total']:8.1f} us  -> {rows[-1]['multiple']:.2f}x  "
+                  f"(median step {mark['median_us']:.1f} us)", flush=True)
     return rows
 
 
@@ -175,21 +176,27 @@ def one_row(t: int = 800, calls: int = 20) -> list[dict]:
         for x, target in zip(X[:t], y[:t]):
             by_position.learn_one(dict(enumerate(x.tolist())), float(target))
         array = X[t : t + 1]
-        one, many, arr = [], [], []
+        positional = [dict(enumerate(X[i].tolist())) for i in (t - 1, t)]
+        calls_of = {  # each path: its model, the row the copy predicts first, the call timed
+            "one": (model, dicts[t - 1], lambda m: m.learn_one(dicts[t], float(y[t]))),
+            "frame": (model, dicts[t - 1],
+                      lambda m, frame=frame: m.learn_many(frame, [float(y[t])])),
+            "array": (by_position, positional[0],
+                      lambda m, array=array: m.learn_many(array, [float(y[t])])),
+        }
+        times = {key: [] for key in calls_of}
         for _ in range(calls):
-            a, b, c = (copy.deepcopy(m) for m in (model, model, by_position))
-            for copied in (a, b):  # the compiled step object is rebuilt after a copy
-                copied.predict_one(dicts[t - 1])
-            c.predict_one(dict(enumerate(X[t - 1].tolist())))
-            start = time.perf_counter()
-            a.learn_one(dicts[t], float(y[t]))
-            one.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            b.learn_many(frame, [float(y[t])])
-            many.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            c.learn_many(array, [float(y[t])])
-            arr.append(time.perf_counter() - start)
+            for key, (source, before, call) in calls_of.items():
+                # a copy (whose compiled step object is rebuilt at its first prediction), and
+                # the same call on another copy first: the path's code warm, as in a loop
+                warm, timed = copy.deepcopy(source), copy.deepcopy(source)
+                for copied in (warm, timed):
+                    copied.predict_one(before)
+                call(warm)
+                start = time.perf_counter()
+                call(timed)
+                times[key].append(time.perf_counter() - start)
+        one, many, arr = times["one"], times["frame"], times["array"]
         row = {"learner": name, "t": t, "learn_one_us": 1e6 * float(np.median(one)),
                "learn_many_us": 1e6 * float(np.median(many)),
                "learn_many_array_us": 1e6 * float(np.median(arr))}
