@@ -191,15 +191,17 @@ class FeatureMap:
             return self._encode_dicts(X)
         is_frame = hasattr(X, "columns") and hasattr(X, "to_numpy")
         if is_frame:  # a column that is not numeric is checked cell by cell
-            names = list(X.columns)
+            names = X.columns.tolist()
             if len(set(names)) != len(names) or any(name != name for name in names):
                 twice = sorted({repr(n) for n in names if names.count(n) > 1 or n != n})
                 raise ValueError(f"X has duplicate or NaN column names ({', '.join(twice)}); "
                                  "each feature needs one column")
-            numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
-            # nullable dtypes (Int64, boolean, Float64): <NA> is an absent cell, like NaN
-            raw = X.to_numpy(dtype=float, na_value=np.nan) if numeric else \
-                X.to_numpy(dtype=object)
+            raw = X.to_numpy()  # plain numeric columns (the common frame) give a numeric array
+            if raw.dtype.kind not in "biuf":
+                numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
+                # nullable dtypes (Int64, boolean, Float64): <NA> is an absent cell, like NaN
+                raw = X.to_numpy(dtype=float, na_value=np.nan) if numeric else \
+                    X.to_numpy(dtype=object)
         else:
             raw = np.asarray(X)
         if raw.ndim != 2:
@@ -211,7 +213,7 @@ class FeatureMap:
             raise ValueError(f"X has {raw.shape[1]} features, expected {self.width}")
         if named and self.mode == "array":
             raise TypeError("this object was fed arrays; got named columns")
-        names = X.columns.tolist() if is_frame else list(range(raw.shape[1]))
+        names = names if is_frame else list(range(raw.shape[1]))
         values = _numbers(raw, names, absent=is_frame, rows=True)
         if not named:
             return values, NewColumns(() if self.mode == "array" else names, "array")

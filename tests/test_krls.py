@@ -279,10 +279,16 @@ def test_noise_scale_is_the_same_on_the_array_path():
             == pytest.approx(one.predict_one(x, with_dist=True).sigma, rel=1e-9))
 
 
-@pytest.mark.parametrize("kernel", [kernels.RBF(gamma=0.4), kernels.Polynomial(degree=2)])
-def test_compiled_step_equals_the_batch_solution_as_features_come_and_go(kernel):
+class PlainRBF(kernels.RBF):
+    """An RBF without a compiled form (a user's kernel): KRLS's Python step."""
+
+
+@pytest.mark.parametrize("kernel", [kernels.RBF(gamma=0.4), kernels.Polynomial(degree=2),
+                                    PlainRBF(gamma=0.4)])
+def test_each_step_equals_the_batch_solution_as_features_come_and_go(kernel):
     """The compiled step object (predict_one's analysis kept for learn_one, the weights' step
-    of a point that does not join) through rows narrower and wider than the atoms."""
+    of a point that does not join), and the Python step of a kernel without a compiled form,
+    through rows narrower and wider than the atoms."""
     rng = np.random.default_rng(5)
     X = np.zeros((250, 4))
     for t in range(250):

@@ -1,5 +1,6 @@
-# The losses with a compiled form, coded by okoco.learners.base (compiled_loss), as inline
-# functions: every compiled step cimports them from here (the Python forms: okoco.losses).
+# The losses with a compiled form, coded by okoco.learners (_codes._LOSS_CODES), and the
+# clipped projection of the papers, as inline functions: every compiled step cimports them
+# from here (the Python forms: okoco.losses).
 
 from libc.math cimport exp
 

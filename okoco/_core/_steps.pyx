@@ -22,42 +22,12 @@ from okoco._core._kernels cimport (
     self_similarity,
 )
 from okoco._core._linalg cimport axpy, dot
-
-# losses
-cdef enum:
-    SQUARED = 0
-    LOGISTIC = 1
-    SQUARED_HINGE = 2
+from okoco._core._losses cimport LOGISTIC, SQUARED, clip, clip_excess, derivative
 
 # statuses
 cdef enum:
     OK = 0
     OVERFLOW = 1
-
-
-cdef inline double derivative(int loss, double y, double z) noexcept nogil:
-    """The loss's derivative in the prediction z (okoco.losses)."""
-    cdef double yz
-    if loss == SQUARED:
-        return 2.0 * (z - y)
-    yz = y * z
-    if loss == LOGISTIC:
-        yz = -700.0 if yz < -700.0 else (700.0 if yz > 700.0 else yz)
-        return -y / (1.0 + exp(yz))
-    return -2.0 * y * (1.0 - yz if 1.0 - yz > 0.0 else 0.0)
-
-
-cdef inline double clip_excess(double z, double C) noexcept nogil:
-    """The paper's h(z): how far z lies outside [-C, C] (signed), else 0."""
-    if z > C:
-        return z - C
-    if z < -C:
-        return z + C
-    return 0.0
-
-
-cdef inline double clip(double z, double C) noexcept nogil:
-    return z - clip_excess(z, C)
 
 
 # ------------------------------------------------------------------------------ FunctionalGD
@@ -154,20 +124,6 @@ cdef void weights_step(double* P, int m, bint dense, const double* h, double* w,
     s = 1.0 / (1.0 + dot(m, h, u))
     sym_rank_one(P, m, dense, -s, u)
     axpy(m, s * error, u, w)
-
-
-def krls_weights_step(double[::1] P, int m, bint dense, const double[::1] h, double[::1] w,
-                      double error):
-    """:c:func:`weights_step` on KRLS's ``M`` (its flat storage) and ``w``."""
-    cdef double* u
-    if m <= 0:
-        return
-    u = <double*>malloc(m * sizeof(double))
-    if u == NULL:
-        raise MemoryError()
-    with nogil:
-        weights_step(&P[0], m, dense, &h[0], &w[0], error, u)
-    free(u)
 
 
 def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,

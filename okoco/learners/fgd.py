@@ -14,6 +14,7 @@ from okoco._validation import Interval
 from okoco.kernels import self_similarity
 from okoco.learners.base import (
     ETA,
+    SMALL_BATCH,
     KernelLearner,
     clip_excess,
     compiled_kernel,
@@ -130,8 +131,8 @@ class FunctionalGD(KernelLearner):
         """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
         each row), for the kernels and losses it knows."""
         spec, loss = compiled_kernel(self._kernel), compiled_loss(self._loss)
-        if spec is None or loss is None or not len(targets):
-            return super()._learn_vecs(V, targets, etas, predict)
+        if spec is None or loss is None or len(targets) < SMALL_BATCH:
+            return super()._learn_vecs(V, targets, etas, predict)  # row by row
         store = self._store
         store.make_room(len(targets), V.shape[1])
         V = widened(V, store.d)

@@ -13,6 +13,7 @@ from okoco.dictionary import ALD
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners.base import (
     BOUND,
+    SMALL_BATCH,
     KernelLearner,
     compiled_kernel,
     overflow_message,
@@ -237,8 +238,10 @@ class KRLS(KernelLearner):
             if chol.n_refreshes != refreshes:
                 self._carry_over(before, h, l)
         elif m:  # M <- M - s u u^T, w <- w + s e u, u = M h, e the a-priori error
-            M = self._M
-            _steps.krls_weights_step(M._storage(), m, M.is_dense, h, self._w, y - prediction)
+            u = self._M.matvec(h)
+            s = 1.0 / (1.0 + h.dot(u))
+            self._M.rank_one(-s, u)
+            self._w[:m] += (s * (y - prediction)) * u
         self.noise_scale_sum += (y - prediction) ** 2 / (max(delta, 0.0) + self._noise_ratio)
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
@@ -248,8 +251,8 @@ class KRLS(KernelLearner):
         factor's drift check, a value to word an error about) takes ``_learn_vec``."""
         spec = compiled_kernel(self._kernel)
         rows = len(targets)
-        if spec is None or not rows:
-            return super()._learn_vecs(V, targets, etas, predict)
+        if spec is None or rows < SMALL_BATCH:
+            return super()._learn_vecs(V, targets, etas, predict)  # row by row
         ald, store, chol = self._ald, self._store, self._ald.cholesky
         room = rows if ald.max_size is None else max(0, min(rows, ald.max_size - ald.size))
         store.make_room(room, V.shape[1])
