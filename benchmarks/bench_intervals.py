@@ -12,6 +12,7 @@ Gaussian, uncalibrated. Then the cost of ``predict_one(x, with_dist=True)`` rela
 
     python -m benchmarks.bench_intervals            # all five streams
     python -m benchmarks.bench_intervals --streams sinc friedman
+    python -m benchmarks.bench_intervals --models "PROSNKONS()" "CONKONS()"
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ from river import linear_model, neighbors, preprocessing
 
 from okoco import datasets
 from okoco.intervals import IntervalRegressor
-from okoco.learners import KONS, KRLS, Auto
+from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto
 
 STREAMS = ["trump-approval", "friedman", "chick-weights", "sinc", "mackey-glass"]
 MODELS = {
     "KRLS()": KRLS,
     "KONS()": KONS,
     "Auto()": Auto,
+    "PROSNKONS()": PROSNKONS,
+    "CONKONS()": CONKONS,
     "river BayesianLinearRegression": linear_model.BayesianLinearRegression,
     "river KNNRegressor": neighbors.KNNRegressor,
 }
@@ -93,22 +96,26 @@ def dist_cost(make, stream: str = "friedman", calls: int = 300) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", nargs="+", default=STREAMS)
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS),
+                        metavar="MODEL", help="names as in the table (default: all)")
     args = parser.parse_args(argv)
+    models = {name: MODELS[name] for name in args.models}
     print(f"load average {os.getloadavg()[0]:.2f}")
     print("| stream | model | own spread | coverage | mean width | interval score | µs/sample |")
     print("|---|---|---|---|---|---|---|")
     for stream in args.streams:
-        for name, make in MODELS.items():
+        for name, make in models.items():
             r = run_one(stream, make)
             print(f"| {stream} | {name} | {'yes' if r['spread'] else 'no'} | "
                   f"{r['coverage']:.3f} | {r['width']:.3f} | {r['score']:.3f} | {r['us']:.0f} |",
                   flush=True)
-        print(f"| {stream} | river BayesianLinearRegression, own 90% band uncalibrated | yes | "
-              f"{raw_blr(stream):.3f} | | | |", flush=True)
+        if "river BayesianLinearRegression" in models:
+            print(f"| {stream} | river BayesianLinearRegression, own 90% band uncalibrated | "
+                  f"yes | {raw_blr(stream):.3f} | | | |", flush=True)
     print()
     print("| learner | with_dist / plain predict_one (CPU time) |")
     print("|---|---|")
-    for name in ("KRLS()", "KONS()", "Auto()"):
+    for name in [n for n in models if not n.startswith("river")]:
         print(f"| {name} | {dist_cost(MODELS[name]):.2f}x |", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f}")
 

@@ -760,13 +760,28 @@ class SlotInverse:
             self.refresh()
 
     def refresh(self) -> None:
-        """``P`` recomputed from ``M`` over the atoms (``O(m^3)``)."""
+        """``P`` recomputed from ``M`` over the atoms (``O(m^3)``).
+
+        If ``M`` is numerically singular (its Cholesky factorization fails: a condition number
+        near ``1 / eps``), ``P`` is the inverse of ``M`` with its eigenvalues raised to the
+        rounding level ``m eps lambda_max``: finite and positive definite, never an error.
+        """
         self._mods = 0
         self.n_refreshes += 1
         atoms = np.flatnonzero(np.diagonal(self.M))
-        self.P[:] = 0.0
+        inverse = None
         if atoms.size:
             sub = self.M[np.ix_(atoms, atoms)]
-            inverse = cho_solve(cho_factor(sub, lower=True, check_finite=False),
-                                np.eye(atoms.size), check_finite=False)
+            try:
+                inverse = cho_solve(cho_factor(sub, lower=True, check_finite=False),
+                                    np.eye(atoms.size), check_finite=False)
+            except LinAlgError:
+                pass
+            if inverse is None or not _linalg.all_finite(inverse.reshape(-1)):
+                values, vectors = np.linalg.eigh(sub)
+                floor = atoms.size * np.finfo(float).eps * max(float(values[-1]), 0.0)
+                values = np.maximum(values, floor if floor > 0.0 else 1.0)
+                inverse = (vectors / values) @ vectors.T
+        self.P[:] = 0.0
+        if inverse is not None:
             self.P[np.ix_(atoms, atoms)] = 0.5 * (inverse + inverse.T)

@@ -208,6 +208,21 @@ def test_save_load_is_exact_and_continues_identically(tmp_path):
     assert loaded.leader == model.leader and loaded.slack == model.slack
 
 
+def test_shared_store_keeps_its_saved_path_and_an_old_auto_upgrades():
+    """The shared store moved to okoco.learners.shared but okoco files still name it
+    okoco.learners.auto.SharedPoints; an Auto saved before windows (no max_size) loads as the
+    unbounded Auto on raw targets, and a store's own state is left as it is."""
+    from okoco.learners import shared
+
+    assert SharedPoints is shared.SharedPoints
+    assert f"{SharedPoints.__module__}.{SharedPoints.__qualname__}" == \
+        "okoco.learners.auto.SharedPoints"
+    old = Auto._upgrade_state({"C": 3.0})
+    assert old["max_size"] is None and old["scale_target"] is False
+    assert Auto._upgrade_state({"max_size": 7}) == {"max_size": 7}
+    assert not hasattr(SharedPoints, "_upgrade_state")
+
+
 def test_a_failed_batch_changes_nothing():
     X, y = bounded_stream(n=20)
     model = Auto()

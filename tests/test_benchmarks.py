@@ -162,6 +162,17 @@ def test_quick_suite_vw_peers(tmp_path):
     assert _finite(target["time_ratio"])
 
 
+def test_vw_defaults_head_to_head_scores_both_on_the_same_prefix():
+    pytest.importorskip("vowpalwabbit")
+    bench = importlib.import_module("benchmarks.bench_vw_defaults")
+    (row,) = bench.main(["--datasets", "phishing", "--n", "120", "--rounds", "2"])
+    assert row["n"] == 120 and row["vw"].startswith("VW --ksvm (RBF) (gamma=")
+    for key in ("accuracy", "vw_accuracy"):
+        assert 0.5 < row[key] <= 1.0  # both learn phishing well above chance on 120 rows
+    assert row["us"] > 0 and row["vw_us"] > 0
+    assert row["ratio"] > 0
+
+
 def test_online_standardize_matches_a_loop():
     rng = np.random.default_rng(0)
     X = rng.normal(5e5, 3.0, size=(50, 3))

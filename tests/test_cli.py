@@ -94,6 +94,19 @@ def test_replay_text_summary():
         assert word in out
 
 
+def test_summary_says_what_scales_the_targets():
+    """--no-scale-target drops the pipeline's target scaler, but Auto standardizes its targets
+    itself: the summary reports what the run did, not the flag."""
+    def scaling(*args):
+        result = run("replay", "sinc", "-d", "n=30", *args)
+        assert result.exit_code == 0, result.stderr
+        return next(line for line in result.stdout.splitlines() if line.startswith("scaling"))
+
+    assert scaling("--no-scale-target").endswith("targets standardised online")
+    assert scaling("--no-scale-target", "-p", "scale_target=false").endswith("targets raw")
+    assert scaling("-l", "kons", "--no-scale-target").endswith("targets raw")
+
+
 def test_replay_binary_and_options():
     result = run("replay", "phishing", "-n", "100", "-l", "sketched-kons", "--seed", "1",
                  "-k", "laplacian", "--gamma", "0.5", "--no-scale", "-m", "accuracy",

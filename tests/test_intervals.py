@@ -147,3 +147,16 @@ def test_spread_false_calibrates_absolute_residuals():
     assert wrapper._with_dist is False
     low, high = wrapper.predict_one({"x": 2.0}, with_interval=True)
     assert (high - low) / 2 == pytest.approx(wrapper.calibrator.quantile())
+
+
+@pytest.mark.parametrize("name", ["PROSNKONS", "CONKONS"])
+def test_wrapper_uses_the_spread_of_pros_n_kons_and_con_kons(name):
+    from okoco import learners
+
+    wrapper = IntervalRegressor(getattr(learners, name)(seed=0), coverage=0.9)
+    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | wrapper)
+    run(model, datasets.TrumpApproval())
+    assert wrapper._with_dist is True
+    n = wrapper.calibrator.n_seen
+    assert abs(wrapper.coverage_seen - 0.9) <= (0.9 + 0.02) / (0.02 * n)
+    assert 0 < wrapper.mean_width < math.inf

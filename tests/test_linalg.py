@@ -347,3 +347,26 @@ def test_slot_inverse_follows_a_sliding_window_against_dense_inverses():
         P = inverse.solve(np.eye(inverse.P.shape[0]))[np.ix_(order, order)]
         np.testing.assert_allclose(P, dense, rtol=1e-9, atol=1e-10)
     assert inverse.size == ring - 1
+
+
+def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():
+    """A window's matrix beyond float64 (rank 2 at scale 1e24 plus a ridge 0.1, condition
+    1e25): its Cholesky fails, and the refresh must still leave a finite, symmetric positive
+    definite inverse (before, it zeroed P and raised, and every later prediction raised);
+    a well-conditioned matrix is refreshed to its exact inverse."""
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(8, 2)) * 1e12
+    M = F @ F.T + 0.1 * np.eye(8)
+    assert np.linalg.eigvalsh(M)[0] < 0  # to float64, M is indefinite: no Cholesky
+    inverse = SlotInverse()
+    inverse._reserve(8)
+    inverse.M[:8, :8] = M
+    inverse.size = 8
+    inverse.refresh()
+    P = inverse.P[:8, :8]
+    assert np.all(np.isfinite(P)) and np.array_equal(P, P.T)
+    assert np.linalg.eigvalsh(P)[0] > 0
+    good = spd(8)
+    inverse.M[:8, :8] = good
+    inverse.refresh()
+    np.testing.assert_allclose(inverse.P[:8, :8], np.linalg.inv(good), rtol=1e-10, atol=1e-12)

@@ -1,5 +1,6 @@
 """PROS-N-KONS and CON-KONS against explicit references (dense Nyström features, primal ONS)."""
 
+import json
 import math
 import pickle
 import runpy
@@ -347,6 +348,10 @@ def test_compiled_test_then_train_matches_row_by_row(cls, params):
     assert compiled.online_effective_dimension == pytest.approx(
         rows.online_effective_dimension, rel=1e-12)
     assert compiled._rng.random() == rows._rng.random()  # the same stream of coins
+    assert compiled.noise_scale_sum == pytest.approx(rows.noise_scale_sum, rel=1e-12)
+    probe = [0.2, -0.4, 0.1]  # the array path names the columns 0, 1, 2
+    assert compiled.predict_one(dict(enumerate(probe)), with_dist=True).sigma == pytest.approx(
+        rows.predict_one(as_dicts([probe])[0], with_dist=True).sigma, rel=1e-12)
 
 
 def test_cli_names_and_learning_quality():
@@ -371,3 +376,122 @@ def test_regret_example_runs_and_con_kons_does_not_forget(tmp_path, monkeypatch,
     regret, sizes = result["regret"], result["dictionary_size"]
     assert sizes["CON-KONS"] == sizes["PROS-N-KONS"] < result["T"]
     assert regret["CON-KONS"] < regret["PROS-N-KONS"]  # restarts forget what was learned
+
+
+def test_con_kons_with_every_point_gives_the_dense_gaussian_process_posterior():
+    # squared loss, curvature step, no clipping, every point joins: CON-KONS is kernel ridge
+    # regression with ridge alpha/2, and with_dist its GP posterior (noise ratio alpha/2) with
+    # the scale estimated from the a-priori errors over their spreads, from dense solves
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
+    kernel, alpha = kernels.RBF(0.5), 0.3
+    model = CONKONS(kernel=kernel, C=1e6, alpha=alpha, p_min=1.0, seed=0)
+    G = kernel(X, X) + 0.5 * alpha * np.eye(30)
+    terms = []
+    for t in range(30):
+        Gt, kt = G[:t, :t], kernel(X[:t], X[t : t + 1])[:, 0]
+        mean = kt @ np.linalg.solve(Gt, y[:t]) if t else 0.0
+        spread = 1.0 - (kt @ np.linalg.solve(Gt, kt) if t else 0.0) + 0.5 * alpha
+        terms.append((y[t] - mean) ** 2 / spread)
+        model.learn_one({"a": X[t, 0], "b": X[t, 1]}, y[t])
+    assert model.dictionary_size == 30
+    scale = (1.0 + np.sum(terms)) / 31.0
+    for point in rng.normal(size=(5, 2)):
+        dist = model.predict_one({"a": point[0], "b": point[1]}, with_dist=True)
+        k = kernel(X, point[None, :])[:, 0]
+        assert dist.mu == pytest.approx(k @ np.linalg.solve(G, y), abs=1e-9)
+        variance = scale * (1.0 - k @ np.linalg.solve(G, k) + 0.5 * alpha)
+        assert dist.sigma ** 2 == pytest.approx(variance, rel=1e-8)
+
+
+def nystrom_posterior(Z, y, alpha, z, residual):
+    """Mean and spread + alpha/2 of ridge regression (ridge alpha/2) on the feature rows ``Z``
+    at the features ``z`` (residual: k(x, x) - z.z), from dense solves."""
+    A = alpha * np.eye(len(z)) + 2.0 * Z.T @ Z
+    mean = z @ np.linalg.solve(0.5 * A, Z.T @ y)
+    return mean, alpha * z @ np.linalg.solve(A, z) + max(residual, 0.0) + 0.5 * alpha
+
+
+@pytest.mark.parametrize("cls", [PROSNKONS, CONKONS])
+@pytest.mark.parametrize("max_size", [None, 12])
+def test_with_dist_is_the_posterior_of_ridge_on_the_nystrom_features(cls, max_size):
+    """With KORS sampling: step t sees the final dictionary's Nyström features truncated to the
+    atoms present at t; its A is that of the points since the last restart (PROS-N-KONS) or of
+    all the points (CON-KONS). Predictions, the online noise scale and the final with_dist
+    from dense solves on those features."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(200, 2))
+    y = np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1]) + 0.05 * rng.normal(size=200)
+    kernel, alpha = kernels.RBF(1.0), 0.2
+    model = cls(kernel=kernel, C=1e6, alpha=alpha, dictionary_alpha=0.1, max_size=max_size,
+                seed=3)
+    got, sizes = [], [0]
+    for x, target in zip(as_dicts(X), y):
+        got.append(model.predict_one(x))
+        model.learn_one(x, target)
+        sizes.append(model.dictionary_size)
+    m = model.dictionary_size
+    assert 5 < m < 100 and (max_size is None or m == max_size)
+    assert (model.n_restarts > 3) == (cls is PROSNKONS)
+    Phi = nystrom_features(kernel, model.atoms, X)
+    before, after = np.array(sizes[:-1]), np.array(sizes[1:])
+    Phi[np.arange(m)[None, :] >= after[:, None]] = 0.0  # step t's own features
+    joins = np.flatnonzero(after > before)
+
+    def phase(t):  # the steps whose terms are in A at step t
+        last = joins[joins < t]
+        start = last[-1] + 1 if cls is PROSNKONS and last.size else 0
+        return np.arange(start, t)
+
+    terms = []
+    for t in range(len(X)):
+        S, mt = phase(t), before[t]
+        z = nystrom_features(kernel, model.atoms[:mt], X[t : t + 1])[0] if mt else np.zeros(0)
+        mean, spread = nystrom_posterior(Phi[S, :mt], y[S], alpha, z, 1.0 - z @ z)
+        assert got[t] == pytest.approx(mean, abs=1e-8)
+        terms.append((y[t] - mean) ** 2 / spread)
+    scale = (1.0 + np.sum(terms)) / (1.0 + len(X))
+    assert model.noise_scale_sum == pytest.approx(np.sum(terms), rel=1e-9)
+    S = phase(len(X))
+    for point in rng.uniform(-1, 1, size=(5, 2)):
+        z = nystrom_features(kernel, model.atoms, point[None, :])[0]
+        mean, spread = nystrom_posterior(Phi[S], y[S], alpha, z, 1.0 - z @ z)
+        dist = model.predict_one({"x0": point[0], "x1": point[1]}, with_dist=True)
+        assert dist.mu == pytest.approx(mean, abs=1e-8)
+        assert dist.sigma ** 2 == pytest.approx(scale * spread, rel=1e-8)
+
+
+def test_pros_n_kons_at_a_restart_gives_the_prior():
+    # p_min=1: every point joins and restarts, so A = alpha I and u = 0 at every prediction
+    X = unit_rows(20, 3, seed=2)
+    y = wavy(X)
+    alpha = 0.4
+    model = PROSNKONS(kernel=kernels.RBF(0.5), alpha=alpha, p_min=1.0, seed=0)
+    run(model, X, y)
+    assert model.n_restarts == 20
+    dist = model.predict_one({"x0": 0.1, "x1": 0.2, "x2": 0.3}, with_dist=True)
+    scale = (1.0 + np.sum(y ** 2) / (1.0 + 0.5 * alpha)) / 21.0
+    assert dist.mu == 0.0
+    assert dist.sigma ** 2 == pytest.approx(scale * (1.0 + 0.5 * alpha), rel=1e-12)
+
+
+@pytest.mark.parametrize("cls", [PROSNKONS, CONKONS])
+def test_with_dist_survives_save_and_load_and_older_files_get_the_unit_scale(cls, tmp_path):
+    model = trained(cls, n=60)
+    x = {"a": 0.3, "b": -0.2}
+    path = model.save(tmp_path / "m.npz")
+    loaded = okoco.load(path)
+    assert loaded.noise_scale_sum == model.noise_scale_sum > 0
+    assert loaded.predict_one(x, with_dist=True).sigma == model.predict_one(x, with_dist=True).sigma
+    # a file saved before the predictive variance (no noise_scale_sum) loads with scale 1
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files if k != "__okoco__"}
+        meta = json.loads(str(archive["__okoco__"]))
+    del meta["state"]["noise_scale_sum"]
+    np.savez(path, __okoco__=np.array(json.dumps(meta)), **arrays)
+    old = okoco.load(path)
+    assert old.noise_scale_sum == 60.0
+    _, kappa, h = old._analyse(old._features.encode(x, arrays=False)[0])
+    spread = (old.alpha * h @ old._P.matvec(h) + kappa - h @ h + 0.5 * old.alpha)
+    assert old.predict_one(x, with_dist=True).sigma ** 2 == pytest.approx(spread, rel=1e-12)

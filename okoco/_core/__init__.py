@@ -10,5 +10,8 @@ their state and turn the status codes returned here into their worded errors.
 ``_kernels``
     a kernel's row over stored points (squared distances from cached norms);
 ``_steps``
-    whole learner steps and the array loops built on the two.
+    whole learner steps and the array loops built on the two;
+``_pros``
+    PROS-N-KONS / CON-KONS's step and its array loop (apart, so that it builds and changes on
+    its own).
 """

@@ -135,31 +135,79 @@ def append(double[::1] L, double[::1] A, int m, const double[::1] column, double
 
 # ---------------------------------------------------------------- rank-one modifications
 cdef int tail_rank_one(double* L, Py_ssize_t i0, Py_ssize_t k, double* x, double sign,
-                       double* c, double* s) noexcept nogil:
+                       double* work) noexcept nogil:
     """Factor of T T^T + sign x x^T in place, T the trailing block of rows and columns
-    i0 .. i0 + k - 1 of a packed lower factor; x (length k) is overwritten, c and s are
-    workspaces of length k. Row by row (contiguous in the packed layout), the rotations of
-    the columns before are applied as each row is reached: the column-oriented update of
-    LINPACK's dchud / dchdd reordered. Returns -1 - a if the downdate fails at row a, else 0
-    (the rows before a are then already modified: the caller restores them)."""
-    cdef Py_ssize_t a, b
-    cdef double* row
-    cdef double xa, t, d, r2, r
-    for a in range(k):
-        row = &L[start(i0 + a) + i0]
-        xa = x[a]
-        for b in range(a):
-            t = (row[b] + sign * s[b] * xa) / c[b]
-            xa = c[b] * xa - s[b] * t
-            row[b] = t
-        d = row[a]
-        r2 = d * d + sign * xa * xa
-        if not r2 > 0.0:
+    i0 .. i0 + k - 1 of a packed lower factor; x (length k) is overwritten, ``work`` is a
+    workspace of length 3 k (each rotation's c, 1/c and s). Row by row (contiguous in the
+    packed layout), the rotations of the columns before are applied as each row is reached:
+    the column-oriented update of LINPACK's dchud / dchdd reordered. Returns -1 - a if the
+    downdate fails at row a, else 0 (the rows before a are then already modified: the caller
+    restores them).
+
+    Within a row the rotations form one dependency chain through x[a]; four rows at a time
+    make four independent chains (and 1/c a multiply instead of a division on the chain), so
+    the loop runs at the multiplier's throughput, not its latency."""
+    cdef double* c = work
+    cdef double* ic = work + k
+    cdef double* s = work + 2 * k
+    cdef Py_ssize_t a = 0, b, j
+    cdef double* r0
+    cdef double* r1
+    cdef double* r2
+    cdef double* r3
+    cdef double x0, x1, x2, x3, t, cb, icb, sb, ssb
+    while a + 4 <= k:
+        r0 = &L[start(i0 + a) + i0]
+        r1 = &L[start(i0 + a + 1) + i0]
+        r2 = &L[start(i0 + a + 2) + i0]
+        r3 = &L[start(i0 + a + 3) + i0]
+        x0, x1, x2, x3 = x[a], x[a + 1], x[a + 2], x[a + 3]
+        for b in range(a):  # the rotations every row of the block receives
+            cb, icb, sb = c[b], ic[b], s[b]
+            ssb = sign * sb
+            t = (r0[b] + ssb * x0) * icb
+            x0 = cb * x0 - sb * t
+            r0[b] = t
+            t = (r1[b] + ssb * x1) * icb
+            x1 = cb * x1 - sb * t
+            r1[b] = t
+            t = (r2[b] + ssb * x2) * icb
+            x2 = cb * x2 - sb * t
+            r2[b] = t
+            t = (r3[b] + ssb * x3) * icb
+            x3 = cb * x3 - sb * t
+            r3[b] = t
+        x[a], x[a + 1], x[a + 2], x[a + 3] = x0, x1, x2, x3
+        for j in range(4):  # the small triangle within the block, then each pivot
+            if rotate_row(&L[start(i0 + a + j) + i0], a, a + j, x[a + j], sign, c, ic, s):
+                return -1 - <int>(a + j)
+        a += 4
+    while a < k:
+        if rotate_row(&L[start(i0 + a) + i0], 0, a, x[a], sign, c, ic, s):
             return -1 - <int>a
-        r = sqrt(r2)
-        c[a] = r / d
-        s[a] = xa / d
-        row[a] = r
+        a += 1
+    return 0
+
+
+cdef inline int rotate_row(double* row, Py_ssize_t b0, Py_ssize_t a, double xa, double sign,
+                           double* c, double* ic, double* s) noexcept nogil:
+    """Apply rotations b0 .. a - 1 to ``row`` (with ``xa`` its entry of x), then make the
+    rotation of its pivot a: stores c[a], ic[a], s[a]. Returns 1 if the downdate fails."""
+    cdef Py_ssize_t b
+    cdef double t, d, r2, r
+    for b in range(b0, a):
+        t = (row[b] + sign * s[b] * xa) * ic[b]
+        xa = c[b] * xa - s[b] * t
+        row[b] = t
+    d = row[a]
+    r2 = d * d + sign * xa * xa
+    if not r2 > 0.0:
+        return 1
+    r = sqrt(r2)
+    c[a] = r / d
+    ic[a] = d / r
+    s[a] = xa / d
+    row[a] = r
     return 0
 
 
@@ -172,11 +220,11 @@ def rank_one(double[::1] L, Py_ssize_t i0, Py_ssize_t k, double[::1] x, double s
     cdef double* work
     if k <= 0:
         return 0
-    work = <double*>malloc(2 * k * sizeof(double))
+    work = <double*>malloc(3 * k * sizeof(double))
     if work == NULL:
         raise MemoryError()
     with nogil:
-        status = tail_rank_one(&L[0], i0, k, &x[0], sign, work, work + k)
+        status = tail_rank_one(&L[0], i0, k, &x[0], sign, work)
     free(work)
     return status
 
@@ -201,7 +249,7 @@ def remove(double[::1] L, double[::1] A, Py_ssize_t m, Py_ssize_t i):
     cdef Py_ssize_t k = m - i - 1, a
     cdef double* work
     if k > 0:
-        work = <double*>malloc(3 * k * sizeof(double))
+        work = <double*>malloc(4 * k * sizeof(double))
         if work == NULL:
             raise MemoryError()
     with nogil:
@@ -210,7 +258,7 @@ def remove(double[::1] L, double[::1] A, Py_ssize_t m, Py_ssize_t i):
         drop_row(&L[0], m, i)
         drop_row(&A[0], m, i)
         if k > 0:
-            tail_rank_one(&L[0], i, k, work, 1.0, work + k, work + 2 * k)
+            tail_rank_one(&L[0], i, k, work, 1.0, work + k)
     if k > 0:
         free(work)
 
@@ -230,7 +278,7 @@ def rescale(double[::1] L, double[::1] A, Py_ssize_t m, Py_ssize_t i, double fac
         return 1
     new_lii = sqrt(new_sq)
     coef = ridge * (1.0 - ff) / new_sq
-    work = <double*>malloc((3 * k + 1) * sizeof(double))
+    work = <double*>malloc((4 * k + 1) * sizeof(double))
     if work == NULL:
         raise MemoryError()
     with nogil:
@@ -249,7 +297,7 @@ def rescale(double[::1] L, double[::1] A, Py_ssize_t m, Py_ssize_t i, double fac
             for a in range(k):
                 work[a] *= scale
             if tail_rank_one(&L[0], i + 1, k, work, 1.0 if coef > 0 else -1.0,
-                             work + k, work + 2 * k) != 0:
+                             work + k) != 0:
                 status = 2
     free(work)
     return status

@@ -77,6 +77,9 @@ def _first_loss_note(result: Any) -> str:
 def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target: bool,
                    output: Path | None, plot: Path | None) -> None:
     final = result.final
+    # the run's own record: a learner that standardizes its targets (Auto) does so even with
+    # --no-scale-target
+    scale_target = result.meta.get("scale_target", scale_target)
     scaled = ("features standardised online" if scale else "features raw") + (
         ("; targets standardised online" if scale_target else "; targets raw")
         if ds.task == "regression" else "")

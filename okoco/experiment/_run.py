@@ -172,9 +172,11 @@ def run(spec: RunSpec, checkpoint: Checkpoint | None = None, *, data: Any = None
     model, core = build_model(learner, ds.task, loss=spec.loss, kernel=kernel, C=spec.C,
                               params=dict(spec.params), seed=spec.seed, scale=spec.scale,
                               scale_target=spec.scale_target)
+    # a learner that standardizes its own targets (Auto) does so whatever --scale-target says
+    self_scaling = bool(getattr(core, "scale_target", False))
     meta = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
             "model": describe(core), "seed": spec.seed, "scale_features": spec.scale,
-            "scale_target": spec.scale_target and ds.task == "regression"}
+            "scale_target": ds.task == "regression" and (spec.scale_target or self_scaling)}
     if spec.interval is not None:
         if ds.task != "regression":
             raise UserError(f"prediction intervals need a regression dataset; {ds.name!r} is a "

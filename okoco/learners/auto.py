@@ -55,198 +55,17 @@ import numpy as np
 
 from okoco import kernels as _kernels
 from okoco._dist import gaussian
-from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.learners.base import KernelLearner, _is_regression
 from okoco.learners.kons import KONS
+from okoco.learners.shared import ExpertRows, SharedPoints
 
-__all__ = ["Auto", "SharedPoints", "ExpertRows"]
+__all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.learners.shared
 
 #: Auto's default window (``max_size``), chosen by measurement (docs/defaults.md).
 DEFAULT_WINDOW = 500
 #: The forgetting experts keep this fraction of the window (the newest points).
 SHORT_FRACTION = 0.2
-
-
-class SharedPoints:
-    """The points several KONS experts store, held once, and their kernel rows at one input.
-
-    :meth:`kernel_row` returns exactly what ``Rows.kernel_row`` returns for the same points, but
-    computes each distinct kernel's row once per input: squared distances are shared by every
-    ``RBF``, and a ``Sum``, ``Product`` or ``Scaled`` kernel is built from its parts' rows with
-    the same floating-point operations as the kernel's own call (so ``RBF(g) + g * Linear()``
-    reuses the row of ``RBF(g)``). Kernels are recognised by identity: the experts should hold
-    the same object for the same kernel. Any other kernel (or a normalised one) is called as is.
-
-    With ``max_size`` the points are a ring of that many slots (``okoco._input.Rows``): once
-    full, each new point overwrites the oldest, and :meth:`next_slot` says which slot the next
-    one takes (the experts write their values there first).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco.kernels import RBF, Linear
-    >>> points = SharedPoints()
-    >>> points.append(np.array([0.0, 1.0])); points.append(np.array([1.0, 1.0]))
-    >>> rbf = RBF(0.5)
-    >>> v = np.array([1.0, 0.0])
-    >>> np.array_equal(points.kernel_row(rbf + Linear(), v),
-    ...                points.rows.kernel_row(rbf + Linear(), v))
-    True
-    """
-
-    _saved_state = {"rows": "obj:Rows", "_memo": "cache:{}", "_at": "cache:None",
-                    "_dists": "cache:None"}
-
-    def __init__(self, max_size: int | None = None):
-        self.rows = Rows(max_size=max_size)  # a ring of max_size slots (None: unbounded)
-        self._forget()
-
-    def _forget(self) -> None:
-        self._memo: dict = {}  # id(kernel) -> its row at the input of self._at (read-only)
-        self._at = None  # (n_added, input, padded points, padded input) the memo is for
-        self._dists = None  # squared distances, shared by every RBF
-
-    @staticmethod
-    def _upgrade_state(state: dict) -> dict:
-        """The state of an ``Auto`` saved before windows and target scaling: the unbounded
-        ``Auto`` on the targets as given, as it was (called by ``okoco.persistence.load``)."""
-        if "max_size" in state:
-            return state
-        return {**state, "max_size": None, "scale_target": False, "target_count": 0,
-                "target_mean": 0.0, "_target_m2": 0.0}
-
-    def __getstate__(self) -> dict:  # the memo is not state (and its keys are object ids)
-        return {"rows": self.rows, "_memo": {}, "_at": None, "_dists": None}
-
-    def append(self, v: np.ndarray) -> None:
-        self.rows.append(v)
-
-    def next_slot(self) -> int:
-        """The slot the next :meth:`append` writes (the oldest point's, once a ring is full)."""
-        rows = self.rows
-        if rows.max_size is not None and rows.n == rows.max_size:
-            return rows.n_added % rows.max_size
-        return rows.n
-
-    def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:
-        return self.rows.kernel_block(kernel, V)
-
-    def kernel_row(self, kernel, v: np.ndarray) -> np.ndarray:
-        """``kernel(x_i, v)`` over the stored points (a new array), memoised per input."""
-        if self.rows.n == 0:
-            return np.zeros(0)
-        self._move_to(v)
-        return self._row(kernel).copy()
-
-    def kernel_rows(self, kernels, v: np.ndarray) -> list[np.ndarray]:
-        """:meth:`kernel_row` of each kernel at ``v``, each distinct kernel's row computed
-        once; the rows are read-only views of the memo (no copies)."""
-        if self.rows.n == 0:
-            return [np.zeros(0)] * len(kernels)
-        self._move_to(v)
-        return [self._row(kernel) for kernel in kernels]
-
-    def _move_to(self, v: np.ndarray) -> None:
-        """Point the memo at the input ``v`` (kept if it is already there)."""
-        at, rows = self._at, self.rows
-        if (at is not None and at[0] == rows.n_added and at[1].shape == v.shape
-                and (at[1] == v).all()):
-            return
-        self._forget()
-        width = v.shape[0]  # padded as Rows.kernel_row pads
-        Y = np.pad(v, (0, rows.d - width)) if width < rows.d else v.copy()
-        self._at = (rows.n_added, v.copy(), rows.padded(width), Y[None, :])
-
-    def _row(self, kernel) -> np.ndarray:
-        row = self._memo.get(id(kernel))
-        if row is None:
-            row = self._compute(kernel)
-            if row.ndim == 2:
-                row = row[:, 0]
-            row.flags.writeable = False  # handed out to several experts
-            self._memo[id(kernel)] = row
-        return row
-
-    def _compute(self, kernel) -> np.ndarray:
-        # The same operations, in the same order, as okoco.kernels' own _gram methods (on the
-        # rows, 1-D, or a kernel's own (n, 1) column).
-        kind = type(kernel)
-        X, Y = self._at[2], self._at[3]
-        if getattr(kernel, "normalize", True):
-            return kernel(X, Y)
-        if kind is _kernels.RBF:
-            if self._dists is None:  # from the store's cached norms, as Rows.kernel_row does
-                sq, sq_max = self.rows.squared_norms()
-                self._dists = _kernels.sq_dist_row(X, sq, sq_max, Y[0])
-            return np.exp(self._dists * -kernel.gamma)
-        if kind is _kernels.Sum:
-            return self._row(kernel.left) + self._row(kernel.right)
-        if kind is _kernels.Product:
-            return self._row(kernel.left) * self._row(kernel.right)
-        if kind is _kernels.Scaled:
-            return kernel.scale * self._row(kernel.kernel)
-        return kernel(X, Y)
-
-
-class ExpertRows:
-    """One expert's per-point values over points held by a :class:`SharedPoints`.
-
-    The part of ``okoco._input.Rows`` that KONS uses (``size``, ``field``, ``append``,
-    ``kernel_row``, ``kernel_block``, and the ring's ``data``, ``d``, ``n_added`` and
-    ``max_size`` for a windowed expert), without a copy of the points: ``append`` stores the
-    values only, at the slot the shared store's next point takes, and the owner appends the
-    point to the shared store once every expert has.
-    """
-
-    _saved_state = {"points": "obj:SharedPoints", "n": "int[0,]",
-                    "fields": "dict[array(>=n) float64]"}
-
-    def __init__(self, points: SharedPoints, fields: tuple[str, ...] = ("d", "c", "Kc", "z")):
-        self.points = points
-        self.n = 0
-        self.fields = {name: np.zeros(16) for name in fields}
-
-    @property
-    def size(self) -> int:
-        return self.n
-
-    def field(self, name: str) -> np.ndarray:
-        return self.fields[name][: self.n]
-
-    def append(self, row: np.ndarray, **values: float) -> int:
-        slot = self.points.next_slot()
-        fields = self.fields
-        if slot >= next(iter(fields.values())).shape[0]:  # full: double every field
-            for name in fields:
-                fields[name] = reserve(fields[name], slot + 1)
-        for name, value in values.items():
-            fields[name][slot] = value
-        if slot >= self.n:
-            self.n = slot + 1
-        return slot
-
-    @property
-    def data(self) -> np.ndarray:
-        return self.points.rows.data
-
-    @property
-    def d(self) -> int:
-        return self.points.rows.d
-
-    @property
-    def n_added(self) -> int:
-        return self.points.rows.n_added
-
-    @property
-    def max_size(self) -> int | None:
-        return self.points.rows.max_size
-
-    def kernel_row(self, kernel, v: np.ndarray) -> np.ndarray:
-        return self.points.kernel_row(kernel, v)
-
-    def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:
-        return self.points.kernel_block(kernel, V)
 
 
 class Auto(KernelLearner):
@@ -382,6 +201,15 @@ class Auto(KernelLearner):
             raise ValueError(f"loss.exp_concavity({self.C!r}) = {self.rate!r}; it must be > 0")
         bound = self.C if _is_regression(self._loss) else 1.0
         self._target_ends = np.array([-bound, bound, -bound, bound])
+
+    @staticmethod
+    def _upgrade_state(state: dict) -> dict:
+        """The state of an ``Auto`` saved before windows and target scaling: the unbounded
+        ``Auto`` on the targets as given, as it was (called by ``okoco.persistence.load``)."""
+        if "max_size" in state:
+            return state
+        return {**state, "max_size": None, "scale_target": False, "target_count": 0,
+                "target_mean": 0.0, "_target_m2": 0.0}
 
     @property
     def _scales(self) -> bool:

@@ -291,7 +291,8 @@ class KernelLearner(base.MiniBatchRegressor):
     def _predictive_variance(self, v: np.ndarray) -> float:
         """The variance of ``predict_one(x, with_dist=True)`` at the encoded row ``v``."""
         raise TypeError(f"{type(self).__name__} gives no predictive distribution "
-                        "(with_dist=True); KRLS, KONS, SketchedKONS and Auto do")
+                        "(with_dist=True); KRLS, KONS, SketchedKONS, PROSNKONS, CONKONS and "
+                        "Auto do")
 
     @one_at_a_time
     def learn_one(self, x: dict, y: float) -> None:

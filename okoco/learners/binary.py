@@ -172,10 +172,7 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
         f = self.learner.predict_one(x)
         if isinstance(self.learner._loss, losses.Logistic):
             return 1.0 / (1.0 + math.exp(-f))
-        p = (1.0 + f) / 2.0  # min(max(p, 0), 1), without the builtins' generic calls
-        if 0.0 > p:
-            return 0.0
-        return 1.0 if 1.0 < p else p
+        return min(max((1.0 + f) / 2.0, 0.0), 1.0)
 
     @one_at_a_time
     def predict_proba_one(self, x: dict, **kwargs) -> dict:

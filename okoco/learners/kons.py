@@ -47,11 +47,29 @@ __all__ = ["KONS", "SketchedKONS"]
 
 # s_t = alpha phi^T A^{-1} phi cancels for (near) duplicate points; it is floored here.
 _MIN_S = 1e-12
+# The numerical guard. s_t = kappa - e^T (Kbar_I + alpha I)^{-1} e is computed with an error
+# that grows like eps (kappa + |e|^2 / alpha) (|e|^2 / alpha bounds e^T P e, P the inverse):
+# below _S_RTOL times that, s_t is rounding noise. The new atom's pivot alpha + d_t^2 s_t is
+# then resolvable only if the ridge dominates, d_t^2 kappa <= alpha / _MIN_RIDGE_RATIO. Past
+# both, the step is refused: it would divide the projection's excess by noise (coefficients
+# growing geometrically, step after step) and leave the factor or the window's inverse
+# numerically singular, and a later prediction would be inf or NaN (issue 32).
+_S_RTOL = 1e-10
+_MIN_RIDGE_RATIO = 1e-10
 # The stored quantities grow like d_t^4 / alpha (d_t = gdot sqrt(eta)); beyond this bound on
 # |d_t| a later prediction could overflow to inf - inf = NaN, so such a step is refused.
 _MAX_D = 1e75
 #: The default window of stored points (``max_size``), chosen by measurement (docs/defaults.md).
 DEFAULT_MAX_SIZE = 500
+
+
+def singular_message(kernel, kappa: float, alpha: float) -> str:
+    """Why a step was refused: the point lies in the span of the stored atoms to float64
+    precision while its ``k(x, x)`` dwarfs the ridge, so its pivot would be lost to rounding."""
+    return (f"k(x, x) = {kappa:g} is too large for {kernel!r} with alpha = {alpha:g}: the point "
+            "lies in the span of the stored points to float64 precision, and learning it would "
+            "leave the preconditioner numerically singular; scale the features (e.g. river's "
+            "StandardScaler) or raise alpha")
 
 
 class KONS(KernelLearner):
@@ -352,9 +370,6 @@ class KONS(KernelLearner):
         step before it applies any)."""
         k, kappa, e, h, ybar, kc, hh = analysis
         alpha = self.alpha
-        s = kappa - hh
-        if _MIN_S > s:  # s = max(s, _MIN_S), without the builtin's generic call (as below)
-            s = _MIN_S
         excess = clip_excess(ybar, self.C)
         yhat = ybar - excess
         gdot = float(self._loss.derivative(y, yhat))
@@ -370,6 +385,14 @@ class KONS(KernelLearner):
         # changes: kernel values that overflowed, or a loss derivative far beyond the scale of C.
         if not (math.isfinite(ybar) and math.isfinite(kappa) and finite_row(self._kernel, k)):
             raise ValueError(overflow_message(self._kernel, ybar))
+        s = kappa - hh
+        if d_t * d_t * kappa * _MIN_RIDGE_RATIO > alpha and not (
+                s >= _S_RTOL * (kappa + dot(e, e) / alpha)):
+            # the ridge alone cannot keep the new pivot alpha + d_t^2 s resolvable, and s lies
+            # below the solve's rounding error (which grows like |e|^2 / alpha, as |P| <= 1/alpha)
+            raise ValueError(singular_message(self._kernel, kappa, alpha))
+        if _MIN_S > s:  # s = max(s, _MIN_S), without the builtin's generic call (as below)
+            s = _MIN_S
         worst = weight * abs(yhat) + abs(gdot) + alpha * abs(excess) / s
         if not (abs(d_t) <= _MAX_D and math.isfinite(worst)
                 and math.isfinite(d_t * d_t * kappa + alpha)):
@@ -385,8 +408,8 @@ class KONS(KernelLearner):
         k, kappa, e, h, ybar, kc, hh = analysis
         s, excess, yhat, gdot, weight, d_t, noise = step
         store, alpha = self._store, self.alpha
+        z = self._coin(e, kappa, d_t)  # may refuse (Sketched-KONS): before any state changes
         self.noise_scale_sum += noise
-        z = self._coin(e, kappa, d_t)
         if self.max_size is not None:
             self._apply_windowed(v, k, kappa, e, h, kc, s, excess, yhat, gdot, weight, d_t, z)
             return

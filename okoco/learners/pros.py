@@ -29,7 +29,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from okoco._core import _steps
+from okoco._core import _pros
 from okoco._input import Rows, in_row, reserve
 from okoco._validation import Interval
 from okoco.dictionary import KORS
@@ -52,6 +52,15 @@ _MIN_S = 1e-300
 # dictionary to working precision: it is not offered to KORS, since as an atom it would only add
 # a coordinate made of rounding noise (amplified by 1 / pivot) to every embedding.
 _SPAN_TOL = 1e-10
+
+
+class _UnitScale:
+    """``noise_scale_sum`` of a model saved before the predictive variance (the field absent
+    from its file): ``n_seen``, the unit scale, as KONS and KRLS upgrade theirs. A non-data
+    descriptor, so the instance's own value, once set, takes precedence."""
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else float(obj.n_seen)
 
 
 class PROSNKONS(KernelLearner):
@@ -159,6 +168,7 @@ class PROSNKONS(KernelLearner):
     """
 
     _restart = True
+    noise_scale_sum = _UnitScale()
     _hessian_step = True  # eta="hessian" is a policy here
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
@@ -177,8 +187,9 @@ class PROSNKONS(KernelLearner):
                     "_store": "obj:Rows as store",
                     "_embed": "obj:IncrementalCholesky as embedding",
                     "_u": "array(>=embedding.size) float64 as ons_point",
-                    "_P": "obj:PackedSymmetric as ons_inverse", "n_restarts": "int[0,]",
-                    "online_effective_dimension": "float", "log_det": "float"}
+                    "_P": "obj:PackedSymmetric as ons_inverse", "noise_scale_sum": "opt float",
+                    "n_restarts": "int[0,]", "online_effective_dimension": "float",
+                    "log_det": "float"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", dictionary_alpha: float = 1.0, eps: float = 0.5,
@@ -207,6 +218,8 @@ class PROSNKONS(KernelLearner):
         self.n_restarts = 0
         self.online_effective_dimension = 0.0
         self.log_det = 0.0
+        # sum of (y_t - yhat_t)^2 / (spread_t + alpha/2): the predictive variance's scale
+        self.noise_scale_sum = 0.0
 
     # -- embedding -----------------------------------------------------------------------
 
@@ -235,6 +248,30 @@ class PROSNKONS(KernelLearner):
     def _predict_vec(self, v: np.ndarray) -> float:
         h = self._analyse(v)[2]
         return float(h @ self._u[: h.shape[0]])
+
+    def _predictive_variance(self, v: np.ndarray) -> float:
+        r""":math:`\hat\tau^2(s(x) + \alpha/2)` for ``predict_one(x, with_dist=True)``.
+
+        :math:`s(x) = \alpha\,z^\top A^{-1} z + (k(x, x) - z^\top z)`, with
+        :math:`z = L^{-1}k_{\mathcal I}(x)` the embedding and :math:`A` the current phase's
+        preconditioner: the :math:`A`-norm of :math:`\phi(x)` scaled by :math:`\alpha`, as
+        for :class:`okoco.learners.KONS`, in the RKHS where :math:`A` is :math:`\alpha I`
+        outside the span of the dictionary (the Nyström residual :math:`k(x, x) - z^\top z`).
+        With the squared loss and the curvature step (no clipping) the ONS point is ridge
+        regression on the embeddings with ridge :math:`\alpha/2`, and this is its
+        Gaussian-process posterior variance with noise ratio :math:`\alpha/2`; with every point
+        in the dictionary (CON-KONS, ``p_min=1``) that of the exact kernel,
+        :math:`k(x, x) - k^\top(K + \frac\alpha2 I)^{-1}k`. At a PROS-N-KONS restart
+        :math:`A = \alpha I` and :math:`s(x) = k(x, x)`, the prior. The scale
+        :math:`\hat\tau^2 = (1 + \sum_u (y_u - \hat y_u)^2 / (s_u + \alpha/2)) / (1 + t)`
+        is estimated online from the a-priori errors (one unit pseudo-observation keeps it
+        above 0). One product with :math:`A^{-1}` beyond the prediction's solve,
+        :math:`O(m^2)`.
+        """
+        _, kappa, h = self._analyse(v)
+        s = max(float(h @ self._P.matvec(h)), 0.0)  # as the step computes it
+        scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
+        return scale * (self.alpha * s + max(kappa - float(h @ h), 0.0) + 0.5 * self.alpha)
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         H = self._embed.half_solve(self._store.kernel_block(self._kernel, V))
@@ -266,6 +303,8 @@ class PROSNKONS(KernelLearner):
                 f"{yhat:g}, too large for a second-order step; rescale the targets"
             )
         residual = kappa - float(h @ h)
+        # the a-priori error over its spread, before the dictionary or A change
+        noise = (y - yhat) ** 2 / (alpha * s + max(residual, 0.0) + 0.5 * alpha)
         full = self.max_size is not None and m >= self.max_size
         joined = (not full and residual > _SPAN_TOL * kappa
                   and self._kors.update_column(k, kappa)[0])
@@ -288,6 +327,7 @@ class PROSNKONS(KernelLearner):
         u -= (gdot / (1.0 + q)) * Pz
         self.online_effective_dimension += q / (1.0 + q)
         self.log_det += math.log1p(q)
+        self.noise_scale_sum += noise
         if joined and self._restart:
             self._new_phase(m)
 
@@ -309,7 +349,7 @@ class PROSNKONS(KernelLearner):
         while t < rows:
             t, status = self._run(V, y, eta, hessian, predictions, t, block)
             self.n_seen, self._cache = first + t, None
-            if status == _steps.STATUS_NEED_COINS:
+            if status == _pros.STATUS_NEED_COINS:
                 block *= 2
             elif status:  # a row for the Python step
                 if predict:
@@ -322,7 +362,7 @@ class PROSNKONS(KernelLearner):
 
     def _run(self, V: np.ndarray, y: np.ndarray, eta: np.ndarray, hessian: bool,
              predictions: np.ndarray, t: int, block: int) -> tuple[int, int]:
-        """The compiled steps over rows ``t ..`` of ``V`` (``_steps.pros_run``) until a row
+        """The compiled steps over rows ``t ..`` of ``V`` (``_pros.pros_run``) until a row
         needs the Python step; returns that row and the status. KORS's coins are drawn ahead,
         ``block`` at most; the generator is then set back to where only the coins of the rows
         learned were drawn, so the Python step draws the same coin as row by row."""
@@ -331,13 +371,14 @@ class PROSNKONS(KernelLearner):
         state = rng.bit_generator.state
         coins = rng.random(min(block, V.shape[0] - t))
         (stop, status, used, seen, q, tau, p, self.online_effective_dimension,
-         self.log_det) = _steps.pros_run(
+         self.log_det, self.noise_scale_sum) = _pros.pros_run(
             compiled_kernel(self._kernel), store.data, store.squared_norms()[0],
             self._embed.size, self._embed._L, self._u, P._storage(), P.is_dense,
             kors._weights, kors.cholesky._L, float(kors.alpha), float(kors.eps),
             float(kors.beta), float(kors.p_min), coins, float(self.alpha), float(self.C),
             compiled_loss(self._loss), hessian, eta, self.max_size or 0,
-            self.online_effective_dimension, self.log_det, store.d, V, y, t, predictions)
+            self.online_effective_dimension, self.log_det, self.noise_scale_sum, store.d, V, y,
+            t, predictions)
         if used < coins.shape[0]:
             rng.bit_generator.state = state
             rng.random(used)
