@@ -241,3 +241,25 @@ def test_version_4_names_are_not_read_from_a_version_5_file(tmp_path):
     np.savez(target, __okoco__=np.array(json.dumps(meta)), **arrays)
     with pytest.raises(ValueError, match=r"is not a field of KONS"):
         okoco.load(target)
+
+
+def test_a_format_4_replay_checkpoint_resumes_as_saved():
+    """A checkpoint of format 4 (``tests/data/make_format_checkpoint.py``: a river pipeline of
+    okoco's scalers around a windowed KONS, okoco's MAE and R2) restores into a fresh,
+    identically built run through the old field names: same predictions, same metrics."""
+    from okoco import metrics, preprocessing
+    from okoco.learners import KONS
+
+    folder = os.path.join(DATA, "format-v4-checkpoint")
+    with open(os.path.join(folder, "expected.json")) as f:
+        reference = json.load(f)
+    path = os.path.join(folder, "checkpoint.npz")
+    assert persistence.read_metadata(path)["format_version"] == 4
+    model = preprocessing.StandardScaler() | preprocessing.TargetStandardScaler(
+        KONS(kernel=kernels.RBF(0.7), C=2.0, max_size=20))
+    metric_list = [metrics.MAE(), metrics.R2()]
+    progress = persistence.load_checkpoint(path, model, metric_list)
+    assert progress == {"t": 40}
+    assert [m.get() for m in metric_list] == reference["metrics"]
+    assert [model.predict_one(x) for x in reference["probes"]] == pytest.approx(
+        reference["predictions"], rel=1e-12, abs=1e-12)

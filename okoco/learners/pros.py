@@ -188,8 +188,8 @@ class PROSNKONS(KernelLearner):
                     "_embed": "obj:IncrementalCholesky as embedding",
                     "_u": "array(>=embedding.size) float64 as ons_point",
                     "_P": "obj:PackedSymmetric as ons_inverse", "noise_scale_sum": "opt float",
-                    "n_restarts": "int[0,]",
-                    "online_effective_dimension": "float", "log_det": "float"}
+                    "n_restarts": "int[0,]", "online_effective_dimension": "float",
+                    "log_det": "float"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", dictionary_alpha: float = 1.0, eps: float = 0.5,
