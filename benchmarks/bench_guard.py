@@ -3,32 +3,34 @@
     python -m benchmarks.bench_guard                  # phishing and trump-approval, 9 repeats
     python -m benchmarks.bench_guard --repeat 21 --n 600
 
-The guard (``okoco.learners.kons``, ``_check_step``) is one product and one comparison per
-step, ``d_t^2 kappa * _MIN_RIDGE_RATIO > alpha``; only when it holds (a point whose
-``k(x, x)`` dwarfs the ridge) does it read ``|e|^2`` (one BLAS dot, ``O(m)``) and compare
-``s_t`` with its rounding level. Three variants of the same code, switched by that module
-constant inside this process only:
+The guard lives in ``okoco.learners.kons``'s ``KONS._check_step``: at every step one product
+and one comparison (``d_t^2 kappa * _MIN_RIDGE_RATIO > alpha``; past it, a dot ``|e|^2`` and a
+comparison of ``s_t`` with its rounding level), and, only at a step whose prediction lies
+outside ``[-C, C]``, the same dot to bound the projection's divisor. Three variants, switched
+inside this process only:
 
 ``on``
-    as shipped (``1e-10``);
+    as shipped;
 ``off``
-    ``0.0``: the comparison is always false, the dot never runs (what is left of the guard is
-    the product and the comparison, timed alone below);
+    ``_check_step`` as it was before the guard (commit 3151f03, copied below, returning the
+    step in today's layout): the same code without the new checks;
 ``worst``
-    ``inf``: the dot and the second comparison run at every step with ``d_t != 0``, as for a
-    stream whose every point were beyond the ridge (none is refused here: the counts say so).
+    as shipped with ``_MIN_RIDGE_RATIO = inf``: the dot and the second comparison at every
+    step with ``d_t != 0``, as for a stream whose every point were beyond the ridge (none is
+    refused here: the counts say so).
 
 Each repeat replays the stream test-then-train (``predict_one`` then ``learn_one``) on a fresh
 learner at its defaults, the variants interleaved within each repeat (no drift between them);
 per-step CPU time (``process_time``: the machine may be shared), min and median over the
-repeats, the median wall time beside it, and the load average before and after.
-The streams are those of ``benchmarks.data`` (features and targets standardized online as for
-every benchmark; phishing's labels learned as targets +-1).
+repeats, the median wall time beside it, and the load average before and after. The streams
+are those of ``benchmarks.data`` (features and targets standardized online as for every
+benchmark; phishing's labels learned as targets +-1).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import time
@@ -36,7 +38,40 @@ import timeit
 
 import numpy as np
 
-VARIANTS = {"on": None, "off": 0.0, "worst": float("inf")}
+VARIANTS = ("on", "off", "worst")
+
+
+def _unguarded_check_step(self, y, eta, analysis):
+    """``KONS._check_step`` before the guard (commit 3151f03), verbatim but for its last line:
+    the step in today's layout (the projection's term instead of the excess)."""
+    from okoco.kernels import finite_row
+    from okoco.learners.base import clip_excess, overflow_message
+    from okoco.learners.kons import _MAX_D, _MIN_S
+
+    k, kappa, e, h, ybar, kc, hh = analysis
+    alpha = self.alpha
+    s = kappa - hh
+    if _MIN_S > s:
+        s = _MIN_S
+    excess = clip_excess(ybar, self.C)
+    yhat = ybar - excess
+    gdot = float(self._loss.derivative(y, yhat))
+    if eta is None:
+        weight = float(self._loss.second_derivative(y, yhat))
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"loss.second_derivative returned {weight!r}; it must be >= 0")
+        d_t = math.sqrt(weight)
+    else:
+        weight = eta * gdot * gdot
+        d_t = gdot * math.sqrt(eta)
+    if not (math.isfinite(ybar) and math.isfinite(kappa) and finite_row(self._kernel, k)):
+        raise ValueError(overflow_message(self._kernel, ybar))
+    worst = weight * abs(yhat) + abs(gdot) + alpha * abs(excess) / s
+    if not (abs(d_t) <= _MAX_D and math.isfinite(worst)
+            and math.isfinite(d_t * d_t * kappa + alpha)):
+        raise ValueError(f"the target {y!r} gives the loss derivative {gdot:g}")
+    noise = (y - yhat) ** 2 / (s + 0.5 * alpha)
+    return s, (alpha * excess / s if excess else 0.0), yhat, gdot, weight, d_t, noise
 
 
 def _rows(name: str, n: int | None):
@@ -68,7 +103,7 @@ def _replay(make, rows) -> tuple[float, float, int]:
 def guard_cost(streams, repeat: int, n: int | None) -> None:
     from okoco.learners import KONS, SketchedKONS, kons
 
-    shipped = kons._MIN_RIDGE_RATIO
+    shipped, guarded = kons._MIN_RIDGE_RATIO, KONS._check_step
     makers = {"KONS": KONS, "SketchedKONS": lambda: SketchedKONS(seed=0)}
     for stream in streams:
         rows = _rows(stream, n)
@@ -80,12 +115,14 @@ def guard_cost(streams, repeat: int, n: int | None) -> None:
             for r in range(repeat):
                 order = list(VARIANTS) if r % 2 == 0 else list(reversed(VARIANTS))
                 for variant in order:
-                    ratio = VARIANTS[variant]
-                    kons._MIN_RIDGE_RATIO = shipped if ratio is None else ratio
+                    if variant == "off":
+                        KONS._check_step = _unguarded_check_step
+                    elif variant == "worst":
+                        kons._MIN_RIDGE_RATIO = math.inf
                     try:
                         seconds, wall, count = _replay(make, rows)
                     finally:
-                        kons._MIN_RIDGE_RATIO = shipped
+                        KONS._check_step, kons._MIN_RIDGE_RATIO = guarded, shipped
                     times[variant].append(seconds)
                     walls[variant].append(wall)
                     refused[variant] += count

@@ -392,7 +392,14 @@ class KONS(KernelLearner):
             raise ValueError(singular_message(self._kernel, kappa, alpha))
         if _MIN_S > s:  # s = max(s, _MIN_S), without the builtin's generic call (as below)
             s = _MIN_S
-        worst = weight * abs(yhat) + abs(gdot) + alpha * abs(excess) / s
+        shift = 0.0  # the projection's term alpha h(ybar) / s of the coefficient
+        if excess:
+            # s below its rounding level (see _S_RTOL) is noise: dividing by it would multiply
+            # the excess by ~1 / eps, and the next step's excess by as much (a geometric growth
+            # to overflow); with s raised to that level the projection is partial, never wild
+            level = _S_RTOL * (kappa + dot(e, e) / alpha)
+            shift = alpha * excess / (s if s > level else level)
+        worst = weight * abs(yhat) + abs(gdot) + abs(shift)
         if not (abs(d_t) <= _MAX_D and math.isfinite(worst)
                 and math.isfinite(d_t * d_t * kappa + alpha)):
             raise ValueError(
@@ -400,19 +407,19 @@ class KONS(KernelLearner):
                 " too large for a second-order step; rescale the targets"
             )
         noise = (y - yhat) ** 2 / (s + 0.5 * alpha)  # the a-priori error over its spread
-        return s, excess, yhat, gdot, weight, d_t, noise
+        return s, shift, yhat, gdot, weight, d_t, noise
 
     def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:
         """Learn ``v`` from its ``analysis`` and the ``step`` of :meth:`_check_step`."""
         k, kappa, e, h, ybar, kc, hh = analysis
-        s, excess, yhat, gdot, weight, d_t, noise = step
+        s, shift, yhat, gdot, weight, d_t, noise = step
         store, alpha = self._store, self.alpha
         z = self._coin(e, kappa, d_t)  # may refuse (Sketched-KONS): before any state changes
         self.noise_scale_sum += noise
         if self.max_size is not None:
-            self._apply_windowed(v, k, kappa, e, h, kc, s, excess, yhat, gdot, weight, d_t, z)
+            self._apply_windowed(v, k, kappa, e, h, kc, s, shift, yhat, gdot, weight, d_t, z)
             return
-        c_t = z * weight * yhat - gdot - (alpha * excess / s if excess else 0.0)
+        c_t = z * weight * yhat - gdot - shift
         if not (z or c_t or d_t or gdot) and self._drops_null_points:
             return  # a null step (beyond the squared hinge's margin): it would only add zeros
 
@@ -441,12 +448,12 @@ class KONS(KernelLearner):
             self._note_selected(index)
             self._sync_g()  # the append may have refreshed the factor: recompute g then
 
-    def _apply_windowed(self, v, k, kappa, e, h, kc, s, excess, yhat, gdot, weight, d_t,
+    def _apply_windowed(self, v, k, kappa, e, h, kc, s, shift, yhat, gdot, weight, d_t,
                         z) -> None:
         """:meth:`_apply_step` in the window's inverse form (the same coefficient and
         statistics; the new atom borders the inverse instead of the factor)."""
         store, alpha = self._store, self.alpha
-        c_t = z * weight * yhat - gdot - (alpha * excess / s if excess else 0.0)
+        c_t = z * weight * yhat - gdot - shift
         if not (z or c_t or d_t or gdot) and self._drops_null_points:
             return
         if c_t:
