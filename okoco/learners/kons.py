@@ -214,18 +214,6 @@ class KONS(KernelLearner):
         self.rg_sum = 0.0
         self.noise_scale_sum = 0.0  # sum of (y_t - yhat_t)^2 / (s_t + alpha/2): the spread's scale
 
-    @staticmethod
-    def _upgrade_state(state: dict) -> dict:
-        """The state of a model saved before the window (unbounded, with no ``max_size``) in
-        the current layout (called by ``okoco.persistence.load``)."""
-        if "noise_scale_sum" not in state:  # saved before the predictive variance: unit scale
-            state = {**state, "noise_scale_sum": float(state.get("n_seen", 0))}
-        if "max_size" in state:
-            return state
-        state = {**state, "max_size": None, "_window": None}
-        state.setdefault("_selected", np.zeros(16, dtype=np.intp))  # KONS: unused unbounded
-        return state
-
     # -- selection hooks (KONS keeps every point) -------------------------------------
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
@@ -390,8 +378,7 @@ class KONS(KernelLearner):
             # the ridge alone cannot keep the new pivot alpha + d_t^2 s resolvable, and s lies
             # below the solve's rounding error (which grows like |e|^2 / alpha, as |P| <= 1/alpha)
             raise ValueError(singular_message(self._kernel, kappa, alpha))
-        if _MIN_S > s:  # s = max(s, _MIN_S), without the builtin's generic call (as below)
-            s = _MIN_S
+        s = max(s, _MIN_S)
         shift = 0.0  # the projection's term alpha h(ybar) / s of the coefficient
         if excess:
             # s below its rounding level (see _S_RTOL) is noise: dividing by it would multiply
