@@ -102,6 +102,24 @@ def test_a_row_whose_k_x_x_is_not_finite_fails_small_and_large_batches(rows):
     assert pickle.dumps(model) == state
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3, 5])
+@pytest.mark.parametrize("make", [*LEARNERS, lambda: KRLS(nu=1e-3)])
+def test_small_and_large_dataframe_batches_equal_row_by_row(make, rows):
+    """A DataFrame's rows (column-major from pandas: strided rows) through the compiled step
+    objects (fewer than 4 rows) or loop, as test-then-train row by row on dicts."""
+    one, many = trained(make), trained(make)
+    X = pd.DataFrame(unit_rows(2 * rows, 3, seed=9), columns=["x0", "x1", "x2"])
+    y = np.linspace(-0.5, 0.5, 2 * rows)
+    expected = []
+    for x, target in zip(X.to_dict("records"), y):
+        expected.append(one.predict_one(x))
+        one.learn_one(x, target)
+    got = [*many.predict_learn_many(X[:rows], y[:rows]),
+           *many.predict_learn_many(X[rows:], y[rows:])]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    assert many.n_seen == one.n_seen
+
+
 @pytest.mark.parametrize("make", [*LEARNERS, lambda: KRLS(nu=1e-3), KONS])
 def test_learn_many_copies_nothing_and_equals_learn_one(make, monkeypatch):
     """learn_many validates the batch, then learns: the model is never copied (a deep copy

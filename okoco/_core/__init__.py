@@ -8,10 +8,14 @@ their state and turn the status codes returned here into their worded errors.
     the packed Cholesky factor and the packed symmetric matrix (solves, bordering, removal,
     rank-one updates);
 ``_kernels``
-    a kernel's row over stored points (squared distances from cached norms);
+    a kernel's row over stored points (squared distances from cached norms), and the kernels
+    coded for the steps (``_kernels.pxd``; the losses' in ``_losses.pxd``);
 ``_steps``
-    whole learner steps and the array loops built on the two;
+    whole learner steps: the step objects of FunctionalGD and KRLS (one compiled call per
+    ``predict_one`` / ``learn_one`` on the learner's buffers) and the array loops;
 ``_pros``
     PROS-N-KONS / CON-KONS's step and its array loop (apart, so that it builds and changes on
-    its own).
+    its own);
+``_encode``
+    a river row (a dict of known features) to its vector, for ``okoco._input.FeatureMap``.
 """

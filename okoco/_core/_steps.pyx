@@ -256,14 +256,20 @@ cdef class StepCore:
             self.g = self.g_obj
         return 0
 
-    cdef bint known(self, const double[::1] v, Py_ssize_t seen) noexcept:
-        """Whether v was the last row analysed, at the same state."""
-        return (seen == self.seen and v.shape[0] == self.x_len
-                and memcmp(self.x, &v[0], v.shape[0] * sizeof(double)) == 0)
+    cdef bint known(self, const double[:] v, Py_ssize_t seen) noexcept:
+        """Whether v was the last row analysed (bit for bit), at the same state."""
+        cdef Py_ssize_t j
+        if seen != self.seen or v.shape[0] != self.x_len:
+            return False
+        for j in range(v.shape[0]):
+            if memcmp(&self.x[j], &v[j], sizeof(double)):
+                return False
+        return True
 
-    cdef int keep(self, const double[::1] v) except -1:
-        """Copy v, zero-padded to the rows' width d (features it lacks are 0 in it)."""
-        cdef Py_ssize_t w = v.shape[0], width = w if w > self.d else self.d
+    cdef int keep(self, const double[:] v) except -1:
+        """Copy v (a row of any stride), zero-padded to the rows' width d (features it lacks
+        are 0 in it)."""
+        cdef Py_ssize_t j, w = v.shape[0], width = w if w > self.d else self.d
         if width + 1 > self.x_cap:
             free(self.x)
             self.x_cap = 2 * (width + 1)
@@ -271,8 +277,8 @@ cdef class StepCore:
             if self.x == NULL:
                 self.x_cap = 0
                 raise MemoryError()
-        if w:
-            memcpy(self.x, &v[0], w * sizeof(double))
+        for j in range(w):
+            self.x[j] = v[j]
         memset(self.x + w, 0, (width - w) * sizeof(double))
         self.x_len, self.x_width, self.seen = w, width, -1
         return 0
@@ -317,7 +323,7 @@ cdef class FGDStep(StepCore):
         self.k, self.kernel = make_kernel(spec), kernel
         self.loss, self.lam, self.C = loss, lam, C
 
-    cdef double analyse(self, object store, const double[::1] v, Py_ssize_t seen) except? -1:
+    cdef double analyse(self, object store, const double[:] v, Py_ssize_t seen) except? -1:
         self.bind_rows(store)
         coef = store.fields["coef"]
         if coef is not self.coef_obj:
@@ -329,11 +335,11 @@ cdef class FGDStep(StepCore):
             self.seen = seen
         return self.value
 
-    def predict(self, store, const double[::1] v, Py_ssize_t seen):
+    def predict(self, store, const double[:] v, Py_ssize_t seen):
         """``f(v)``, the unclipped prediction (kept for the step on the same row and state)."""
         return self.analyse(store, v, seen)
 
-    def learn(self, store, const double[::1] v, double y, double eta, Py_ssize_t seen):
+    def learn(self, store, const double[:] v, double y, double eta, Py_ssize_t seen):
         """Project, step and append the new term; returns ``OK``, ``OVERFLOW`` (a value is
         not finite) or ``NEED_ROOM`` (the buffers must grow), nothing changed but by ``OK``."""
         cdef double ybar = self.analyse(store, v, seen), shrink = 1.0 - eta * self.lam
@@ -374,7 +380,7 @@ cdef class KRLSStep(StepCore):
     def __dealloc__(self):
         free(self.u)
 
-    cdef int analyse(self, learner, const double[::1] v, Py_ssize_t seen) except -1:
+    cdef int analyse(self, learner, const double[:] v, Py_ssize_t seen) except -1:
         store = learner._store
         self.bind_rows(store)
         if not self.known(v, seen):
@@ -408,13 +414,13 @@ cdef class KRLSStep(StepCore):
                 raise MemoryError()
         return 0
 
-    def predict(self, learner, const double[::1] v, Py_ssize_t seen):
+    def predict(self, learner, const double[:] v, Py_ssize_t seen):
         """The prediction ``h.w``, or ``None`` if a value is not finite (the Python step then
         words the error)."""
         self.analyse(learner, v, seen)
         return self.out[2] if self.ok else None
 
-    def analysis(self, learner, const double[::1] v, Py_ssize_t seen):
+    def analysis(self, learner, const double[:] v, Py_ssize_t seen):
         """``(g, k(x, x), h, delta, prediction)`` (``g``, ``h`` new arrays), or ``None``."""
         self.analyse(learner, v, seen)
         if not self.ok:
@@ -422,7 +428,7 @@ cdef class KRLSStep(StepCore):
         return (self.g_obj[:self.n].copy(), self.out[0], self.h_obj[:self.n].copy(), self.out[1],
                 self.out[2])
 
-    def learn(self, learner, const double[::1] v, double y, Py_ssize_t seen):
+    def learn(self, learner, const double[:] v, double y, Py_ssize_t seen):
         """The step of a point that does not join (``M``, ``w``, the noise scale and the ALD's
         record of the row); returns ``OK``, or ``JOINS`` (nothing changed) for the Python step."""
         cdef double error, delta
