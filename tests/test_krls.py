@@ -6,6 +6,7 @@ from streams import as_dicts
 
 from okoco import kernels, losses
 from okoco.learners import KRLS, FunctionalGD
+from okoco.persistence import _migrations
 
 
 def batch_krls_weights(X, y, kernel, nu, ridge=0.0):
@@ -182,7 +183,7 @@ def test_a_state_with_beta_and_p_is_upgraded_to_w_and_m():
     beta = L @ w[:m]  # the old layout, from the new one
     state["_beta"] = np.concatenate([beta, np.zeros(3)])
     state["_P"] = PackedSymmetric.from_matrix(L @ M.matrix() @ L.T)
-    upgraded = KRLS._upgrade_state(state)
+    upgraded = _migrations._krls_before_3(state)
     assert set(upgraded) == set(vars(model))
     np.testing.assert_allclose(upgraded["_w"][:m], w[:m], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(upgraded["_M"].matrix(), M.matrix(), rtol=1e-9, atol=1e-12)

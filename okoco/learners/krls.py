@@ -139,26 +139,6 @@ class KRLS(KernelLearner):
         self.last_residual = float("nan")
         self.noise_scale_sum = 0.0  # sum of e_t^2 / (delta_t + nu'), see _predictive_variance
 
-    @staticmethod
-    def _upgrade_state(state: dict) -> dict:
-        """The state of a model saved with ``beta`` and ``P`` (before ``w`` and ``M``) in the
-        current layout, ``O(m^3)`` once (called by ``okoco.persistence.load``); a model saved
-        before the predictive variance gets the unit noise scale."""
-        if "noise_scale_sum" not in state:
-            state = {**state, "noise_scale_sum": float(state.get("n_seen", 0))}
-        if "_beta" not in state:
-            return state
-        state = dict(state)
-        chol = state["_ald"].cholesky
-        m = chol.size
-        beta, P = state.pop("_beta")[:m], state.pop("_P").matrix()
-        w = reserve(np.zeros(16), m)
-        w[:m] = chol.half_solve(beta)
-        half = chol.half_solve(P)  # L^{-1} P, then L^{-1} (L^{-1} P)^T = L^{-1} P L^{-T}
-        M = chol.half_solve(np.ascontiguousarray(half.T))
-        state["_w"], state["_M"] = w, PackedSymmetric.from_matrix(0.5 * (M + M.T))
-        return state
-
     def _make_step(self, spec: tuple):
         return _steps.KRLSStep(spec, self._kernel, float(self.nu), self.max_size,
                                self._noise_ratio)
