@@ -9,12 +9,18 @@
 - ``arrays``: test-then-train over a whole dataset through the dict protocol (``predict_one``
   + ``learn_one`` per row) against the array path (``predict_learn_many`` on the arrays, the
   compiled loop), the same standardized rows, the predictions compared;
-- ``one_row``: ``learn_many`` on one row against ``learn_one`` on the same row, at t = 800;
+- ``protocol``: the river dict protocol of one predict + learn, on a stream of distinct dicts
+  (``FeatureMap.encode`` of a new row for ``predict_one``, of the same row again for
+  ``learn_one``: the cache, and ``check_target``), in µs per row;
+- ``one_row``: ``learn_many`` on one row (a DataFrame, and a 2-D array of the same columns)
+  against ``learn_one`` on the same row, at t = 800;
 - ``build``: the extension's build time (``python setup.py build_ext --force`` in a copy of
   the sources) and the size of the built modules.
 
-Run: ``python -m benchmarks.bench_core [--only steps,cli,arrays,one_row,build]``; the machine's
-load (``os.getloadavg``) is printed before and after.
+Run: ``python -m benchmarks.bench_core [--only steps,protocol,cli,arrays,one_row,build]
+[--learners FunctionalGD,KRLS] [--loaded]``; ``--loaded`` keeps one busy process beside the run
+(a Python loop on one core). The machine's load (``os.getloadavg``) is printed before and
+after.
 """
 
 from __future__ import annotations
@@ -48,11 +54,35 @@ def steps(names=("FunctionalGD", "KRLS", "SketchedKONS", "KONS")) -> list[dict]:
             rows.append({"learner": name, "t": mark["t"], "m": mark["m"],
                          "step_us": mark["replay_us"], "floor_us": floor["total"],
                          "multiple": mark["replay_us"] / floor["total"],
-                         "cpu_us": mark["cpu_us"]})
+                         "cpu_us": mark["cpu_us"], "median_us": mark["median_us"]})
+            # the median step of the first pass: a step the scheduler did not preempt
             print(f"  {name:13s} t={mark['t']:6d} m={mark['m']:5d} step {mark['replay_us']:8.1f}"
-                  f" us  floor {floor['total']:8.1f} us  -> {rows[-1]['multiple']:.2f}x",
-                  flush=True)
+                  f" us  floor {floor['total']:8.1f} us  -> {rows[-1]['multiple']:.2f}x  "
+                  f"(median step {mark['median_us']:.1f} us)", flush=True)
     return rows
+
+
+def protocol(n: int = 2000, repeats: int = 7) -> dict:
+    from benchmarks import measure
+    from okoco import losses
+    from okoco._input import FeatureMap, check_target
+
+    rows, y, _ = measure.step_floor_stream(n)
+    fm, loss = FeatureMap(), losses.Squared()
+    fm.add(fm.encode(rows[0], arrays=False)[1])
+    encode = fm.encode
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for x, target in zip(rows, y):
+            encode(x, arrays=False)  # predict_one
+            check_target(target, loss)  # learn_one: the target, then the row again (cached)
+            encode(x, arrays=False)
+        best = min(best, time.perf_counter() - start)
+    us = 1e6 * best / n
+    print(f"  dict protocol (encode, cache, target check) per predict + learn: {us:.2f} us",
+          flush=True)
+    return {"us": us}
 
 
 def cli(runs: int = 5) -> list[float]:
@@ -141,21 +171,41 @@ def one_row(t: int = 800, calls: int = 20) -> list[dict]:
         for x, target in zip(dicts[:t], y[:t]):
             model.learn_one(x, float(target))
         frame = pd.DataFrame([dicts[t]])
-        one, many = [], []
+        # a 2-D array's columns are named by position: the same model fed the rows so named
+        by_position = make()
+        for x, target in zip(X[:t], y[:t]):
+            by_position.learn_one(dict(enumerate(x.tolist())), float(target))
+        array = X[t : t + 1]
+        positional = [dict(enumerate(X[i].tolist())) for i in (t - 1, t)]
+        calls_of = {  # each path: its model, the row the copy predicts first, the call timed
+            "one": (model, dicts[t - 1], lambda m: m.learn_one(dicts[t], float(y[t]))),
+            "frame": (model, dicts[t - 1],
+                      lambda m, frame=frame: m.learn_many(frame, [float(y[t])])),
+            "array": (by_position, positional[0],
+                      lambda m, array=array: m.learn_many(array, [float(y[t])])),
+        }
+        times = {key: [] for key in calls_of}
         for _ in range(calls):
-            a, b = copy.deepcopy(model), copy.deepcopy(model)
-            start = time.perf_counter()
-            a.learn_one(dicts[t], float(y[t]))
-            one.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            b.learn_many(frame, [float(y[t])])
-            many.append(time.perf_counter() - start)
+            for key, (source, before, call) in calls_of.items():
+                # a copy (whose compiled step object is rebuilt at its first prediction), and
+                # the same call on another copy first: the path's code warm, as in a loop
+                warm, timed = copy.deepcopy(source), copy.deepcopy(source)
+                for copied in (warm, timed):
+                    copied.predict_one(before)
+                call(warm)
+                start = time.perf_counter()
+                call(timed)
+                times[key].append(time.perf_counter() - start)
+        one, many, arr = times["one"], times["frame"], times["array"]
         row = {"learner": name, "t": t, "learn_one_us": 1e6 * float(np.median(one)),
-               "learn_many_us": 1e6 * float(np.median(many))}
+               "learn_many_us": 1e6 * float(np.median(many)),
+               "learn_many_array_us": 1e6 * float(np.median(arr))}
         row["ratio"] = row["learn_many_us"] / row["learn_one_us"]
         out.append(row)
-        print(f"  {name:13s} t={t}: learn_one {row['learn_one_us']:8.1f} us  learn_many(1 row) "
-              f"{row['learn_many_us']:8.1f} us  -> {row['ratio']:.2f}x", flush=True)
+        row["array_ratio"] = row["learn_many_array_us"] / row["learn_one_us"]
+        print(f"  {name:13s} t={t}: learn_one {row['learn_one_us']:8.1f} us  learn_many(1 row): "
+              f"DataFrame {row['learn_many_us']:8.1f} us -> {row['ratio']:.2f}x, array "
+              f"{row['learn_many_array_us']:8.1f} us -> {row['array_ratio']:.2f}x", flush=True)
     return out
 
 
@@ -181,13 +231,26 @@ def build() -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", default="steps,cli,arrays,one_row,build")
+    p.add_argument("--only", default="steps,protocol,cli,arrays,one_row,build")
+    p.add_argument("--learners", default="FunctionalGD,KRLS,SketchedKONS,KONS",
+                   help="the learners of the steps part")
+    p.add_argument("--loaded", action="store_true", help="one busy process beside the run")
     args = p.parse_args()
-    print(f"load average before: {os.getloadavg()}", flush=True)
-    for part in args.only.split(","):
-        print(f"{part}:", flush=True)
-        globals()[part]()
-    print(f"load average after: {os.getloadavg()}", flush=True)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.loaded else None
+    try:
+        print(f"load average before: {os.getloadavg()}" + (" (one busy process beside)"
+                                                           if busy else ""), flush=True)
+        for part in args.only.split(","):
+            print(f"{part}:", flush=True)
+            if part == "steps":
+                steps(tuple(args.learners.split(",")))
+            else:
+                globals()[part]()
+        print(f"load average after: {os.getloadavg()}", flush=True)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
 
 
 if __name__ == "__main__":

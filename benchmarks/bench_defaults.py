@@ -378,6 +378,13 @@ def stored_sections() -> list[str]:
                           f"{', '.join(f'{x:.1f}' for x in run['load_after'])}" for run in runs)
         parts.append("## Bounded along a long stream\n\n" + BOUNDED_STREAM_INTRO.format(
             loads=loads) + "\n" + bench_bounded.markdown(merged) + "\n")
+    if (results / "families.json").exists():
+        from benchmarks import bench_families
+
+        store = json.loads((results / "families.json").read_text())
+        args = store.get("args", {"n": 1500, "seeds": [0, 1], "held_seeds": [0]})
+        parts.append("## Defaults chosen on families of streams\n\n" + bench_families.section(
+            store, args["n"], args["seeds"], args["held_seeds"]) + "\n")
     if (results / "drift.json").exists():
         report = json.loads((results / "drift.json").read_text())
         parts.append("## Drift\n\n" + DRIFT_INTRO.format(

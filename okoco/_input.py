@@ -19,159 +19,23 @@ Buffers grow by capacity doubling (:func:`reserve`, :class:`Rows`), never ``np.a
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import math
-import numbers
 from collections.abc import Mapping
 
 import numpy as np
 
+from okoco._checks import (
+    MAX_ABS_VALUE,
+    _numbers,
+    check_array,
+    check_target,
+    check_value,
+    in_row,
+    undo_on_error,
+)
+from okoco._core import _encode
+
 __all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "check_array", "reserve",
            "FeatureMap", "Rows", "undo_on_error"]
-
-# Values beyond this cannot be squared in float64; a kernel would silently return inf/NaN.
-MAX_ABS_VALUE = 1e150
-# Rows up to this many features take FeatureMap's one-conversion path (a dot product of this
-# length stays off OpenBLAS's thread pool, see okoco._blas).
-_FAST_WIDTH = 8192
-_FLOAT = {float}
-
-
-def _huge(value) -> str:
-    """A number too large for float64, shown briefly (``10**400`` is ``~1e+400``)."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, np.timedelta64):
-        digits = str(abs(int(value)))
-        if len(digits) > 40:
-            return f"{'-' if value < 0 else ''}~{digits[0]}e+{len(digits) - 1}"
-    try:
-        text = repr(value)
-    except Exception:  # a repr that fails must not hide the error being worded
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _bad_value(name, value) -> Exception:
-    """The error for a feature value that is not a usable number (one wording everywhere)."""
-    if isinstance(value, (bool, np.bool_, np.timedelta64, np.datetime64)) or \
-            not isinstance(value, numbers.Real):
-        # numpy's timedelta64 is registered as an integer, but a duration is no feature value
-        return TypeError(f"feature {name!r} has a non-numeric value {_huge(value)} "
-                         f"({type(value).__name__}); encode it as a number first")
-    try:
-        number = float(value)
-    except OverflowError:  # an integer or fraction beyond float64
-        return ValueError(f"feature {name!r} = {_huge(value)} is too large "
-                          f"(|x| > {MAX_ABS_VALUE:g}); scale the features")
-    except Exception as error:  # a number type whose float() itself fails
-        return TypeError(f"feature {name!r} = {_huge(value)} ({type(value).__name__}) has no "
-                         f"float value (float() raised {type(error).__name__}: {error})")
-    if not math.isfinite(number):
-        return ValueError(f"feature {name!r} is not finite ({number!r}); impute or drop "
-                          "non-finite values")
-    return ValueError(f"feature {name!r} = {number!r} is too large (|x| > {MAX_ABS_VALUE:g}); "
-                      "scale the features")
-
-
-def check_value(name, value) -> float:
-    """Return a feature value as a float, or raise the error that names the feature.
-
-    Examples
-    --------
-    >>> check_value("rooms", 3), check_value("open", True)
-    (3.0, 1.0)
-    >>> check_value("price", float("nan"))
-    Traceback (most recent call last):
-    ...
-    ValueError: feature 'price' is not finite (nan); impute or drop non-finite values
-    """
-    if type(value) is float and -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
-        return value  # the common case, without the checks below (NaN fails the comparison)
-    if isinstance(value, (bool, np.bool_)):
-        return float(value)
-    if isinstance(value, numbers.Real) and not isinstance(value, np.timedelta64):
-        try:
-            number = float(value)
-        except Exception:  # too large, or a float() that fails: _bad_value words it
-            number = math.inf
-        if -MAX_ABS_VALUE <= number <= MAX_ABS_VALUE:
-            return number
-    raise _bad_value(name, value)
-
-
-def check_target(y, loss=None, what: str = "the target") -> float:
-    """Validate a regression target (for ``loss``, if given) before any state changes.
-
-    Like a feature, a target must be a finite real number of magnitude at most ``1e150``; a
-    ``bool`` is refused (a label, not a number). A loss may add its own domain check
-    (``loss.check_target``, e.g. labels in {-1, +1}).
-
-    Examples
-    --------
-    >>> check_target(2)
-    2.0
-    >>> check_target("2")
-    Traceback (most recent call last):
-    ...
-    TypeError: the target must be a real number, got '2' (str)
-    """
-    if type(y) is not float or not -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
-        if isinstance(y, (bool, np.bool_, np.timedelta64)) or not isinstance(y, numbers.Real):
-            raise TypeError(f"{what} must be a real number, got {_huge(y)} ({type(y).__name__})")
-        try:
-            number = float(y)
-        except OverflowError:  # an integer or fraction beyond float64
-            number = None
-        except Exception as error:  # a number type whose float() itself fails
-            raise TypeError(f"{what} {_huge(y)} ({type(y).__name__}) has no float value "
-                            f"(float() raised {type(error).__name__}: {error})") from None
-        if number is not None and not math.isfinite(number):
-            raise ValueError(f"{what} is {number!r}; it must be finite")
-        if number is None or abs(number) > MAX_ABS_VALUE:
-            shown = _huge(y) if number is None else repr(number)
-            raise ValueError(f"{what} {shown} is too large (|y| > {MAX_ABS_VALUE:g}); "
-                             "rescale the targets")
-        y = number
-    check = getattr(loss, "check_target", None)
-    if check is not None:
-        check(y)
-    return y
-
-
-def check_array(X, what: str = "X") -> np.ndarray:
-    """``X`` as a float64 array of finite real numbers, or the error naming ``what``.
-
-    Strings, bytes, complex numbers, dates and durations are a ``TypeError`` (numpy would parse
-    ``"1.5"`` or drop an imaginary part silently); NaN and infinities a ``ValueError`` naming
-    the first bad cell. Object arrays are checked cell by cell.
-
-    Examples
-    --------
-    >>> check_array([[1, 2], [3, 4]]).dtype
-    dtype('float64')
-    >>> check_array(["1.5"])
-    Traceback (most recent call last):
-    ...
-    TypeError: X must hold real numbers, got an array of <U3 (strings)
-    """
-    raw = X if isinstance(X, np.ndarray) else np.asarray(X)
-    kind = raw.dtype.kind
-    if kind == "O":
-        values = np.empty(raw.shape)
-        for index, cell in np.ndenumerate(raw):
-            values[index] = check_value(f"{what}{list(index)}", cell)
-        return values
-    if kind not in "biuf":
-        names = {"U": "strings", "S": "bytes", "c": "complex numbers", "M": "dates",
-                 "m": "durations", "V": "records"}
-        raise TypeError(f"{what} must hold real numbers, got an array of {raw.dtype} "
-                        f"({names.get(kind, kind)})")
-    values = raw.astype(float)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        index = tuple(int(i[0]) for i in np.nonzero(bad))
-        raise ValueError(f"{what} must be finite, got {float(values[index])!r} at {list(index)}")
-    return values
 
 
 def reserve(buffer: np.ndarray, *shape: int) -> np.ndarray:
@@ -194,50 +58,6 @@ def reserve(buffer: np.ndarray, *shape: int) -> np.ndarray:
     grown = np.zeros(new + old[len(shape):], dtype=buffer.dtype)
     grown[tuple(slice(0, n) for n in old)] = buffer
     return grown
-
-
-def _numbers(raw: np.ndarray, names, *, absent: bool, rows: bool) -> np.ndarray:
-    """Validate a 2-D array of cells as float64; NaN marks absent cells when ``absent``.
-
-    No per-cell Python loop for numeric arrays; object arrays are checked cell by cell, so a
-    string is never parsed as a number. The first bad cell raises, naming its row (if ``rows``)
-    and its feature.
-    """
-    kind = raw.dtype.kind
-    if raw.size == 0:
-        return np.zeros(raw.shape)
-    if kind == "O":
-        values = np.empty(raw.shape)
-        for (i, j), cell in np.ndenumerate(raw):
-            if absent and (cell is None or (type(cell) is float and cell != cell)
-                           or type(cell).__name__ == "NAType"):
-                values[i, j] = np.nan
-                continue
-            values[i, j] = in_row(i, check_value, names[j], cell) if rows else \
-                check_value(names[j], cell)
-        return values
-    if kind not in "biuf":  # strings, complex numbers, dates: no cell is a real number
-        error = _bad_value(names[0], raw[0, 0])
-        raise type(error)(f"row 0: {error}" if rows else str(error))
-    values = raw.astype(float)
-    magnitude = np.abs(values)
-    if magnitude.max() <= MAX_ABS_VALUE:  # every cell a number small enough (NaN fails)
-        return values
-    # NaN fails every comparison: absent, it passes "not too large"; otherwise "small enough"
-    ok = ~(magnitude > MAX_ABS_VALUE) if absent else magnitude <= MAX_ABS_VALUE
-    if ok.all():
-        return values
-    i, j = (int(k[0]) for k in np.nonzero(~ok))
-    error = _bad_value(names[j], raw[i, j].item())
-    raise type(error)(f"row {i}: {error}" if rows else str(error))
-
-
-def in_row(i: int, function, *args):
-    """``function(*args)``; a ``TypeError``/``ValueError`` it raises gets ``"row i: "`` in front."""
-    try:
-        return function(*args)
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"row {i}: {error}") from None
 
 
 class NewColumns(list):
@@ -273,14 +93,8 @@ class FeatureMap:
     {'b': 0, 'a': 1}
     """
 
-    # The keys of the columns in column order, when the last dict encoded had exactly those, in
-    # that order: a dict with the same keys in the same order (the usual stream) is encoded by
-    # one numpy conversion (a cache, not state; see _encode_dict).
-    _keys: tuple | None = None
-
     #: Saved state (okoco.persistence): the columns and the kind of rows; the last row is a cache.
-    _saved_state = {"columns": "dict[int[0,]]", "mode": "str|none", "_last": "cache:None",
-                    "_keys": "cache"}
+    _saved_state = {"columns": "dict[int[0,]]", "mode": "str|none", "_last": "cache:None"}
 
     def __init__(self):
         self.columns: dict = {}
@@ -333,31 +147,27 @@ class FeatureMap:
     def _encode_dict(self, x: dict) -> tuple[np.ndarray, list]:
         if self.mode == "array":
             raise TypeError("this object was fed arrays; got a dict")
-        columns = self.columns
-        width = len(columns)
+        width = len(self.columns)
         last = self._last
         # The same dict object, unchanged, and no column added since: an equal but different
         # dict may hold values validation must still see (Decimal("1.5") == 1.5).
         if last is not None and last[4] is x and last[2] == width and last[0] == x:
             return last[1], last[3]
-        keys = tuple(x)
-        if keys == self._keys and len(keys) == width:
-            # The keys are the columns in order: one conversion, if every value is a Python
-            # float and v . v <= MAX_ABS_VALUE ** 2, which bounds every |v| and excludes NaN and
-            # infinities (a sufficient check; the cell-by-cell path below decides the rest).
-            values = tuple(x.values())
-            if width <= _FAST_WIDTH and set(map(type, values)) == _FLOAT:
-                vec = np.array(values)
-                if float(vec.dot(vec)) <= MAX_ABS_VALUE * MAX_ABS_VALUE:
-                    vec.setflags(write=False)  # handed out again for the same dict (above);
-                    # setflags is a third of the cost of setting flags.writeable (measured)
-                    self._last = (dict(x), vec, width, [], x)
-                    return vec, []
+        # the common row (known features, plain numbers) in one compiled pass, else cell by cell
+        vec, unknown = _encode.known_row(x, self.columns, width, MAX_ABS_VALUE), []
+        if vec is None:
+            vec, unknown = self._encode_cells(x)
+        vec.setflags(write=False)  # handed out again for the same dict: nobody may change it
+        self._last = (dict(x), vec, width, unknown, x)
+        return vec, unknown
+
+    def _encode_cells(self, x: dict) -> tuple[np.ndarray, list]:
+        """Each value checked (the error names its feature), new features in trailing columns."""
+        columns = self.columns
+        width = len(columns)
         cols, values, unknown = [], [], []
         for name, value in x.items():
-            if type(value) is not float or not -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
-                value = check_value(name, value)  # inlined fast path: this runs on every step
-            values.append(value)
+            values.append(check_value(name, value))
             col = columns.get(name)
             if col is None:
                 if name != name:  # NaN: never found again, each row would add a column
@@ -368,10 +178,6 @@ class FeatureMap:
             cols.append(col)
         vec = np.zeros(width + len(unknown))
         vec[cols] = values
-        vec.setflags(write=False)  # handed out again for the same dict: nobody may change it
-        self._last = (dict(x), vec, width, unknown, x)
-        if not unknown and cols == list(range(width)):  # the columns, in order: the fast path
-            self._keys = keys
         return vec, unknown
 
     def encode_many(self, X, *, arrays: bool = True) -> tuple[np.ndarray, list]:
@@ -385,15 +191,17 @@ class FeatureMap:
             return self._encode_dicts(X)
         is_frame = hasattr(X, "columns") and hasattr(X, "to_numpy")
         if is_frame:  # a column that is not numeric is checked cell by cell
-            names = list(X.columns)
+            names = X.columns.tolist()
             if len(set(names)) != len(names) or any(name != name for name in names):
                 twice = sorted({repr(n) for n in names if names.count(n) > 1 or n != n})
                 raise ValueError(f"X has duplicate or NaN column names ({', '.join(twice)}); "
                                  "each feature needs one column")
-            numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
-            # nullable dtypes (Int64, boolean, Float64): <NA> is an absent cell, like NaN
-            raw = X.to_numpy(dtype=float, na_value=np.nan) if numeric else \
-                X.to_numpy(dtype=object)
+            raw = X.to_numpy()  # plain numeric columns (the common frame) give a numeric array
+            if raw.dtype.kind not in "biuf":
+                numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
+                # nullable dtypes (Int64, boolean, Float64): <NA> is an absent cell, like NaN
+                raw = X.to_numpy(dtype=float, na_value=np.nan) if numeric else \
+                    X.to_numpy(dtype=object)
         else:
             raw = np.asarray(X)
         if raw.ndim != 2:
@@ -405,7 +213,7 @@ class FeatureMap:
             raise ValueError(f"X has {raw.shape[1]} features, expected {self.width}")
         if named and self.mode == "array":
             raise TypeError("this object was fed arrays; got named columns")
-        names = X.columns.tolist() if is_frame else list(range(raw.shape[1]))
+        names = names if is_frame else list(range(raw.shape[1]))
         values = _numbers(raw, names, absent=is_frame, rows=True)
         if not named:
             return values, NewColumns(() if self.mode == "array" else names, "array")
@@ -619,33 +427,3 @@ class Rows:
         if V.shape[1] < self.d:
             V = np.pad(V, ((0, 0), (0, self.d - V.shape[1])))
         return kernel(self.padded(V.shape[1]), V)
-
-
-@contextlib.contextmanager
-def undo_on_error(obj, shared=()):
-    """Restore ``obj``'s attributes as they were if the block raises (a batch is all or nothing).
-
-    The objects in ``shared`` (the user's kernel or loss) are kept, not copied.
-
-    Examples
-    --------
-    >>> class Counter:
-    ...     def __init__(self):
-    ...         self.seen = []
-    >>> c = Counter()
-    >>> try:
-    ...     with undo_on_error(c):
-    ...         c.seen.append(1)
-    ...         raise ValueError("row 1: bad")
-    ... except ValueError:
-    ...     pass
-    >>> c.seen
-    []
-    """
-    saved = copy.deepcopy(obj.__dict__, {id(o): o for o in shared})
-    try:
-        yield
-    except BaseException:
-        obj.__dict__.clear()
-        obj.__dict__.update(saved)
-        raise

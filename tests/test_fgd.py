@@ -119,3 +119,75 @@ def test_predict_many_and_learn_many_match_one_at_a_time():
     Q = unit_rows(10, 3, seed=6)
     np.testing.assert_allclose(many.predict_many(Q), [one.predict_one(x) for x in as_dicts(Q)],
                                rtol=1e-12)
+
+
+def dense_fgd(rows, y, gamma, loss, C, eta, lam, budget):
+    """NORMA with an explicit list of terms and the RBF kernel computed directly: rows are dicts
+    whose features come and go (a missing one is 0)."""
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    X = np.array([[row.get(name, 0.0) for name in names] for row in rows])
+    terms, preds = [], []
+    for x, target in zip(X, y):
+        ybar = sum(c * np.exp(-gamma * np.sum((xi - x) ** 2)) for xi, c in terms)
+        excess = np.sign(ybar) * max(abs(ybar) - C, 0.0)
+        preds.append(ybar - excess)
+        shrink = 1.0 - eta * lam
+        terms = [(xi, shrink * c) for xi, c in terms]
+        terms.append((x, -shrink * excess - eta * loss.derivative(target, ybar - excess)))
+        terms = terms[-budget:] if budget else terms
+    return np.array(preds)
+
+
+@pytest.mark.parametrize(("loss", "lam", "budget"), [(losses.Squared(), 0.0, None),
+                                                     (losses.Logistic(), 0.05, 30),
+                                                     (losses.Squared(), 0.1, 7)])
+def test_compiled_step_equals_dense_norma_as_features_come_and_go(loss, lam, budget):
+    """The compiled step object (one call per learn_one) through buffers that grow, widen
+    and wrap around, rows narrower and wider than the stored ones."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for t in range(150):
+        width = 1 + min(t // 20, 6)
+        row = {f"x{j}": float(v) for j, v in enumerate(rng.normal(size=width))}
+        if t % 3 == 0:
+            row.pop("x0")  # a feature vanishes from this row
+        rows.append(row)
+    y = np.array([np.sin(sum(r.values())) for r in rows])
+    if isinstance(loss, losses.Logistic):
+        y = np.where(y > 0, 1.0, -1.0)
+    model = FunctionalGD(kernel=kernels.RBF(gamma=0.3), loss=loss, C=0.4, eta=0.5, lam=lam,
+                         budget=budget)
+    got = []
+    for x, target in zip(rows, y):
+        got.append(model.predict_one(x))
+        model.learn_one(x, target)
+    np.testing.assert_allclose(got, dense_fgd(rows, y, 0.3, loss, 0.4, 0.5, lam, budget),
+                               rtol=0, atol=1e-12)
+
+
+def test_copies_pickles_and_loaded_models_go_on_like_the_original(tmp_path):
+    """The compiled step object is a cache on the learner's own buffers: a copy learns on
+    its own buffers, the original is unchanged by it, and all go on alike."""
+    import copy
+    import pickle
+
+    from okoco import load
+
+    rows = as_dicts(unit_rows(60, 4, seed=2))
+    y = np.sin(np.arange(60.0))
+    model = FunctionalGD(eta=0.4, budget=25)
+    for x, target in zip(rows[:30], y[:30]):
+        model.predict_one(x)
+        model.learn_one(x, target)
+    model.save(tmp_path / "m.npz")
+    copies = [copy.deepcopy(model), pickle.loads(pickle.dumps(model)),
+              load(tmp_path / "m.npz")]
+    before = model.predict_one(rows[30])
+    for other in copies:
+        for x, target in zip(rows[30:], y[30:]):
+            other.learn_one(x, target)
+        assert model.predict_one(rows[30]) == before  # the original did not move
+    for x, target in zip(rows[30:], y[30:]):
+        model.learn_one(x, target)
+    for other in copies:
+        assert [other.predict_one(x) for x in rows] == [model.predict_one(x) for x in rows]

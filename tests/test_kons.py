@@ -410,3 +410,19 @@ def test_with_dist_is_the_dense_gaussian_process_posterior(max_size):
         assert dist.mu == pytest.approx(k @ np.linalg.solve(G, y), abs=1e-9)
         variance = scale * (1.0 - k @ np.linalg.solve(G, k) + 0.5 * alpha)
         assert dist.sigma ** 2 == pytest.approx(variance, rel=1e-8)
+
+
+def test_sketched_kons_keeps_its_public_and_saved_path():
+    """Sketched-KONS lives in its own module; okoco.learners.kons re-exports it, and files and
+    pickles still name it okoco.learners.kons.SketchedKONS (as every saved model does)."""
+    import okoco.learners
+    import okoco.learners.kons
+    import okoco.learners.sketched_kons
+
+    cls = okoco.learners.sketched_kons.SketchedKONS
+    assert okoco.learners.kons.SketchedKONS is cls and okoco.learners.SketchedKONS is cls
+    assert f"{cls.__module__}.{cls.__qualname__}" == "okoco.learners.kons.SketchedKONS"
+    model = cls(seed=0)
+    model.learn_one({"a": 0.5}, 0.2)
+    again = pickle.loads(pickle.dumps(model))
+    assert type(again) is cls and again.predict_one({"a": 0.5}) == model.predict_one({"a": 0.5})

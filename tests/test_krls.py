@@ -277,3 +277,61 @@ def test_noise_scale_is_the_same_on_the_array_path():
     x = rows[7]
     assert (many.predict_one(x, with_dist=True).sigma
             == pytest.approx(one.predict_one(x, with_dist=True).sigma, rel=1e-9))
+
+
+class PlainRBF(kernels.RBF):
+    """An RBF without a compiled form (a user's kernel): KRLS's Python step."""
+
+
+@pytest.mark.parametrize("kernel", [kernels.RBF(gamma=0.4), kernels.Polynomial(degree=2),
+                                    PlainRBF(gamma=0.4)])
+def test_each_step_equals_the_batch_solution_as_features_come_and_go(kernel):
+    """The compiled step object (predict_one's analysis kept for learn_one, the weights' step
+    of a point that does not join), and the Python step of a kernel without a compiled form,
+    through rows narrower and wider than the atoms."""
+    rng = np.random.default_rng(5)
+    X = np.zeros((250, 4))
+    for t in range(250):
+        width = 1 + min(t // 40, 3)
+        X[t, :width] = rng.uniform(-1, 1, size=width)
+    X[::4, 0] = 0.0  # a feature absent from these rows
+    y = np.sin(2 * X.sum(1)) + 0.05 * rng.normal(size=250)
+    rows = [{f"x{j}": float(v) for j, v in enumerate(row) if v != 0.0} for row in X]
+    model = KRLS(kernel=kernel, nu=0.02, alpha=1e-3)
+    for x, target in zip(rows, y):
+        model.predict_one(x)
+        model.learn_one(x, target)
+    expected, D = batch_krls_weights(X, y, kernel, 0.02, 1e-3)
+    assert model.dictionary_size == len(D)
+    np.testing.assert_allclose(model.atoms, D)
+    np.testing.assert_allclose(model.weights, expected, rtol=1e-9,
+                               atol=1e-9 * np.abs(expected).max())
+
+
+def test_copies_pickles_and_loaded_models_go_on_like_the_original(tmp_path):
+    """The compiled step object is a cache on the learner's own buffers: a copy learns on its
+    own, the original is unchanged by it, and all go on alike."""
+    import copy
+    import pickle
+
+    from okoco import load
+
+    X, y = sinc_stream(200, seed=3)
+    rows = as_dicts(X)
+    model = KRLS(nu=0.01, max_size=12)
+    for x, target in zip(rows[:100], y[:100]):
+        model.predict_one(x)
+        model.learn_one(x, target)
+    model.save(tmp_path / "m.npz")
+    copies = [copy.deepcopy(model), pickle.loads(pickle.dumps(model)),
+              load(tmp_path / "m.npz")]
+    before = model.predict_one(rows[100])
+    for other in copies:
+        for x, target in zip(rows[100:], y[100:]):
+            other.learn_one(x, target)
+        assert model.predict_one(rows[100]) == before
+    for x, target in zip(rows[100:], y[100:]):
+        model.learn_one(x, target)
+    for other in copies:
+        assert [other.predict_one(x) for x in rows] == [model.predict_one(x) for x in rows]
+        assert other.noise_scale_sum == model.noise_scale_sum

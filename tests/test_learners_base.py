@@ -83,6 +83,25 @@ def test_bad_batch_is_rejected_whole():
     assert pickle.dumps(model) == state
 
 
+class NaNDiagonal(kernels.RBF):
+    """An RBF whose k(x, x) is NaN where the first feature is negative (a broken kernel)."""
+
+    def diag(self, X):
+        return np.where(np.asarray(X)[:, 0] < 0, np.nan, 1.0)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 6])
+def test_a_row_whose_k_x_x_is_not_finite_fails_small_and_large_batches(rows):
+    model = FunctionalGD(kernel=NaNDiagonal(gamma=1.0))
+    model.learn_one({0: 0.5, 1: 0.5}, 0.1)
+    state = pickle.dumps(model)
+    X = np.full((rows, 2), 0.5)
+    X[rows - 1, 0] = -0.5  # the last row, after rows that are fine
+    with pytest.raises(ValueError, match=f"row {rows - 1}: .*NaN"):
+        model.learn_many(X, [0.0] * rows)
+    assert pickle.dumps(model) == state
+
+
 @pytest.mark.parametrize("make", [*LEARNERS, lambda: KRLS(nu=1e-3), KONS])
 def test_learn_many_copies_nothing_and_equals_learn_one(make, monkeypatch):
     """learn_many validates the batch, then learns: the model is never copied (a deep copy

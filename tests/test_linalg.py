@@ -370,3 +370,36 @@ def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():
     inverse.M[:8, :8] = good
     inverse.refresh()
     np.testing.assert_allclose(inverse.P[:8, :8], np.linalg.inv(good), rtol=1e-10, atol=1e-12)
+
+
+def test_the_package_keeps_every_public_path():
+    """okoco.linalg is a package of private modules: each public name keeps the path files and
+    pickles record (okoco.linalg.X)."""
+    import pickle
+
+    import okoco.linalg
+
+    for name in okoco.linalg.__all__:
+        obj = getattr(okoco.linalg, name)
+        assert obj.__module__ == "okoco.linalg"
+    chol = IncrementalCholesky()
+    chol.append(np.zeros(0), 2.0)
+    assert b"okoco.linalg" in pickle.dumps(chol)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(chol)).factor(), chol.factor())
+
+
+def test_slot_inverse_removal_with_a_pivot_lost_to_rounding_recomputes_the_inverse():
+    """Exactly, P_jj >= 1 / M_jj; a drifted inverse whose P_jj is far below that (here 1e-300,
+    positive) must not be downdated by it (P would overflow): the removal recomputes P from
+    the other atoms' M."""
+    M = spd(5)
+    inverse = SlotInverse()
+    inverse._reserve(5)
+    inverse.M[:5, :5] = M
+    inverse.size = 5
+    inverse.refresh()
+    inverse.P[0, 0] = 1e-300  # the oldest atom's pivot, lost
+    assert inverse.remove(0, 5) == 0.0
+    assert np.all(np.isfinite(inverse.P))
+    np.testing.assert_allclose(inverse.P[1:5, 1:5], np.linalg.inv(M[1:, 1:]), rtol=1e-10)
+    assert np.all(inverse.P[0] == 0.0) and inverse.size == 4

@@ -29,6 +29,9 @@ LEARNERS = {
     "fgd": lambda: FunctionalGD(loss=losses.Logistic(), eta=0.5),
     "kons": lambda: KONS(loss=losses.Logistic()),  # shares the points and the kernel rows
     "kons-squared": lambda: KONS(loss=losses.Squared(), C=1.0),
+    # windows shorter than the stream: the classes share one ring and forget in it
+    "kons-window": lambda: KONS(loss=losses.Logistic(), max_size=12),
+    "kons-window-squared": lambda: KONS(loss=losses.Squared(), C=1.0, max_size=7),
 }
 
 
@@ -44,7 +47,9 @@ def test_each_class_is_the_standalone_learner_of_its_one_vs_rest_targets(name):
     # Independent reference: one plain learner per class, each fed its own +1/-1 targets from
     # the sample at which its class first appears (river's OneVsRestClassifier does the same).
     data = rows(60, seed=1, classes=("a", "b", "c", "d"))
-    data = [(x, "a" if i < 5 else y) for i, (x, y) in enumerate(data)]  # "d" joins late
+    # "d" joins late, after the windows of "kons-window*" have wrapped
+    data = [(x, "a" if i < 5 else ("b" if y == "d" and i < 25 else y))
+            for i, (x, y) in enumerate(data)]
     model = MulticlassClassifier(LEARNERS[name]())
     alone: dict = {}
     for x, y in data:
@@ -53,7 +58,7 @@ def test_each_class_is_the_standalone_learner_of_its_one_vs_rest_targets(name):
             proba = model.predict_proba_one(x)
             assert list(proba) == list(scores)
             assert model.predict_one(x) == max(scores, key=scores.get)
-            p = {c: (1 / (1 + math.exp(-s)) if name != "kons-squared"
+            p = {c: (1 / (1 + math.exp(-s)) if "squared" not in name
                      else min(max((1 + s) / 2, 0.0), 1.0)) for c, s in scores.items()}
             total = sum(p.values())
             for c in p:
@@ -82,18 +87,21 @@ def test_same_accuracy_as_rivers_one_vs_rest_on_image_segments():
     assert agree == len(data)
 
 
-def test_kons_classes_share_one_store_of_points():
-    # the unbounded KONS shares one store (a windowed one keeps its own window)
-    model = MulticlassClassifier(KONS(loss=losses.Logistic(), max_size=None))
+@pytest.mark.parametrize("max_size", [None, 500, 12])
+def test_kons_classes_share_one_store_of_points(max_size):
+    # unbounded or windowed, the classes share one store (a ring of max_size + 1 slots)
+    model = MulticlassClassifier(KONS(loss=losses.Logistic(), max_size=max_size))
     for x, y in rows(30):
         model.learn_one(x, y)
     stores = {id(m._store.points) for m in model.learners}
-    assert stores == {id(model._points)} and model.dictionary_size == 30
+    assert stores == {id(model._points)}
+    assert model.dictionary_size == min(30, max_size or 30)
+    assert model._points.rows.n == min(30, (max_size or 30) + 1)
     assert len({id(m._kernel) for m in model.learners}) == 1
     assert len({id(m._features) for m in model.learners}) == 1
 
 
-@pytest.mark.parametrize("name", ["fgd", "kons"])
+@pytest.mark.parametrize("name", ["fgd", "kons", "kons-window"])
 def test_save_load_round_trip_continues_identically(name, tmp_path):
     data = rows(50, seed=3)
     model = MulticlassClassifier(LEARNERS[name]())

@@ -1,4 +1,24 @@
+# The kernels with a compiled form, coded by okoco.learners.base (_KERNEL_CODES)
+cdef enum:
+    RBF = 0
+    LAPLACIAN = 1
+    LINEAR = 2
+    POLYNOMIAL = 3
+
+
+cdef struct Kernel:
+    int kind
+    double gamma, coef0, degree
+    double near_factor    # squared distances at or below (2 d + 4) near_factor (...) are exact
+    Py_ssize_t direct_size
+
+
 cdef void rows_dot(const double* X, Py_ssize_t ld, Py_ssize_t n, int d, const double* x,
                    double* out) noexcept nogil
 cdef void sq_dists(const double* X, Py_ssize_t ld, Py_ssize_t n, int d, const double* sq,
                    const double* x, int w, double tau, Py_ssize_t direct_size, double* out) noexcept nogil
+cdef Kernel make_kernel(tuple spec) except *
+cdef bint kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t n, int d,
+                     const double* sq, const double* x, int w, double* out) noexcept nogil
+cdef int kernel_exp(object buffer, double* v, Py_ssize_t n) except -1
+cdef double self_similarity(const Kernel* k, const double* x, int w) noexcept nogil

@@ -7,6 +7,8 @@ hands them to its thread pool (it does from ``9216`` elements), so a step needs 
 scope.
 """
 
+import numpy as np
+
 from libc.math cimport exp, fabs, pow
 from scipy.linalg.cython_blas cimport ddot, dgemv
 
@@ -130,3 +132,72 @@ def laplacian_row(const double[:, :] X, const double[::1] x, double gamma, doubl
             for j in range(d):
                 total += fabs(row[j] - x[j])
             out[i] = exp(-gamma * total)
+
+
+# ------------------------------------------------------------------ a kernel coded for the steps
+cdef Kernel make_kernel(tuple spec) except *:
+    """(kind, gamma, coef0, degree, near_factor, direct_size) from okoco.learners."""
+    cdef Kernel k
+    k.kind, k.gamma, k.coef0, k.degree, k.near_factor, k.direct_size = spec
+    return k
+
+
+# From this many values numpy's vectorized exp (its own SIMD loops), called with the GIL, is
+# faster than a call of libm's exp per value.
+cdef Py_ssize_t NUMPY_EXP = 64
+_np_exp = np.exp
+
+
+cdef bint kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t n, int d,
+                     const double* sq, const double* x, int w, double* out) noexcept nogil:
+    """out_i = k(X_i, x) over n stored rows of d numbers (x has w >= d, the rows are 0 beyond),
+    except that for the RBF and Laplacian kernels out holds the exponents: then it returns
+    True and the caller applies exp (kernel_exp)."""
+    cdef Py_ssize_t i
+    cdef int j
+    cdef double total
+    cdef const double* row
+    if n <= 0:
+        return False
+    if k.kind == RBF:
+        sq_dists(X, ld, n, d, sq, x, w, (2 * d + 4) * k.near_factor, k.direct_size, out)
+        for i in range(n):
+            out[i] *= -k.gamma
+        return True
+    elif k.kind == LAPLACIAN:
+        total = 0.0
+        for j in range(d, w):
+            total += fabs(x[j])
+        for i in range(n):
+            row = &X[i * ld]
+            out[i] = total
+            for j in range(d):
+                out[i] += fabs(row[j] - x[j])
+            out[i] *= -k.gamma
+        return True
+    else:
+        rows_dot(X, ld, n, d, x, out)
+        if k.kind == POLYNOMIAL:
+            for i in range(n):
+                out[i] = pow(k.gamma * out[i] + k.coef0, k.degree)
+        return False
+
+
+cdef int kernel_exp(object buffer, double* v, Py_ssize_t n) except -1:
+    """v <- exp(v) for the first n values of the numpy array buffer (whose data v is)."""
+    cdef Py_ssize_t i
+    if n >= NUMPY_EXP:
+        part = buffer[:n]
+        _np_exp(part, out=part)
+    else:
+        for i in range(n):
+            v[i] = exp(v[i])
+    return 0
+
+
+cdef double self_similarity(const Kernel* k, const double* x, int w) noexcept nogil:
+    if k.kind == RBF or k.kind == LAPLACIAN:
+        return 1.0
+    if k.kind == LINEAR:
+        return dot(w, x, x)
+    return pow(k.gamma * dot(w, x, x) + k.coef0, k.degree)

@@ -1,33 +1,19 @@
 """PROS-N-KONS / CON-KONS's step and its loop over the rows of an array (okoco.learners.pros).
 
 Its own module so that it builds and changes apart from the other learners' steps
-(``_steps``). The few kernel and loss helpers it shares with them are repeated here, since
-cdef functions cross modules only through a ``.pxd``; each is short, and
-tests/test_pros.py holds the loop to the learner's Python step row by row, so a copy that
-drifted from the Python kernels or losses fails there.
+(``_steps``); the kernels and losses it shares with them come from ``_kernels.pxd`` and
+``_losses.pxd``.
 """
 
 import numpy as np
 
-from libc.math cimport exp, fabs, isfinite, log1p, pow, sqrt
+from libc.math cimport isfinite, log1p, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from okoco._core._kernels cimport rows_dot, sq_dists
+from okoco._core._kernels cimport Kernel, kernel_exp, kernel_row, make_kernel, self_similarity
+from okoco._core._losses cimport clip_excess, derivative, second_derivative
 from okoco._core._linalg cimport dot, sym_matvec, sym_rank_one, tp_half_solve
-
-# kernels (okoco.learners.base.compiled_kernel)
-cdef enum:
-    RBF = 0
-    LAPLACIAN = 1
-    LINEAR = 2
-    POLYNOMIAL = 3
-
-# losses (okoco.learners.base.compiled_loss)
-cdef enum:
-    SQUARED = 0
-    LOGISTIC = 1
-    SQUARED_HINGE = 2
 
 # the row at which pros_run stopped: OK at the end, else it needs the Python step, or the
 # coins drawn for it ran out
@@ -43,114 +29,6 @@ STATUS_NEED_COINS = NEED_COINS
 # of k(x, x) is not offered to KORS (okoco.learners.pros, _MIN_S and _SPAN_TOL)
 cdef double MIN_S = 1e-300
 cdef double SPAN_TOL = 1e-10
-
-# From this many values numpy's vectorized exp is faster than libm's exp per value (as _steps)
-cdef Py_ssize_t NUMPY_EXP = 64
-_np_exp = np.exp
-
-
-cdef struct Kernel:
-    int kind
-    double gamma, coef0, degree
-    double near_factor    # squared distances at or below (2 d + 4) near_factor (...) are exact
-    Py_ssize_t direct_size
-
-
-cdef Kernel make_kernel(tuple spec) except *:
-    """(kind, gamma, coef0, degree, near_factor, direct_size) from okoco.learners."""
-    cdef Kernel k
-    k.kind, k.gamma, k.coef0, k.degree, k.near_factor, k.direct_size = spec
-    return k
-
-
-cdef bint kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t n, int d,
-                     const double* sq, const double* x, int w, double* out) noexcept nogil:
-    """out_i = k(X_i, x) over n stored rows of d numbers (x has w >= d, the rows are 0 beyond),
-    except that for the RBF and Laplacian kernels out holds the exponents: then it returns
-    True and the caller applies exp (kernel_exp)."""
-    cdef Py_ssize_t i
-    cdef int j
-    cdef double total
-    cdef const double* row
-    if n <= 0:
-        return False
-    if k.kind == RBF:
-        sq_dists(X, ld, n, d, sq, x, w, (2 * d + 4) * k.near_factor, k.direct_size, out)
-        for i in range(n):
-            out[i] *= -k.gamma
-        return True
-    elif k.kind == LAPLACIAN:
-        total = 0.0
-        for j in range(d, w):
-            total += fabs(x[j])
-        for i in range(n):
-            row = &X[i * ld]
-            out[i] = total
-            for j in range(d):
-                out[i] += fabs(row[j] - x[j])
-            out[i] *= -k.gamma
-        return True
-    else:
-        rows_dot(X, ld, n, d, x, out)
-        if k.kind == POLYNOMIAL:
-            for i in range(n):
-                out[i] = pow(k.gamma * out[i] + k.coef0, k.degree)
-        return False
-
-
-cdef int kernel_exp(object buffer, double* v, Py_ssize_t n) except -1:
-    """v <- exp(v) for the first n values of the numpy array buffer (whose data v is)."""
-    cdef Py_ssize_t i
-    if n >= NUMPY_EXP:
-        part = buffer[:n]
-        _np_exp(part, out=part)
-    else:
-        for i in range(n):
-            v[i] = exp(v[i])
-    return 0
-
-
-cdef double self_similarity(const Kernel* k, const double* x, int w) noexcept nogil:
-    if k.kind == RBF or k.kind == LAPLACIAN:
-        return 1.0
-    if k.kind == LINEAR:
-        return dot(w, x, x)
-    return pow(k.gamma * dot(w, x, x) + k.coef0, k.degree)
-
-
-cdef inline double derivative(int loss, double y, double z) noexcept nogil:
-    """The loss's derivative in the prediction z (okoco.losses)."""
-    cdef double yz
-    if loss == SQUARED:
-        return 2.0 * (z - y)
-    yz = y * z
-    if loss == LOGISTIC:
-        yz = -700.0 if yz < -700.0 else (700.0 if yz > 700.0 else yz)
-        return -y / (1.0 + exp(yz))
-    return -2.0 * y * (1.0 - yz if 1.0 - yz > 0.0 else 0.0)
-
-
-cdef inline double second_derivative(int loss, double y, double z) noexcept nogil:
-    """The loss's second derivative in the prediction z (okoco.losses)."""
-    cdef double yz, p
-    if loss == SQUARED:
-        return 2.0
-    yz = y * z
-    if loss == LOGISTIC:
-        yz = -700.0 if yz < -700.0 else (700.0 if yz > 700.0 else yz)
-        p = 1.0 / (1.0 + exp(-yz))
-        return p * (1.0 - p)
-    return 2.0 if yz < 1.0 else 0.0
-
-
-cdef inline double clip_excess(double z, double C) noexcept nogil:
-    """The paper's h(z): how far z lies outside [-C, C] (signed), else 0."""
-    if z > C:
-        return z - C
-    if z < -C:
-        return z + C
-    return 0.0
-
 
 def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_ssize_t m,
              const double[::1] L, double[::1] u, double[::1] P, bint dense,

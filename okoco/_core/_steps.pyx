@@ -8,25 +8,21 @@ them. The kernels and losses with a compiled form are coded by an integer (``KER
 
 import numpy as np
 
-from libc.math cimport exp, fabs, isfinite, pow, sqrt
+from libc.math cimport exp, isfinite, sqrt
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
-from okoco._core._kernels cimport rows_dot, sq_dists
+from okoco._core._kernels cimport (
+    LAPLACIAN,
+    RBF,
+    Kernel,
+    kernel_exp,
+    kernel_row,
+    make_kernel,
+    self_similarity,
+)
 from okoco._core._linalg cimport axpy, dot
-
-# kernels
-cdef enum:
-    RBF = 0
-    LAPLACIAN = 1
-    LINEAR = 2
-    POLYNOMIAL = 3
-
-# losses
-cdef enum:
-    SQUARED = 0
-    LOGISTIC = 1
-    SQUARED_HINGE = 2
+from okoco._core._losses cimport LOGISTIC, SQUARED, clip, clip_excess, derivative
 
 # statuses
 cdef enum:
@@ -34,131 +30,7 @@ cdef enum:
     OVERFLOW = 1
 
 
-cdef struct Kernel:
-    int kind
-    double gamma, coef0, degree
-    double near_factor    # squared distances at or below (2 d + 4) near_factor (...) are exact
-    Py_ssize_t direct_size
-
-
-cdef Kernel make_kernel(tuple spec) except *:
-    """(kind, gamma, coef0, degree, near_factor, direct_size) from okoco.learners."""
-    cdef Kernel k
-    k.kind, k.gamma, k.coef0, k.degree, k.near_factor, k.direct_size = spec
-    return k
-
-
-# From this many values numpy's vectorized exp (its own SIMD loops), called with the GIL, is
-# faster than a call of libm's exp per value.
-cdef Py_ssize_t NUMPY_EXP = 64
-_np_exp = np.exp
-
-
-cdef bint kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t n, int d,
-                     const double* sq, const double* x, int w, double* out) noexcept nogil:
-    """out_i = k(X_i, x) over n stored rows of d numbers (x has w >= d, the rows are 0 beyond),
-    except that for the RBF and Laplacian kernels out holds the exponents: then it returns
-    True and the caller applies exp (kernel_exp)."""
-    cdef Py_ssize_t i
-    cdef int j
-    cdef double total
-    cdef const double* row
-    if n <= 0:
-        return False
-    if k.kind == RBF:
-        sq_dists(X, ld, n, d, sq, x, w, (2 * d + 4) * k.near_factor, k.direct_size, out)
-        for i in range(n):
-            out[i] *= -k.gamma
-        return True
-    elif k.kind == LAPLACIAN:
-        total = 0.0
-        for j in range(d, w):
-            total += fabs(x[j])
-        for i in range(n):
-            row = &X[i * ld]
-            out[i] = total
-            for j in range(d):
-                out[i] += fabs(row[j] - x[j])
-            out[i] *= -k.gamma
-        return True
-    else:
-        rows_dot(X, ld, n, d, x, out)
-        if k.kind == POLYNOMIAL:
-            for i in range(n):
-                out[i] = pow(k.gamma * out[i] + k.coef0, k.degree)
-        return False
-
-
-cdef int kernel_exp(object buffer, double* v, Py_ssize_t n) except -1:
-    """v <- exp(v) for the first n values of the numpy array buffer (whose data v is)."""
-    cdef Py_ssize_t i
-    if n >= NUMPY_EXP:
-        part = buffer[:n]
-        _np_exp(part, out=part)
-    else:
-        for i in range(n):
-            v[i] = exp(v[i])
-    return 0
-
-
-cdef double self_similarity(const Kernel* k, const double* x, int w) noexcept nogil:
-    if k.kind == RBF or k.kind == LAPLACIAN:
-        return 1.0
-    if k.kind == LINEAR:
-        return dot(w, x, x)
-    return pow(k.gamma * dot(w, x, x) + k.coef0, k.degree)
-
-
-cdef inline double derivative(int loss, double y, double z) noexcept nogil:
-    """The loss's derivative in the prediction z (okoco.losses)."""
-    cdef double yz
-    if loss == SQUARED:
-        return 2.0 * (z - y)
-    yz = y * z
-    if loss == LOGISTIC:
-        yz = -700.0 if yz < -700.0 else (700.0 if yz > 700.0 else yz)
-        return -y / (1.0 + exp(yz))
-    return -2.0 * y * (1.0 - yz if 1.0 - yz > 0.0 else 0.0)
-
-
-cdef inline double clip_excess(double z, double C) noexcept nogil:
-    """The paper's h(z): how far z lies outside [-C, C] (signed), else 0."""
-    if z > C:
-        return z - C
-    if z < -C:
-        return z + C
-    return 0.0
-
-
-cdef inline double clip(double z, double C) noexcept nogil:
-    return z - clip_excess(z, C)
-
-
-cdef Py_ssize_t row_stride(const double[:, :] X) except -1:
-    if X.shape[0] and X.shape[1] > 1 and X.strides[1] != sizeof(double):
-        raise ValueError("the rows must be contiguous")
-    return X.strides[0] // sizeof(double) if X.shape[0] > 1 else X.shape[1]
-
-
 # ------------------------------------------------------------------------------ FunctionalGD
-def fgd_value(tuple kernel, const double[:, :] X, const double[::1] sq,
-              const double[::1] coef, const double[::1] x):
-    """``f(x) = sum_i c_i k(X_i, x)`` over the stored rows ``X`` (a view of the buffer)."""
-    cdef Kernel k = make_kernel(kernel)
-    cdef Py_ssize_t n = X.shape[0], ld = row_stride(X)
-    cdef bint exponents
-    if n == 0:
-        return 0.0
-    buffer = np.empty(n)
-    cdef double[::1] row = buffer
-    with nogil:
-        exponents = kernel_row(&k, &X[0, 0], ld, n, <int>X.shape[1], &sq[0], &x[0],
-                               <int>x.shape[0], &row[0])
-    if exponents:
-        kernel_exp(buffer, &row[0], n)
-    return dot(<int>n, &row[0], &coef[0])
-
-
 def fgd_run(tuple kernel, double[:, ::1] data, double[::1] coef, double[::1] sq,
             Py_ssize_t n, Py_ssize_t n_added, Py_ssize_t max_size, const double[:, ::1] V,
             const double[::1] y, const double[::1] eta, double lam, double C, int loss,
@@ -254,38 +126,6 @@ cdef void weights_step(double* P, int m, bint dense, const double* h, double* w,
     axpy(m, s * error, u, w)
 
 
-def krls_analyse(tuple kernel, const double[:, :] X, const double[::1] sq,
-                 const double[::1] L, const double[::1] w, const double[::1] x,
-                 double[::1] g, double[::1] h):
-    """KRLS's analysis of ``x`` against the ``m = len(X)`` atoms into ``g`` and ``h``: returns
-    ``(k(x, x), delta, prediction)``, or ``None`` if a value is not finite."""
-    cdef Kernel k = make_kernel(kernel)
-    cdef Py_ssize_t m = X.shape[0], ld = row_stride(X) if X.shape[0] else 1
-    cdef double out[3]
-    cdef bint ok
-    if m and kernel_row(&k, &X[0, 0], ld, m, <int>X.shape[1], &sq[0], &x[0],
-                        <int>x.shape[0], &g[0]):
-        kernel_exp(g.base if g.base is not None else np.asarray(g), &g[0], m)
-    with nogil:
-        ok = analyse(&k, m, &L[0], &w[0], &x[0], <int>x.shape[0], &g[0] if m else NULL,
-                     &h[0] if m else NULL, out)
-    return (out[0], out[1], out[2]) if ok else None
-
-
-def krls_weights_step(double[::1] P, int m, bint dense, const double[::1] h, double[::1] w,
-                      double error):
-    """:c:func:`weights_step` on KRLS's ``M`` (its flat storage) and ``w``."""
-    cdef double* u
-    if m <= 0:
-        return
-    u = <double*>malloc(m * sizeof(double))
-    if u == NULL:
-        raise MemoryError()
-    with nogil:
-        weights_step(&P[0], m, dense, &h[0], &w[0], error, u)
-    free(u)
-
-
 def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
              double[::1] L, double[::1] A, Py_ssize_t ops, Py_ssize_t min_check,
              double min_pivot, double[::1] residuals, long long[::1] indices,
@@ -368,6 +208,247 @@ def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
             t += 1
     free(u)
     return t, m, ops, n_clamped, seen, status, m_last, delta, added, pivot
+
+
+# ------------------------------------------------------------------------------ step objects
+# A learner's step on one row, as one compiled call: the object keeps typed views of the
+# learner's numpy buffers (bound again only when Python reallocates one) and the analysis of
+# the last row (kept for the learn_one that follows predict_one on the same row and state).
+# It is a cache, not state: never saved or copied (okoco.learners.base._compiled_step).
+
+# statuses of a step object's learn
+cdef enum:
+    NEED_ROOM = 4  # the buffers must grow first (nothing changed)
+    JOINS = 5      # the Python step (a point joins, or a value to word an error about)
+
+
+cdef class StepCore:
+    """A learner's rows (``Rows``: points and squared norms) and the last row analysed."""
+    cdef Kernel k
+    cdef readonly object kernel  # the kernel object it was built for
+    cdef object store, data_obj, sq_obj, g_obj
+    cdef double[:, ::1] data
+    cdef double[::1] sq, g
+    cdef double* x                 # the last row analysed, zero-padded to x_width
+    cdef Py_ssize_t x_len, x_width, x_cap, seen, n, d
+
+    def __cinit__(self):
+        self.x, self.x_cap, self.seen = NULL, 0, -1
+
+    def __dealloc__(self):
+        free(self.x)
+
+    cdef int bind_rows(self, object store) except -1:
+        """Views of the store's buffers (again only if reallocated); n and d as they are."""
+        self.store = store
+        data = store.data
+        if data is not self.data_obj:
+            self.data, self.data_obj = data, data
+        sq = store._sq
+        if sq is None or sq.shape[0] != data.shape[0]:  # a store loaded without its norms
+            store.squared_norms()
+            sq = store._sq
+        if sq is not self.sq_obj:
+            self.sq, self.sq_obj = sq, sq
+        self.n, self.d = store.n, store.d
+        if self.g_obj is None or self.g_obj.shape[0] < self.n:
+            self.g_obj = np.empty(max(2 * self.n, 16))
+            self.g = self.g_obj
+        return 0
+
+    cdef bint known(self, const double[::1] v, Py_ssize_t seen) noexcept:
+        """Whether v was the last row analysed, at the same state."""
+        return (seen == self.seen and v.shape[0] == self.x_len
+                and memcmp(self.x, &v[0], v.shape[0] * sizeof(double)) == 0)
+
+    cdef int keep(self, const double[::1] v) except -1:
+        """Copy v, zero-padded to the rows' width d (features it lacks are 0 in it)."""
+        cdef Py_ssize_t w = v.shape[0], width = w if w > self.d else self.d
+        if width + 1 > self.x_cap:
+            free(self.x)
+            self.x_cap = 2 * (width + 1)
+            self.x = <double*>malloc(self.x_cap * sizeof(double))
+            if self.x == NULL:
+                self.x_cap = 0
+                raise MemoryError()
+        if w:
+            memcpy(self.x, &v[0], w * sizeof(double))
+        memset(self.x + w, 0, (width - w) * sizeof(double))
+        self.x_len, self.x_width, self.seen = w, width, -1
+        return 0
+
+    cdef int kernel_column(self) except -1:
+        """g = k(X_i, x) over the n stored rows, for the row kept."""
+        if self.n and kernel_row(&self.k, &self.data[0, 0], self.data.shape[1], self.n,
+                                 <int>self.d, &self.sq[0], self.x, <int>self.x_width,
+                                 &self.g[0]):
+            kernel_exp(self.g_obj, &self.g[0], self.n)
+        return 0
+
+    cdef int append_row(self, Py_ssize_t slot, double norm_bound) except -1:
+        """The kept row into the store's slot (its norm into the norms' cache)."""
+        cdef Py_ssize_t w = self.x_len, ld = self.data.shape[1]
+        cdef double norm
+        memcpy(&self.data[slot, 0], self.x, w * sizeof(double))
+        if ld > w:
+            memset(&self.data[slot, w], 0, (ld - w) * sizeof(double))
+        norm = dot(<int>w, self.x, self.x)
+        self.sq[slot] = norm
+        store = self.store
+        if norm > norm_bound:
+            store._sq_max = norm
+        if slot >= self.n:
+            store.n = slot + 1
+        if w > self.d:
+            store.d = w
+        store.n_added += 1
+        self.seen = -1
+        return 0
+
+
+cdef class FGDStep(StepCore):
+    """FunctionalGD's ``f(x)`` and step (okoco.learners.fgd) on one encoded row."""
+    cdef object coef_obj
+    cdef double[::1] coef
+    cdef readonly int loss  # -1: a loss without a compiled form (only predictions here)
+    cdef double lam, C, value
+
+    def __init__(self, tuple spec, kernel, int loss, double lam, double C):
+        self.k, self.kernel = make_kernel(spec), kernel
+        self.loss, self.lam, self.C = loss, lam, C
+
+    cdef double analyse(self, object store, const double[::1] v, Py_ssize_t seen) except? -1:
+        self.bind_rows(store)
+        coef = store.fields["coef"]
+        if coef is not self.coef_obj:
+            self.coef, self.coef_obj = coef, coef
+        if not self.known(v, seen):
+            self.keep(v)
+            self.kernel_column()
+            self.value = dot(<int>self.n, &self.g[0], &self.coef[0]) if self.n else 0.0
+            self.seen = seen
+        return self.value
+
+    def predict(self, store, const double[::1] v, Py_ssize_t seen):
+        """``f(v)``, the unclipped prediction (kept for the step on the same row and state)."""
+        return self.analyse(store, v, seen)
+
+    def learn(self, store, const double[::1] v, double y, double eta, Py_ssize_t seen):
+        """Project, step and append the new term; returns ``OK``, ``OVERFLOW`` (a value is
+        not finite) or ``NEED_ROOM`` (the buffers must grow), nothing changed but by ``OK``."""
+        cdef double ybar = self.analyse(store, v, seen), shrink = 1.0 - eta * self.lam
+        cdef double excess = clip_excess(ybar, self.C), gdot, kappa, c_new
+        cdef Py_ssize_t i, slot, max_size = store.max_size or 0, n_added = store.n_added
+        gdot = derivative(self.loss, y, ybar - excess)
+        kappa = self_similarity(&self.k, self.x, <int>self.x_width)
+        c_new = -eta * gdot - (shrink * excess / kappa if excess != 0.0 else 0.0)
+        if not (isfinite(c_new) and isfinite(ybar) and isfinite(kappa)):
+            return OVERFLOW
+        slot = n_added % max_size if max_size > 0 and self.n == max_size else self.n
+        if slot >= self.data.shape[0] or self.x_len > self.data.shape[1]:
+            return NEED_ROOM
+        if shrink != 1.0:  # NORMA's decay (lam > 0)
+            for i in range(self.n):
+                self.coef[i] *= shrink
+        self.coef[slot] = c_new
+        self.append_row(slot, store._sq_max)
+        return OK
+
+
+cdef class KRLSStep(StepCore):
+    """KRLS's analysis (kernel column, ``h = L^{-1} g``, ALD residual, prediction) and its
+    step when the point does not join (okoco.learners.krls), on one encoded row."""
+    cdef object L_obj, w_obj, P_obj, h_obj
+    cdef double[::1] L, w, P, h
+    cdef bint dense, ok
+    cdef double nu, noise_ratio
+    cdef Py_ssize_t max_size
+    cdef double out[3]
+    cdef double* u
+    cdef Py_ssize_t u_cap
+
+    def __init__(self, tuple spec, kernel, double nu, max_size, double noise_ratio):
+        self.k, self.kernel = make_kernel(spec), kernel
+        self.nu, self.max_size, self.noise_ratio = nu, max_size or 0, noise_ratio
+
+    def __dealloc__(self):
+        free(self.u)
+
+    cdef int analyse(self, learner, const double[::1] v, Py_ssize_t seen) except -1:
+        store = learner._store
+        self.bind_rows(store)
+        if not self.known(v, seen):
+            self.bind(learner)
+            self.keep(v)
+            self.kernel_column()
+            if self.h_obj is None or self.h_obj.shape[0] < self.n:
+                self.h_obj = np.empty(self.g_obj.shape[0])
+                self.h = self.h_obj
+            self.ok = analyse(&self.k, self.n, &self.L[0], &self.w[0], self.x,
+                              <int>self.x_width, &self.g[0], &self.h[0], self.out)
+            self.seen = seen
+        return 0
+
+    cdef int bind(self, learner) except -1:
+        """Views of the factor ``L``, ``w`` and ``M`` (again only if reallocated)."""
+        L, w, M = learner._ald._chol._L, learner._w, learner._M
+        if L is not self.L_obj:
+            self.L, self.L_obj = L, L
+        if w is not self.w_obj:
+            self.w, self.w_obj = w, w
+        P = M._dense if M._dense is not None else M._buf
+        if P is not self.P_obj:
+            self.P, self.P_obj, self.dense = M._storage(), P, M._dense is not None
+        if self.n + 1 > self.u_cap:
+            free(self.u)
+            self.u_cap = 2 * (self.n + 1)
+            self.u = <double*>malloc(self.u_cap * sizeof(double))
+            if self.u == NULL:
+                self.u_cap = 0
+                raise MemoryError()
+        return 0
+
+    def predict(self, learner, const double[::1] v, Py_ssize_t seen):
+        """The prediction ``h.w``, or ``None`` if a value is not finite (the Python step then
+        words the error)."""
+        self.analyse(learner, v, seen)
+        return self.out[2] if self.ok else None
+
+    def analysis(self, learner, const double[::1] v, Py_ssize_t seen):
+        """``(g, k(x, x), h, delta, prediction)`` (``g``, ``h`` new arrays), or ``None``."""
+        self.analyse(learner, v, seen)
+        if not self.ok:
+            return None
+        return (self.g_obj[:self.n].copy(), self.out[0], self.h_obj[:self.n].copy(), self.out[1],
+                self.out[2])
+
+    def learn(self, learner, const double[::1] v, double y, Py_ssize_t seen):
+        """The step of a point that does not join (``M``, ``w``, the noise scale and the ALD's
+        record of the row); returns ``OK``, or ``JOINS`` (nothing changed) for the Python step."""
+        cdef double error, delta
+        cdef Py_ssize_t m
+        self.analyse(learner, v, seen)
+        m, delta = self.n, self.out[1]
+        if not self.ok or (delta > self.nu and not (self.max_size > 0 and m >= self.max_size)):
+            return JOINS
+        error = y - self.out[2]
+        if m:
+            weights_step(&self.P[0], <int>m, self.dense, &self.h[0], &self.w[0], error, self.u)
+        learner.noise_scale_sum += error * error / ((delta if delta > 0.0 else 0.0)
+                                                    + self.noise_ratio)
+        learner.last_residual = delta
+        ald = learner._ald
+        ald._column_mode = True
+        ald.n_seen += 1
+        ald._last_a, ald._last_h = None, self.h_obj[:m].copy()
+        ald.last_residual, ald.last_added = delta, False
+        ald.last_kernel_column = self.g_obj[:m].copy()
+        self.seen = -1
+        return OK
+
+
+#: statuses of the step objects' learn
+STEP_OK, STEP_OVERFLOW, STEP_NEED_ROOM, STEP_JOINS = OK, OVERFLOW, NEED_ROOM, JOINS
 
 
 # ------------------------------------------------------------------------------ KORS

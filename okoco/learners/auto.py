@@ -64,8 +64,18 @@ __all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.lear
 
 #: Auto's default window (``max_size``), chosen by measurement (docs/defaults.md).
 DEFAULT_WINDOW = 500
-#: The forgetting experts keep this fraction of the window (the newest points).
-SHORT_FRACTION = 0.2
+#: Auto's experts, chosen by measurement (``benchmarks/bench_families.py``, docs/defaults.md):
+#: ``(c, alpha, eta, share)``, a KONS with ``RBF(c/d)``, ridge ``alpha`` and step ``eta``
+#: over the newest ``share`` of the window (an expert with a share below 1 forgets faster; with
+#: no window, ``max_size=None``, only the experts of share 1 are built). ``"task"`` is the
+#: task's expert, :data:`TASK_EXPERTS`.
+EXPERTS = ((0.2, 0.1, "hessian", 1.0), (3.0, 0.1, "hessian", 1.0), "task",
+           (0.2, 0.1, "hessian", 0.2), (1.0, 0.1, "hessian", 0.2))
+#: Regression: the steady exp-concave step (it led on trending streams); classification (labels
+#: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
+#: expert's on every classification stream measured but german (``docs/guide/auto.md``).
+TASK_EXPERTS = {"regression": (0.2, 1.0, "exp-concave", 1.0),
+                "classification": (1.0, 0.1, "hessian", 1.0)}
 
 
 class Auto(KernelLearner):
@@ -277,23 +287,20 @@ class Auto(KernelLearner):
         state["_mixture"] = None  # derived from the cumulative losses
         return state
 
-    def _build_experts(self, d: int) -> list[KONS]:
-        """The grid as standalone KONS (equal kernels are one object, so rows can be shared):
-        the task's third expert is the steady exp-concave step for regression, the default
-        ``RBF(1/d)`` curvature step for classification; with a window, two forgetting experts
-        keep only its newest ``SHORT_FRACTION``."""
-        g = 1.0 / max(d, 1)
-        smooth, middle = _kernels.RBF(0.2 * g), _kernels.RBF(g)
-        third = ((smooth, 1.0, "exp-concave") if _is_regression(self._loss)
-                 else (middle, 0.1, "hessian"))
-        W = self.max_size
-        grid = [(smooth, 0.1, "hessian", W), (_kernels.RBF(3.0 * g), 0.1, "hessian", W),
-                (*third, W)]
-        if W is not None:
-            short = max(2, int(SHORT_FRACTION * W))
-            grid += [(smooth, 0.1, "hessian", short), (middle, 0.1, "hessian", short)]
-        return [KONS(kernel=k, loss=self._loss, C=self.C, alpha=a, eta=eta, max_size=w)
-                for k, a, eta, w in grid]
+    def _build_experts(self, d: int, grid=EXPERTS) -> list[KONS]:
+        """The grid as standalone KONS (one kernel object per scale, so rows can be shared)."""
+        g, W, kernels = 1.0 / max(d, 1), self.max_size, {}
+        task = TASK_EXPERTS["regression" if _is_regression(self._loss) else "classification"]
+        experts = []
+        for spec in grid:
+            c, alpha, eta, share = task if spec == "task" else spec
+            if W is None and share < 1:
+                continue
+            window = W if W is None or share >= 1 else max(2, int(share * W))
+            experts.append(KONS(kernel=kernels.setdefault(c, _kernels.RBF(c * g)),
+                                loss=self._loss, C=self.C, alpha=alpha, eta=eta,
+                                max_size=window))
+        return experts
 
     # -- weights --------------------------------------------------------------------------
 

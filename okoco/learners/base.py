@@ -35,38 +35,13 @@ from okoco._blas import find_libraries
 from okoco._dist import gaussian
 from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, in_row
 from okoco._validation import Interval, Options, Protocol, check_params
+from okoco.learners._codes import compiled_kernel, compiled_loss, widened  # noqa: F401
 
 __all__ = ["KernelLearner", "StepSize", "clip_excess"]
 
-# The kernels and losses okoco's compiled steps know (okoco._core._steps codes them by these
-# numbers); a learner with another kernel or loss (a user's, a normalized one, a sum) takes the
-# Python path, with the same results.
-_KERNEL_CODES = {_kernels.RBF: 0, _kernels.Laplacian: 1, _kernels.Linear: 2,
-                 _kernels.Polynomial: 3}
-_LOSS_CODES = {_losses.Squared: 0, _losses.Logistic: 1, _losses.SquaredHinge: 2}
-
-
-def compiled_kernel(kernel) -> tuple | None:
-    """The compiled steps' description of ``kernel``, or ``None`` if it has none."""
-    code = _KERNEL_CODES.get(type(kernel))
-    if code is None or getattr(kernel, "normalize", False):
-        return None
-    return (code, float(getattr(kernel, "gamma", 1.0)), float(getattr(kernel, "coef0", 0.0)),
-            float(getattr(kernel, "degree", 1)), _kernels._NEAR_FACTOR, _kernels._DIRECT_SIZE)
-
-
-def widened(V: np.ndarray, width: int) -> np.ndarray:
-    """The rows of ``V`` over ``width`` columns (zeros after its own), C-contiguous."""
-    if V.shape[1] == width:
-        return np.ascontiguousarray(V)
-    out = np.zeros((V.shape[0], width))
-    out[:, : V.shape[1]] = V
-    return out
-
-
-def compiled_loss(loss) -> int | None:
-    """The compiled steps' code of ``loss``, or ``None`` if it has none."""
-    return _LOSS_CODES.get(type(loss))
+#: Batches of fewer rows are learned row by row (each row one compiled step where the learner
+#: has one): a compiled loop's set-up costs about as much as this many steps' Python.
+SMALL_BATCH = 4
 
 
 def overflow_message(kernel, value) -> str:
@@ -231,8 +206,9 @@ class KernelLearner(base.MiniBatchRegressor):
         "_eta": "opt obj:StepSize as step_size", "_features": "obj:FeatureMap as features",
         "_rng": "rng as rng", "n_seen": "int[0,]", "_abs_target_sum": "float as abs_target_sum",
         "_warned_unscaled": "bool as warned_unscaled", "_cache": "cache:None",
-        "_lock": "cache:lock",
+        "_lock": "cache:lock", "_core": "cache:None",
     }
+    _core: tuple | None = None  # (kernel, its compiled step object or None): _compiled_step
 
     def _setup(self) -> None:
         """Check the parameters, then build a fresh state (the end of every ``__init__``)."""
@@ -254,6 +230,7 @@ class KernelLearner(base.MiniBatchRegressor):
         self._abs_target_sum = 0.0
         self._warned_unscaled = False
         self._cache = None
+        self._core = None
         self._reset_state()
 
     @abc.abstractmethod
@@ -332,7 +309,11 @@ class KernelLearner(base.MiniBatchRegressor):
         if not V.shape[0]:
             return
         diag = np.asarray(self._kernel.diag(V), dtype=float)
-        if diag.min() >= 0.0 and diag.max() < math.inf:  # NaN fails both
+        if diag.shape[0] < SMALL_BATCH:  # a few rows: a loop costs less than numpy's reductions
+            ok = all(0.0 <= value < math.inf for value in diag.tolist())  # NaN fails
+        else:
+            ok = diag.min() >= 0.0 and diag.max() < math.inf  # NaN fails both
+        if ok:
             return
         ok = diag >= 0.0
         ok &= diag < math.inf
@@ -458,6 +439,21 @@ class KernelLearner(base.MiniBatchRegressor):
         self._cache = (self.n_seen, v.copy(), result)
         return result
 
+    def _compiled_step(self):
+        """The learner's compiled step object (``okoco._core._steps``) for its current kernel,
+        or ``None`` where the kernel or the learner has none. A cache on the learner's buffers,
+        built at first use and again after a load, a copy or a new default kernel."""
+        core = self._core
+        if core is None or core[0] is not self._kernel:
+            spec = compiled_kernel(self._kernel)
+            core = self._core = (self._kernel, None if spec is None else self._make_step(spec))
+        return core[1]
+
+    def _make_step(self, spec: tuple):
+        """A compiled step object for the kernel described by ``spec`` (``compiled_kernel``),
+        or ``None`` (the default: the learner's Python step)."""
+        return None
+
     def save(self, path, *, compress: bool = False):
         """Save the learner to one ``.npz`` file (arrays + JSON, no pickle), atomically.
 
@@ -469,7 +465,7 @@ class KernelLearner(base.MiniBatchRegressor):
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_cache"] = None  # a prediction cache is not model state
+        state["_cache"] = state["_core"] = None  # caches are not model state
         state.pop("_lock", None)  # a copy gets a lock of its own
         return state
 

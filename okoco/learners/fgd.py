@@ -14,6 +14,7 @@ from okoco._validation import Interval
 from okoco.kernels import self_similarity
 from okoco.learners.base import (
     ETA,
+    SMALL_BATCH,
     KernelLearner,
     clip_excess,
     compiled_kernel,
@@ -101,22 +102,20 @@ class FunctionalGD(KernelLearner):
     def _reset_state(self) -> None:
         self._store = Rows(fields=("coef",), max_size=self.budget)
 
-    def _analyse(self, v: np.ndarray) -> float:
-        """``f(v)``, kept for the ``learn_one`` that follows ``predict_one`` on the same row."""
-        return self._cached(v, self._analyse_now)
-
-    def _analyse_now(self, v: np.ndarray) -> float:
-        store = self._store
-        spec = compiled_kernel(self._kernel)
-        if spec is None:
-            return float(store.kernel_row(self._kernel, v).dot(store.field("coef")))
-        if v.shape[0] < store.d:  # features this row does not have are 0 in it
-            v = np.pad(v, (0, store.d - v.shape[0]))
-        sq, _ = store.squared_norms()
-        return _steps.fgd_value(spec, store.view(), sq, store.field("coef"), v)
+    def _make_step(self, spec: tuple):
+        loss = compiled_loss(self._loss)
+        return _steps.FGDStep(spec, self._kernel, -1 if loss is None else loss,
+                              float(self.lam), float(self.C))
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        return self._analyse(v)
+        core = self._compiled_step()
+        if core is not None:  # the kernel row and f(v) in one call, kept for the step
+            return core.predict(self._store, v, self.n_seen)
+        return self._cached(v, self._value)
+
+    def _value(self, v: np.ndarray) -> float:
+        """``f(v) = sum_i c_i k(x_i, v)``."""
+        return float(self._store.kernel_row(self._kernel, v).dot(self._store.field("coef")))
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         return self._store.field("coef") @ self._store.kernel_block(self._kernel, V)
@@ -132,8 +131,8 @@ class FunctionalGD(KernelLearner):
         """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
         each row), for the kernels and losses it knows."""
         spec, loss = compiled_kernel(self._kernel), compiled_loss(self._loss)
-        if spec is None or loss is None or not len(targets):
-            return super()._learn_vecs(V, targets, etas, predict)
+        if spec is None or loss is None or len(targets) < SMALL_BATCH:
+            return super()._learn_vecs(V, targets, etas, predict)  # row by row
         store = self._store
         store.make_room(len(targets), V.shape[1])
         V = widened(V, store.d)
@@ -151,8 +150,17 @@ class FunctionalGD(KernelLearner):
         return predictions if predict else None
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
+        core = self._compiled_step()
+        if core is not None and core.loss >= 0:  # the whole step below in one call
+            status = core.learn(self._store, v, y, eta, self.n_seen)
+            if status == _steps.STEP_NEED_ROOM:
+                self._store.make_room(1, v.shape[0])
+                status = core.learn(self._store, v, y, eta, self.n_seen)
+            if status == _steps.STEP_OVERFLOW:
+                raise ValueError(overflow_message(self._kernel, self._predict_vec(v)))
+            return
         shrink = 1.0 - eta * self.lam
-        ybar = self._analyse(v)
+        ybar = self._predict_vec(v)
         excess = clip_excess(ybar, self.C)
         gdot = float(self._loss.derivative(y, ybar - excess))
         kappa = self_similarity(self._kernel, v)

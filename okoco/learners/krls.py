@@ -13,6 +13,7 @@ from okoco.dictionary import ALD
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners.base import (
     BOUND,
+    SMALL_BATCH,
     KernelLearner,
     compiled_kernel,
     overflow_message,
@@ -158,24 +159,20 @@ class KRLS(KernelLearner):
         state["_w"], state["_M"] = w, PackedSymmetric.from_matrix(0.5 * (M + M.T))
         return state
 
+    def _make_step(self, spec: tuple):
+        return _steps.KRLSStep(spec, self._kernel, float(self.nu), self.max_size,
+                               self._noise_ratio)
+
     def _analyse(self, v: np.ndarray):
         """Kernel column, ``k(x, x)``, ``h = L^{-1} g``, the ALD residual and the prediction of
         ``v``, shared by predict and learn."""
-        return self._cached(v, self._analyse_now)
+        core = self._compiled_step()
+        analysis = None if core is None else core.analysis(self, v, self.n_seen)
+        # the Python analysis: a kernel without a compiled form, or a value to word an error about
+        return analysis if analysis is not None else self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
-        store, chol = self._store, self._ald.cholesky
-        spec = compiled_kernel(self._kernel)
-        if spec is not None:  # the kernel row, the solve and the products in one call
-            if v.shape[0] < store.d:  # features this row does not have are 0 in it
-                v = np.pad(v, (0, store.d - v.shape[0]))
-            g, h = np.empty(store.n), np.empty(store.n)
-            analysis = _steps.krls_analyse(spec, store.view(), store.squared_norms()[0],
-                                           chol._L, self._w, v, g, h)
-            if analysis is not None:
-                kxx, delta, prediction = analysis
-                return g, kxx, h, delta, prediction
-        g = store.kernel_row(self._kernel, v)
+        g = self._store.kernel_row(self._kernel, v)
         kxx = self_similarity(self._kernel, v)
         if not (math.isfinite(kxx) and finite_row(self._kernel, g)):
             bad = g[~np.isfinite(g)]
@@ -188,7 +185,9 @@ class KRLS(KernelLearner):
         return g, kxx, h, delta, float(h.dot(self._w[: h.shape[0]]))
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        return self._analyse(v)[4]
+        core = self._compiled_step()
+        prediction = None if core is None else core.predict(self, v, self.n_seen)
+        return prediction if prediction is not None else self._analyse(v)[4]
 
     def _predictive_variance(self, v: np.ndarray) -> float:
         r""":math:`\hat\tau^2(\delta(x) + \nu')` for ``predict_one(x, with_dist=True)``.
@@ -216,6 +215,9 @@ class KRLS(KernelLearner):
         return self._w[: self._ald.size] @ self._ald.cholesky.half_solve(Kb)
 
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
+        core = self._compiled_step()
+        if core is not None and core.learn(self, v, y, self.n_seen) == _steps.STEP_OK:
+            return  # the point did not join: the weights' step below, in one call
         ald = self._ald
         chol = ald.cholesky
         m = ald.size
@@ -236,8 +238,10 @@ class KRLS(KernelLearner):
             if chol.n_refreshes != refreshes:
                 self._carry_over(before, h, l)
         elif m:  # M <- M - s u u^T, w <- w + s e u, u = M h, e the a-priori error
-            M = self._M
-            _steps.krls_weights_step(M._storage(), m, M.is_dense, h, self._w, y - prediction)
+            u = self._M.matvec(h)
+            s = 1.0 / (1.0 + h.dot(u))
+            self._M.rank_one(-s, u)
+            self._w[:m] += (s * (y - prediction)) * u
         self.noise_scale_sum += (y - prediction) ** 2 / (max(delta, 0.0) + self._noise_ratio)
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
@@ -247,8 +251,8 @@ class KRLS(KernelLearner):
         factor's drift check, a value to word an error about) takes ``_learn_vec``."""
         spec = compiled_kernel(self._kernel)
         rows = len(targets)
-        if spec is None or not rows:
-            return super()._learn_vecs(V, targets, etas, predict)
+        if spec is None or rows < SMALL_BATCH:
+            return super()._learn_vecs(V, targets, etas, predict)  # row by row
         ald, store, chol = self._ald, self._store, self._ald.cholesky
         room = rows if ald.max_size is None else max(0, min(rows, ald.max_size - ald.size))
         store.make_room(room, V.shape[1])

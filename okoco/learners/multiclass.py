@@ -7,10 +7,13 @@ probabilities as in :class:`~okoco.BinaryClassifier` (the logistic :math:`1/(1+e
 
 What the classes share: one feature map (the dict-to-vector encoding of each row is computed
 once per prediction for all classes, and every class sees the same columns, whenever it was
-created). When the learner is an exact :class:`~okoco.learners.KONS`, the classes also share the
-stored points and the kernel row at each input (:class:`~okoco.learners.auto.SharedPoints`, as
-``Auto``'s experts): every class stores every sample, so one store serves all of them and the
-kernel row is computed once per step instead of once per class.
+created). When the learner is an exact :class:`~okoco.learners.KONS`, windowed (its default
+``max_size``) or unbounded, the classes also share the stored points and the kernel row at each
+input (:class:`~okoco.learners.auto.SharedPoints`, as ``Auto``'s experts): every class stores
+every sample it learns, so one store (one ring of the last ``max_size`` points for the window)
+serves all of them, and the kernel rows (at the input, and at the point a window forgets) are
+computed once per step instead of once per class. Each class keeps its own coefficients and
+its own preconditioner (they depend on its targets).
 """
 
 from __future__ import annotations
@@ -31,10 +34,10 @@ __all__ = ["MulticlassClassifier"]
 
 
 def _shares_points(learner) -> bool:
-    """Exact unbounded KONS stores every sample it learns (never a null step), so K classes can
-    keep one store of the points; its subclasses select points (each class its own) and do not,
-    and a windowed KONS (``max_size``, the default) keeps its own window factorization."""
-    return type(learner) is KONS and learner.max_size is None
+    """Exact KONS stores every sample it learns (never a null step), and a window keeps the
+    last ``max_size`` of them, so K classes can keep one store (one ring) of the points; its
+    subclasses select points (each class its own) and do not."""
+    return type(learner) is KONS
 
 
 def _rows(X) -> list[dict]:
@@ -56,9 +59,9 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     (equal shares when every class scores 0), and ``predict_one`` its argmax (the first class
     seen on a tie).
 
-    Sharing: all classes read one feature map, and when ``learner`` is an exact ``KONS`` one
-    store of the points and one kernel row per input (each class's arithmetic is still that
-    of a standalone KONS learning its :math:`\pm 1` targets).
+    Sharing: all classes read one feature map, and when ``learner`` is an exact ``KONS``
+    (windowed or not) one store of the points and one kernel row per input (each class's
+    arithmetic is still that of a standalone KONS learning its :math:`\pm 1` targets).
 
     Parameters
     ----------
@@ -105,8 +108,12 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
         self.learners: list = []
         self.n_seen = 0
         self._features = FeatureMap()
-        # one store of the points for exact KONS classes (None: each class keeps its own)
-        self._points = SharedPoints() if _shares_points(self.learner) else None
+        # one store of the points for exact KONS classes (None: each class keeps its own); a
+        # window of W points is a ring of W + 1 slots, as in KONS itself
+        self._points = None
+        if _shares_points(self.learner):
+            window = self.learner.max_size
+            self._points = SharedPoints(None if window is None else window + 1)
 
     @property
     def _wrapped_model(self):
@@ -129,7 +136,8 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     def dictionary_size(self) -> int:
         """Points stored, summed over the classes (one store when they share it)."""
         if self._points is not None:
-            return self._points.rows.n
+            n, window = self._points.rows.n, self.learner.max_size
+            return n if window is None else min(n, window)  # the ring's spare slot is not held
         return sum(getattr(learner, "dictionary_size", 0) for learner in self.learners)
 
     # -- classes --------------------------------------------------------------------------
@@ -148,15 +156,23 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
             learner._store = ExpertRows(self._points)
             # a class created after t samples holds them as points it learned nothing from
             # (d = c = 0): what a KONS that has seen no gradient yet predicts, 0, exactly
-            # (the factor's rows are then sqrt(alpha) e_i: appends with a zero half-solve)
             store, n = learner._store, self._points.rows.n
             for name in store.fields:  # fresh zero buffers: d = c = Kc = 0 for every point
                 store.fields[name] = reserve(store.fields[name], n)
-            store.fields["z"][:n] = 1.0
             store.n = n
-            for m in range(n):
-                learner._chol.append(np.zeros(m), learner.alpha, half=np.zeros(m))
-            learner._g = reserve(learner._g, learner._chol.size)
+            if learner.max_size is None:
+                # every stored point is an atom of the unbounded KONS: the factor's rows are
+                # then sqrt(alpha) e_i (appends with a zero half-solve)
+                store.fields["z"][:n] = 1.0
+                for m in range(n):
+                    learner._chol.append(np.zeros(m), learner.alpha, half=np.zeros(m))
+                learner._g = reserve(learner._g, learner._chol.size)
+            else:
+                # the window's slots are the shared ring's; the earlier points are no atoms
+                # (z = 0: zero rows of its inverse) and leave the ring as no-ops, so the class
+                # forgets its own points when a standalone KONS would
+                learner._window.capacity = self._points.rows.max_size
+                learner._window._reserve(n)
         return learner
 
     # -- scores ---------------------------------------------------------------------------
@@ -240,6 +256,8 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
             learner.n_seen += 1
             learner._cache = None
         self._points.append(v)
+        for learner in learners:  # each window forgets its oldest point, once v is stored
+            learner._forget_oldest()
         self._features.add(new)
 
     # -- mini-batches ---------------------------------------------------------------------

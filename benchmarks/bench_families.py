@@ -1,0 +1,479 @@
+"""Defaults chosen on families of streams, checked on held-out families.
+
+The defaults table (``bench_defaults``) has nine streams, and a default chosen on the table a
+page publishes is fitted to it. Here every candidate setting is replayed on *families* of
+streams, many seeds each: river's synthetic generators (classification made binary where the
+generator has more classes), drifting ones among them, and okoco's bundled streams that are
+not in the defaults table. The families are split once into a training set, on which the
+defaults are chosen, and a disjoint held-out set (other generators, other seeds), on which the
+choice is only reported.
+
+Each replay is what a user runs: river ``progressive_val_score`` (test, then train), features
+standardized online (``StandardScaler``), regression targets standardized online
+(``TargetStandardScaler``; ``Auto`` standardizes them itself, so it gets the raw targets, as
+in ``okoco replay``), binary tasks through :class:`okoco.BinaryClassifier` with the logistic
+loss. Scores are the CLI's metrics: MAE for regression, accuracy for classification (reported
+as the error rate, ``1 - accuracy``, so that lower is better everywhere).
+
+Candidates: the single KONS settings (``alpha`` by the RBF scale ``gamma = c/d``; the grid
+``Auto`` is measured against), ``Auto`` with several expert grids and windows (its cost per step
+is measured apart, on river ``RandomRBF``), and each learner's own grid (Sketched-KONS's
+``beta``, FunctionalGD's ``eta`` and ``budget``, KRLS's ``nu``, PROS-N-KONS / CON-KONS's
+``alpha`` and ``beta``).
+
+Usage::
+
+    python -m benchmarks.bench_families              # training families, then held-out ones
+    python -m benchmarks.bench_families --quick      # a few short streams, a smoke run
+    python -m benchmarks.bench_families --split held-out --only Auto
+    python -m benchmarks.bench_families --report     # only print the tables from the cache
+    python -m benchmarks.bench_families --cost       # Auto's us/step for each grid
+
+Results are cached in ``benchmarks/results/families.json`` (one entry per stream, candidate and
+length) so that a rerun resumes where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from river import evaluate, metrics, preprocessing
+from river.datasets import synth
+
+from okoco import BinaryClassifier, datasets, kernels, losses
+from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, FunctionalGD, SketchedKONS
+
+RESULTS = Path(__file__).resolve().parent / "results" / "families.json"
+
+# -- streams ----------------------------------------------------------------------------------
+
+
+def _binary(gen, positive=lambda y: y == 1):
+    return lambda n: [(x, bool(positive(y))) for x, y in gen.take(n)]
+
+
+def _plain(gen):
+    return lambda n: list(gen.take(n))
+
+
+def _bundled(name: str, positive=None):
+    def load(n: int) -> list:
+        rows = list(datasets.load(name).take(n))
+        return rows if positive is None else [(x, bool(positive(y))) for x, y in rows]
+    return load
+
+
+def _drift(first, second, n_hint: int, width: int):
+    return synth.ConceptDriftStream(first, second, position=n_hint // 2, width=width, seed=0)
+
+
+def training_families(n: int, seeds: list[int]) -> dict:
+    """name -> (task, loader(n)): the families the defaults are chosen on."""
+    out = {}
+    for s in seeds:
+        out.update({
+            f"rbf/{s}": ("binary", _binary(synth.RandomRBF(
+                seed_model=s, seed_sample=100 + s, n_classes=2, n_features=10,
+                n_centroids=50))),
+            f"agrawal-f{s % 10}/{s}": ("binary", _binary(synth.Agrawal(
+                classification_function=(3 * s) % 10, seed=s))),
+            f"sea-v{s % 4}/{s}": ("binary", _binary(synth.SEA(variant=s % 4, seed=s))),
+            f"hyperplane/{s}": ("binary", _binary(synth.Hyperplane(seed=s, n_features=10))),
+            f"sine-{s % 4}/{s}": ("binary", _binary(synth.Sine(
+                classification_function=s % 4, seed=s, balance_classes=True))),
+            f"friedman/{s}": ("regression", _plain(synth.Friedman(seed=s))),
+            f"planes2d/{s}": ("regression", _plain(synth.Planes2D(seed=s))),
+            f"drift-sea/{s}": ("binary", _binary(synth.ConceptDriftStream(
+                synth.SEA(variant=0, seed=s), synth.SEA(variant=2, seed=s + 100),
+                position=n // 2, width=50, seed=s))),
+            f"drift-rbf/{s}": ("binary", _binary(synth.RandomRBFDrift(
+                seed_model=s, seed_sample=100 + s, n_classes=2, n_features=10,
+                n_centroids=50, change_speed=0.001, n_drift_centroids=25))),
+            f"drift-friedman-gra/{s}": ("regression", _plain(synth.FriedmanDrift(
+                drift_type="gra", position=(n // 3, 2 * n // 3), seed=s))),
+        })
+    return out
+
+
+def held_out_families(n: int, seeds: list[int]) -> dict:
+    """Other generators (and seeds far from the training ones), plus okoco's bundled streams
+    outside the defaults table: the choice is reported here, never made here."""
+    out = {}
+    for s in seeds:
+        t = 1000 + s
+        out.update({
+            f"mixed/{t}": ("binary", _binary(synth.Mixed(seed=t, classification_function=s % 2))),
+            f"led-even/{t}": ("binary", _binary(synth.LED(seed=t, noise_percentage=0.1),
+                                                lambda y: y % 2 == 0)),
+            f"waveform-0/{t}": ("binary", _binary(synth.Waveform(seed=t), lambda y: y == 0)),
+            f"mv/{t}": ("regression", _plain(synth.Mv(seed=t))),
+            f"drift-agrawal/{t}": ("binary", _binary(synth.ConceptDriftStream(
+                synth.Agrawal(classification_function=0, seed=t),
+                synth.Agrawal(classification_function=4, seed=t + 1),
+                position=n // 2, width=n // 10, seed=t))),
+            f"drift-hyperplane/{t}": ("binary", _binary(synth.Hyperplane(
+                seed=t, n_features=10, mag_change=0.001))),
+            f"drift-friedman-gsg/{t}": ("regression", _plain(synth.FriedmanDrift(
+                drift_type="gsg", position=(n // 3, 2 * n // 3), transition_window=n // 20,
+                seed=t))),
+        })
+    out.update({
+        "diabetes": ("regression", _bundled("diabetes")),
+        "mackey-glass": ("regression", _bundled("mackey-glass")),
+        "rkhs": ("regression", _bundled("rkhs")),
+        "breast-cancer": ("binary", _bundled("breast-cancer", lambda y: y == 1)),
+        "image-segments-window": ("binary", _bundled("image-segments", lambda y: y == "window")),
+    })
+    return out
+
+
+# -- Auto's expert grids -----------------------------------------------------------------------
+
+# An expert: (RBF scale c of gamma = c/d, ridge alpha, step, share of Auto's window it keeps),
+# as okoco.learners.auto.EXPERTS; "task" stands for the task's expert (auto.TASK_EXPERTS: the
+# steady exp-concave step on RBF(0.2/d) with ridge 1 for regression, the default RBF(1/d)
+# curvature step for classification).
+GRIDS: dict[str, tuple] = {
+    # the grid before this benchmark: 3 full-window experts, 2 forgetting ones
+    "5x": ((0.2, 0.1, "hessian", 1.0), (3.0, 0.1, "hessian", 1.0), "task",
+           (0.2, 0.1, "hessian", 0.2), (1.0, 0.1, "hessian", 0.2)),
+    # without the narrow expert
+    "4x": ((0.2, 0.1, "hessian", 1.0), "task",
+           (0.2, 0.1, "hessian", 0.2), (1.0, 0.1, "hessian", 0.2)),
+    # two full-window experts and one forgetting one
+    "3x": ((0.2, 0.1, "hessian", 1.0), "task", (1.0, 0.1, "hessian", 0.2)),
+    # two full-window experts of two scales, two forgetting ones
+    "4s": ((0.2, 0.1, "hessian", 1.0), (1.0, 0.1, "hessian", 1.0),
+           (0.2, 0.1, "hessian", 0.2), (1.0, 0.1, "hessian", 0.2)),
+    # the smooth and the narrow scale over the window, two forgetting experts (no task expert)
+    "2f": ((0.2, 0.1, "hessian", 1.0), (3.0, 0.1, "hessian", 1.0),
+           (0.2, 0.1, "hessian", 0.2), (1.0, 0.1, "hessian", 0.2)),
+}
+# Cost is about O(sum of the experts' windows squared): the variants below span the grids at
+# windows whose cost is near the million-step target (< ~600 us/step), and the grid before
+# this benchmark at its window of 500 (about 1.3-1.6 ms/step idle) for reference.
+AUTO_VARIANTS = [("5x", 500), ("5x", 300), ("5x", 200), ("4x", 400), ("4x", 300), ("3x", 400),
+                 ("3x", 300), ("4s", 300), ("2f", 400), ("2f", 350)]
+
+
+def grid_auto(grid: str, window: int | None, loss=None) -> Auto:
+    """An ``Auto`` whose experts are ``GRIDS[grid]`` over a window of ``window`` points."""
+    model = Auto(max_size=window) if loss is None else Auto(loss=loss, max_size=window)
+    model._build_experts = lambda d: Auto._build_experts(model, d, GRIDS[grid])
+    return model
+
+
+# -- candidates -------------------------------------------------------------------------------
+
+KONS_SCALES, KONS_ALPHAS = (0.2, 1.0, 3.0), (0.03, 0.1, 0.3, 1.0)
+
+
+def _wrap(factory: Callable[..., object], own_scaling: bool = False):
+    """build(task, d) from factory(loss, d): ``BinaryClassifier`` with the logistic loss for
+    binary tasks, the learner's squared loss (in a ``TargetStandardScaler`` unless it scales
+    the targets itself) for regression."""
+    def build(task: str, d: int):
+        if task == "binary":
+            return preprocessing.StandardScaler() | BinaryClassifier(
+                factory(losses.Logistic(), d))
+        model = preprocessing.StandardScaler() | factory(None, d)
+        return model if own_scaling else preprocessing.TargetStandardScaler(model)
+    return build
+
+
+def _kw(loss) -> dict:
+    return {} if loss is None else {"loss": loss}
+
+
+def candidates() -> dict[str, Callable[[str, int], object]]:
+    """name -> build(task, d). Names say the learner and its setting."""
+    out = {}
+    for c in KONS_SCALES:
+        for a in KONS_ALPHAS:
+            out[f"KONS(rbf={c:g}/d, alpha={a:g})"] = _wrap(
+                lambda loss, d, c=c, a=a: KONS(kernel=kernels.RBF(c / d), alpha=a, **_kw(loss)))
+    out["KONS(rbf=0.2/d, alpha=1, exp-concave)"] = _wrap(
+        lambda loss, d: KONS(kernel=kernels.RBF(0.2 / d), alpha=1.0, eta="exp-concave",
+                             **_kw(loss)))
+    for grid, w in AUTO_VARIANTS:
+        out[f"Auto[{grid}, W={w}]"] = _wrap(
+            lambda loss, d, grid=grid, w=w: grid_auto(grid, w, loss), own_scaling=True)
+    for beta in (1.0, 3.0, 10.0):
+        out[f"SketchedKONS(beta={beta:g})"] = _wrap(
+            lambda loss, d, beta=beta: SketchedKONS(beta=beta, seed=0, **_kw(loss)))
+    for eta in ("sqrt", 0.05, 0.2, 0.5, 1.0):
+        for budget in (500, 1000):
+            out[f"FunctionalGD(eta={eta}, budget={budget})"] = _wrap(
+                lambda loss, d, eta=eta, budget=budget: FunctionalGD(eta=eta, budget=budget,
+                                                                  **_kw(loss)))
+    for nu in (1e-3, 1e-2, 1e-1):
+        out[f"KRLS(nu={nu:g})"] = _wrap(lambda loss, d, nu=nu: KRLS(nu=nu))
+    for cls in (PROSNKONS, CONKONS):
+        for a in (0.03, 0.1, 0.3):
+            for beta in (1.0, 3.0):
+                out[f"{cls.__name__}(alpha={a:g}, beta={beta:g})"] = _wrap(
+                    lambda loss, d, cls=cls, a=a, beta=beta: cls(alpha=a, beta=beta, seed=0,
+                                                              **_kw(loss)))
+    return out
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def run_one(build, task: str, rows: list) -> tuple[float, float]:
+    """Error (MAE, or 1 - accuracy) and microseconds per sample of a progressive validation."""
+    model = build(task, len(rows[0][0]))
+    metric = metrics.MAE() if task == "regression" else metrics.Accuracy()
+    start = time.perf_counter()
+    evaluate.progressive_val_score(rows, model, metric)
+    elapsed = time.perf_counter() - start
+    error = metric.get() if task == "regression" else 1.0 - metric.get()
+    return float(error), 1e6 * elapsed / len(rows)
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {"results": {}, "cost": {}}
+
+
+def sweep(families: dict, names: list[str], n: int, path: Path) -> dict:
+    """Every candidate on every stream, resuming from (and saving to) ``path``."""
+    store = _load(path)
+    build = candidates()
+    for stream, (task, loader) in families.items():
+        key = f"{stream}@{n}"
+        done = store["results"].setdefault(key, {})
+        todo = [name for name in names if name not in done]
+        if not todo:
+            continue
+        rows = loader(n)
+        for name in todo:
+            error, us = run_one(build[name], task, rows)
+            done[name] = [error, us]
+            print(f"{key:28s} {name:44s} {error:.4g} {us:7.0f} us", flush=True)
+        store.setdefault("loads", []).append(os.getloadavg())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(store, indent=0))
+    return store
+
+
+def auto_cost(grid: str | None, window: int | None, steps: int = 1000) -> float:
+    """Microseconds per step of ``Auto`` (logistic loss) on river ``RandomRBF`` (d = 10),
+    standardized, over ``steps`` steps once its window is full (default BLAS threading)."""
+    model = preprocessing.StandardScaler() | BinaryClassifier(
+        Auto(loss=losses.Logistic()) if grid is None
+        else grid_auto(grid, window, losses.Logistic()))
+    stream = synth.RandomRBF(seed_model=7, seed_sample=11, n_classes=2, n_features=10,
+                             n_centroids=50)
+    warm = (window or 500) + 200
+    rows = list(stream.take(warm + steps))
+    for x, y in rows[:warm]:
+        model.predict_one(x)
+        model.learn_one(x, y)
+    start = time.perf_counter()
+    for x, y in rows[warm:]:
+        model.predict_one(x)
+        model.learn_one(x, y)
+    return 1e6 * (time.perf_counter() - start) / steps
+
+
+# -- reading the results -----------------------------------------------------------------------
+
+
+def table(store: dict, families: dict, n: int) -> dict[str, dict[str, float]]:
+    """stream -> candidate -> error, for the streams of ``families`` at length ``n``."""
+    return {s: store["results"][f"{s}@{n}"] for s in families
+            if f"{s}@{n}" in store["results"]}
+
+
+def ratios_to_best(errors: dict, names: list[str]) -> dict[str, list[float]]:
+    """Per candidate of ``names``: its error over the best of ``names``, stream by stream."""
+    out = {name: [] for name in names}
+    for row in errors.values():
+        present = [k for k in names if k in row]
+        if len(present) < len(names):
+            continue
+        best = min(row[k][0] for k in present)
+        for k in present:
+            out[k].append(row[k][0] / best if best > 0 else 1.0)
+    return out
+
+
+def rank_grid(errors: dict, names: list[str]) -> list[tuple[str, float, float]]:
+    """(name, median ratio to the grid's best, geometric mean ratio), best median first."""
+    ratios = ratios_to_best(errors, names)
+    out = [(k, statistics.median(r), math.exp(statistics.fmean(map(math.log, r))))
+           for k, r in ratios.items() if r]
+    return sorted(out, key=lambda t: (round(t[1], 4), t[2]))
+
+
+# KONS's defaults before this benchmark (RBF(1/d) is KONS's kernel=None, 500 its max_size)
+DEFAULT_KONS = "KONS(rbf=1/d, alpha=0.1)"
+
+
+def kons_names() -> list[str]:
+    return [k for k in candidates() if k.startswith("KONS(rbf")]
+
+
+def auto_summary(errors: dict, auto: str) -> dict:
+    """How an Auto candidate does against the best single KONS setting of the grid (chosen
+    per stream with hindsight) and against the default KONS, over the streams."""
+    grid = kons_names()
+    near = worse = n = 0
+    ratios, to_default = [], []
+    for row in errors.values():
+        if auto not in row or any(k not in row for k in grid):
+            continue
+        n += 1
+        best = min(row[k][0] for k in grid)
+        r = row[auto][0] / best if best > 0 else 1.0
+        ratios.append(r)
+        near += r <= 1.03
+        dflt = row[DEFAULT_KONS][0]
+        q = row[auto][0] / dflt if dflt > 0 else 1.0
+        to_default.append(q)
+        worse += q > 1.02
+    if not n:
+        return {}
+    return {"streams": n, "within_3pct": near, "worse_than_kons_2pct": worse,
+            "median_ratio": statistics.median(ratios), "worst_ratio": max(ratios),
+            "worst_to_kons": max(to_default),
+            "median_to_kons": statistics.median(to_default)}
+
+
+LEARNER_GRIDS = {
+    "KONS": kons_names,
+    "SketchedKONS": lambda: [k for k in candidates() if k.startswith("SketchedKONS(")],
+    "FunctionalGD": lambda: [k for k in candidates() if k.startswith("FunctionalGD(")],
+    "KRLS": lambda: [k for k in candidates() if k.startswith("KRLS(")],
+    "PROSNKONS": lambda: [k for k in candidates() if k.startswith("PROSNKONS(")],
+    "CONKONS": lambda: [k for k in candidates() if k.startswith("CONKONS(")],
+}
+
+
+def report(store: dict, n: int, seeds: list[int], held_seeds: list[int]) -> str:
+    """The Markdown section: Auto's grids and each learner's grid, on the training families
+    and on the held-out ones."""
+    train = table(store, training_families(n, seeds), n)
+    held = table(store, held_out_families(n, held_seeds), n)
+    lines = [f"Training: {len(train)} streams; held-out: {len(held)} streams; {n} samples "
+             "each (bundled streams: all their rows up to that).", ""]
+    lines += ["### Auto's grid (against the best single KONS setting, chosen per stream with "
+              "hindsight, and against the default `KONS()` (`KONS(rbf=1/d, alpha=0.1)`))", "",
+              "| Auto | us/step (RandomRBF, window full) | training: within 3% of best | "
+              "training: median / worst ratio | training: worse than KONS() by > 2% | "
+              "held-out: within 3% | held-out: median / worst ratio | "
+              "held-out: worse than KONS() by > 2% |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    autos = [k for k in candidates() if k.startswith("Auto")]
+    for k in autos:
+        a, b = auto_summary(train, k), auto_summary(held, k)
+        if not a:
+            continue
+        cost = store.get("cost", {}).get(k)
+        cells = [f"{cost:.0f}" if cost else ""]
+        for s in (a, b):
+            cells += ([f"{s['within_3pct']}/{s['streams']}",
+                       f"{s['median_ratio']:.3f} / {s['worst_ratio']:.3f}",
+                       f"{s['worse_than_kons_2pct']}/{s['streams']}"] if s else ["", "", ""])
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for learner, names in LEARNER_GRIDS.items():
+        ranked = rank_grid(train, names())
+        if not ranked:
+            continue
+        held_rank = {k: (m, g) for k, m, g in rank_grid(held, names())}
+        lines += [f"### {learner}", "", "| setting | training: median ratio to the grid's best "
+                  "| training: geo-mean | held-out: median | held-out: geo-mean |",
+                  "|---|---:|---:|---:|---:|"]
+        for k, m, g in ranked:
+            hm, hg = held_rank.get(k, (math.nan, math.nan))
+            lines.append(f"| {k} | {m:.3f} | {g:.3f} | {hm:.3f} | {hg:.3f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+FAMILIES_INTRO = """Every candidate replayed on families of streams
+(`python -m benchmarks.bench_families`, cached
+in `benchmarks/results/families.json`). Training families, on which the defaults are chosen
+({seeds_text}): river `RandomRBF` (10 features, 50 centroids), `Agrawal` (a different
+classification function per seed), `SEA` (a variant per seed), `Hyperplane` (10 features),
+`Sine` (a function per seed), `Friedman` and `Planes2D` (regression), and drifting ones:
+`ConceptDriftStream` of SEA variant 0 to 2 at the middle, `RandomRBFDrift` (25 moving centroids)
+and `FriedmanDrift` (global recurring abrupt). Held-out families, on which the choice is only
+reported (other generators, seeds from 1000): `Mixed`, `LED` (even digit or not, 10% noise),
+`Waveform` (class 0 or not), `Mv` (regression), `ConceptDriftStream` of Agrawal function 0 to 4,
+`Hyperplane(mag_change=0.001)`, `FriedmanDrift` (global slow gradual), and okoco's bundled
+streams outside the defaults table (diabetes, mackey-glass, rkhs, breast-cancer, image-segments
+as window or not). {n} samples a stream (the bundled ones: up to that). Features standardized
+online; regression targets standardized online (`TargetStandardScaler`, `Auto` on its own);
+binary tasks through `BinaryClassifier` with the logistic loss; progressive validation, scored
+with the CLI's metrics (MAE, accuracy, shown as the error rate). Every learner bounded as at its
+defaults (`max_size=500`, FunctionalGD's `budget` in its grid). Auto's costs: `--cost`, µs per
+step on river `RandomRBF` (d = 10, logistic loss) over 1,000 steps once its window is full,
+default BLAS threading, the load of the machine (2 cores, shared) noted in the JSON.
+"""
+
+
+def section(store: dict, n: int, seeds: list[int], held_seeds: list[int]) -> str:
+    """The docs section (Markdown, without its title) from the cached results."""
+    seeds_text = f"seeds {', '.join(map(str, seeds))}"
+    return FAMILIES_INTRO.format(n=n, seeds_text=seeds_text) + "\n" + report(
+        store, n, seeds, held_seeds)
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1500, help="samples per stream")
+    parser.add_argument("--seeds", default="0,1", help="training seeds")
+    parser.add_argument("--held-seeds", default="0", help="held-out seeds (offset by 1000)")
+    parser.add_argument("--split", choices=("training", "held-out", "both"), default="both")
+    parser.add_argument("--only", default="", help="comma-separated candidate substrings")
+    parser.add_argument("--quick", action="store_true",
+                        help="300 samples, one seed, a smoke run (cached apart)")
+    parser.add_argument("--report", action="store_true", help="only print the tables")
+    parser.add_argument("--cost", action="store_true", help="time every Auto grid")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.n, args.seeds, args.held_seeds = 300, "0", "0"
+        if args.output == RESULTS:
+            args.output = RESULTS.with_name("families_quick.json")
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    held_seeds = [int(s) for s in args.held_seeds.split(",") if s]
+    names = [k for k in candidates() if not args.only or any(
+        o in k for o in args.only.split(","))]
+    if args.cost:
+        store = _load(args.output)
+        for k in names:
+            if not k.startswith("Auto"):
+                continue
+            grid, w = k[len("Auto["):-1].split(", W=")
+            us = auto_cost(grid, int(w), 300 if args.quick else 1000)
+            store.setdefault("cost", {})[k] = us
+            store.setdefault("cost_load", {})[k] = os.getloadavg()
+            print(f"{k:24s} {us:7.0f} us/step, load {os.getloadavg()[0]:.2f}", flush=True)
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(json.dumps(store, indent=0))
+    elif not args.report:
+        if args.split in ("training", "both"):
+            sweep(training_families(args.n, seeds), names, args.n, args.output)
+        if args.split in ("held-out", "both"):
+            sweep(held_out_families(args.n, held_seeds), names, args.n, args.output)
+    store = _load(args.output)
+    if not args.report and not args.cost:  # the sizes the page's tables are read at
+        store["args"] = {"n": args.n, "seeds": seeds, "held_seeds": held_seeds}
+        args.output.write_text(json.dumps(store, indent=0))
+    text = report(store, args.n, seeds, held_seeds)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""What the numerical guard of KONS and Sketched-KONS costs per step (issue 32: <= 2%).
+
+    python -m benchmarks.bench_guard                  # phishing and trump-approval, 9 repeats
+    python -m benchmarks.bench_guard --repeat 21 --n 600
+
+The guard (``okoco.learners.kons``, ``_check_step``) is one product and one comparison per
+step, ``d_t^2 kappa * _MIN_RIDGE_RATIO > alpha``; only when it holds (a point whose
+``k(x, x)`` dwarfs the ridge) does it read ``|e|^2`` (one BLAS dot, ``O(m)``) and compare
+``s_t`` with its rounding level. Three variants of the same code, switched by that module
+constant inside this process only:
+
+``on``
+    as shipped (``1e-10``);
+``off``
+    ``0.0``: the comparison is always false, the dot never runs (what is left of the guard is
+    the product and the comparison, timed alone below);
+``worst``
+    ``inf``: the dot and the second comparison run at every step with ``d_t != 0``, as for a
+    stream whose every point were beyond the ridge (none is refused here: the counts say so).
+
+Each repeat replays the stream test-then-train (``predict_one`` then ``learn_one``) on a fresh
+learner at its defaults, the variants interleaved within each repeat (no drift between them);
+per-step CPU time (``process_time``: the machine may be shared), min and median over the
+repeats, the median wall time beside it, and the load average before and after.
+The streams are those of ``benchmarks.data`` (features and targets standardized online as for
+every benchmark; phishing's labels learned as targets +-1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+import timeit
+
+import numpy as np
+
+VARIANTS = {"on": None, "off": 0.0, "worst": float("inf")}
+
+
+def _rows(name: str, n: int | None):
+    from benchmarks.data import load_stream
+
+    stream = load_stream(name, n=n)
+    if isinstance(stream, str):
+        raise SystemExit(f"{name}: {stream}")
+    y = (np.where(stream.y, 1.0, -1.0) if stream.task == "binary"
+         else np.asarray(stream.y, dtype=float))
+    return list(zip(stream.dicts(), y.tolist()))
+
+
+def _replay(make, rows) -> tuple[float, float, int]:
+    """CPU and wall seconds per step of a test-then-train replay, and the steps refused."""
+    model = make()
+    refused = 0
+    t0, c0 = time.perf_counter(), time.process_time()
+    for x, y in rows:
+        model.predict_one(x)
+        try:
+            model.learn_one(x, y)
+        except ValueError:
+            refused += 1
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    return cpu / len(rows), wall / len(rows), refused
+
+
+def guard_cost(streams, repeat: int, n: int | None) -> None:
+    from okoco.learners import KONS, SketchedKONS, kons
+
+    shipped = kons._MIN_RIDGE_RATIO
+    makers = {"KONS": KONS, "SketchedKONS": lambda: SketchedKONS(seed=0)}
+    for stream in streams:
+        rows = _rows(stream, n)
+        for name, make in makers.items():
+            times = {v: [] for v in VARIANTS}  # CPU seconds a step (the machine is shared)
+            walls = {v: [] for v in VARIANTS}
+            refused = dict.fromkeys(VARIANTS, 0)
+            _replay(make, rows[:100])  # warm-up (imports, caches)
+            for r in range(repeat):
+                order = list(VARIANTS) if r % 2 == 0 else list(reversed(VARIANTS))
+                for variant in order:
+                    ratio = VARIANTS[variant]
+                    kons._MIN_RIDGE_RATIO = shipped if ratio is None else ratio
+                    try:
+                        seconds, wall, count = _replay(make, rows)
+                    finally:
+                        kons._MIN_RIDGE_RATIO = shipped
+                    times[variant].append(seconds)
+                    walls[variant].append(wall)
+                    refused[variant] += count
+            off_min, off_med = min(times["off"]), statistics.median(times["off"])
+            for variant in VARIANTS:
+                t = times[variant]
+                lo, med = min(t), statistics.median(t)
+                print(f"{stream:15s} {name:13s} {variant:6s} CPU min {lo * 1e6:7.1f} us/step "
+                      f"({100 * (lo - off_min) / off_min:+6.2f}% vs off), median "
+                      f"{med * 1e6:7.1f} ({100 * (med - off_med) / off_med:+6.2f}%); wall "
+                      f"median {statistics.median(walls[variant]) * 1e6:7.1f}; "
+                      f"refused {refused[variant]}/{repeat * len(rows)}")
+
+
+def expression_cost() -> None:
+    """The guard's always-run part alone: one product and one comparison of floats."""
+    setup = "d_t, kappa, ratio, alpha = 1.4142, 1.0, 1e-10, 0.1"
+    number = 2_000_000
+    guarded = min(timeit.repeat("d_t * d_t * kappa * ratio > alpha", setup=setup,
+                                number=number, repeat=7)) / number
+    empty = min(timeit.repeat("pass", setup=setup, number=number, repeat=7)) / number
+    print(f"the guard's always-run test: {(guarded - empty) * 1e9:.0f} ns a step")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", nargs="+", default=["phishing", "trump-approval"])
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--n", type=int, default=None, help="rows of each stream (default all)")
+    args = parser.parse_args(argv)
+    print("load average before:", os.getloadavg())
+    expression_cost()
+    guard_cost(args.streams, args.repeat, args.n)
+    print("load average after:", os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Sketched-KONS (Calandriello, Lazaric & Valko, ICML 2017, Algorithm 3): KONS whose
+preconditioner keeps only the points KORS samples; the shared core is
+:mod:`okoco.learners.kons`, which re-exports :class:`SketchedKONS`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from okoco._input import reserve
+from okoco.dictionary import KORS
+from okoco.learners.base import overflow_message
+from okoco.learners.kons import DEFAULT_MAX_SIZE, KONS
+
+__all__ = ["SketchedKONS"]
+
+
+class SketchedKONS(KONS):
+    r"""Sketched-KONS (Algorithm 3): KONS whose preconditioner keeps only KORS-sampled points.
+
+    Each step draws one coin :math:`z_t \sim \mathrm{Bernoulli}(\tilde p_t)` with
+    :math:`\tilde p_t = \max(\min(\beta\tilde\tau_{t,t}, 1), p_{\min})`, where
+    :math:`\tilde\tau_{t,t}` is KORS's ridge-leverage-score estimate on the rescaled kernel
+    (``okoco.dictionary.KORS``). The preconditioner
+    :math:`\tilde A_t = \tilde A_{t-1} + \eta_t z_t g_t g_t^\top` is unweighted, KORS's is
+    weighted by :math:`1/\tilde p`, and the two share the coin. The coefficient uses the
+    corrected Lemma 4 (with the :math:`z_t` factor), so the coin is drawn first.
+
+    Per step: :math:`O(n)` for the kernel row and the running ``K c`` over the ``n`` stored
+    points, plus :math:`O(|\mathcal I|^2)` for KORS and the preconditioner. A point outside
+    the dictionary whose coefficient is 0 adds nothing to any prediction and is not stored:
+    with :class:`okoco.losses.SquaredHinge` every point beyond the margin (zero gradient and
+    curvature), much as a kernel SVM keeps only its support vectors; with a loss whose
+    gradient is never 0 (logistic, squared) every point is stored. ``p_min=1`` is exactly KONS;
+    ``beta=p_min=0`` is projected kernel gradient descent with step :math:`1/\alpha`.
+
+    The window ``max_size`` bounds the *store* (not only the dictionary: with the logistic or
+    the squared loss every point gets a coefficient): once ``max_size`` points are stored, each
+    new one makes the oldest leave, from the running ``K c``, and from the preconditioner and
+    KORS if it was an atom (``KORS.remove``), as for :class:`KONS`. Theorem 3's statement holds
+    until the first removal; afterwards the window is a heuristic that bounds the cost and
+    forgets (KORS's accuracy statement then holds for the points of the window at best: the
+    weights of the remaining atoms were drawn against points that have left).
+
+    Parameters
+    ----------
+    kernel, loss, C, alpha, eta, max_size
+        As for :class:`KONS` (``max_size`` bounds the stored points).
+    eps
+        KORS accuracy :math:`\varepsilon \in (0, 1]`.
+    beta
+        KORS oversampling; ``okoco.dictionary`` has helpers for the theoretical value.
+    p_min
+        Floor of the sampling probability, in ``[0, 1]`` (the paper's :math:`\gamma`).
+    seed
+        Seed of the coin's random generator.
+
+    Examples
+    --------
+    >>> from okoco import kernels
+    >>> from okoco.learners import SketchedKONS
+    >>> model = SketchedKONS(kernel=kernels.RBF(1.0), beta=2.0, p_min=0.0, seed=0)
+    >>> for i in range(200):  # 20 distinct points, seen 10 times each
+    ...     model.learn_one({"x": (i % 20) / 20}, 0.5)
+    >>> model.dictionary_size < 60
+    True
+    """
+
+    _parameter_constraints = {
+        "eps": KORS._parameter_constraints["eps"],
+        "beta": KORS._parameter_constraints["beta"],
+        "p_min": KORS._parameter_constraints["p_min"],
+        "seed": ["seed"],
+    }
+
+    _drops_null_points = True
+
+    _saved_state = {"eps": "number", "beta": "number", "p_min": "number",
+                    "seed": "int|none|rng", "_kors": "obj:KORS as kors"}
+
+    def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
+                 eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,
+                 seed: int | None = None, max_size: int | None = DEFAULT_MAX_SIZE):
+        self.eps = eps
+        self.beta = beta
+        self.p_min = p_min
+        self.seed = seed
+        super().__init__(kernel, loss, C, alpha, eta, max_size)
+
+    def _reset_state(self) -> None:
+        super()._reset_state()
+        self._kors = KORS(kernel=None, alpha=self.alpha, eps=self.eps, beta=self.beta,
+                          p_min=self.p_min, seed=self._rng)
+
+    def _gather(self, v: np.ndarray) -> np.ndarray:
+        return v[self._selected[: self._chol.size]]
+
+    def _coin(self, e: np.ndarray, kappa: float, d_t: float) -> int:
+        if d_t == 0.0:  # a zero gradient (a point beyond the squared hinge's margin)
+            return int(self._kors._update_null())
+        column = d_t * self._atom_column(e)  # kappa, d_t and d_t^2 kappa + alpha were checked
+        total = float(np.add.reduce(column))  # column.sum(), without its Python wrapper
+        if not math.isfinite(total):  # finite iff every entry is (or refused)
+            raise ValueError(overflow_message(self._kernel, total))
+        added, _, _ = self._kors._update_checked_column(column, d_t * d_t * kappa)
+        return int(added)
+
+    def _forget_atom(self) -> None:
+        self._kors.remove(0)
+
+    def _note_selected(self, index: int) -> None:
+        m = self.dictionary_size  # every atom's slot, with or without a window
+        self._selected = reserve(self._selected, m)
+        self._selected[m - 1] = index
+
+    @property
+    def coins(self) -> np.ndarray:
+        """The coin :math:`z_t` of every step (1 at the steps KORS kept and still holds)."""
+        coins = np.zeros(self.n_seen)
+        coins[self._kors.indices] = 1.0
+        return coins
+
+
+SketchedKONS.__module__ = "okoco.learners.kons"  # its public (and saved) path

@@ -1,0 +1,189 @@
+"""A growing symmetric matrix updated in place (:class:`PackedSymmetric`, KRLS's ``P``); see
+:mod:`okoco.linalg`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from okoco._core import _linalg
+from okoco.linalg._cholesky import IncrementalCholesky, _packed_len
+
+
+class PackedSymmetric:
+    """A growing symmetric ``(m, m)`` matrix updated in place by BLAS: dense while small, then
+    packed.
+
+    Up to ``DENSE_MAX`` rows the matrix is a full dense C-contiguous array: :meth:`matvec` is
+    one BLAS ``dgemv`` and :meth:`rank_one` one ``dger`` on it, which OpenBLAS never hands to
+    its thread pool at these sizes (``m * m <= 8192``, its threshold for both). Bordering
+    reallocates the ``(m + 1, m + 1)`` array (``O(m^2)``, like the append of the factor beside
+    it, and at most ``DENSE_MAX`` times). When the matrix outgrows ``DENSE_MAX`` it switches,
+    once, to :class:`IncrementalCholesky`'s layout (row-major lower packed in a doubling
+    buffer): bordering writes ``m + 1`` numbers at the end, and the product and the rank-one
+    update go row by row (a dot product and an ``axpy`` per row, which OpenBLAS never threads
+    at these lengths), with half the memory. The arithmetic runs in okoco's compiled core on
+    these buffers. KRLS keeps its ``P = (A^T A)^{-1}`` here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.linalg import PackedSymmetric
+    >>> P = PackedSymmetric()
+    >>> P.append(np.zeros(0), 2.0); P.append(np.array([0.5]), 1.0)
+    >>> P.rank_one(-1.0, np.array([1.0, 0.0]))
+    >>> P.matrix()
+    array([[1. , 0.5],
+           [0.5, 1. ]])
+    >>> P.matvec(np.array([1.0, 1.0]))
+    array([1.5, 1.5])
+    """
+
+    #: Largest order kept dense (the saved layout depends on it): OpenBLAS runs ``dger`` and
+    #: ``dgemv`` on one thread up to
+    #: ``m * m = 8192`` elements (interface/ger.c, interface/gemv.c).
+    DENSE_MAX = 90
+    # The dense matrix, or None once packed. A file saved before the dense form existed has no
+    # such attribute: the class default makes it packed, as it was.
+    _dense: np.ndarray | None = None
+
+    #: Saved state (okoco.persistence): dense ``(m, m)`` up to DENSE_MAX, else packed.
+    _saved_state = {"_cap": "int[0,] as capacity", "_m": "int[0,] as size",
+                    "_buf": ("array(0) float64|array(capacity * (capacity + 1) // 2) float64"
+                             " as packed"),
+                    "_dense": "array(size, size) float64|none as dense"}
+
+    def __init__(self, capacity: int = 16):
+        self._cap = int(capacity)
+        self._buf = np.zeros(0)
+        self._m = 0
+        self._dense = np.zeros((0, 0))
+
+    @property
+    def size(self) -> int:
+        """The order ``m``."""
+        return self._m
+
+    @classmethod
+    def from_matrix(cls, A: np.ndarray) -> PackedSymmetric:
+        """A matrix holding the symmetric ``A`` (its lower triangle is read), ``O(m^2)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco.linalg import PackedSymmetric
+        >>> PackedSymmetric.from_matrix(np.array([[2.0, 1.0], [1.0, 3.0]])).matrix()
+        array([[2., 1.],
+               [1., 3.]])
+        """
+        A = np.asarray(A, dtype=float)
+        m = A.shape[0]
+        out = cls(capacity=max(m, 16))
+        if m <= cls.DENSE_MAX:
+            lower = np.tril(A)
+            out._dense = lower + np.tril(A, -1).T
+        else:
+            out._dense = None
+            out._buf = np.zeros(_packed_len(out._cap))
+            out._buf[: _packed_len(m)] = A[np.tril_indices(m)]
+        out._m = m
+        return out
+
+    @property
+    def is_dense(self) -> bool:
+        """Whether the matrix is held dense (``m <= DENSE_MAX``) rather than packed."""
+        return self._dense is not None
+
+    def _packed(self) -> np.ndarray:
+        return self._buf[: _packed_len(self._m)]
+
+    def append(self, column: np.ndarray, diagonal: float) -> None:
+        """Border the matrix: ``P <- [[P, c], [c^T, d]]``."""
+        m = self._m
+        D = self._dense
+        if D is not None:
+            if m + 1 <= self.DENSE_MAX:
+                grown = np.empty((m + 1, m + 1))
+                grown[:m, :m] = D
+                grown[m, :m] = column
+                grown[:m, m] = column
+                grown[m, m] = diagonal
+                self._dense, self._m = grown, m + 1
+                return
+            # outgrown: to the packed layout, once (rows of the lower triangle, in order)
+            self._cap = max(self._cap, 2 * (m + 1))
+            self._buf = np.zeros(_packed_len(self._cap))
+            self._buf[: _packed_len(m)] = D[np.tril_indices(m)]
+            self._dense = None
+        if m + 1 > self._cap:
+            cap = max(2 * self._cap, m + 1)
+            grown = np.zeros(_packed_len(cap))
+            grown[: _packed_len(m)] = self._packed()
+            self._buf, self._cap = grown, cap
+        start = _packed_len(m)
+        self._buf[start : start + m] = column
+        self._buf[start + m] = diagonal
+        self._m = m + 1
+
+    def reserve(self, size: int) -> None:
+        """Room for ``size`` rows in the packed buffer (no change while dense), so that a
+        compiled loop can border the matrix in place."""
+        if self._dense is None and size > self._cap:
+            cap = max(2 * self._cap, size)
+            grown = np.zeros(_packed_len(cap))
+            grown[: _packed_len(self._m)] = self._packed()
+            self._buf, self._cap = grown, cap
+
+    def _storage(self) -> np.ndarray:
+        """The flat buffer the core works on: the dense matrix's data, or the packed buffer."""
+        D = self._dense
+        if D is None:
+            return self._buf
+        if not D.flags.c_contiguous:  # a view would be a copy: the update would be lost
+            D = self._dense = np.ascontiguousarray(D)
+        return D.reshape(-1)
+
+    def _operand(self, v: np.ndarray, name: str) -> np.ndarray:
+        v = np.ascontiguousarray(v, dtype=float)
+        if v.shape != (self._m,):
+            raise ValueError(f"{name} must have length {self._m} (the size), got shape {v.shape}")
+        return v
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        """``P v``."""
+        out = np.empty(self._m)
+        _linalg.matvec(self._storage(), self._m, self._dense is not None,
+                       self._operand(v, "v"), out)
+        return out
+
+    def rank_one(self, alpha: float, x: np.ndarray) -> None:
+        """``P <- P + alpha x x^T`` in place (dense: both triangles, packed: the lower one)."""
+        _linalg.sym_update(self._storage(), self._m, self._dense is not None, float(alpha),
+                           self._operand(x, "x"))
+
+    def inverse_update(self, a: np.ndarray) -> tuple[np.ndarray, float]:
+        """``P <- (P^{-1} + a a^T)^{-1}`` by Sherman-Morrison; return ``(P a, s)`` (old ``P``).
+
+        ``s = 1 / (1 + a^T P a)``, so the update is ``P <- P - s (P a)(P a)^T``: a
+        matrix-vector product and a rank-one update, ``O(m^2)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco.linalg import PackedSymmetric
+        >>> P = PackedSymmetric(); P.append(np.zeros(0), 2.0); P.append(np.array([0.5]), 1.0)
+        >>> M, a = P.matrix(), np.array([1.0, -1.0])
+        >>> Pa, s = P.inverse_update(a)
+        >>> bool(np.allclose(P.matrix(), np.linalg.inv(np.linalg.inv(M) + np.outer(a, a))))
+        True
+        """
+        Pa = np.empty(self._m)
+        s = _linalg.inverse_update(self._storage(), self._m, self._dense is not None,
+                                   self._operand(a, "a"), Pa)
+        return Pa, s
+
+    def matrix(self) -> np.ndarray:
+        """A dense copy of ``P``."""
+        if self._dense is not None:
+            return self._dense.copy()
+        A = IncrementalCholesky._unpack(self._buf, self._m)
+        return A + np.tril(A, -1).T
