@@ -97,16 +97,17 @@ True
 True
 """
 
-from okoco.persistence._archive import _Archive, _Damaged, _read, _write
-from okoco.persistence._checkpoints import (
+# the private names are the parts okoco.pipelines builds its river-model files from
+from okoco.persistence._archive import _Archive, _Damaged, _read, _write  # noqa: F401
+from okoco.persistence._checkpoints import (  # noqa: F401
     _capture,
     check_checkpointable,
     load_checkpoint,
     save_checkpoint,
 )
-from okoco.persistence._decode import _Decoder
-from okoco.persistence._encode import _Encoder
-from okoco.persistence._format import (
+from okoco.persistence._decode import _Decoder  # noqa: F401
+from okoco.persistence._encode import _Encoder  # noqa: F401
+from okoco.persistence._format import (  # noqa: F401
     CHECKPOINT_FORMAT_NAME,
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -115,8 +116,8 @@ from okoco.persistence._format import (
     SUPPORTED_VERSIONS,
     _version,
 )
-from okoco.persistence._learners import _load_learner, load, read_metadata, save
-from okoco.persistence._registry import (
+from okoco.persistence._learners import _load_learner, load, read_metadata, save  # noqa: F401
+from okoco.persistence._registry import (  # noqa: F401
     _LEARNERS,
     _OBJECTS,
     _class_path,
@@ -131,8 +132,4 @@ from okoco.persistence._schema import declared_state
 __all__ = ["save", "load", "read_metadata", "register", "registered", "declared_state",
            "check_checkpointable", "save_checkpoint", "load_checkpoint", "FORMAT_NAME",
            "CHECKPOINT_FORMAT_NAME", "FORMAT_VERSION", "SUPPORTED_VERSIONS", "META_KEY",
-           "MAX_EXPANSION",
-           # the parts okoco.pipelines builds its river-model files from
-           "_Archive", "_Damaged", "_Decoder", "_Encoder", "_LEARNERS", "_OBJECTS", "_capture",
-           "_class_path", "_init_params", "_is_wrapper", "_load_learner", "_read", "_resolve",
-           "_version", "_write"]
+           "MAX_EXPANSION"]

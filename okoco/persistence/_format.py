@@ -10,39 +10,26 @@ from typing import Any
 from okoco._version import __version__
 
 FORMAT_NAME = "okoco-model"
-
 CHECKPOINT_FORMAT_NAME = "okoco-replay-checkpoint"
-
 FORMAT_VERSION = 5
-
 SUPPORTED_VERSIONS = (1, 2, 3, 4, 5)
-
 META_KEY = "__okoco__"
 
 #: What loading a file may allocate (its arrays read, padded back to capacity, and its
 #: metadata), as a multiple of the file's own size plus ``_BUDGET_SLACK`` bytes. A saved model
 #: needs at most ~4x (a packed triangular buffer of capacity ``2m`` restored from ``m`` rows).
 MAX_EXPANSION = 8
-
 _BUDGET_SLACK = 8 << 20
-
 #: Bounds on the JSON metadata: nesting depth, containers, and the length of an error message.
 _MAX_DEPTH = 40
-
 _MAX_CONTAINERS = 200_000
-
 _MAX_MESSAGE = 600
-
 _MISSING = object()
-
 _NEW_LOCK = object()  # a cache field holding a threading.Lock: a new one on loading
 
 _KERNELS = ("RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled")
-
 _LOSSES = ("Squared", "Logistic", "SquaredHinge")
-
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
-
 _FACTORIES = {"float": float, "int": int, "list": list, "dict": dict,
               "defaultdict(float)": functools.partial(collections.defaultdict, float)}
 
