@@ -393,6 +393,8 @@ def report(store: dict, n: int, seeds: list[int], held_seeds: list[int]) -> str:
         a, b = auto_summary(train, k), auto_summary(held, k)
         if not a:
             continue
+        if b and b["streams"] < len(held):  # held-out figures only over every held-out stream
+            b = {}
         cost = store.get("cost", {}).get(k)
         cells = [f"{cost['ratio']:.2f} ({cost['cpu_ratio']:.2f})"
                  if isinstance(cost, dict) else ""]
