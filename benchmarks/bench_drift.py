@@ -129,9 +129,8 @@ def markdown(report: dict) -> str:
     for stream in report["streams"]:
         cells = []
         for name in names:
-            runs = report["runs"][stream][name]
-            err = np.mean([r["error"] for r in runs])
-            cells.append(f"{err:.4g}")
+            runs = report["runs"][stream].get(name)
+            cells.append(f"{np.mean([r['error'] for r in runs]):.4g}" if runs else "")
         lines.append(f"| {stream} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("| stream | learner | drift point | error before | error after (1,000) "
@@ -139,7 +138,9 @@ def markdown(report: dict) -> str:
     lines.append("|---|---|---:|---:|---:|---|---:|")
     for stream in report["streams"]:
         for name in names:
-            runs = report["runs"][stream][name]
+            runs = report["runs"][stream].get(name)
+            if not runs:
+                continue
             us = np.mean([r["us"] for r in runs])
             for k, drift in enumerate(runs[0]["drifts"]):
                 before = np.mean([r["drifts"][k]["before"] for r in runs])
@@ -179,6 +180,16 @@ def main(argv: list[str] | None = None) -> dict:
                 print(json.dumps({"stream": stream, "learner": name, "seed": seed,
                                   "error": run["error"], "us": round(us)}), flush=True)
     report["load_after"] = os.getloadavg()
+    if args.output.exists():  # keep the stored runs of learners this run did not make
+        stored = json.loads(args.output.read_text())
+        if stored.get("n") == report["n"] and stored.get("seeds") == report["seeds"]:
+            for stream, runs in stored.get("runs", {}).items():
+                for name, kept in runs.items():
+                    report["runs"].setdefault(stream, {}).setdefault(name, kept)
+            report["learners"] = [*report["learners"], *(
+                k for k in stored["learners"] if k not in report["learners"])]
+            report["streams"] = [*report["streams"], *(
+                k for k in stored["streams"] if k not in report["streams"])]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=1))
     text = markdown(report)

@@ -18,13 +18,11 @@ from okoco.learners.auto import SharedPoints
 
 def expert_grid(d, loss, C, window=None):
     """The documented grid, built independently of Auto (each expert with kernels of its own):
-    the third expert is the exp-concave step for regression, RBF(1/d) for classification; with
-    a window, two forgetting experts over its newest fifth."""
+    RBF(0.2/d) and RBF(3/d) with ridge 0.1 and the curvature step over the window; with a
+    window, two forgetting experts over its newest fifth, RBF(0.2/d) and RBF(1/d)."""
     g = 1.0 / d
-    third = ((kernels.RBF(0.2 * g), 1.0, "exp-concave") if isinstance(loss, losses.Squared)
-             else (kernels.RBF(g), 0.1, "hessian"))
     grid = [(kernels.RBF(0.2 * g), 0.1, "hessian", window),
-            (kernels.RBF(3 * g), 0.1, "hessian", window), (*third, window)]
+            (kernels.RBF(3 * g), 0.1, "hessian", window)]
     if window is not None:
         short = max(2, int(0.2 * window))
         grid += [(kernels.RBF(0.2 * g), 0.1, "hessian", short),
@@ -237,14 +235,19 @@ def test_a_failed_batch_changes_nothing():
 
 def test_a_refused_step_changes_nothing():
     """A target too large for the exp-concave expert's step (the hessian experts would take
-    it): every expert's step is checked before any is taken, so no expert moves."""
+    it): every expert's step is checked before any is taken, so no expert moves. The default
+    grid has no exp-concave expert: this Auto adds the task's expert (as a grid may)."""
+    from okoco.learners.auto import EXPERTS
+
     model = Auto(scale_target=False)
+    model._build_experts = lambda d: Auto._build_experts(model, d, (*EXPERTS, "task"))
     for i in range(5):
         model.learn_one({"a": i / 5}, 0.1 * i)
     before = model.predict_one({"a": 0.2})
     with pytest.raises(ValueError, match="too large for a second-order step"):
         model.learn_one({"a": 0.3}, 1e100)
     assert model.n_seen == 5 and model._points.rows.n == 5
+    assert len(model.experts) == 5 and model.experts[-1].eta == "exp-concave"
     assert [(e.n_seen, e._store.n, e.dictionary_size) for e in model.experts] == [(5, 5, 5)] * 5
     assert model.predict_one({"a": 0.2}) == before
     model.learn_one({"a": 0.3}, 0.5)  # and it goes on
@@ -357,8 +360,8 @@ def test_the_window_bounds_memory_and_follows_a_switch():
         model.learn_one(x, target)
     assert model._points.rows.n == 101 and model._points.rows.data.shape[0] <= 202
     assert all(e._window.P.shape == (101, 101) for e in model.experts)
-    assert [e.dictionary_size for e in model.experts] == [100, 100, 100, 20, 20]
-    assert np.argmax(model.fast_weights) in (3, 4)  # a forgetting expert leads lately
+    assert [e.dictionary_size for e in model.experts] == [100, 100, 20, 20]
+    assert np.argmax(model.fast_weights) in (2, 3)  # a forgetting expert leads lately
 
 
 def test_with_dist_mixes_the_experts_in_the_targets_units():

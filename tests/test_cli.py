@@ -202,7 +202,7 @@ def test_datasets_and_learners_listings():
     learners = {row["name"]: row for row in json.loads(run("learners", "--json").stdout)}
     assert set(learners) == set(learner_registry())
     assert learners["sketched-kons"]["parameters"]["beta"] == 10.0
-    assert learners["fgd"]["parameters"]["eta"] == "sqrt"
+    assert learners["fgd"]["parameters"]["eta"] == 0.5
 
 
 def test_parse_value():

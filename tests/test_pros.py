@@ -81,7 +81,8 @@ def test_con_kons_with_sampling_is_primal_ons_on_the_growing_embedding():
     X = np.random.default_rng(2).uniform(-1, 1, size=(300, 2))
     y = np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1])
     kernel, C, alpha, eta = kernels.RBF(1.0), 0.3, 0.5, 0.4
-    model = CONKONS(kernel=kernel, C=C, alpha=alpha, eta=eta, dictionary_alpha=0.5, seed=4)
+    model = CONKONS(kernel=kernel, C=C, alpha=alpha, eta=eta, dictionary_alpha=0.5, beta=1.0,
+                    seed=4)
     got, sizes = [], []
     for x, target in zip(as_dicts(X), y):
         got.append(model.predict_one(x))
@@ -151,7 +152,7 @@ def test_pros_n_kons_with_sampling_is_the_papers_restarted_ons():
     y = np.where(np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1]) >= 0, 1.0, -1.0)
     kernel, loss, C, alpha, eta = kernels.RBF(1.0), losses.Logistic(), 0.5, 0.3, 0.4
     model = PROSNKONS(kernel=kernel, loss=loss, C=C, alpha=alpha, eta=eta,
-                      dictionary_alpha=0.05, seed=3)
+                      dictionary_alpha=0.05, beta=1.0, seed=3)
     got, sizes = [], [0]
     for x, target in zip(as_dicts(X), y):
         got.append(model.predict_one(x))

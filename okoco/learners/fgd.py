@@ -53,8 +53,9 @@ class FunctionalGD(KernelLearner):
         Predictions are clipped to ``[-C, C]``; the default 3 suits standardized targets
         (river's ``TargetStandardScaler``). Targets far outside it raise a warning, once.
     eta
-        Step size: ``"sqrt"`` (:math:`1/(LC\sqrt t)`, the default), ``"exp-concave"``, a
-        number, or a callable of ``t``.
+        Step size: a number (the default 0.5, chosen by measurement on families of streams,
+        docs/defaults.md), ``"sqrt"`` (:math:`1/(LC\sqrt t)`), ``"exp-concave"``, or a
+        callable of ``t``.
     lam
         NORMA's regularisation :math:`\lambda \ge 0` (shrinks every coefficient by
         :math:`1 - \eta_t\lambda`, which must stay in ``[0, 1]``).
@@ -89,7 +90,7 @@ class FunctionalGD(KernelLearner):
     _saved_state = {"eta": "str|number", "lam": "number", "budget": "int|none",
                     "_store": "obj:Rows as store"}
 
-    def __init__(self, kernel=None, loss=None, C: float = 3.0, eta="sqrt", lam: float = 0.0,
+    def __init__(self, kernel=None, loss=None, C: float = 3.0, eta=0.5, lam: float = 0.0,
                  budget: int | None = 1000):
         self.kernel = kernel
         self.loss = loss

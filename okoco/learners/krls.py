@@ -63,7 +63,8 @@ class KRLS(KernelLearner):
         An ``okoco.kernels`` kernel; ``None`` means ``RBF(gamma=1/d)``, ``d`` the
         number of features at the first learn (fixed from then on; suits standardized inputs).
     nu
-        ALD threshold > 0: smaller keeps more points.
+        ALD threshold > 0: smaller keeps more points (the default 0.1 was chosen by
+        measurement on families of streams, docs/defaults.md).
     C
         Predictions are clipped to ``[-C, C]``; ``None`` (the default) means no clipping.
     max_size
@@ -115,7 +116,7 @@ class KRLS(KernelLearner):
                     "_M": "obj:PackedSymmetric as p_matrix", "last_residual": "float",
                     "noise_scale_sum": "float"}
 
-    def __init__(self, kernel=None, nu: float = 0.01, C: float | None = None,
+    def __init__(self, kernel=None, nu: float = 0.1, C: float | None = None,
                  max_size: int | None = 500, alpha: float = 0.0, loss=None):
         self.kernel = kernel
         self.nu = nu

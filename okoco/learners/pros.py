@@ -132,7 +132,8 @@ class PROSNKONS(KernelLearner):
     eps
         KORS accuracy in ``(0, 1]``.
     beta
-        KORS oversampling, >= 0 (``okoco.dictionary.beta_proof`` gives the theoretical value).
+        KORS oversampling, >= 0 (``okoco.dictionary.beta_proof`` gives the theoretical value;
+        the default 3 was chosen by measurement on families of streams, docs/defaults.md).
     p_min
         KORS's floor of the sampling probability, in ``[0, 1]`` (``1`` keeps every point).
     max_size
@@ -193,7 +194,7 @@ class PROSNKONS(KernelLearner):
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", dictionary_alpha: float = 1.0, eps: float = 0.5,
-                 beta: float = 1.0, p_min: float = 0.0, max_size: int | None = 500,
+                 beta: float = 3.0, p_min: float = 0.0, max_size: int | None = 500,
                  seed: int | None = None):
         self.kernel = kernel
         self.loss = loss
