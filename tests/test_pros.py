@@ -426,7 +426,7 @@ def test_with_dist_is_the_posterior_of_ridge_on_the_nystrom_features(cls, max_si
     y = np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1]) + 0.05 * rng.normal(size=200)
     kernel, alpha = kernels.RBF(1.0), 0.2
     model = cls(kernel=kernel, C=1e6, alpha=alpha, dictionary_alpha=0.1, max_size=max_size,
-                seed=3)
+                beta=1.0, seed=3)  # a sampled dictionary (not every point): beta below default
     got, sizes = [], [0]
     for x, target in zip(as_dicts(X), y):
         got.append(model.predict_one(x))
