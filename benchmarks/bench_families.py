@@ -461,10 +461,14 @@ with the best median ratio to its own grid's best, the geometric mean breaking n
   the most training streams at under half the earlier cost (2.6-2.8 times `KONS()`, so about
   700-800 µs per step idle: 12-13 minutes for a million steps, **the target of 10 is not met**;
   ratios measured under a load of 6-7 are noisy, e.g. the 350-point window measured above the
-  400-point one). Without the narrow expert (`3x`, `4x`) Auto lost up to 50% on the RandomRBF
-  streams, and the same grid over 350 points had the higher error on 15 of the 20 training
-  streams. The exp-concave expert for regression (`auto.TASK_EXPERTS`) is no longer in the
-  default grid; on the defaults table that costs TrumpApproval most (below).
+  400-point one). Timed directly at a load of about 2 (`OPENBLAS_NUM_THREADS=1 python -m
+  benchmarks.bench_bounded --n 10000 --every 2500 --only "Auto(),KONS()" --output
+  benchmarks/results/bounded_one_thread.json`): `Auto()` 757-797 µs per step with one BLAS
+  thread, `KONS()` 271-275; with the default threading and another job on the second core,
+  `Auto()` took 1,051-2,081 µs per step. Without the narrow expert (`3x`, `4x`) Auto lost up to
+  50% on the RandomRBF streams, and the same grid over 350 points had the higher error on 15 of
+  the 20 training streams. The exp-concave expert for regression (`auto.TASK_EXPERTS`) is no
+  longer in the default grid; on the defaults table that costs TrumpApproval most (below).
 - KONS: `alpha=0.1` kept (with its `RBF(1/d)` kernel, the lowest geometric mean of the whole
   grid; `RBF(0.2/d)` with `alpha=0.03` has the lowest median, the kernel's scale is not a
   default this page changes). Sketched-KONS: `beta=10` kept (best of 1, 3, 10).
