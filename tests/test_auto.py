@@ -215,10 +215,12 @@ def test_shared_store_keeps_its_saved_path_and_an_old_auto_upgrades():
     assert SharedPoints is shared.SharedPoints
     assert f"{SharedPoints.__module__}.{SharedPoints.__qualname__}" == \
         "okoco.learners.auto.SharedPoints"
-    old = Auto._upgrade_state({"C": 3.0})
+    from okoco.persistence import _migrations
+
+    old = _migrations._migrate_state(Auto, {"C": 3.0})
     assert old["max_size"] is None and old["scale_target"] is False
-    assert Auto._upgrade_state({"max_size": 7}) == {"max_size": 7}
-    assert not hasattr(SharedPoints, "_upgrade_state")
+    assert _migrations._migrate_state(Auto, {"max_size": 7}) == {"max_size": 7}
+    assert _migrations._migrate_state(SharedPoints, {"n": 1}) == {"n": 1}
 
 
 def test_a_failed_batch_changes_nothing():

@@ -211,15 +211,6 @@ class Auto(KernelLearner):
         bound = self.C if _is_regression(self._loss) else 1.0
         self._target_ends = np.array([-bound, bound, -bound, bound])
 
-    @staticmethod
-    def _upgrade_state(state: dict) -> dict:
-        """The state of an ``Auto`` saved before windows and target scaling: the unbounded
-        ``Auto`` on the targets as given, as it was (called by ``okoco.persistence.load``)."""
-        if "max_size" in state:
-            return state
-        return {**state, "max_size": None, "scale_target": False, "target_count": 0,
-                "target_mean": 0.0, "_target_m2": 0.0}
-
     @property
     def _scales(self) -> bool:
         """Whether targets are standardized inside (regression with ``scale_target``)."""
