@@ -173,6 +173,21 @@ def test_vw_defaults_head_to_head_scores_both_on_the_same_prefix():
     assert row["ratio"] > 0
 
 
+def test_families_sweep_scores_every_training_stream(tmp_path):
+    """bench_families on 100 samples of each training stream, one candidate: every stream gets
+    its error (a rate for classification, a positive MAE for regression) and a time."""
+    families = importlib.import_module("benchmarks.bench_families")
+    out = tmp_path / "families.json"
+    families.main(["--n", "100", "--seeds", "0", "--split", "training",
+                   "--only", "KRLS(nu=0.1)", "--output", str(out)])
+    results = json.loads(out.read_text())["results"]
+    streams = families.training_families(100, [0])
+    assert len(results) == len(streams) >= 10
+    for scores in results.values():
+        error, us = scores["KRLS(nu=0.1)"]
+        assert math.isfinite(error) and error >= 0 and us > 0
+
+
 def test_online_standardize_matches_a_loop():
     rng = np.random.default_rng(0)
     X = rng.normal(5e5, 3.0, size=(50, 3))
