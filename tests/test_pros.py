@@ -493,6 +493,23 @@ def test_with_dist_survives_save_and_load_and_older_files_get_the_unit_scale(cls
     np.savez(path, __okoco__=np.array(json.dumps(meta)), **arrays)
     old = okoco.load(path)
     assert old.noise_scale_sum == 60.0
-    _, kappa, h = old._analyse(old._features.encode(x, arrays=False)[0])
+    _, kappa, h, _ = old._analyse(old._features.encode(x, arrays=False)[0])
     spread = (old.alpha * h @ old._P.matvec(h) + kappa - h @ h + 0.5 * old.alpha)
     assert old.predict_one(x, with_dist=True).sigma ** 2 == pytest.approx(spread, rel=1e-12)
+
+
+@pytest.mark.parametrize("cls", [PROSNKONS, CONKONS])
+def test_a_step_after_with_dist_is_the_step_without(cls):
+    """learn_one reuses the A^{-1} z that predict_one(x, with_dist=True) computed on the same
+    row: the learned state is the same as without the interval, to the bit."""
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(120, 3)), rng.normal(size=120)
+    with_dist, plain = cls(seed=0), cls(seed=0)
+    for x, target in zip(as_dicts(X), y):
+        with_dist.predict_one(x, with_dist=True)
+        with_dist.learn_one(x, target)
+        plain.learn_one(x, target)
+    assert with_dist.dictionary_size == plain.dictionary_size > 5
+    np.testing.assert_array_equal(with_dist._u, plain._u)
+    np.testing.assert_array_equal(with_dist._P.matrix(), plain._P.matrix())
+    assert with_dist.noise_scale_sum == plain.noise_scale_sum

@@ -234,7 +234,16 @@ class PROSNKONS(KernelLearner):
         if not (math.isfinite(kappa) and np.isfinite(k).all()):
             bad = kappa if not math.isfinite(kappa) else k[~np.isfinite(k)][0]
             raise ValueError(overflow_message(self._kernel, bad))
-        return k, kappa, self._embed.half_solve(k)
+        # the last entry will hold A^{-1} z once computed (_direction): the variance of
+        # predict_one(x, with_dist=True) and the step of learn_one on the same row share it
+        return k, kappa, self._embed.half_solve(k), []
+
+    def _direction(self, analysis) -> np.ndarray:
+        """:math:`A^{-1} z` of an :meth:`_analyse` result, computed once per analysis."""
+        memo = analysis[3]
+        if not memo:
+            memo.append(self._P.matvec(analysis[2]))
+        return memo[0]
 
     def embed(self, x: dict) -> np.ndarray:
         """The embedding :math:`z = L^{-1} k_{\\mathcal I}(x)` of one point (a new array).
@@ -267,10 +276,11 @@ class PROSNKONS(KernelLearner):
         :math:`\hat\tau^2 = (1 + \sum_u (y_u - \hat y_u)^2 / (s_u + \alpha/2)) / (1 + t)`
         is estimated online from the a-priori errors (one unit pseudo-observation keeps it
         above 0). One product with :math:`A^{-1}` beyond the prediction's solve,
-        :math:`O(m^2)`.
+        :math:`O(m^2)`, which ``learn_one`` on the same row then reuses for its step.
         """
-        _, kappa, h = self._analyse(v)
-        s = max(float(h @ self._P.matvec(h)), 0.0)  # as the step computes it
+        analysis = self._analyse(v)
+        _, kappa, h, _ = analysis
+        s = max(float(h @ self._direction(analysis)), 0.0)  # as the step computes it
         scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
         return scale * (self.alpha * s + max(kappa - float(h @ h), 0.0) + 0.5 * self.alpha)
 
@@ -279,7 +289,8 @@ class PROSNKONS(KernelLearner):
         return self._u[: self._embed.size] @ H
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
-        k, kappa, h = self._analyse(v)
+        analysis = self._analyse(v)
+        k, kappa, h, _ = analysis
         m, alpha = self._embed.size, self.alpha
         u = self._u[:m]
         ybar = float(h @ u)
@@ -292,7 +303,7 @@ class PROSNKONS(KernelLearner):
                 raise ValueError(f"loss.second_derivative returned {weight!r}; it must be >= 0")
         else:
             weight = eta * gdot * gdot
-        Pz = self._P.matvec(h)
+        Pz = self._direction(analysis)
         s = max(float(h @ Pz), 0.0)
         # A join adds pivot^2 / alpha to s (the new coordinate of z is the pivot); bound it so
         # that every check happens before KORS draws its coin.
