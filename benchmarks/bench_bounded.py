@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -127,6 +128,26 @@ def markdown(report: dict) -> str:
         err = marks[-1]["error"] if marks else float("nan")
         lines.append(f"| {name} | {res['steps']} | {res['seconds']:.0f} | {us} | {rss} | "
                      f"{err:.4f} |")
+    return "\n".join(lines)
+
+
+def million_markdown(report: dict, early: int = 10_000) -> str:
+    """The issue-29 targets of a long run: wall time, the us/step of the window ending at
+    ``early`` against the last window (within 1.5x), and peak RSS first and last."""
+    lines = ["| learner | steps | wall | us/step, steps to t = 10,000 | us/step, last steps "
+             "| last / early | median us/step of the records | peak RSS (MB), first / last "
+             "record | error rate |", "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for name, res in report["learners"].items():
+        marks = res["marks"]
+        if not marks:
+            continue
+        first = next((m for m in marks if m["t"] >= early), marks[0])
+        last = marks[-1]
+        lines.append(
+            f"| {name} | {res['steps']:,} | {res['seconds'] / 60:.1f} min | {first['us']:.0f} "
+            f"| {last['us']:.0f} | {last['us'] / first['us']:.2f}x | "
+            f"{statistics.median(m['us'] for m in marks):.0f} | "
+            f"{marks[0]['rss_mb']:.0f} / {last['rss_mb']:.0f} | {last['error']:.4f} |")
     return "\n".join(lines)
 
 

@@ -380,6 +380,12 @@ def stored_sections() -> list[str]:
         parts.append("## Bounded along a long stream\n\n" + BOUNDED_STREAM_INTRO.format(
             loads=loads) + "\n" + bench_bounded.markdown(merged) + "\n")
     parts.append(EARLIER_COST)
+    if (results / "bounded_million.json").exists():
+        run = json.loads((results / "bounded_million.json").read_text())
+        loads = (f"{', '.join(f'{x:.1f}' for x in run['load_before'])} to "
+                 f"{', '.join(f'{x:.1f}' for x in run['load_after'])}")
+        parts.append("## A million steps\n\n" + MILLION_INTRO.format(loads=loads) + "\n"
+                     + bench_bounded.million_markdown(run) + "\n")
     if (results / "families.json").exists():
         from benchmarks import bench_families
 
@@ -420,10 +426,11 @@ BOUNDED_STREAM_INTRO = """Every learner at its defaults on river's `synth.Random
 classes, 50 centroids), standardized online, through `BinaryClassifier` (logistic loss; KRLS its
 squared loss), each in a process of its own, default BLAS threading
 (`python -m benchmarks.bench_bounded`). Every 10,000 steps: microseconds per step over the
-last 1,000 and the peak resident memory so far (Sketched-KONS, far slower today: every 1,000
-steps, over the last 200; its window removes atoms from KORS's Cholesky factor, whose
-`IncrementalCholesky.remove(0)` rebuilds the whole trailing factor in numpy: 52 of its 62 ms per
-step with 481 atoms, KORS keeping nearly every point of the window at `beta=10`, cProfile). A
+last 1,000 and the peak resident memory so far (Sketched-KONS, far slower when this table was
+measured, before the compiled core: every 1,000 steps, over the last 200; its window removes
+atoms from KORS's Cholesky factor, whose `IncrementalCholesky.remove(0)` rebuilt the whole
+trailing factor in numpy: 52 of its 62 ms per step with 481 atoms, KORS keeping nearly every
+point of the window at `beta=10`, cProfile). A
 learner stops at its time limit (the steps column says how far it got). The machine (2 cores)
 was shared with other jobs: load averages (1, 5, 15 min) before and after each run:
 {loads}.
@@ -455,6 +462,19 @@ machine (load 1.0 before and after), 100,000 steps each (`python -m benchmarks.b
 
 The last column extrapolates the flat rate of the 100,000-step runs; the million-step runs
 themselves were not made.
+"""
+
+MILLION_INTRO = """Every learner at its current defaults (Auto's four experts over a window of
+400, FunctionalGD `eta=0.5`, KRLS `nu=0.1`, PROS-N-KONS / CON-KONS `beta=3`; the others as
+above), 1,000,000 steps of river's `synth.RandomRBF` each, as in the long-stream table, in a
+process of its own, one after the other, default BLAS threading (`python -m
+benchmarks.bench_bounded --n 1000000 --every 10000 --window 1000 --output
+benchmarks/results/bounded_million.json`). The machine was nearly idle (load averages before
+and after: {loads}), except in Auto's first minute, whose first records (t = 10,000 to 50,000:
+1,051-3,027 µs/step) overlapped test runs of the lead session; the median over the 100 records
+says what a step costs along the stream. Issue 29's targets: under 5
+minutes for every bounded learner but Auto (under 10), the µs/step of the last 1,000 steps
+within 1.5x of those around t = 10,000, and flat peak memory.
 """
 
 DRIFT_INTRO = """river's drifting generators, {n} samples each, seeds {seeds}

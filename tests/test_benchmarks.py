@@ -188,6 +188,17 @@ def test_families_sweep_scores_every_training_stream(tmp_path):
         assert math.isfinite(error) and error >= 0 and us > 0
 
 
+def test_million_table_judges_the_last_window_against_the_one_at_ten_thousand():
+    bounded = importlib.import_module("benchmarks.bench_bounded")
+    marks = [{"t": t, "us": us, "rss_mb": 100.0, "error": 0.1}
+             for t, us in ((5_000, 900.0), (10_000, 200.0), (20_000, 250.0), (30_000, 300.0))]
+    table = bounded.million_markdown({"learners": {"KONS()": {
+        "steps": 30_000, "seconds": 120.0, "marks": marks}}})
+    row = table.splitlines()[-1]
+    assert row == ("| KONS() | 30,000 | 2.0 min | 200 | 300 | 1.50x | 275 | 100 / 100 | "
+                   "0.1000 |")
+
+
 def test_online_standardize_matches_a_loop():
     rng = np.random.default_rng(0)
     X = rng.normal(5e5, 3.0, size=(50, 3))
