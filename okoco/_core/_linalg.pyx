@@ -141,8 +141,8 @@ cdef int tail_rank_one(double* L, Py_ssize_t i0, Py_ssize_t k, double* x, double
     workspace of length 3 k (each rotation's c, 1/c and s). Row by row (contiguous in the
     packed layout), the rotations of the columns before are applied as each row is reached:
     the column-oriented update of LINPACK's dchud / dchdd reordered. Returns -1 - a if the
-    downdate fails at row a, else 0 (the rows before a are then already modified: the caller
-    restores them).
+    downdate fails at row a, else 0 (the trailing rows up to a + 3 may then be modified: the
+    caller restores the block).
 
     Within a row the rotations form one dependency chain through x[a]; four rows at a time
     make four independent chains (and 1/c a multiply instead of a division on the chain), so
@@ -214,8 +214,8 @@ cdef inline int rotate_row(double* row, Py_ssize_t b0, Py_ssize_t a, double xa, 
 def rank_one(double[::1] L, Py_ssize_t i0, Py_ssize_t k, double[::1] x, double sign):
     """Factor of ``T T^T + sign x x^T`` in place, ``T`` the trailing ``k x k`` block from row
     and column ``i0``; ``x`` is overwritten. Returns 0, or ``-1 - a`` if a downdate made the
-    matrix indefinite at row ``a`` (rows before ``a`` are then modified: the caller keeps a
-    copy when it downdates)."""
+    matrix indefinite at row ``a`` (trailing rows up to ``a + 3`` are then modified: the
+    caller keeps a copy when it downdates)."""
     cdef int status = 0
     cdef double* work
     if k <= 0:
