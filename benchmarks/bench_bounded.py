@@ -19,6 +19,7 @@ Writes ``benchmarks/results/bounded.json`` and prints a Markdown table.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -129,6 +130,25 @@ def markdown(report: dict) -> str:
         lines.append(f"| {name} | {res['steps']} | {res['seconds']:.0f} | {us} | {rss} | "
                      f"{err:.4f} |")
     return "\n".join(lines)
+
+
+def slow_starts(report: dict, factor: float = 1.5) -> str:
+    """Which learners' first records ran over ``factor`` times their median (other work on the
+    machine as the run began), as a sentence."""
+    parts = []
+    for name, res in report["learners"].items():
+        marks = res["marks"]
+        if not marks:
+            continue
+        median = statistics.median(m["us"] for m in marks)
+        slow = factor * median
+        lead = list(itertools.takewhile(lambda m, slow=slow: m["us"] > slow, marks))
+        if lead:
+            us = [m["us"] for m in lead]
+            parts.append(f"{name}'s first {len(lead)} records (t up to {lead[-1]['t']:,}: "
+                         f"{min(us):,.0f}-{max(us):,.0f} µs/step, median {median:,.0f})")
+    return ("slower first records: " + "; ".join(parts) + "." if parts
+            else "no learner's first records ran over 1.5x its median.")
 
 
 def million_markdown(report: dict, early: int = 10_000) -> str:

@@ -384,7 +384,9 @@ def stored_sections() -> list[str]:
         run = json.loads((results / "bounded_million.json").read_text())
         loads = (f"{', '.join(f'{x:.1f}' for x in run['load_before'])} to "
                  f"{', '.join(f'{x:.1f}' for x in run['load_after'])}")
-        parts.append("## A million steps\n\n" + MILLION_INTRO.format(loads=loads) + "\n"
+        parts.append("## A million steps\n\n" + MILLION_INTRO.format(
+            loads=loads, n=run["n"], every=run["every"], window=run["window"],
+            slow=bench_bounded.slow_starts(run)) + "\n"
                      + bench_bounded.million_markdown(run) + "\n")
     if (results / "families.json").exists():
         from benchmarks import bench_families
@@ -466,15 +468,14 @@ themselves were not made.
 
 MILLION_INTRO = """Every learner at its current defaults (Auto's four experts over a window of
 400, FunctionalGD `eta=0.5`, KRLS `nu=0.1`, PROS-N-KONS / CON-KONS `beta=3`; the others as
-above), 1,000,000 steps of river's `synth.RandomRBF` each, as in the long-stream table, in a
+above), {n:,} steps of river's `synth.RandomRBF` each, as in the long-stream table, in a
 process of its own, one after the other, default BLAS threading (`python -m
-benchmarks.bench_bounded --n 1000000 --every 10000 --window 1000 --output
+benchmarks.bench_bounded --n {n} --every {every} --window {window} --output
 benchmarks/results/bounded_million.json`). The machine was nearly idle (load averages before
-and after: {loads}), except in Auto's first minute, whose first records (t = 10,000 to 50,000:
-1,051-3,027 µs/step) overlapped test runs of the lead session; the median over the 100 records
-says what a step costs along the stream. Issue 29's targets: under 5
-minutes for every bounded learner but Auto (under 10), the µs/step of the last 1,000 steps
-within 1.5x of those around t = 10,000, and flat peak memory.
+and after: {loads}), but for other work now and then: {slow} The median over the records says
+what a step costs along the stream. Issue 29's targets: under 5 minutes for every bounded
+learner but Auto (under 10), the µs/step of the last 1,000 steps within 1.5x of those around
+t = 10,000, and flat peak memory.
 """
 
 DRIFT_INTRO = """river's drifting generators, {n} samples each, seeds {seeds}

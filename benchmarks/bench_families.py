@@ -450,25 +450,26 @@ machine (the long-stream table), so the million-step target (< ~600 µs) is a ra
 CHOSEN = """**Chosen on the training families** (tables below; a learner's setting is the one
 with the best median ratio to its own grid's best, the geometric mean breaking near-ties):
 
-- `Auto`: four experts over a window of 400 points (`Auto[2f, W=400]`: the smooth `RBF(0.2/d)`
-  and the narrow `RBF(3/d)` KONS over the window, `RBF(0.2/d)` and `RBF(1/d)` over its newest
-  fifth; all with ridge 0.1 and the curvature step), was five experts over 500 (`Auto[5x,
-  W=500]`). The earlier grid is the more accurate one on the training families (10 of 20 streams
-  within 3% against 8; on the held-out ones 5 of 12 against 6), but it costs 5.4-6.2 times
-  `KONS()` per step (1.3-1.6 ms idle, the long-stream table), over twice the million-step
-  target. The step costs about the sum of the experts' squared windows plus a fixed part per
-  expert; among the grids measured, this one was within 3% of the best single KONS setting on
-  the most training streams at under half the earlier cost (2.6-2.8 times `KONS()`, so about
-  700-800 µs per step idle: 12-13 minutes for a million steps, **the target of 10 is not met**;
-  ratios measured under a load of 6-7 are noisy, e.g. the 350-point window measured above the
-  400-point one). Timed directly at a load of about 2 (`OPENBLAS_NUM_THREADS=1 python -m
+- `Auto`: four experts over a window of 400 points (`Auto[2f, W=400]`: the smooth `RBF(0.2/d)` and
+  the narrow `RBF(3/d)` KONS over the window, `RBF(0.2/d)` and `RBF(1/d)` over its newest fifth;
+  all with ridge 0.1 and the curvature step), was five experts over 500 (`Auto[5x, W=500]`). The
+  earlier grid is the more accurate one on the training families (10 of 20 streams within 3%
+  against 8; on the held-out ones 5 of 12 against 6), but it costs 5.4-6.2 times `KONS()` per step
+  (1.3-1.6 ms idle, the long-stream table), over twice the million-step target. The step costs
+  about the sum of the experts' squared windows plus a fixed part per expert; among the grids
+  measured, this one was within 3% of the best single KONS setting on the most training streams at
+  under half the earlier cost (2.6-2.8 times `KONS()`; ratios measured under a load of 6-7 are
+  noisy, e.g. the 350-point window measured above the 400-point one). What a user gets, default
+  BLAS threading, a million steps on a nearly idle machine (the section "A million steps" above):
+  a median of 782 µs per step, 14.4 minutes, **the target of 10 is not met**. For comparison only,
+  pinned to one BLAS thread at a load of about 2 (`OPENBLAS_NUM_THREADS=1 python -m
   benchmarks.bench_bounded --n 10000 --every 2500 --only "Auto(),KONS()" --output
-  benchmarks/results/bounded_one_thread.json`): `Auto()` 757-797 µs per step with one BLAS
-  thread, `KONS()` 271-275; with the default threading and another job on the second core,
-  `Auto()` took 1,051-2,081 µs per step. Without the narrow expert (`3x`, `4x`) Auto lost up to
-  50% on the RandomRBF streams, and the same grid over 350 points had the higher error on 15 of
-  the 20 training streams. The exp-concave expert for regression (`auto.TASK_EXPERTS`) is no
-  longer in the default grid; on the defaults table that costs TrumpApproval most (below).
+  benchmarks/results/bounded_one_thread.json`): `Auto()` 757-797 µs per step, `KONS()` 271-275;
+  with the default threading and another job on the second core, `Auto()` took 1,051-2,081 µs per
+  step. Without the narrow expert (`3x`, `4x`) Auto lost up to 50% on the RandomRBF streams, and
+  the same grid over 350 points had the higher error on 15 of the 20 training streams. The
+  exp-concave expert for regression (`auto.TASK_EXPERTS`) is no longer in the default grid; on the
+  defaults table that costs TrumpApproval most (below).
 - KONS: `alpha=0.1` kept (with its `RBF(1/d)` kernel, the lowest geometric mean of the whole
   grid; `RBF(0.2/d)` with `alpha=0.03` has the lowest median, the kernel's scale is not a
   default this page changes). Sketched-KONS: `beta=10` kept (best of 1, 3, 10).
