@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 from river import checks, datasets, evaluate, metrics, preprocessing
-from streams import as_dicts, unit_rows
+from streams import as_dicts, check_copies_go_on, unit_rows
 
 from okoco import BinaryClassifier, kernels, losses
 from okoco.learners import FunctionalGD
@@ -168,26 +168,6 @@ def test_compiled_step_equals_dense_norma_as_features_come_and_go(loss, lam, bud
 def test_copies_pickles_and_loaded_models_go_on_like_the_original(tmp_path):
     """The compiled step object is a cache on the learner's own buffers: a copy learns on
     its own buffers, the original is unchanged by it, and all go on alike."""
-    import copy
-    import pickle
-
-    from okoco import load
-
     rows = as_dicts(unit_rows(60, 4, seed=2))
-    y = np.sin(np.arange(60.0))
-    model = FunctionalGD(eta=0.4, budget=25)
-    for x, target in zip(rows[:30], y[:30]):
-        model.predict_one(x)
-        model.learn_one(x, target)
-    model.save(tmp_path / "m.npz")
-    copies = [copy.deepcopy(model), pickle.loads(pickle.dumps(model)),
-              load(tmp_path / "m.npz")]
-    before = model.predict_one(rows[30])
-    for other in copies:
-        for x, target in zip(rows[30:], y[30:]):
-            other.learn_one(x, target)
-        assert model.predict_one(rows[30]) == before  # the original did not move
-    for x, target in zip(rows[30:], y[30:]):
-        model.learn_one(x, target)
-    for other in copies:
-        assert [other.predict_one(x) for x in rows] == [model.predict_one(x) for x in rows]
+    check_copies_go_on(FunctionalGD(eta=0.4, budget=25), rows, np.sin(np.arange(60.0)), 30,
+                       tmp_path / "m.npz")

@@ -11,7 +11,7 @@ from primal import (
     regret_inequality_slack,
 )
 from river import checks, datasets, evaluate, metrics, preprocessing
-from streams import as_dicts, run, unit_rows
+from streams import as_dicts, check_gp_posterior, run, unit_rows
 
 from okoco import BinaryClassifier, kernels, losses
 from okoco.learners import KONS
@@ -390,26 +390,9 @@ def test_with_dist_is_the_dense_gaussian_process_posterior(max_size):
     # alpha/2, and with_dist its GP posterior (noise ratio alpha/2) with the scale estimated
     # from the a-priori errors over their spreads (docs/guide/intervals.md), from dense solves;
     # a window of 50 holds all 30 points
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 2))
-    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
     kernel, alpha = kernels.RBF(0.5), 0.3
-    model = KONS(kernel=kernel, C=1e6, alpha=alpha, max_size=max_size)
-    G = kernel(X, X) + 0.5 * alpha * np.eye(30)
-    terms = []
-    for t in range(30):
-        Gt, kt = G[:t, :t], kernel(X[:t], X[t : t + 1])[:, 0]
-        mean = kt @ np.linalg.solve(Gt, y[:t]) if t else 0.0
-        spread = 1.0 - (kt @ np.linalg.solve(Gt, kt) if t else 0.0) + 0.5 * alpha
-        terms.append((y[t] - mean) ** 2 / spread)
-        model.learn_one({"a": X[t, 0], "b": X[t, 1]}, y[t])
-    scale = (1.0 + np.sum(terms)) / 31.0
-    for point in rng.normal(size=(5, 2)):
-        dist = model.predict_one({"a": point[0], "b": point[1]}, with_dist=True)
-        k = kernel(X, point[None, :])[:, 0]
-        assert dist.mu == pytest.approx(k @ np.linalg.solve(G, y), abs=1e-9)
-        variance = scale * (1.0 - k @ np.linalg.solve(G, k) + 0.5 * alpha)
-        assert dist.sigma ** 2 == pytest.approx(variance, rel=1e-8)
+    check_gp_posterior(KONS(kernel=kernel, C=1e6, alpha=alpha, max_size=max_size), kernel, alpha,
+                       np.random.default_rng(0))
 
 
 def test_sketched_kons_keeps_its_public_and_saved_path():

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from river import checks, datasets, evaluate, metrics, preprocessing, proba
-from streams import as_dicts
+from streams import as_dicts, check_copies_go_on
 
 from okoco import kernels, losses
 from okoco.learners import KRLS, FunctionalGD
@@ -312,27 +312,6 @@ def test_each_step_equals_the_batch_solution_as_features_come_and_go(kernel):
 def test_copies_pickles_and_loaded_models_go_on_like_the_original(tmp_path):
     """The compiled step object is a cache on the learner's own buffers: a copy learns on its
     own, the original is unchanged by it, and all go on alike."""
-    import copy
-    import pickle
-
-    from okoco import load
-
     X, y = sinc_stream(200, seed=3)
-    rows = as_dicts(X)
-    model = KRLS(nu=0.01, max_size=12)
-    for x, target in zip(rows[:100], y[:100]):
-        model.predict_one(x)
-        model.learn_one(x, target)
-    model.save(tmp_path / "m.npz")
-    copies = [copy.deepcopy(model), pickle.loads(pickle.dumps(model)),
-              load(tmp_path / "m.npz")]
-    before = model.predict_one(rows[100])
-    for other in copies:
-        for x, target in zip(rows[100:], y[100:]):
-            other.learn_one(x, target)
-        assert model.predict_one(rows[100]) == before
-    for x, target in zip(rows[100:], y[100:]):
-        model.learn_one(x, target)
-    for other in copies:
-        assert [other.predict_one(x) for x in rows] == [model.predict_one(x) for x in rows]
-        assert other.noise_scale_sum == model.noise_scale_sum
+    check_copies_go_on(KRLS(nu=0.01, max_size=12), as_dicts(X), y, 100, tmp_path / "m.npz",
+                       fields=("noise_scale_sum",))

@@ -12,7 +12,7 @@ import pytest
 from primal import h as primal_h
 from primal import primal_ons
 from river import checks
-from streams import as_dicts, run, unit_rows
+from streams import as_dicts, check_gp_posterior, run, unit_rows
 
 import okoco
 from okoco import BinaryClassifier, kernels, losses
@@ -383,27 +383,13 @@ def test_con_kons_with_every_point_gives_the_dense_gaussian_process_posterior():
     # squared loss, curvature step, no clipping, every point joins: CON-KONS is kernel ridge
     # regression with ridge alpha/2, and with_dist its GP posterior (noise ratio alpha/2) with
     # the scale estimated from the a-priori errors over their spreads, from dense solves
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 2))
-    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
     kernel, alpha = kernels.RBF(0.5), 0.3
-    model = CONKONS(kernel=kernel, C=1e6, alpha=alpha, p_min=1.0, seed=0)
-    G = kernel(X, X) + 0.5 * alpha * np.eye(30)
-    terms = []
-    for t in range(30):
-        Gt, kt = G[:t, :t], kernel(X[:t], X[t : t + 1])[:, 0]
-        mean = kt @ np.linalg.solve(Gt, y[:t]) if t else 0.0
-        spread = 1.0 - (kt @ np.linalg.solve(Gt, kt) if t else 0.0) + 0.5 * alpha
-        terms.append((y[t] - mean) ** 2 / spread)
-        model.learn_one({"a": X[t, 0], "b": X[t, 1]}, y[t])
-    assert model.dictionary_size == 30
-    scale = (1.0 + np.sum(terms)) / 31.0
-    for point in rng.normal(size=(5, 2)):
-        dist = model.predict_one({"a": point[0], "b": point[1]}, with_dist=True)
-        k = kernel(X, point[None, :])[:, 0]
-        assert dist.mu == pytest.approx(k @ np.linalg.solve(G, y), abs=1e-9)
-        variance = scale * (1.0 - k @ np.linalg.solve(G, k) + 0.5 * alpha)
-        assert dist.sigma ** 2 == pytest.approx(variance, rel=1e-8)
+
+    def every_point_joined(model):
+        assert model.dictionary_size == 30
+
+    check_gp_posterior(CONKONS(kernel=kernel, C=1e6, alpha=alpha, p_min=1.0, seed=0), kernel,
+                       alpha, np.random.default_rng(0), after=every_point_joined)
 
 
 def nystrom_posterior(Z, y, alpha, z, residual):
