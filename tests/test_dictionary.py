@@ -391,6 +391,43 @@ def test_kors_update_column_matches_kernel_driven_run_and_rescaled_eq4():
         _ = kors.atoms
 
 
+@pytest.mark.parametrize("p_min", [0.0, 0.3])
+def test_kors_inverse_form_with_removals_equals_dense_eq4(p_min):
+    """The inverse form (Sketched-KONS's window): atoms leave (the oldest, and one from the
+    middle), and every estimate is still Eq. 4 against the atoms held, by a dense solve; the
+    coins are those of the factor's form on the same stream (same seed, same removals)."""
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(160, 2))
+    d = np.where(rng.uniform(size=160) < 0.1, 0.0, rng.uniform(0.5, 2.0, size=160))
+    Kbar = d[:, None] * RBF(gamma=0.5)(X, X) * d[None, :]
+    inverse = KORS(None, alpha=0.5, eps=0.5, beta=3.0, p_min=p_min, seed=6)
+    inverse._use_inverse()
+    factor = KORS(None, alpha=0.5, eps=0.5, beta=3.0, p_min=p_min, seed=6)
+    for t in range(160):
+        kept, w = inverse.indices, inverse.weights
+        column = Kbar[kept, t]
+        if d[t] == 0.0:
+            added = inverse._update_null()
+            tau = inverse.last_tau
+            assert factor._update_null() == added
+        else:
+            added, tau, _ = inverse.update_column(column, Kbar[t, t])
+            assert factor.update_column(column, Kbar[t, t])[0] == added
+        expected = dense_eq4(Kbar[: t + 1, : t + 1], kept, w, 0.5, 0.5) if d[t] else 0.0
+        assert tau == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        for kors in (inverse, factor):
+            if kors.size > 12:
+                kors.remove(0)
+            if t % 17 == 16 and kors.size > 3:
+                kors.remove(kors.size // 2)
+            kors._flush()
+        assert inverse._inverse._deferred is None
+        np.testing.assert_array_equal(inverse.indices, factor.indices)
+    assert inverse.cholesky.size == 0 and inverse._inverse.size == inverse.size == factor.size
+    with pytest.raises(RuntimeError, match="before the first atom"):
+        inverse._use_inverse()
+
+
 def test_kors_null_point_is_update_column_with_zeros():
     """Sketched-KONS's zero-gradient step: the same coins and the same factor as passing the
     zero column, without the solve."""

@@ -298,6 +298,21 @@ def test_window_with_the_squared_loss_is_sliding_window_kernel_ridge_regression(
     assert model.dictionary_size == window and model._store.n <= window + 1
 
 
+def test_window_leaves_no_deferred_append_between_steps():
+    """The window defers each new atom's bordering to the removal of the oldest (one pass
+    over the inverse); after every step, before the window fills too, nothing is left
+    deferred, so a copied or pickled model holds the whole inverse."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 2))
+    model = KONS(kernel=kernels.RBF(0.5), alpha=0.2, max_size=12)
+    for x, target in zip(X, np.sin(X[:, 0])):
+        model.learn_one(dict(enumerate(x)), float(target))
+        assert model._window._deferred is None
+    clone = pickle.loads(pickle.dumps(model))
+    x = {0: 0.3, 1: -0.2}
+    assert clone.predict_one(x) == model.predict_one(x)
+
+
 def windowed_kons_reference(X, y, kernel, loss, C, alpha, window, coins=None):
     """Windowed KONS (curvature step) from its definition, with dense solves: w = A^{-1} b over
     the points of the window, A = alpha I + sum_I d_s^2 phi_s phi_s^T, b = sum_s c_s phi_s,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -322,9 +324,12 @@ def test_packed_symmetric_saved_before_the_dense_form_stays_packed():
     np.testing.assert_allclose(old.matrix(), P.matrix(), rtol=1e-13, atol=1e-15)
 
 
-def test_slot_inverse_follows_a_sliding_window_against_dense_inverses():
+@pytest.mark.parametrize("defer", [False, True])
+def test_slot_inverse_follows_a_sliding_window_against_dense_inverses(defer):
     # a ring of 6 slots, a window of 5 atoms: each step removes the oldest atom and borders the
-    # new one into the freed slot; P over the atoms is the dense inverse of M over them
+    # new one into the freed slot; P over the atoms is the dense inverse of M over them. With
+    # defer, each append is made in the same pass as the next step's removal (checked on a
+    # copy, which applies it: reading P here would apply it before the removal)
     rng = np.random.default_rng(4)
     X = rng.normal(size=(40, 3))
     K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)) + 0.1 * np.eye(40)
@@ -333,19 +338,26 @@ def test_slot_inverse_follows_a_sliding_window_against_dense_inverses():
         if len(slots) == ring - 1:
             oldest = min(slots, key=slots.get)
             del slots[oldest]
-            inverse.remove(oldest, ring)
+            order = sorted(slots)
+            pending = inverse._deferred is not None
+            pivot = np.linalg.inv(K[np.ix_([slots[s] for s in order] + [t - 5],
+                                           [slots[s] for s in order] + [t - 5])])[-1, -1]
+            assert inverse.remove(oldest, ring) == pytest.approx(np.log(pivot), rel=1e-9)
+            assert inverse._deferred is None and (pending or not defer or t < 6)
         slot = next(s for s in range(ring) if s not in slots)
         n = max(max(slots, default=-1), slot) + 1
         column = np.zeros(n)
         for s, i in slots.items():
             column[s] = K[i, t]
         a = inverse.solve(column)
-        inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n)
+        inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n, defer=defer)
         slots[slot] = t
         order = sorted(slots)
         dense = np.linalg.inv(K[np.ix_([slots[s] for s in order], [slots[s] for s in order])])
-        P = inverse.solve(np.eye(inverse.P.shape[0]))[np.ix_(order, order)]
+        P = copy.deepcopy(inverse).inverse()[np.ix_(order, order)]
         np.testing.assert_allclose(P, dense, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(copy.deepcopy(inverse).solve(np.eye(n))[np.ix_(order, order)],
+                                   dense, rtol=1e-9, atol=1e-10)
     assert inverse.size == ring - 1
 
 
@@ -363,13 +375,13 @@ def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():
     inverse.M[:8, :8] = M
     inverse.size = 8
     inverse.refresh()
-    P = inverse.P[:8, :8]
+    P = inverse.inverse(8)
     assert np.all(np.isfinite(P)) and np.array_equal(P, P.T)
     assert np.linalg.eigvalsh(P)[0] > 0
     good = spd(8)
     inverse.M[:8, :8] = good
     inverse.refresh()
-    np.testing.assert_allclose(inverse.P[:8, :8], np.linalg.inv(good), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(inverse.inverse(8), np.linalg.inv(good), rtol=1e-10, atol=1e-12)
 
 
 def test_the_package_keeps_every_public_path():
@@ -401,5 +413,5 @@ def test_slot_inverse_removal_with_a_pivot_lost_to_rounding_recomputes_the_inver
     inverse.P[0, 0] = 1e-300  # the oldest atom's pivot, lost
     assert inverse.remove(0, 5) == 0.0
     assert np.all(np.isfinite(inverse.P))
-    np.testing.assert_allclose(inverse.P[1:5, 1:5], np.linalg.inv(M[1:, 1:]), rtol=1e-10)
+    np.testing.assert_allclose(inverse.inverse(5)[1:, 1:], np.linalg.inv(M[1:, 1:]), rtol=1e-10)
     assert np.all(inverse.P[0] == 0.0) and inverse.size == 4

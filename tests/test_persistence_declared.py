@@ -381,10 +381,12 @@ def test_a_squeak_file_with_a_gram_matrix_of_the_wrong_size_is_refused(tmp_path)
     refused(path, "state.gram", "size")
 
 
-def test_a_dictionary_size_that_disagrees_with_its_factor_is_refused(tmp_path):
-    path = learned(SketchedKONS(seed=0), 30).save(tmp_path / "m.npz")
+@pytest.mark.parametrize("max_size, form", [(None, "cholesky"), (500, "inverse")])
+def test_a_dictionary_size_that_disagrees_with_its_factor_is_refused(tmp_path, max_size, form):
+    # KORS keeps its matrix by a factor (unbounded) or, for a window, by its inverse
+    path = learned(SketchedKONS(seed=0, max_size=max_size), 30).save(tmp_path / "m.npz")
     rewrite(path, lambda meta: meta["state"]["kors"]["attrs"].update(size=1))
-    refused(path, "state.kors.size", "below cholesky.size")
+    refused(path, "state.kors.size", f"below {form}.size")
 
 
 @pytest.mark.parametrize("comparator", [

@@ -98,7 +98,14 @@ def assert_factorizations_hold(model, X):
         if model._chol.size:
             assert relative_drift(model._chol, kons_matrix(model, X)) < DRIFT
         if isinstance(model, SketchedKONS) and model._kors.size:
-            assert relative_drift(model._kors.cholesky, kors_matrix(model, X)) < DRIFT
+            kors = model._kors
+            if kors._slots is None:  # the factor's form
+                assert relative_drift(kors.cholesky, kors_matrix(model, X)) < DRIFT
+            else:  # the inverse form (a window): P over the atoms' slots inverts the matrix
+                slots = kors._slots[: kors.size]
+                P = kors._inverse.inverse()[np.ix_(slots, slots)]
+                A = kors_matrix(model, X)
+                assert np.linalg.norm(P @ A - np.eye(len(A))) / np.sqrt(len(A)) < DRIFT
     elif isinstance(model, KRLS) and model.dictionary_size:
         ald = model._ald
         pts = X[ald.indices]

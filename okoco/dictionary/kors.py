@@ -7,10 +7,12 @@ from numbers import Real
 
 import numpy as np
 
+from okoco._blas import dot
 from okoco._core import _steps
+from okoco._input import reserve
 from okoco._validation import Interval
 from okoco.dictionary._base import Dictionary, _integer, _real
-from okoco.linalg import IncrementalCholesky
+from okoco.linalg import IncrementalCholesky, SlotInverse
 
 __all__ = ["KORS", "beta_paper", "beta_proof"]
 
@@ -124,14 +126,23 @@ class KORS(Dictionary):
         "seed": "int|none|rng", "_rng": "rng as rng",
         "_chol": "obj:IncrementalCholesky as cholesky", "_column_mode": "bool as column_mode",
         "last_tau": "float", "last_p": "float", "last_q": "float", "last_added": "bool",
-        "_size": "int[cholesky.size,cholesky.size] as size",
+        # the factor's size, or the inverse form's (whose factor is then empty)
+        "_size": "int[cholesky.size,cholesky.size]|int[inverse.size,inverse.size] as size",
+        "_inverse": "opt obj:SlotInverse|none as inverse",
+        "_slots": "opt array(*) intp|none as slots",
     }
+    # The inverse form (:meth:`_use_inverse`, with the atoms' slots), for dictionaries whose
+    # atoms leave; saved models from before it read None (the factor's form).
+    _inverse = None
+    _slots = None
 
     def __init__(self, kernel=None, alpha: float = 1.0, eps: float = 0.5, beta: float = 10.0,
                  p_min: float = 0.0, seed=None):
         super().__init__(kernel, alpha=alpha, eps=eps, beta=beta, p_min=p_min, seed=seed)
         self._chol = IncrementalCholesky()
         self._column_mode = False
+        self._inverse = SlotInverse()  # empty unless the inverse form is used
+        self._slots = None
         self.last_tau = float("nan")
         self.last_p = float("nan")
         self.last_q = float("nan")
@@ -146,6 +157,21 @@ class KORS(Dictionary):
     def cholesky(self) -> IncrementalCholesky:
         """Factor of ``S K_II S + alpha I`` over the atoms (read-only use, please)."""
         return self._chol
+
+    def _use_inverse(self) -> None:
+        """Keep ``S K_II S + alpha I`` by its inverse over slots (:class:`SlotInverse`) instead
+        of its Cholesky factor, for a dictionary whose atoms leave (Sketched-KONS's window): a
+        removal is then one rank-one update, in the same pass as the bordering of the step's
+        new atom, where the factor rotates its whole trailing block. The estimates are the
+        same (Eq. 4). Only on an empty dictionary."""
+        if self._size:
+            raise RuntimeError("the inverse form is chosen before the first atom")
+        self._slots = np.zeros(16, dtype=np.intp)  # the slot of each atom, in storage order
+
+    def _flush(self) -> None:
+        """Apply a bordering the inverse form deferred to the next removal (none came)."""
+        if self._slots is not None:
+            self._inverse.flush()
 
     @property
     def atoms(self) -> np.ndarray:
@@ -206,6 +232,9 @@ class KORS(Dictionary):
         gradient in Sketched-KONS): ``q = 0``, so ``tau~ = 0`` and ``p~ = p_min``, without the
         ``O(m^2)`` solve; the same coin as the general step."""
         self._column_mode = True
+        if self._slots is not None:
+            added, _, _ = self._inverse_step(np.zeros(self._size), 0.0, None)
+            return added
         p = float(self.p_min)  # max(min(beta tau~, 1), p_min) with tau~ = 0
         added = self._rng.random() < p  # a bool: random() returns a Python float
         if added:  # the zero column joins with the diagonal 0 / p + alpha
@@ -217,6 +246,8 @@ class KORS(Dictionary):
         return added
 
     def _step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
+        if self._slots is not None:
+            return self._inverse_step(k_col, k_diag, vec)
         # a = S k_col, h = L^{-1} a, q = max(k_diag - |h|^2, 0) / alpha (Eq. 4's residual),
         # tau = (1 + eps) q / (1 + q), p = max(min(beta tau, 1), p_min)
         m = self._size
@@ -228,6 +259,35 @@ class KORS(Dictionary):
         if added:
             scale = 1.0 / math.sqrt(p)
             self._chol.append(a * scale, k_diag / p + self.alpha, half=h * scale)
+            self._store(self.n_seen, 1.0 / p, vec)
+        self.n_seen += 1
+        self.last_tau, self.last_p, self.last_q, self.last_added = tau, p, q, added
+        return added, tau, p
+
+    def _inverse_step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
+        """:meth:`_step` in the inverse form: ``v = S k_col`` over the slots, ``h = P v``, the
+        residual ``k_diag - v . h`` scored as in Eq. 4 (the one compiled formula, given the
+        residual), and a new atom's bordering deferred to the next removal."""
+        m, inverse = self._size, self._inverse
+        slots = self._slots[:m]
+        n = int(slots.max()) + 1 if m else 0
+        v = np.zeros(n)
+        v[slots] = np.sqrt(self._weights[:m]) * k_col
+        h = inverse.solve(v)
+        hv = dot(h, v)
+        q, tau, p = _steps.kors_score(_NONE, _NONE, self._chol._L, k_diag - hv, self.alpha,
+                                      self.eps, self.beta, self.p_min, _NONE, _NONE)
+        added = bool(self._rng.random() < p)
+        if added:
+            free = np.ones(n + 1, dtype=bool)
+            free[slots] = False
+            slot = int(np.argmax(free))  # the lowest free slot
+            scale = 1.0 / math.sqrt(p)  # the new atom's weight is 1 / p
+            diagonal = k_diag / p + self.alpha
+            inverse.append(slot, scale * h, diagonal - scale * scale * hv, scale * v, diagonal,
+                           max(n, slot + 1), defer=True)
+            self._slots = reserve(self._slots, m + 1)
+            self._slots[m] = slot
             self._store(self.n_seen, 1.0 / p, vec)
         self.n_seen += 1
         self.last_tau, self.last_p, self.last_q, self.last_added = tau, p, q, added
@@ -256,7 +316,15 @@ class KORS(Dictionary):
             raise TypeError(f"position must be an integer, got {position!r}")
         if not 0 <= position < m:
             raise ValueError(f"position must be in [0, {m}), got {position!r}")
-        self._chol.remove(int(position))
+        if self._slots is not None:
+            slots = self._slots[:m]
+            self._inverse.remove(int(slots[position]), int(slots.max()) + 1)
+            self._slots[position : m - 1] = slots[position + 1 :].copy()
+        else:
+            self._chol.remove(int(position))
         keep = np.ones(m, dtype=bool)
         keep[position] = False
         self._keep(keep)
+
+
+_NONE = np.zeros(0)  # no atoms: kors_score then scores the residual it is given

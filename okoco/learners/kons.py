@@ -330,6 +330,7 @@ class KONS(KernelLearner):
         store, window = self._store, self.max_size
         oldest = store.n_added - 1 - window if window is not None else -1
         if oldest < 0:
+            self._settle()
             return
         slot = oldest % store.max_size  # the ring's slot of that append
         c = store.field("c")
@@ -347,6 +348,14 @@ class KONS(KernelLearner):
         store.field("d")[slot] = 0.0
         z[slot] = 0.0
         c[slot] = 0.0
+        self._settle()
+
+    def _settle(self) -> None:
+        """Make what the step deferred: the new atom's bordering of the window's inverse waits
+        for the oldest atom's removal, to make both in one pass; without one, it is made here,
+        so that nothing is left deferred between steps."""
+        if self._window is not None:
+            self._window.flush()
 
     def _forget_atom(self) -> None:
         """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""
@@ -455,8 +464,9 @@ class KONS(KernelLearner):
             self.log_det += math.log1p(q)
             # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only
             atoms = store.field("z")[: e.shape[0]]
+            # deferred: _forget_oldest makes it in the same pass as the oldest atom's removal
             self._window.append(index, d_t * h, d_t * d_t * s + alpha, d_t * e * atoms,
-                                d_t * d_t * kappa + alpha, store.size)
+                                d_t * d_t * kappa + alpha, store.size, defer=True)
             self._note_selected(index)
 
     @property

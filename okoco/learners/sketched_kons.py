@@ -38,7 +38,9 @@ class SketchedKONS(KONS):
     The window ``max_size`` bounds the *store* (not only the dictionary: with the logistic or
     the squared loss every point gets a coefficient): once ``max_size`` points are stored, each
     new one makes the oldest leave, from the running ``K c``, and from the preconditioner and
-    KORS if it was an atom (``KORS.remove``), as for :class:`KONS`. Theorem 3's statement holds
+    KORS if it was an atom (``KORS.remove``), as for :class:`KONS`. Both matrices are then kept
+    by their inverses (KORS's too, in its inverse form), so that a step's new atom and the
+    oldest one's removal are one pass over each. Theorem 3's statement holds
     until the first removal; afterwards the window is a heuristic that bounds the cost and
     forgets (KORS's accuracy statement then holds for the points of the window at best: the
     weights of the remaining atoms were drawn against points that have left).
@@ -92,6 +94,8 @@ class SketchedKONS(KONS):
         super()._reset_state()
         self._kors = KORS(kernel=None, alpha=self.alpha, eps=self.eps, beta=self.beta,
                           p_min=self.p_min, seed=self._rng)
+        if self.max_size is not None:  # its atoms leave with the window's oldest point
+            self._kors._use_inverse()
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
         return v[self._selected[: self._chol.size]]
@@ -108,6 +112,10 @@ class SketchedKONS(KONS):
 
     def _forget_atom(self) -> None:
         self._kors.remove(0)
+
+    def _settle(self) -> None:
+        super()._settle()
+        self._kors._flush()
 
     def _note_selected(self, index: int) -> None:
         m = self.dictionary_size  # every atom's slot, with or without a window

@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
-from scipy.linalg.blas import dger
+from scipy.linalg.lapack import dpotrf, dpotri
 
 from okoco._blas import scipy_one_thread
 from okoco._core import _linalg
@@ -21,9 +20,14 @@ class SlotInverse:
 
     The window adds an atom at the end and removes the oldest, which a Cholesky factor can
     only do by updating the whole trailing factor; the inverse does both by one rank-one
-    update (bordering, and the Schur complement of a removed atom), ``O(m^2)`` in BLAS. Every
-    ``4 n`` modifications (``n`` slots) ``P`` is recomputed from ``M`` (``O(n^3)``, ``O(n^2)``
-    amortised), so rounding does not accumulate over an unbounded stream.
+    update (bordering, and the Schur complement of a removed atom), ``O(m^2)``. ``P`` is kept
+    in its lower triangle (half the arithmetic and memory traffic of the full matrix; the
+    upper triangle of the buffer is scratch), in the compiled core. An append may be
+    *deferred* (``defer=True``) to the next :meth:`remove`, which then makes both changes in
+    one pass over the triangle (the window's step: one atom in, the oldest out); any other
+    use of ``P`` applies a deferred append first. Every ``4 n`` modifications (``n`` slots)
+    ``P`` is recomputed from ``M`` (``O(n^3)``, ``O(n^2)`` amortised), so rounding does not
+    accumulate over an unbounded stream.
 
     Examples
     --------
@@ -34,43 +38,58 @@ class SlotInverse:
     >>> inverse.append(0, np.zeros(0), 2.0, np.zeros(0), 2.0, 1)
     >>> a = inverse.solve(M[:1, 1])  # P c over the slots so far
     >>> inverse.append(1, a, M[1, 1] - M[:1, 1] @ a, M[:1, 1], M[1, 1], 2)
-    >>> bool(np.allclose(inverse.solve(np.eye(2)), np.linalg.inv(M)))
+    >>> bool(np.allclose(inverse.inverse(2), np.linalg.inv(M)))
     True
     >>> bool(np.isclose(inverse.remove(0, 2), np.log(np.linalg.inv(M)[0, 0])))  # log P_00
     True
-    >>> float(inverse.solve(np.eye(2))[1, 1])  # slot 1 alone: 1 / M[1, 1]
+    >>> float(inverse.inverse(2)[1, 1])  # slot 1 alone: 1 / M[1, 1]
     1.0
     """
 
     _saved_state = {"capacity": "int[1,]|none", "P": "array(*, *) float64",
                     "M": "array(*, *) float64", "size": "int[0,]",
-                    "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]"}
+                    "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]",
+                    "_deferred": "cache:None"}
+
+    _deferred = None  # (a pickle from before deferring has none)
 
     def __init__(self, capacity: int | None = None):
         self.capacity = capacity  # slots at most (None: any number, for a caller's ring)
-        self.P = np.zeros((16, 16))
+        self.P = np.zeros((16, 16))  # the inverse, in its lower triangle
         self.M = np.zeros((16, 16))
         self.size = 0  # atoms
         self._mods = 0
         self.n_refreshes = 0
-
-    def _rank_one(self, n: int, a: np.ndarray, scale: float) -> None:
-        """``P[:n, :n] += scale a a^T``: in place by BLAS once the buffer is exactly full (the
-        ring's steady state), by numpy on the leading block while it grows."""
-        P = self.P
-        if n == P.shape[0]:
-            with scipy_one_thread:  # OpenBLAS threads dger at any size: under load, ms
-                dger(scale, a, a, a=P.T, overwrite_a=1)  # P is symmetric: P.T is P, F-ordered
-        else:
-            P[:n, :n] += np.multiply.outer(a, scale * a)
+        self._deferred = None  # (b, 1 / sigma): an append not yet applied to P
 
     def solve(self, e: np.ndarray) -> np.ndarray:
         """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
+        self.flush()
+        if e.ndim == 1:
+            out = np.empty(e.shape[0])
+            with scipy_one_thread:
+                _linalg.window_solve(self.P, np.ascontiguousarray(e, dtype=float), out)
+            return out
         n = e.shape[0]
-        return self.P[:n, :n] @ e
+        return self.inverse(n) @ e
+
+    def inverse(self, n: int | None = None) -> np.ndarray:
+        """``P`` over the first ``n`` slots (all by default), both triangles (a new array)."""
+        self.flush()
+        lower = np.tril(self.P[:n, :n])
+        return lower + np.tril(lower, -1).T
+
+    def flush(self) -> None:
+        """Apply a deferred append to ``P``."""
+        if self._deferred is not None:
+            border, inv_sigma = self._deferred
+            self._deferred = None
+            with scipy_one_thread:
+                _linalg.window_update(self.P, border, inv_sigma)
 
     def _reserve(self, n: int) -> None:
         if n > self.P.shape[0]:
+            self.flush()
             size = max(n, 2 * self.P.shape[0])
             if self.capacity is not None:
                 size = min(size, self.capacity)
@@ -80,36 +99,47 @@ class SlotInverse:
             self.P, self.M = P, M
 
     def append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
-               diagonal: float, n: int) -> None:
+               diagonal: float, n: int, defer: bool = False) -> None:
         """Border with the atom at ``slot``: ``a = P c`` over the old slots (``c`` its column
-        of ``M``), ``sigma = diagonal - c^T P c`` the Schur complement (``> 0``)."""
+        of ``M``), ``sigma = diagonal - c^T P c`` the Schur complement (``> 0``). With
+        ``defer``, ``P`` changes at the next :meth:`remove` (in the same pass) or use."""
+        self.flush()
         self._reserve(n)
         m = a.shape[0]
-        P = self.P
-        self._rank_one(m, a, 1.0 / sigma)
-        P[slot, :m] = P[:m, slot] = -a / sigma
-        P[slot, slot] = 1.0 / sigma
+        # P + b b^T / sigma with b = [a, -1 at slot] borders P (whose row at slot is zero)
+        border = np.zeros(n)
+        border[:m] = a
+        border[slot] = -1.0
+        self._deferred = (border, 1.0 / sigma)
         self.M[slot, :m] = self.M[:m, slot] = column
         self.M[slot, slot] = diagonal
         self.size += 1
+        if not defer:
+            self.flush()
         self._modified(n)
 
     def remove(self, slot: int, n: int) -> float:
         """Remove the atom at ``slot`` of the first ``n``; returns ``log P_jj``, the change of
-        ``log det M`` (the Schur complement of the other atoms)."""
-        P = self.P
-        pivot = float(P[slot, slot])
+        ``log det M`` (the Schur complement of the other atoms). A deferred append is made in
+        the same pass."""
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None and deferred[0].shape[0] != n:
+            with scipy_one_thread:
+                _linalg.window_update(self.P, *deferred)
+            deferred = None
+        border, inv_sigma = deferred if deferred is not None else (_NOTHING, 0.0)
         # exactly, P_jj = 1 / (M_jj - the part the other atoms explain) >= 1 / M_jj: a pivot
-        # below half of that is rounding (the downdate would divide by it): recompute instead
-        usable = math.isfinite(pivot) and pivot * float(self.M[slot, slot]) >= 0.5
+        # below half of that is rounding (the downdate would divide by it): the core then
+        # leaves P as it was, and it is recomputed from M instead
+        m_jj = float(self.M[slot, slot])
+        with scipy_one_thread:
+            pivot = _linalg.window_replace(self.P, n, border, inv_sigma, slot, m_jj,
+                                           np.empty(2 * n))
         self.M[slot, :n] = self.M[:n, slot] = 0.0
         self.size -= 1
-        if not usable:
+        if not (math.isfinite(pivot) and pivot * m_jj >= 0.5):
             self.refresh()
             return 0.0  # (log_det then misses this removal's term: a statistic only)
-        p = P[:n, slot].copy()
-        self._rank_one(n, p, -1.0 / pivot)
-        P[slot, :n] = P[:n, slot] = 0.0
         self._modified(n)
         return math.log(pivot)
 
@@ -125,22 +155,31 @@ class SlotInverse:
         near ``1 / eps``), ``P`` is the inverse of ``M`` with its eigenvalues raised to the
         rounding level ``m eps lambda_max``: finite and positive definite, never an error.
         """
+        self._deferred = None  # M holds a deferred atom already
         self._mods = 0
         self.n_refreshes += 1
         atoms = np.flatnonzero(np.diagonal(self.M))
         inverse = None
         if atoms.size:
             sub = self.M[np.ix_(atoms, atoms)]
-            try:
-                inverse = cho_solve(cho_factor(sub, lower=True, check_finite=False),
-                                    np.eye(atoms.size), check_finite=False)
-            except LinAlgError:
-                pass
-            if inverse is None or not _linalg.all_finite(inverse.reshape(-1)):
+            with scipy_one_thread:  # at these sizes OpenBLAS's threads cost more than they give
+                # sub is symmetric: its transpose is its Fortran-ordered view, whose upper
+                # triangle (lower=0) is the lower one here; dpotri keeps that triangle
+                factor, info = dpotrf(sub.T, lower=0, clean=0, overwrite_a=0)
+                if info == 0:
+                    factor, info = dpotri(factor, lower=0, overwrite_c=1)
+            if info == 0 and _linalg.all_finite(factor.reshape(-1, order="F")):
+                inverse = factor.T
+            else:
                 values, vectors = np.linalg.eigh(sub)
                 floor = atoms.size * np.finfo(float).eps * max(float(values[-1]), 0.0)
                 values = np.maximum(values, floor if floor > 0.0 else 1.0)
                 inverse = (vectors / values) @ vectors.T
+            inverse = np.tril(inverse)  # the lower triangle, mirrored: both exactly symmetric
+            inverse += np.tril(inverse, -1).T
         self.P[:] = 0.0
         if inverse is not None:
-            self.P[np.ix_(atoms, atoms)] = 0.5 * (inverse + inverse.T)
+            self.P[np.ix_(atoms, atoms)] = inverse
+
+
+_NOTHING = np.zeros(1)  # the border when no append is deferred (not read)

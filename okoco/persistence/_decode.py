@@ -24,6 +24,7 @@ from okoco.persistence._format import (
     _MISSING,
     _NEW_LOCK,
     FORMAT_VERSION,
+    PUBLIC_NAMES_VERSION,
     _short,
 )
 from okoco.persistence._migrations import legacy_state
@@ -186,7 +187,7 @@ class _Decoder:
             if _class_path(cls) in _OBJECTS and not self.river:
                 raise ValueError(f"{where}: {cls.__name__} declares no saved state")
             return {k: self.decode(v, f"{where}.{k}", depth) for k, v in attrs.items()}
-        if self.version < FORMAT_VERSION:  # fields named by attribute, maybe another layout
+        if self.version < PUBLIC_NAMES_VERSION:  # fields named by attribute, maybe another layout
             values = legacy_state(lambda tree, at: self.decode(tree, at, depth), cls, fields,
                                   attrs, where)
         else:

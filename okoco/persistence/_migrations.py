@@ -13,6 +13,10 @@ Format history (what each version changed, and where it is migrated here):
 - 5: fields are named by stable public names (``as FIELD`` in ``_saved_state``), not by the
   private attributes that hold them. Every file before 5 names each field by its attribute,
   which :func:`legacy_state` maps: the only place that knows the old names.
+- 6: :class:`~okoco.linalg.SlotInverse` (the window's inverse) is read from its lower triangle
+  only (the upper one is scratch that an older okoco would read: hence the new version), and
+  KORS may keep its matrix by that inverse (``inverse``, ``slots``: Sketched-KONS's window).
+  A version-5 file needs no migration: its inverses are whole, and its KORS has a factor.
 """
 
 from __future__ import annotations

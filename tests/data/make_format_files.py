@@ -1,12 +1,13 @@
 """Write model files of the running okoco's file format beside the tests, with what they predict:
 
+    python tests/data/make_format_files.py 5 tests/data/format-v5   # with okoco of format 5
     python tests/data/make_format_files.py 4 tests/data/format-v4   # with okoco of format 4
     python tests/data/make_format_files.py 3 tests/data/format-v3   # with okoco of format 3
 
 ``tests/test_persistence_formats.py`` checks that this okoco loads each file and predicts what
 the saved model predicted (``expected.json``), before and after one more learning step. The
 format-3 files were written by the okoco of commit 05521b5^ (pure Python), the format-4 files by
-the okoco of commit 3151f03.
+the okoco of commit 3151f03, the format-5 files by the okoco of commit 9611523.
 """
 
 import json
