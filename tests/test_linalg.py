@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import pickle
 
 import numpy as np
 import pytest
@@ -359,6 +360,47 @@ def test_slot_inverse_follows_a_sliding_window_against_dense_inverses(defer):
         np.testing.assert_allclose(copy.deepcopy(inverse).solve(np.eye(n))[np.ix_(order, order)],
                                    dense, rtol=1e-9, atol=1e-10)
     assert inverse.size == ring - 1
+
+
+@pytest.mark.parametrize("atoms", [6, 3])
+def test_slot_inverse_compact_form_follows_a_short_window_over_a_long_ring(atoms):
+    """Auto's short windows: 5 atoms at a time over a caller's ring of 12 slots, kept over
+    slots of its own (``atoms`` of them, or more once that is too few); solves, inverses and
+    removal pivots in the caller's slots equal the dense inverse of M over the atoms held."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(50, 3))
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)) + 0.1 * np.eye(50)
+    ring, window = 12, 5
+    inverse, held = SlotInverse(ring, atoms=atoms), {}  # caller's slot -> point
+    for t in range(50):
+        slot = t % ring  # the caller's ring: point t in slot t % 12
+        n = min(t + 1, ring)
+        column = np.zeros(n)
+        for s, i in held.items():
+            column[s] = K[i, t]
+        a = inverse.solve(column)
+        inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n, defer=True)
+        held[slot] = t
+        if len(held) > window:
+            oldest = min(held, key=held.get)
+            order = sorted(held)
+            dense = np.linalg.inv(K[np.ix_([held[s] for s in order], [held[s] for s in order])])
+            pivot = dense[order.index(oldest), order.index(oldest)]
+            assert inverse.remove(oldest, n) == pytest.approx(np.log(pivot), rel=1e-9)
+            del held[oldest]
+        order = sorted(held)
+        dense = np.linalg.inv(K[np.ix_([held[s] for s in order], [held[s] for s in order])])
+        np.testing.assert_allclose(inverse.inverse(n)[np.ix_(order, order)], dense,
+                                   rtol=1e-9, atol=1e-10)
+        v = rng.normal(size=n)
+        expected = np.zeros(n)
+        expected[order] = dense @ v[order]
+        np.testing.assert_allclose(inverse.solve(v), expected, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(inverse.solve(np.eye(n))[np.ix_(order, order)], dense,
+                                   rtol=1e-9, atol=1e-10)
+    assert inverse.size == window and inverse.P.shape[0] == max(atoms, 6)
+    clone = pickle.loads(pickle.dumps(inverse))
+    np.testing.assert_array_equal(clone.inverse(ring), inverse.inverse(ring))
 
 
 def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():

@@ -208,7 +208,9 @@ class KONS(KernelLearner):
         self._selected = np.zeros(16, dtype=np.intp)  # store slot of each preconditioner atom
         self._refreshes_seen = 0
         # the window's inverse form, indexed by store slot (okoco.linalg.SlotInverse)
-        self._window = SlotInverse(ring) if ring is not None else None
+        # (at most max_size + 1 atoms at once: a step's new one comes before the oldest leaves;
+        # Auto's shorter windows over a longer shared ring keep their inverse over their own)
+        self._window = SlotInverse(ring, atoms=ring) if ring is not None else None
         self.online_effective_dimension = 0.0
         self.log_det = 0.0
         self.rg_sum = 0.0

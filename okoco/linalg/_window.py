@@ -29,6 +29,11 @@ class SlotInverse:
     ``P`` is recomputed from ``M`` (``O(n^3)``, ``O(n^2)`` amortised), so rounding does not
     accumulate over an unbounded stream.
 
+    With ``atoms`` below ``capacity`` (a window shorter than the caller's ring: ``Auto``'s
+    forgetting experts, 80 points over a shared ring of 401 slots), ``P`` is kept over slots
+    of its own, ``atoms`` of them, and the caller's slots are mapped to them: the work and the
+    memory are those of the window, not of the ring.
+
     Examples
     --------
     >>> import numpy as np
@@ -49,12 +54,19 @@ class SlotInverse:
     _saved_state = {"capacity": "int[1,]|none", "P": "array(*, *) float64",
                     "M": "array(*, *) float64", "size": "int[0,]",
                     "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]",
+                    "atoms": "opt int[1,]|none", "_outer": "opt array(*) intp|none as outer",
                     "_deferred": "cache:None"}
 
     _deferred = None  # (a pickle from before deferring has none)
+    atoms = None  # (nor a compact form: a saved model from before it)
+    _outer = None
 
-    def __init__(self, capacity: int | None = None):
+    def __init__(self, capacity: int | None = None, atoms: int | None = None):
         self.capacity = capacity  # slots at most (None: any number, for a caller's ring)
+        # the most atoms held at once, if the caller knows it: with fewer than the caller's
+        # slots (a short window over a longer shared ring), P is kept over slots of its own
+        self.atoms = atoms
+        self._outer = None  # the compact form: the caller's slot at each own slot (-1: free)
         self.P = np.zeros((16, 16))  # the inverse, in its lower triangle
         self.M = np.zeros((16, 16))
         self.size = 0  # atoms
@@ -64,17 +76,40 @@ class SlotInverse:
 
     def solve(self, e: np.ndarray) -> np.ndarray:
         """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
+        if self._outer is None:
+            return self._solve(e)
+        own, theirs = self._held()
+        v = np.zeros((self._outer.shape[0], *e.shape[1:]))
+        v[own] = e[theirs]
+        out = np.zeros(e.shape)
+        out[theirs] = self._solve(v)[own]
+        return out
+
+    def _held(self) -> tuple[np.ndarray, np.ndarray]:
+        """The compact form's occupied own slots and the caller's slots they hold."""
+        own = np.flatnonzero(self._outer >= 0)
+        return own, self._outer[own]
+
+    def _solve(self, e: np.ndarray) -> np.ndarray:
         self.flush()
         if e.ndim == 1:
             out = np.empty(e.shape[0])
             with scipy_one_thread:
                 _linalg.window_solve(self.P, np.ascontiguousarray(e, dtype=float), out)
             return out
-        n = e.shape[0]
-        return self.inverse(n) @ e
+        return self._inverse(e.shape[0]) @ e
 
     def inverse(self, n: int | None = None) -> np.ndarray:
         """``P`` over the first ``n`` slots (all by default), both triangles (a new array)."""
+        if self._outer is None:
+            return self._inverse(n)
+        own, theirs = self._held()
+        n = self.capacity if n is None else n
+        out = np.zeros((n, n))
+        out[np.ix_(theirs, theirs)] = self._inverse()[np.ix_(own, own)]
+        return out
+
+    def _inverse(self, n: int | None = None) -> np.ndarray:
         self.flush()
         lower = np.tril(self.P[:n, :n])
         return lower + np.tril(lower, -1).T
@@ -88,6 +123,11 @@ class SlotInverse:
                 _linalg.window_update(self.P, border, inv_sigma)
 
     def _reserve(self, n: int) -> None:
+        if self._outer is not None:
+            return  # the compact form's slots are its own
+        self._grow(n)
+
+    def _grow(self, n: int) -> None:
         if n > self.P.shape[0]:
             self.flush()
             size = max(n, 2 * self.P.shape[0])
@@ -103,8 +143,34 @@ class SlotInverse:
         """Border with the atom at ``slot``: ``a = P c`` over the old slots (``c`` its column
         of ``M``), ``sigma = diagonal - c^T P c`` the Schur complement (``> 0``). With
         ``defer``, ``P`` changes at the next :meth:`remove` (in the same pass) or use."""
+        if self._outer is None and self.size == 0 and self.atoms is not None and \
+                self.capacity is not None and self.atoms < self.capacity:
+            self._outer = np.full(self.atoms, -1, dtype=np.intp)  # the compact form
+            self.P, self.M = np.zeros((self.atoms, self.atoms)), np.zeros((self.atoms, self.atoms))
+        if self._outer is None:
+            self._append(slot, a, sigma, column, diagonal, n, defer)
+            return
+        own, theirs = self._held()
+        mine = np.flatnonzero(self._outer < 0)
+        if not mine.size:  # more atoms than announced: room for twice as many
+            k = self.atoms = self._outer.shape[0]
+            self._outer = np.concatenate([self._outer, np.full(k, -1, dtype=np.intp)])
+            P, M = np.zeros((2 * k, 2 * k)), np.zeros((2 * k, 2 * k))
+            P[:k, :k], M[:k, :k] = self.P, self.M
+            self.P, self.M, self.atoms = P, M, 2 * k
+            mine = np.arange(k, 2 * k)
+        k = self._outer.shape[0]
+        given = theirs < a.shape[0]
+        a_own, column_own = np.zeros(k), np.zeros(k)
+        a_own[own[given]] = a[theirs[given]]
+        column_own[own[given]] = column[theirs[given]]
+        self._outer[mine[0]] = slot
+        self._append(int(mine[0]), a_own, sigma, column_own, diagonal, k, defer)
+
+    def _append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
+                diagonal: float, n: int, defer: bool) -> None:
         self.flush()
-        self._reserve(n)
+        self._grow(n)
         m = a.shape[0]
         # P + b b^T / sigma with b = [a, -1 at slot] borders P (whose row at slot is zero)
         border = np.zeros(n)
@@ -122,6 +188,13 @@ class SlotInverse:
         """Remove the atom at ``slot`` of the first ``n``; returns ``log P_jj``, the change of
         ``log det M`` (the Schur complement of the other atoms). A deferred append is made in
         the same pass."""
+        if self._outer is None:
+            return self._remove(slot, n)
+        own = int(np.flatnonzero(self._outer == slot)[0])
+        self._outer[own] = -1
+        return self._remove(own, self._outer.shape[0])
+
+    def _remove(self, slot: int, n: int) -> float:
         deferred, self._deferred = self._deferred, None
         if deferred is not None and deferred[0].shape[0] != n:
             with scipy_one_thread:
