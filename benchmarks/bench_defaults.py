@@ -384,8 +384,11 @@ def stored_sections() -> list[str]:
         run = json.loads((results / "bounded_million.json").read_text())
         loads = (f"{', '.join(f'{x:.1f}' for x in run['load_before'])} to "
                  f"{', '.join(f'{x:.1f}' for x in run['load_after'])}")
+        busy = max(*run["load_before"][:1], *run["load_after"][:1])
+        machine = ("The machine was nearly idle" if busy < 1.5 else
+                   "The machine was shared with other work (two more sessions on its two cores)")
         parts.append("## A million steps\n\n" + MILLION_INTRO.format(
-            loads=loads, n=run["n"], every=run["every"], window=run["window"],
+            loads=loads, machine=machine, n=run["n"], every=run["every"], window=run["window"],
             slow=bench_bounded.slow_starts(run)) + "\n"
                      + bench_bounded.million_markdown(run) + "\n")
     if (results / "families.json").exists():
@@ -471,8 +474,8 @@ MILLION_INTRO = """Every learner at its current defaults (Auto's four experts ov
 above), {n:,} steps of river's `synth.RandomRBF` each, as in the long-stream table, in a
 process of its own, one after the other, default BLAS threading (`python -m
 benchmarks.bench_bounded --n {n} --every {every} --window {window} --output
-benchmarks/results/bounded_million.json`). The machine was nearly idle (load averages before
-and after: {loads}), but for other work now and then: {slow} The median over the records says
+benchmarks/results/bounded_million.json`). {machine} (load averages before
+and after: {loads}); {slow} The median over the records says
 what a step costs along the stream. Issue 29's targets: under 5 minutes for every bounded
 learner but Auto (under 10), the µs/step of the last 1,000 steps within 1.5x of those around
 t = 10,000, and flat peak memory.

@@ -158,14 +158,16 @@ class KORS(Dictionary):
         """Factor of ``S K_II S + alpha I`` over the atoms (read-only use, please)."""
         return self._chol
 
-    def _use_inverse(self) -> None:
+    def _use_inverse(self, capacity: int | None = None) -> None:
         """Keep ``S K_II S + alpha I`` by its inverse over slots (:class:`SlotInverse`) instead
         of its Cholesky factor, for a dictionary whose atoms leave (Sketched-KONS's window): a
         removal is then one rank-one update, in the same pass as the bordering of the step's
         new atom, where the factor rotates its whole trailing block. The estimates are the
-        same (Eq. 4). Only on an empty dictionary."""
+        same (Eq. 4). Only on an empty dictionary. ``capacity`` bounds the atoms held at once
+        (a window's), so that the inverse's buffers stop there."""
         if self._size:
             raise RuntimeError("the inverse form is chosen before the first atom")
+        self._inverse = SlotInverse(capacity)
         self._slots = np.zeros(16, dtype=np.intp)  # the slot of each atom, in storage order
 
     def _flush(self) -> None:

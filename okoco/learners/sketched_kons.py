@@ -95,7 +95,7 @@ class SketchedKONS(KONS):
         self._kors = KORS(kernel=None, alpha=self.alpha, eps=self.eps, beta=self.beta,
                           p_min=self.p_min, seed=self._rng)
         if self.max_size is not None:  # its atoms leave with the window's oldest point
-            self._kors._use_inverse()
+            self._kors._use_inverse(self.max_size + 1)  # (+1: a step's atom, then the oldest out)
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
         return v[self._selected[: self._chol.size]]
