@@ -25,6 +25,7 @@ from okoco import kernels as _kernels
 from okoco import losses, persistence
 from okoco._input import FeatureMap, reserve
 from okoco._validation import Protocol, check_params
+from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import Auto, ExpertRows, SharedPoints
 from okoco.learners.binary import LABEL
 from okoco.learners.fgd import FunctionalGD
@@ -38,6 +39,13 @@ def _shares_points(learner) -> bool:
     last ``max_size`` of them, so K classes can keep one store (one ring) of the points; its
     subclasses select points (each class its own) and do not."""
     return type(learner) is KONS
+
+
+def _shares_preconditioner(learner) -> bool:
+    """Exact KONS with the squared loss and the curvature step weighs every step by
+    ``loss'' = 2`` whatever its target: every class's preconditioner is the same matrix."""
+    return (_shares_points(learner) and isinstance(learner._loss, losses.Squared)
+            and learner.eta == "hessian")
 
 
 def _rows(X) -> list[dict]:
@@ -97,7 +105,11 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     _saved_state = {"learner": "obj", "classes": "list[plain]", "learners": "list[obj]",
                     "n_seen": "int[0,]", "_features": "obj:FeatureMap as features",
-                    "_points": "obj:SharedPoints|none as points"}
+                    "_points": "obj:SharedPoints|none as points",
+                    "_shared": "opt obj:SharedSquaredKONS|none as shared"}
+
+    # the classes' one preconditioner (squared-loss KONS; files before it hold None)
+    _shared = None
 
     def __init__(self, learner=None):
         self.learner = learner
@@ -111,7 +123,11 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
         # one store of the points for exact KONS classes (None: each class keeps its own); a
         # window of W points is a ring of W + 1 slots, as in KONS itself
         self._points = None
-        if _shares_points(self.learner):
+        if _shares_preconditioner(self.learner):
+            learner = self.learner
+            self._shared = SharedSquaredKONS(learner.kernel, learner.C, learner.alpha,
+                                             learner.max_size)
+        elif _shares_points(self.learner):
             window = self.learner.max_size
             self._points = SharedPoints(None if window is None else window + 1)
 
@@ -127,6 +143,7 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     def _unit_test_params(cls):
         yield {"learner": FunctionalGD(loss=losses.Logistic())}
         yield {"learner": KONS(loss=losses.Logistic())}
+        yield {"learner": KONS(max_size=8)}
 
     def save(self, path, *, compress: bool = False):
         """Save the classifier and its learners to one ``.npz`` file (see :func:`okoco.load`)."""
@@ -135,6 +152,8 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     @property
     def dictionary_size(self) -> int:
         """Points stored, summed over the classes (one store when they share it)."""
+        if self._shared is not None:
+            return self._shared.dictionary_size
         if self._points is not None:
             n, window = self._points.rows.n, self.learner.max_size
             return n if window is None else min(n, window)  # the ring's spare slot is not held
@@ -186,6 +205,8 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
         return p / total if total > 0 else np.full(p.shape, 1.0 / p.shape[0])
 
     def _scores(self, x: dict) -> np.ndarray:
+        if self._shared is not None:
+            return self._shared.scores(self._features.encode(x, arrays=False)[0])
         if self._points is None:
             return np.array([learner.predict_one(x) for learner in self.learners])
         v = self._features.encode(x, arrays=False)[0]
@@ -204,12 +225,12 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     # -- river protocol -------------------------------------------------------------------
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
-        if not self.learners:
+        if not self.classes:
             return {}
         return dict(zip(self.classes, self._proba(self._scores(x)).tolist()))
 
     def predict_one(self, x: dict, **kwargs):
-        if not self.learners:
+        if not self.classes:
             return None
         return self.classes[int(np.argmax(self._scores(x)))]
 
@@ -217,6 +238,9 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
         self._check_label(y)
         self._features.encode(x, arrays=False)  # a bad row raises here, before any change
         added = y not in self.classes
+        if self._shared is not None:
+            self._learn_one_shared(x, y, added)
+            return
         if added:
             learner = self._new_learner()
             if self._points is not None and self.learners:
@@ -235,6 +259,23 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
                 self.classes.pop()
                 self.learners.pop()
             raise
+        self.n_seen += 1
+
+    def _learn_one_shared(self, x: dict, y, added: bool) -> None:
+        """One step of every class over the one preconditioner (a refused step changes
+        nothing, a new class included)."""
+        v, new = self._features.encode(x, arrays=False)
+        if added:
+            self._shared.add_class()
+        try:
+            self._shared.learn(v, len(self.classes) if added else self.classes.index(y))
+        except BaseException:
+            if added:
+                self._shared.drop_class()
+            raise
+        if added:
+            self.classes.append(y)
+        self._features.add(new)
         self.n_seen += 1
 
     def _learn_shared(self, x: dict, index: int) -> None:
