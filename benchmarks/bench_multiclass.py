@@ -43,6 +43,7 @@ from river import (
 )
 
 from okoco import kernels, losses
+from okoco.evaluate._probe import _memory
 from okoco.learners import KONS, Auto, BinaryClassifier, FunctionalGD, MulticlassClassifier
 
 
@@ -61,6 +62,8 @@ def data_sets() -> dict[str, list]:
 
 
 LEARNERS = {
+    # squared loss, curvature step: MulticlassClassifier's classes share one preconditioner
+    "kons-squared": KONS,
     "kons": lambda: KONS(loss=losses.Logistic()),
     "fgd": lambda: FunctionalGD(loss=losses.Logistic(), eta=0.5),
     "auto": lambda: Auto(loss=losses.Logistic()),
@@ -121,10 +124,22 @@ class SoftmaxFGD(base.Classifier):
         self._n = min(self._added, self.budget)
 
 
+def _starting_at_minus_one() -> MulticlassClassifier:
+    """The shared squared-loss form whose new class learned the target -1 (not 0, the
+    default) before it was first seen: the other exact choice, to measure which is better."""
+    model = MulticlassClassifier(KONS())
+    model._shared._start = "rest"
+    return model
+
+
 def models() -> dict[str, callable]:
     out = {}
+    out["okoco MulticlassClassifier(kons-squared), new class starts at -1"] = (
+        _starting_at_minus_one)
     for name, make in LEARNERS.items():
-        label = "auto) (the default, MulticlassClassifier()" if name == "auto" else name
+        label = name
+        if name == "kons-squared":
+            label += ") (the default, MulticlassClassifier()"
         out[f"okoco MulticlassClassifier({label})"] = lambda make=make: MulticlassClassifier(make())
         out[f"river OvR(BinaryClassifier({name}))"] = (
             lambda make=make: multiclass.OneVsRestClassifier(BinaryClassifier(make())))
@@ -135,6 +150,17 @@ def models() -> dict[str, callable]:
     return out
 
 
+def _mib(model) -> str:
+    """MiB of numpy arrays held, as a replay's summary counts them (okoco's probe), summed over
+    the classes of river's one-vs-rest; river's own models hold Python objects: not counted."""
+    last = list(model.steps.values())[-1]
+    if isinstance(last, multiclass.OneVsRestClassifier):
+        return f"{sum(_memory(c) for c in last.classifiers.values()) / 2**20:.2f}"
+    if isinstance(last, MulticlassClassifier):
+        return f"{_memory(last) / 2**20:.2f}"
+    return "-"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="substrings of the model names to run")
@@ -143,8 +169,9 @@ def main() -> None:
     args = parser.parse_args()
     sets = {k: v for k, v in data_sets().items() if not args.sets or k in args.sets}
     print(f"load {os.getloadavg()[0]:.2f} at start")
-    print("| model | " + " | ".join(f"{n} acc. | CPU (wall) µs/sample" for n in sets) + " |")
-    print("|---|" + "---|---|" * len(sets))
+    print("| model | " + " | ".join(f"{n} acc. | CPU (wall) µs/sample | MiB" for n in sets)
+          + " |")
+    print("|---|" + "---|---|---|" * len(sets))
     for label, make in models().items():
         if args.only and not any(s in label for s in args.only):
             continue
@@ -157,7 +184,7 @@ def main() -> None:
                 acc = evaluate.progressive_val_score(data, model, metrics.Accuracy()).get()
                 us = min(us, 1e6 * (time.process_time() - cpu) / len(data))
                 wall = min(wall, 1e6 * (time.perf_counter() - start) / len(data))
-            cells += [f"{acc:.4f}", f"{us:,.0f} ({wall:,.0f})"]
+            cells += [f"{acc:.4f}", f"{us:,.0f} ({wall:,.0f})", _mib(model)]
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     print(f"load {os.getloadavg()[0]:.2f} at end")
 

@@ -36,7 +36,7 @@ LEARNERS = {
     "kons-default": KONS,  # squared loss, curvature step, a window of 500
 }
 # squared loss and curvature step: the classes share one preconditioner, and a class first seen
-# at sample t is the KONS that learned -1 on the samples before it
+# at sample t is the KONS that learned the target 0 on the samples before it
 SHARED = {"kons-squared", "kons-window-squared", "kons-unbounded-squared", "kons-default"}
 
 
@@ -51,8 +51,8 @@ def test_river_check_estimator(model):
 def test_each_class_is_the_standalone_learner_of_its_one_vs_rest_targets(name):
     # Independent reference: one plain learner per class, each fed its own +1/-1 targets from
     # the sample at which its class first appears (river's OneVsRestClassifier does the same),
-    # or, for the shared squared-loss form, from the first sample (-1 until its class appears:
-    # the one-vs-rest targets of a learner that knew every class from the start).
+    # or, for the shared squared-loss form, from the first sample (the target 0 until its
+    # class appears: it knew nothing of the class).
     data = rows(60, seed=1, classes=("a", "b", "c", "d"))
     # "d" joins late, after the windows of "kons-window*" have wrapped
     data = [(x, "a" if i < 5 else ("b" if y == "d" and i < 25 else y))
@@ -80,7 +80,7 @@ def test_each_class_is_the_standalone_learner_of_its_one_vs_rest_targets(name):
         if y not in alone:
             alone[y] = everyone[y] if name in SHARED else LEARNERS[name]()
         for c, m in (everyone if name in SHARED else alone).items():
-            m.learn_one(x, 1.0 if c == y else -1.0)
+            m.learn_one(x, (1.0 if c == y else -1.0) if c in alone else 0.0)
         model.learn_one(x, y)
     assert model.classes == list(alone) and len(alone) == 4 and model.n_seen == 60
     if name in ("kons-squared", "kons-window-squared", "kons-unbounded-squared"):
@@ -91,7 +91,7 @@ def test_each_class_is_the_standalone_learner_of_its_one_vs_rest_targets(name):
 def test_shared_squared_form_is_kernel_ridge_regression_on_the_window(window):
     # Without clipping, squared-loss KONS with the curvature step is follow-the-leader kernel
     # ridge regression with ridge alpha / 2 on the window: class c's score is
-    # k^T (K + alpha/2 I)^{-1} y_c over the last `window` samples, y_c their +1/-1 targets (-1
+    # k^T (K + alpha/2 I)^{-1} y_c over the last `window` samples, y_c their +1/-1 targets (0
     # before c was first seen). A dense solve, independent of the incremental inverse.
     data = rows(40, seed=7, classes=("a", "b", "c", "d"))
     data = [(x, "a" if i < 3 else ("b" if y == "d" and i < 20 else y))
@@ -106,8 +106,10 @@ def test_shared_squared_form_is_kernel_ridge_regression_on_the_window(window):
             W, labels = X[lo:t], [label for _, label in data[lo:t]]
             K = np.exp(-gamma * ((W[:, None, :] - W[None, :, :]) ** 2).sum(-1))
             k = np.exp(-gamma * ((W - X[t]) ** 2).sum(-1))
-            Y = np.array([[1.0 if label == c else -1.0 for c in model.classes]
-                          for label in labels])
+            first = {c: next(i for i, (_, label) in enumerate(data) if label == c)
+                     for c in model.classes}
+            Y = np.array([[(1.0 if label == c else -1.0) if lo + i >= first[c] else 0.0
+                           for c in model.classes] for i, label in enumerate(labels)])
             dense = k @ np.linalg.solve(K + 0.5 * alpha * np.eye(len(W)), Y)
             np.testing.assert_allclose(model._scores(x), dense, rtol=0, atol=1e-8)
         model.learn_one(x, y)
@@ -223,10 +225,14 @@ def test_many_rows_from_arrays_lists_and_dataframes():
     assert np.allclose(proba.sum(axis=1), 1.0)
 
 
-def test_default_learner_is_auto_with_the_logistic_loss():
+def test_default_learner_is_squared_loss_kons_sharing_one_preconditioner():
     model = MulticlassClassifier()
-    assert isinstance(model.learner, Auto) and isinstance(model.learner.loss, losses.Logistic)
+    assert type(model.learner) is KONS and repr(model.learner) == repr(KONS())
+    assert model._shared is not None and model._points is None
     assert okoco.MulticlassClassifier is MulticlassClassifier
+    # other learners and losses keep one preconditioner per class
+    for learner in (KONS(loss=losses.Logistic()), KONS(eta=0.5), Auto(), FunctionalGD()):
+        assert MulticlassClassifier(learner)._shared is None
 
 
 def test_predict_many_takes_a_list_of_dicts():
