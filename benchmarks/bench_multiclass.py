@@ -43,7 +43,7 @@ from river import (
 )
 
 from okoco import kernels, losses
-from okoco.evaluate._probe import _memory
+from okoco.evaluate._probe import _find, _nbytes
 from okoco.learners import KONS, Auto, BinaryClassifier, FunctionalGD, MulticlassClassifier
 
 
@@ -151,14 +151,19 @@ def models() -> dict[str, callable]:
 
 
 def _mib(model) -> str:
-    """MiB of numpy arrays held, as a replay's summary counts them (okoco's probe), summed over
-    the classes of river's one-vs-rest; river's own models hold Python objects: not counted."""
+    """MiB of the numpy arrays in use, counted as a replay's summary counts them (okoco's
+    probe, spare capacity left out) from each class's learner and then the wrapper, every array
+    once (the classes of ``MulticlassClassifier(KONS)`` share their points); river's own models
+    hold Python objects: not counted."""
     last = list(model.steps.values())[-1]
     if isinstance(last, multiclass.OneVsRestClassifier):
-        return f"{sum(_memory(c) for c in last.classifiers.values()) / 2**20:.2f}"
-    if isinstance(last, MulticlassClassifier):
-        return f"{_memory(last) / 2**20:.2f}"
-    return "-"
+        parts = list(last.classifiers.values())
+    elif isinstance(last, MulticlassClassifier):
+        parts = [*last.learners, last]
+    else:
+        return "-"
+    seen: set = set()  # each part from its core, as the summary starts from the model's core
+    return f"{sum(_nbytes(_find(p, 'dictionary_size') or p, seen=seen) for p in parts) / 2**20:.2f}"
 
 
 def main() -> None:

@@ -250,3 +250,22 @@ def test_predict_many_takes_a_list_of_dicts():
                                rtol=1e-10)
     assert binary.predict_many(X).tolist() == [binary.predict_one(x) for x in X]
     assert multi.predict_many(X).tolist() == [multi.predict_one(x) for x in X]
+
+
+def test_the_other_start_a_new_class_as_the_kons_that_learned_minus_one_before_it():
+    # the start measured against the default (benchmarks/bench_multiclass.py): a class first
+    # seen at t is the KONS that learned -1 on every sample before it (a copy of column 0)
+    data = rows(45, seed=6, classes=("a", "b", "c"))
+    data = [(x, "a" if i < 4 else ("b" if y == "c" and i < 30 else y))
+            for i, (x, y) in enumerate(data)]
+    model = MulticlassClassifier(KONS(C=0.7, max_size=10))
+    model._shared._start = "rest"
+    everyone = {c: KONS(C=0.7, max_size=10) for c in "abc"}
+    for x, y in data:
+        if model.classes:
+            expected = [everyone[c].predict_one(x) for c in model.classes]
+            np.testing.assert_allclose(model._scores(x), expected, rtol=0, atol=1e-8)
+        for c, m in everyone.items():
+            m.learn_one(x, 1.0 if c == y else -1.0)
+        model.learn_one(x, y)
+    assert model.classes == ["a", "b", "c"]

@@ -77,6 +77,7 @@ class SharedSquaredKONS:
     >>> import numpy as np
     >>> from okoco.learners._multiclass_shared import SharedSquaredKONS
     >>> shared = SharedSquaredKONS(kernel=None, C=3.0, alpha=0.1, max_size=5)
+    >>> shared.add_class(); shared.add_class()
     >>> for i in range(8):
     ...     shared.learn(np.array([i / 8, 1.0 - i / 8]), i % 2)
     >>> shared.n_classes, shared.dictionary_size, shared.scores(np.array([0.5, 0.5])).shape
