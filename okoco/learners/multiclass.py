@@ -21,16 +21,17 @@ then on: an exact learner (each class matches a standalone KONS fed those target
 the target :math:`-1` on those samples by measurement.
 
 **Any other learner or loss**: each class has its own copy of the learner, created when its
-class is first seen (as river's ``OneVsRestClassifier``). What the classes share: one feature map (the dict-to-vector encoding of each row is computed
-once per prediction for all classes, and every class sees the same columns, whenever it was
-created). When the learner is an exact :class:`~okoco.learners.KONS`, windowed (its default
-``max_size``) or unbounded, the classes also share the stored points and the kernel row at each
-input (:class:`~okoco.learners.auto.SharedPoints`, as ``Auto``'s experts): every class stores
-every sample it learns, so one store (one ring of the last ``max_size`` points for the window)
-serves all of them, and the kernel rows (at the input, and at the point a window forgets) are
-computed once per step instead of once per class. Each class keeps its own coefficients and
-its own preconditioner (with any other loss or step, the step's weight depends on the class's
-prediction and target).
+class is first seen (as river's ``OneVsRestClassifier``). What the classes share: one feature
+map (the dict-to-vector encoding of each row is computed once per prediction for all classes,
+and every class sees the same columns, whenever it was created). When the learner is an exact
+:class:`~okoco.learners.KONS`, windowed (its default ``max_size``) or unbounded, the classes
+also share the stored points and the kernel row at each input
+(:class:`~okoco.learners.auto.SharedPoints`, as ``Auto``'s experts): every class stores every
+sample it learns, so one store (one ring of the last ``max_size`` points for the window) serves
+all of them, and the kernel rows (at the input, and at the point a window forgets) are computed
+once per step instead of once per class. Each class keeps its own coefficients and its own
+preconditioner (with any other loss or step, the step's weight depends on the class's prediction
+and target).
 """
 
 from __future__ import annotations
