@@ -195,9 +195,12 @@ def test_save_load_round_trip_continues_identically(name, tmp_path):
     assert loaded.predict_one(data[0][0]) == model.predict_one(data[0][0])
 
 
-def test_bad_labels_and_parameters_raise_and_change_nothing():
-    model = MulticlassClassifier(FunctionalGD(loss=losses.Logistic()))
+@pytest.mark.parametrize("learner", [FunctionalGD(loss=losses.Logistic()), None],
+                         ids=["fgd", "default-shared"])
+def test_bad_labels_and_parameters_raise_and_change_nothing(learner):
+    model = MulticlassClassifier(learner)
     model.learn_one({"u": 1.0}, "a")
+    scores = model._scores({"u": 0.5})
     with pytest.raises(TypeError, match="hashable"):
         model.learn_one({"u": 1.0}, ["a"])
     with pytest.raises(ValueError, match="not equal to itself"):
@@ -205,6 +208,7 @@ def test_bad_labels_and_parameters_raise_and_change_nothing():
     with pytest.raises(ValueError):
         model.learn_one({"u": float("nan")}, "b")
     assert model.classes == ["a"] and model.n_seen == 1
+    assert np.array_equal(model._scores({"u": 0.5}), scores)
     with pytest.raises(TypeError, match="learner"):
         MulticlassClassifier(learner="kons")
 

@@ -56,6 +56,11 @@ _WEIGHT = 2.0  # the squared loss's second derivative: every step's w_t, every c
 _D = math.sqrt(_WEIGHT)
 
 
+def _clip(z: np.ndarray, C: float) -> np.ndarray:
+    """``z`` clipped to ``[-C, C]`` (np.clip's dispatch costs ~20 us on a short vector)."""
+    return np.minimum(np.maximum(z, -C), C)
+
+
 def _grown(a: np.ndarray, rows: int) -> np.ndarray:
     out = np.zeros((rows, a.shape[1]))
     out[: a.shape[0]] = a
@@ -164,7 +169,7 @@ class SharedSquaredKONS:
     def scores(self, v: np.ndarray) -> np.ndarray:
         """Every seen class's clipped score at ``v``, in the order the classes were added."""
         ybar = self._analyse(v)[7][1:]
-        return ybar if self.C is None else np.clip(ybar, -self.C, self.C)
+        return ybar if self.C is None else _clip(ybar, self.C)
 
     def learn(self, v: np.ndarray, label: int) -> None:
         """One KONS step of every column: target +1 for column ``label + 1``, -1 for the others
@@ -184,7 +189,7 @@ class SharedSquaredKONS:
         if C is None:
             excess = np.zeros_like(ybar)
         else:
-            excess = ybar - np.clip(ybar, -C, C)
+            excess = ybar - _clip(ybar, C)
         yhat = ybar - excess
         gdot = 2.0 * (yhat - y)
         # the projection's term, with s raised to its rounding level as KONS does
