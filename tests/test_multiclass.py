@@ -213,14 +213,16 @@ def test_bad_labels_and_parameters_raise_and_change_nothing(learner):
         MulticlassClassifier(learner="kons")
 
 
-def test_many_rows_from_arrays_lists_and_dataframes():
+@pytest.mark.parametrize("make", [lambda: FunctionalGD(loss=losses.Logistic(), eta=0.5),
+                                  lambda: None], ids=["fgd", "default-shared"])
+def test_many_rows_from_arrays_lists_and_dataframes(make):
     pd = pytest.importorskip("pandas")
     data = rows(40, seed=4)
     X = pd.DataFrame([x for x, _ in data])
     y = pd.Series([label for _, label in data])
-    model = MulticlassClassifier(FunctionalGD(loss=losses.Logistic(), eta=0.5))
+    model = MulticlassClassifier(make())
     model.learn_many(X, y)
-    one = MulticlassClassifier(FunctionalGD(loss=losses.Logistic(), eta=0.5))
+    one = MulticlassClassifier(make())
     for x, label in data:
         one.learn_one(x, label)
     assert model.predict_many(X).tolist() == [one.predict_one(x) for x, _ in data]
