@@ -9,8 +9,11 @@ Every model runs test-then-train (river's ``progressive_val_score``, accuracy) b
   (seed 0: wine's file is sorted by class).
 
 Models: ``MulticlassClassifier(L)`` and river's ``OneVsRestClassifier(BinaryClassifier(L))`` for
-the same okoco learner ``L`` (KONS, FunctionalGD and Auto, logistic loss; ``MulticlassClassifier()``
-is Auto, the default), river's ``ARFClassifier``, ``KNNClassifier`` and
+the same okoco learner ``L``: ``KONS()`` (the squared loss: ``MulticlassClassifier()``, the
+default, whose classes share one preconditioner), and KONS, FunctionalGD and Auto with the
+logistic loss (one preconditioner per class); the default with the other start of a new class
+(the target -1 before it was first seen); one ``BinaryClassifier(KONS())`` on the first label
+against the rest (the cost of one learner); river's ``ARFClassifier``, ``KNNClassifier`` and
 ``HoeffdingTreeClassifier`` at their defaults, and a multinomial prototype
 (:class:`SoftmaxFGD`: functional gradient descent on the softmax loss, one coefficient vector
 per stored point, the same kernel, step and budget as the ``FunctionalGD`` rows), to compare
@@ -20,7 +23,8 @@ Run: ``python -m benchmarks.bench_multiclass [--only NAME ...] [--sets NAME ...]
 (``--repeat``: each pass N times, the least time kept); prints a markdown table of accuracy and
 µs/sample: the process's CPU time of the whole pass divided by the samples (BLAS threads
 included), which a machine shared with other jobs inflates less than the wall time, printed
-after it in parentheses.
+after it in parentheses, and the MiB of numpy arrays in use as a replay's summary counts them
+(summed over the classes' learners, every array once).
 """
 
 from __future__ import annotations
@@ -132,6 +136,9 @@ def _starting_at_minus_one() -> MulticlassClassifier:
     return model
 
 
+ONE = "one BinaryClassifier(kons-squared), first label vs rest (binary accuracy)"
+
+
 def models() -> dict[str, callable]:
     out = {}
     out["okoco MulticlassClassifier(kons-squared), new class starts at -1"] = (
@@ -143,6 +150,9 @@ def models() -> dict[str, callable]:
         out[f"okoco MulticlassClassifier({label})"] = lambda make=make: MulticlassClassifier(make())
         out[f"river OvR(BinaryClassifier({name}))"] = (
             lambda make=make: multiclass.OneVsRestClassifier(BinaryClassifier(make())))
+    # the cost of one learner, to compare with K classes sharing one preconditioner: a binary
+    # task (the first label against the rest), its accuracy that of this task
+    out[ONE] = lambda: BinaryClassifier(KONS())
     out["river ARFClassifier()"] = lambda: forest.ARFClassifier(seed=0)
     out["river KNNClassifier()"] = neighbors.KNNClassifier
     out["river HoeffdingTreeClassifier()"] = tree.HoeffdingTreeClassifier
@@ -160,6 +170,8 @@ def _mib(model) -> str:
         parts = list(last.classifiers.values())
     elif isinstance(last, MulticlassClassifier):
         parts = [*last.learners, last]
+    elif isinstance(last, BinaryClassifier):
+        parts = [last]
     else:
         return "-"
     seen: set = set()  # each part from its core, as the summary starts from the model's core
@@ -182,6 +194,8 @@ def main() -> None:
             continue
         cells = []
         for data in sets.values():
+            if label == ONE:
+                data = [(x, y == data[0][1]) for x, y in data]
             us = wall = float("inf")
             for _ in range(args.repeat):
                 model = preprocessing.StandardScaler() | make()
