@@ -17,7 +17,9 @@ column each of two ``(m, K + 1)`` matrices, ``O(m K)`` per step in a few BLAS ca
 
 which is, column by column, the arithmetic of :class:`~okoco.learners.KONS` (``_analyse_row``,
 ``_check_step``, ``_apply_windowed``, ``_forget_oldest``): the clipped projection's shift stays
-each class's own.
+each class's own. The unbounded learner (``max_size=None``) keeps the same inverse form (an
+inverse that only grows) where a standalone KONS keeps a Cholesky factor: the same predictions to
+rounding (tested to 1e-8), with the window's conditioning caveat (KONS's ``max_size``).
 
 **A class first seen at sample t** starts with zero coefficients (and zero ``K c``) on the
 points stored before it: it is exactly the KONS that learned the target ``0`` on the samples
