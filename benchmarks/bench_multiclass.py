@@ -9,8 +9,11 @@ Every model runs test-then-train (river's ``progressive_val_score``, accuracy) b
   (seed 0: wine's file is sorted by class).
 
 Models: ``MulticlassClassifier(L)`` and river's ``OneVsRestClassifier(BinaryClassifier(L))`` for
-the same okoco learner ``L`` (KONS, FunctionalGD and Auto, logistic loss; ``MulticlassClassifier()``
-is Auto, the default), river's ``ARFClassifier``, ``KNNClassifier`` and
+the same okoco learner ``L``: ``KONS()`` (the squared loss: ``MulticlassClassifier()``, the
+default, whose classes share one preconditioner), and KONS, FunctionalGD and Auto with the
+logistic loss (one preconditioner per class); the default with the other start of a new class
+(the target -1 before it was first seen); one ``BinaryClassifier(KONS())`` on the first label
+against the rest (the cost of one learner); river's ``ARFClassifier``, ``KNNClassifier`` and
 ``HoeffdingTreeClassifier`` at their defaults, and a multinomial prototype
 (:class:`SoftmaxFGD`: functional gradient descent on the softmax loss, one coefficient vector
 per stored point, the same kernel, step and budget as the ``FunctionalGD`` rows), to compare
@@ -20,7 +23,8 @@ Run: ``python -m benchmarks.bench_multiclass [--only NAME ...] [--sets NAME ...]
 (``--repeat``: each pass N times, the least time kept); prints a markdown table of accuracy and
 µs/sample: the process's CPU time of the whole pass divided by the samples (BLAS threads
 included), which a machine shared with other jobs inflates less than the wall time, printed
-after it in parentheses.
+after it in parentheses, and the MiB of numpy arrays in use as a replay's summary counts them
+(summed over the classes' learners, every array once).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from river import (
 )
 
 from okoco import kernels, losses
+from okoco.evaluate._probe import _find, _nbytes
 from okoco.learners import KONS, Auto, BinaryClassifier, FunctionalGD, MulticlassClassifier
 
 
@@ -61,6 +66,8 @@ def data_sets() -> dict[str, list]:
 
 
 LEARNERS = {
+    # squared loss, curvature step: MulticlassClassifier's classes share one preconditioner
+    "kons-squared": KONS,
     "kons": lambda: KONS(loss=losses.Logistic()),
     "fgd": lambda: FunctionalGD(loss=losses.Logistic(), eta=0.5),
     "auto": lambda: Auto(loss=losses.Logistic()),
@@ -121,18 +128,54 @@ class SoftmaxFGD(base.Classifier):
         self._n = min(self._added, self.budget)
 
 
+def _starting_at_minus_one() -> MulticlassClassifier:
+    """The shared squared-loss form whose new class learned the target -1 (not 0, the
+    default) before it was first seen: the other exact choice, to measure which is better."""
+    model = MulticlassClassifier(KONS())
+    model._shared._start = "rest"
+    return model
+
+
+ONE = "one BinaryClassifier(kons-squared), first label vs rest (binary accuracy)"
+
+
 def models() -> dict[str, callable]:
     out = {}
+    out["okoco MulticlassClassifier(kons-squared), new class starts at -1"] = (
+        _starting_at_minus_one)
     for name, make in LEARNERS.items():
-        label = "auto) (the default, MulticlassClassifier()" if name == "auto" else name
+        label = name
+        if name == "kons-squared":
+            label += ") (the default, MulticlassClassifier()"
         out[f"okoco MulticlassClassifier({label})"] = lambda make=make: MulticlassClassifier(make())
         out[f"river OvR(BinaryClassifier({name}))"] = (
             lambda make=make: multiclass.OneVsRestClassifier(BinaryClassifier(make())))
+    # the cost of one learner, to compare with K classes sharing one preconditioner: a binary
+    # task (the first label against the rest), its accuracy that of this task
+    out[ONE] = lambda: BinaryClassifier(KONS())
     out["river ARFClassifier()"] = lambda: forest.ARFClassifier(seed=0)
     out["river KNNClassifier()"] = neighbors.KNNClassifier
     out["river HoeffdingTreeClassifier()"] = tree.HoeffdingTreeClassifier
     out["multinomial prototype SoftmaxFGD(eta=0.5)"] = SoftmaxFGD
     return out
+
+
+def _mib(model) -> str:
+    """MiB of the numpy arrays in use, counted as a replay's summary counts them (okoco's
+    probe, spare capacity left out) from each class's learner and then the wrapper, every array
+    once (the classes of ``MulticlassClassifier(KONS)`` share their points); river's own models
+    hold Python objects: not counted."""
+    last = list(model.steps.values())[-1]
+    if isinstance(last, multiclass.OneVsRestClassifier):
+        parts = list(last.classifiers.values())
+    elif isinstance(last, MulticlassClassifier):
+        parts = [*last.learners, last]
+    elif isinstance(last, BinaryClassifier):
+        parts = [last]
+    else:
+        return "-"
+    seen: set = set()  # each part from its core, as the summary starts from the model's core
+    return f"{sum(_nbytes(_find(p, 'dictionary_size') or p, seen=seen) for p in parts) / 2**20:.2f}"
 
 
 def main() -> None:
@@ -143,13 +186,16 @@ def main() -> None:
     args = parser.parse_args()
     sets = {k: v for k, v in data_sets().items() if not args.sets or k in args.sets}
     print(f"load {os.getloadavg()[0]:.2f} at start")
-    print("| model | " + " | ".join(f"{n} acc. | CPU (wall) µs/sample" for n in sets) + " |")
-    print("|---|" + "---|---|" * len(sets))
+    print("| model | " + " | ".join(f"{n} acc. | CPU (wall) µs/sample | MiB" for n in sets)
+          + " |")
+    print("|---|" + "---|---|---|" * len(sets))
     for label, make in models().items():
         if args.only and not any(s in label for s in args.only):
             continue
         cells = []
         for data in sets.values():
+            if label == ONE:
+                data = [(x, y == data[0][1]) for x, y in data]
             us = wall = float("inf")
             for _ in range(args.repeat):
                 model = preprocessing.StandardScaler() | make()
@@ -157,7 +203,7 @@ def main() -> None:
                 acc = evaluate.progressive_val_score(data, model, metrics.Accuracy()).get()
                 us = min(us, 1e6 * (time.process_time() - cpu) / len(data))
                 wall = min(wall, 1e6 * (time.perf_counter() - start) / len(data))
-            cells += [f"{acc:.4f}", f"{us:,.0f} ({wall:,.0f})"]
+            cells += [f"{acc:.4f}", f"{us:,.0f} ({wall:,.0f})", _mib(model)]
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     print(f"load {os.getloadavg()[0]:.2f} at end")
 

@@ -3,6 +3,7 @@
 from okoco import persistence
 from okoco._input import FeatureMap, Rows
 from okoco.dictionary import ALD, KORS
+from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import Auto, ExpertRows, SharedPoints
 from okoco.learners.base import KernelLearner, StepSize
 from okoco.learners.binary import BinaryClassifier
@@ -20,4 +21,4 @@ __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", 
 persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
                      BinaryClassifier, MulticlassClassifier, learner=True)
 persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, SlotInverse,
-                     KORS, ALD, SharedPoints, ExpertRows)
+                     KORS, ALD, SharedPoints, ExpertRows, SharedSquaredKONS)
