@@ -478,9 +478,14 @@ def test_multiclass_datasets_run(csv_file):
     path = csv_file("a,b,kind\n" + rows, "three.csv")
     text = run("replay", path, "-l", "kons")
     assert text.exit_code == 0, text.stderr
+    # KONS keeps its squared loss on a multiclass task: its classes share one preconditioner
+    assert "learner     kons (MulticlassClassifier(KONS()))" in text.stdout
+    text = run("replay", path, "-l", "kons", "--loss", "logistic")
     assert "learner     kons (MulticlassClassifier(KONS(loss=Logistic())))" in text.stdout
     rows = {r["name"]: r for r in json.loads(run("learners", "--json").stdout)}
     assert rows["auto"]["runs"]["multiclass"] == "MulticlassClassifier(Auto(loss=Logistic()))"
+    assert rows["kons"]["runs"]["multiclass"] == "MulticlassClassifier(KONS())"
+    assert rows["kons"]["runs"]["binary"] == "BinaryClassifier(KONS(loss=Logistic()))"
 
 
 @pytest.mark.parametrize("option", ["-o", "--checkpoint", "--plot"])

@@ -402,6 +402,20 @@ def test_memory_counts_the_rows_in_use_not_the_spare_capacity():
     assert factor <= r.final["memory_bytes"] <= factor + 64 * 1024
 
 
+def test_memory_reaches_the_experts_of_each_class():
+    """MulticlassClassifier(Auto): every class's Auto and every expert's window inverse is
+    counted (a depth limit once stopped at the experts and reported a few KiB)."""
+    from okoco.learners import Auto, MulticlassClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    data = [({"a": a, "b": b}, int(a > 0) + int(b > 0)) for a, b in X]
+    model = MulticlassClassifier(Auto(loss=losses.Logistic()))
+    r = replay(model, data, metrics=metrics.Accuracy())
+    inverses = sum(e._window.P.nbytes for learner in model.learners for e in learner.experts)
+    assert len(model.learners) == 3 and inverses <= r.final["memory_bytes"]
+
+
 def test_replay_checks_its_arguments_with_the_house_validator():
     data = datasets.load("sinc", n=10)
     with pytest.raises(TypeError, match=r"^replay: max_samples must be None or an integer >= 1"):

@@ -46,9 +46,10 @@ def _find(model: Any, attr: str) -> Any:
 _COUNTS = ("n", "_m", "_size")
 
 
-def _nbytes(obj: Any, depth: int = 4, seen: set | None = None,
+def _nbytes(obj: Any, depth: int = 8, seen: set | None = None,
             used: tuple[int, int | None] | None = None) -> int:
-    """Bytes in use in the numpy arrays reachable from ``obj`` (attributes, lists, dicts).
+    """Bytes in use in the numpy arrays reachable from ``obj`` (attributes, lists, dicts), down
+    to ``depth`` levels (a multiclass wrapper's Auto's experts' inverses are 6 levels down).
 
     Spare capacity is not counted: the arrays of an object that counts its rows (``n``,
     ``_m`` or ``_size``) count those leading rows only, and a packed triangle of capacity

@@ -24,7 +24,7 @@ from okoco.experiment._names import (
     parameters,
     resolve,
 )
-from okoco.learners import BinaryClassifier, MulticlassClassifier
+from okoco.learners import KONS, BinaryClassifier, MulticlassClassifier
 
 __all__ = ["make_kernel", "build_model", "load_dataset", "shuffled", "make_metrics",
            "note_leader", "describe"]
@@ -87,7 +87,10 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     (:mod:`okoco.preprocessing`: river's numbers, without importing ``river.preprocessing``).
 
     Binary tasks wrap the learner in :class:`okoco.BinaryClassifier`, multiclass tasks in
-    :class:`okoco.MulticlassClassifier` (one-vs-rest); both default to the logistic loss.
+    :class:`okoco.MulticlassClassifier` (one-vs-rest); both default to the logistic loss, but
+    for KONS on a multiclass task, which keeps its squared loss: its classes then share one
+    preconditioner (``MulticlassClassifier(KONS())``, as in Python; on ImageSegments accuracy
+    0.919 against 0.897 with the logistic loss, at a fifth of the time: docs/guide/evaluation.md).
     Returns ``(model, learner)``: the whole pipeline and the bare okoco learner inside it.
 
     Examples
@@ -114,7 +117,8 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     if "kernel" in accepted:
         kwargs["kernel"] = kernel
     kwargs["C"] = C
-    loss_defaulted = loss is None and task != "regression" and "loss" in accepted
+    shared = task == "multiclass" and cls is KONS  # its classes share one preconditioner
+    loss_defaulted = loss is None and task != "regression" and "loss" in accepted and not shared
     if loss_defaulted:
         loss = "logistic"
     if loss is not None:

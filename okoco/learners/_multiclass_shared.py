@@ -215,8 +215,9 @@ class SharedSquaredKONS:
         self.coef[slot] = c_t
         self.Kc[slot] = kc + kappa * c_t
         self.inverse._reserve(points.size)
+        # deferred: the oldest atom's removal makes it in the same pass (see SlotInverse)
         self.inverse.append(slot, _D * h, _WEIGHT * s + alpha, _D * e,
-                            _WEIGHT * kappa + alpha, points.size)
+                            _WEIGHT * kappa + alpha, points.size, defer=True)
         if self.kernel is None:
             self.kernel = kernel  # RBF(1/d) of the first row, fixed from then on
         self._forget_oldest()
@@ -229,6 +230,7 @@ class SharedSquaredKONS:
         points, window = self.points, self.max_size
         oldest = points.n_added - 1 - window if window is not None else -1
         if oldest < 0:
+            self.inverse.flush()  # the step's bordering, with no removal to share a pass with
             return
         slot = oldest % points.max_size
         c_j = self.coef[slot].copy()

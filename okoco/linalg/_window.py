@@ -129,14 +129,15 @@ class SlotInverse:
 
     def _grow(self, n: int) -> None:
         if n > self.P.shape[0]:
-            self.flush()
             size = max(n, 2 * self.P.shape[0])
-            if self.capacity is not None:
-                size = min(size, self.capacity)
-            P, M = np.zeros((size, size)), np.zeros((size, size))
-            m = self.P.shape[0]
-            P[:m, :m], M[:m, :m] = self.P, self.M
-            self.P, self.M = P, M
+            self._resize(size if self.capacity is None else min(size, self.capacity))
+
+    def _resize(self, size: int) -> None:
+        self.flush()
+        P, M = np.zeros((size, size)), np.zeros((size, size))
+        m = min(size, self.P.shape[0])
+        P[:m, :m], M[:m, :m] = self.P[:m, :m], self.M[:m, :m]
+        self.P, self.M = P, M
 
     def append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
                diagonal: float, n: int, defer: bool = False) -> None:
@@ -146,19 +147,17 @@ class SlotInverse:
         if self._outer is None and self.size == 0 and self.atoms is not None and \
                 self.capacity is not None and self.atoms < self.capacity:
             self._outer = np.full(self.atoms, -1, dtype=np.intp)  # the compact form
-            self.P, self.M = np.zeros((self.atoms, self.atoms)), np.zeros((self.atoms, self.atoms))
+            self._resize(self.atoms)
         if self._outer is None:
             self._append(slot, a, sigma, column, diagonal, n, defer)
             return
         own, theirs = self._held()
         mine = np.flatnonzero(self._outer < 0)
         if not mine.size:  # more atoms than announced: room for twice as many
-            k = self.atoms = self._outer.shape[0]
+            k = self._outer.shape[0]
             self._outer = np.concatenate([self._outer, np.full(k, -1, dtype=np.intp)])
-            P, M = np.zeros((2 * k, 2 * k)), np.zeros((2 * k, 2 * k))
-            P[:k, :k], M[:k, :k] = self.P, self.M
-            self.P, self.M, self.atoms = P, M, 2 * k
-            mine = np.arange(k, 2 * k)
+            self._resize(2 * k)
+            self.atoms, mine = 2 * k, np.arange(k, 2 * k)
         k = self._outer.shape[0]
         given = theirs < a.shape[0]
         a_own, column_own = np.zeros(k), np.zeros(k)

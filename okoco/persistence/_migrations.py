@@ -15,8 +15,11 @@ Format history (what each version changed, and where it is migrated here):
   which :func:`legacy_state` maps: the only place that knows the old names.
 - 6: :class:`~okoco.linalg.SlotInverse` (the window's inverse) is read from its lower triangle
   only (the upper one is scratch that an older okoco would read: hence the new version), and
-  KORS may keep its matrix by that inverse (``inverse``, ``slots``: Sketched-KONS's window).
-  A version-5 file needs no migration: its inverses are whole, and its KORS has a factor.
+  KORS may keep its matrix by that inverse (``inverse``, ``slots``: Sketched-KONS's window),
+  a short window over a longer ring keeps it over slots of its own (``atoms``, ``outer``), and
+  ``MulticlassClassifier`` may hold one ``SharedSquaredKONS`` for all its classes (``shared``).
+  A version-5 file needs no migration: its inverses are whole, its KORS has a factor, and its
+  classes are learners of their own.
 """
 
 from __future__ import annotations
