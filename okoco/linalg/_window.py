@@ -55,11 +55,12 @@ class SlotInverse:
                     "M": "array(*, *) float64", "size": "int[0,]",
                     "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]",
                     "atoms": "opt int[1,]|none", "_outer": "opt array(*) intp|none as outer",
-                    "_deferred": "cache:None"}
+                    "_deferred": "cache:None", "_held_slots": "cache:None"}
 
     _deferred = None  # (a pickle from before deferring has none)
     atoms = None  # (nor a compact form: a saved model from before it)
     _outer = None
+    _held_slots = None
 
     def __init__(self, capacity: int | None = None, atoms: int | None = None):
         self.capacity = capacity  # slots at most (None: any number, for a caller's ring)
@@ -86,9 +87,12 @@ class SlotInverse:
         return out
 
     def _held(self) -> tuple[np.ndarray, np.ndarray]:
-        """The compact form's occupied own slots and the caller's slots they hold."""
-        own = np.flatnonzero(self._outer >= 0)
-        return own, self._outer[own]
+        """The compact form's occupied own slots and the caller's slots they hold (kept until
+        an atom comes or goes)."""
+        if self._held_slots is None:
+            own = (self._outer >= 0).nonzero()[0]
+            self._held_slots = own, self._outer[own]
+        return self._held_slots
 
     def _solve(self, e: np.ndarray) -> np.ndarray:
         self.flush()
@@ -152,7 +156,7 @@ class SlotInverse:
             self._append(slot, a, sigma, column, diagonal, n, defer)
             return
         own, theirs = self._held()
-        mine = np.flatnonzero(self._outer < 0)
+        mine = (self._outer < 0).nonzero()[0]
         if not mine.size:  # more atoms than announced: room for twice as many
             k = self._outer.shape[0]
             self._outer = np.concatenate([self._outer, np.full(k, -1, dtype=np.intp)])
@@ -164,6 +168,7 @@ class SlotInverse:
         a_own[own[given]] = a[theirs[given]]
         column_own[own[given]] = column[theirs[given]]
         self._outer[mine[0]] = slot
+        self._held_slots = None
         self._append(int(mine[0]), a_own, sigma, column_own, diagonal, k, defer)
 
     def _append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
@@ -189,8 +194,9 @@ class SlotInverse:
         the same pass."""
         if self._outer is None:
             return self._remove(slot, n)
-        own = int(np.flatnonzero(self._outer == slot)[0])
+        own = int((self._outer == slot).nonzero()[0][0])
         self._outer[own] = -1
+        self._held_slots = None
         return self._remove(own, self._outer.shape[0])
 
     def _remove(self, slot: int, n: int) -> float:
