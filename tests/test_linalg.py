@@ -325,6 +325,13 @@ def test_packed_symmetric_saved_before_the_dense_form_stays_packed():
     np.testing.assert_allclose(old.matrix(), P.matrix(), rtol=1e-13, atol=1e-15)
 
 
+def set_matrix(inverse, M):
+    """Write M into a SlotInverse's storage: its strict upper triangle and its diagonal."""
+    k = M.shape[0]
+    inverse.P[:k, :k] = np.triu(M, 1)
+    inverse.diagonal[:k] = np.diag(M)
+
+
 @pytest.mark.parametrize("defer", [False, True])
 def test_slot_inverse_follows_a_sliding_window_against_dense_inverses(defer):
     # a ring of 6 slots, a window of 5 atoms: each step removes the oldest atom and borders the
@@ -414,14 +421,14 @@ def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():
     assert np.linalg.eigvalsh(M)[0] < 0  # to float64, M is indefinite: no Cholesky
     inverse = SlotInverse()
     inverse._reserve(8)
-    inverse.M[:8, :8] = M
+    set_matrix(inverse, M)
     inverse.size = 8
     inverse.refresh()
     P = inverse.inverse(8)
     assert np.all(np.isfinite(P)) and np.array_equal(P, P.T)
     assert np.linalg.eigvalsh(P)[0] > 0
     good = spd(8)
-    inverse.M[:8, :8] = good
+    set_matrix(inverse, good)
     inverse.refresh()
     np.testing.assert_allclose(inverse.inverse(8), np.linalg.inv(good), rtol=1e-10, atol=1e-12)
 
@@ -449,11 +456,13 @@ def test_slot_inverse_removal_with_a_pivot_lost_to_rounding_recomputes_the_inver
     M = spd(5)
     inverse = SlotInverse()
     inverse._reserve(5)
-    inverse.M[:5, :5] = M
+    set_matrix(inverse, M)
     inverse.size = 5
     inverse.refresh()
     inverse.P[0, 0] = 1e-300  # the oldest atom's pivot, lost
     assert inverse.remove(0, 5) == 0.0
     assert np.all(np.isfinite(inverse.P))
     np.testing.assert_allclose(inverse.inverse(5)[1:, 1:], np.linalg.inv(M[1:, 1:]), rtol=1e-10)
-    assert np.all(inverse.P[0] == 0.0) and inverse.size == 4
+    assert np.all(np.tril(inverse.P)[0] == 0.0) and inverse.size == 4
+    np.testing.assert_array_equal(inverse.matrix(np.arange(1, 5)), M[1:, 1:])
+    assert np.all(inverse.matrix()[0] == 0.0)

@@ -28,7 +28,7 @@ def _stored(model):
     if model.max_size is None:
         parts.append(model._chol.factor())
     else:
-        parts.append(model._window.M.copy())
+        parts.append(model._window.matrix())  # (P, its inverse, may be recomputed from it)
     return parts
 
 

@@ -34,6 +34,10 @@ class SlotInverse:
     of its own, ``atoms`` of them, and the caller's slots are mapped to them: the work and the
     memory are those of the window, not of the ring.
 
+    Storage: one ``(n, n)`` array holds ``P`` in its lower triangle (diagonal included) and
+    ``M`` in its strict upper one, ``M``'s diagonal in a vector (``diagonal``; 0 for a slot
+    with no atom): both symmetric matrices in the memory of one.
+
     Examples
     --------
     >>> import numpy as np
@@ -52,7 +56,7 @@ class SlotInverse:
     """
 
     _saved_state = {"capacity": "int[1,]|none", "P": "array(*, *) float64",
-                    "M": "array(*, *) float64", "size": "int[0,]",
+                    "diagonal": "array(*) float64", "size": "int[0,]",
                     "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]",
                     "atoms": "opt int[1,]|none", "_outer": "opt array(*) intp|none as outer",
                     "_deferred": "cache:None", "_held_slots": "cache:None"}
@@ -68,8 +72,9 @@ class SlotInverse:
         # slots (a short window over a longer shared ring), P is kept over slots of its own
         self.atoms = atoms
         self._outer = None  # the compact form: the caller's slot at each own slot (-1: free)
-        self.P = np.zeros((16, 16))  # the inverse, in its lower triangle
-        self.M = np.zeros((16, 16))
+        # P's lower triangle and M's strict upper one share one array; M's diagonal apart
+        self.P = np.zeros((16, 16))
+        self.diagonal = np.zeros(16)
         self.size = 0  # atoms
         self._mods = 0
         self.n_refreshes = 0
@@ -138,10 +143,10 @@ class SlotInverse:
 
     def _resize(self, size: int) -> None:
         self.flush()
-        P, M = np.zeros((size, size)), np.zeros((size, size))
+        P, diagonal = np.zeros((size, size)), np.zeros(size)
         m = min(size, self.P.shape[0])
-        P[:m, :m], M[:m, :m] = self.P[:m, :m], self.M[:m, :m]
-        self.P, self.M = P, M
+        P[:m, :m], diagonal[:m] = self.P[:m, :m], self.diagonal[:m]
+        self.P, self.diagonal = P, diagonal
 
     def append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
                diagonal: float, n: int, defer: bool = False) -> None:
@@ -181,8 +186,10 @@ class SlotInverse:
         border[:m] = a
         border[slot] = -1.0
         self._deferred = (border, 1.0 / sigma)
-        self.M[slot, :m] = self.M[:m, slot] = column
-        self.M[slot, slot] = diagonal
+        # M's new row and column, in its strict upper triangle (P's lower one is apart)
+        self.P[:slot, slot] = column[:slot]
+        self.P[slot, slot + 1 : m] = column[slot + 1 :]
+        self.diagonal[slot] = diagonal
         self.size += 1
         if not defer:
             self.flush()
@@ -209,11 +216,13 @@ class SlotInverse:
         # exactly, P_jj = 1 / (M_jj - the part the other atoms explain) >= 1 / M_jj: a pivot
         # below half of that is rounding (the downdate would divide by it): the core then
         # leaves P as it was, and it is recomputed from M instead
-        m_jj = float(self.M[slot, slot])
+        m_jj = float(self.diagonal[slot])
         with scipy_one_thread:
             pivot = _linalg.window_replace(self.P, n, border, inv_sigma, slot, m_jj,
                                            np.empty(2 * n))
-        self.M[slot, :n] = self.M[:n, slot] = 0.0
+        self.P[:slot, slot] = 0.0  # M's row and column (strict upper triangle)
+        self.P[slot, slot + 1 : n] = 0.0
+        self.diagonal[slot] = 0.0
         self.size -= 1
         if not (math.isfinite(pivot) and pivot * m_jj >= 0.5):
             self.refresh()
@@ -236,10 +245,10 @@ class SlotInverse:
         self._deferred = None  # M holds a deferred atom already
         self._mods = 0
         self.n_refreshes += 1
-        atoms = np.flatnonzero(np.diagonal(self.M))
+        atoms = np.flatnonzero(self.diagonal)
         inverse = None
         if atoms.size:
-            sub = self.M[np.ix_(atoms, atoms)]
+            sub = self.matrix(atoms)
             with scipy_one_thread:  # at these sizes OpenBLAS's threads cost more than they give
                 # sub is symmetric: its transpose is its Fortran-ordered view, whose upper
                 # triangle (lower=0) is the lower one here; dpotri keeps that triangle
@@ -255,9 +264,18 @@ class SlotInverse:
                 inverse = (vectors / values) @ vectors.T
             inverse = np.tril(inverse)  # the lower triangle, mirrored: both exactly symmetric
             inverse += np.tril(inverse, -1).T
-        self.P[:] = 0.0
-        if inverse is not None:
-            self.P[np.ix_(atoms, atoms)] = inverse
+        upper = np.triu(self.P, 1)  # M's: kept; P's lower triangle is recomputed
+        self.P[:] = upper
+        if inverse is not None:  # (the atoms in increasing order: P's block is lower there)
+            block = np.ix_(atoms, atoms)
+            self.P[block] = np.tril(inverse) + upper[block]
+
+    def matrix(self, slots: np.ndarray | None = None) -> np.ndarray:
+        """``M`` over ``slots`` (increasing; all by default), both triangles (a new array)."""
+        M = self.P if slots is None else self.P[np.ix_(slots, slots)]
+        upper = np.triu(M, 1)
+        diagonal = self.diagonal if slots is None else self.diagonal[slots]
+        return upper + upper.T + np.diag(diagonal)
 
 
 _NOTHING = np.zeros(1)  # the border when no append is deferred (not read)

@@ -27,7 +27,7 @@ from okoco.persistence._format import (
     PUBLIC_NAMES_VERSION,
     _short,
 )
-from okoco.persistence._migrations import legacy_state
+from okoco.persistence._migrations import legacy_state, public_state_before_6, retired_field
 from okoco.persistence._registry import _OBJECTS, _allowed, _class_path, _resolve
 from okoco.persistence._schema import _SCALARS, _check_fields, _plausible, declared_state
 
@@ -195,11 +195,16 @@ class _Decoder:
             values = {}
             for key, sub in attrs.items():
                 field = by_name.get(key)
+                if field is None and self.version < FORMAT_VERSION and retired_field(cls, key):
+                    values[key] = self.decode(sub, f"{where}.{key}", depth)  # migrated below
+                    continue
                 if field is None:
                     raise ValueError(f"{where}.{_short(key)} is not a field of {cls.__name__} "
                                      f"(its fields: {', '.join(sorted(by_name))})")
                 _plausible(field, sub, f"{where}.{key}")  # nothing deeper than the schema
                 values[field.attr] = self.decode(sub, f"{where}.{key}", depth)
+            if self.version < FORMAT_VERSION:
+                values = public_state_before_6(cls, values)
         _check_fields(cls, fields, values, where)
         # the parameters held in the state pass the class's own constraints, as its constructor
         # would check them (nested objects are built without it, and a top-level state's copy

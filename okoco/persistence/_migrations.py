@@ -13,13 +13,14 @@ Format history (what each version changed, and where it is migrated here):
 - 5: fields are named by stable public names (``as FIELD`` in ``_saved_state``), not by the
   private attributes that hold them. Every file before 5 names each field by its attribute,
   which :func:`legacy_state` maps: the only place that knows the old names.
-- 6: :class:`~okoco.linalg.SlotInverse` (the window's inverse) is read from its lower triangle
-  only (the upper one is scratch that an older okoco would read: hence the new version), and
+- 6: :class:`~okoco.linalg.SlotInverse` (the window's inverse) holds ``P``'s lower triangle and
+  ``M``'s strict upper one in one array, ``M``'s diagonal apart (:func:`_slot_inverse_before_6`
+  rebuilds it from a file's whole ``P`` and ``M``, by attribute or public name), and
   KORS may keep its matrix by that inverse (``inverse``, ``slots``: Sketched-KONS's window),
   a short window over a longer ring keeps it over slots of its own (``atoms``, ``outer``), and
   ``MulticlassClassifier`` may hold one ``SharedSquaredKONS`` for all its classes (``shared``).
-  A version-5 file needs no migration: its inverses are whole, its KORS has a factor, and its
-  classes are learners of their own.
+  Otherwise a version-5 file needs no migration: its KORS has a factor, and its classes are
+  learners of their own.
 """
 
 from __future__ import annotations
@@ -201,6 +202,21 @@ def _auto_unscaled(values: dict) -> dict:
     return {**values, "max_size": None, "scale_target": False, "target_count": 0,
             "target_mean": 0.0, "_target_m2": 0.0}
 
+def _slot_inverse_before_6(values: dict) -> dict:
+    """A ``SlotInverse`` that kept ``P`` and ``M`` whole, in two arrays: now one array holds
+    ``P``'s lower triangle and ``M``'s strict upper one, and ``M``'s diagonal is a vector."""
+    if "M" not in values:
+        return values
+    P, M = np.asarray(values["P"], dtype=float), np.asarray(values["M"], dtype=float)
+    if P.ndim != 2 or P.shape != M.shape or P.shape[0] != P.shape[1]:
+        raise ValueError(f"a SlotInverse's P and M must be square and alike, got shapes "
+                         f"{P.shape} and {M.shape}")
+    out = {k: v for k, v in values.items() if k != "M"}
+    out["P"] = np.tril(P) + np.triu(M, 1)
+    out["diagonal"] = np.diagonal(M).copy()
+    return out
+
+
 #: Migrations of one class's decoded attributes (keyed by attribute name), by class path; a
 #: class's migration applies to its subclasses too (a SketchedKONS is a KONS).
 _STATE_MIGRATIONS: dict[str, Callable[[dict], dict]] = {
@@ -209,4 +225,23 @@ _STATE_MIGRATIONS: dict[str, Callable[[dict], dict]] = {
     "okoco.learners.kons.KONS": _kons_unbounded,
     "okoco.learners.krls.KRLS": _krls_before_3,
     "okoco.learners.auto.Auto": _auto_unscaled,
+    "okoco.linalg.SlotInverse": _slot_inverse_before_6,
 }
+
+#: Fields a file of format 5 (public names) may hold that format 6 retired, by class path, and
+#: the migration that rebuilds today's fields from them.
+_RETIRED_IN_6: dict[str, tuple[frozenset, Callable[[dict], dict]]] = {
+    "okoco.linalg.SlotInverse": (frozenset({"M"}), _slot_inverse_before_6),
+}
+
+
+def retired_field(cls: type, name: str) -> bool:
+    """Whether ``name`` is a field a format-5 ``cls`` held that format 6 retired."""
+    retired = _RETIRED_IN_6.get(_class_path(cls))
+    return retired is not None and name in retired[0]
+
+
+def public_state_before_6(cls: type, values: dict) -> dict:
+    """The decoded attributes of a ``cls`` object of a format-5 file, in today's layout."""
+    retired = _RETIRED_IN_6.get(_class_path(cls))
+    return values if retired is None else retired[1](values)
