@@ -705,8 +705,12 @@ with the best median ratio to its own grid's best, the geometric mean breaking n
   the training geometric mean (1.038 to 1.025) but not the count within 3% (10 at every
   discount), and a fast average that never forgets cannot follow drift on a long stream: 0.99
   kept. The earlier five experts over 500 points (`Auto[5x, W=500]`, 10 of 20) cost 5.4-6.2
-  times `KONS()` per step. The million-step timing above is of the earlier four experts (a
-  median of 782 µs per step, 14.4 minutes; target 10); this grid's is to be measured.
+  times `KONS()` per step. Cost (`python -m benchmarks.bench_families --cost --only 2f,5m,6a
+  --output <file>`, one run, load 2.8, so only the ratios mean something): `Auto[5m, W=400]`
+  3.25 times `KONS()` per step (CPU time 3.24), the earlier `Auto[2f, W=400]` 2.61 (2.60),
+  `Auto[6a, W=400]` 4.16 (4.15): the five experts cost 1.24 times the four. The million-step
+  timing above is of the earlier four experts (a median of 782 µs per step, 14.4 minutes;
+  target 10); at 1.24 times that step, about 18 minutes, unless the step itself gets cheaper.
   On the defaults table (a report, not a choice: `python -m benchmarks.bench_defaults --only
   "Auto()" --no-timing --output <file>`, load about 4), `Auto()` with the five experts is within
   3% of the best okoco setting on the same 5 of 9 streams as with the four (friedman, sinc,
