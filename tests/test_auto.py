@@ -18,15 +18,16 @@ from okoco.learners.auto import SharedPoints
 
 def expert_grid(d, loss, C, window=None):
     """The documented grid, built independently of Auto (each expert with kernels of its own):
-    RBF(0.2/d) and RBF(3/d) with ridge 0.1 and the curvature step over the window; with a
-    window, two forgetting experts over its newest fifth, RBF(0.2/d) and RBF(1/d)."""
+    the curvature step over the window with RBF(0.2/d) and ridge 0.1, RBF(0.5/d) and ridge
+    0.03, RBF(3/d) and ridge 0.1; with a window, two forgetting experts: RBF(0.2/d), ridge 0.1,
+    over its newest half and RBF(0.5/d), ridge 0.03, over its newest fifth."""
     g = 1.0 / d
     grid = [(kernels.RBF(0.2 * g), 0.1, "hessian", window),
+            (kernels.RBF(0.5 * g), 0.03, "hessian", window),
             (kernels.RBF(3 * g), 0.1, "hessian", window)]
     if window is not None:
-        short = max(2, int(0.2 * window))
-        grid += [(kernels.RBF(0.2 * g), 0.1, "hessian", short),
-                 (kernels.RBF(g), 0.1, "hessian", short)]
+        grid += [(kernels.RBF(0.2 * g), 0.1, "hessian", max(2, int(0.5 * window))),
+                 (kernels.RBF(0.5 * g), 0.03, "hessian", max(2, int(0.2 * window)))]
     return [KONS(kernel=k, loss=loss, C=C, alpha=a, eta=eta, max_size=w)
             for k, a, eta, w in grid]
 
@@ -206,6 +207,31 @@ def test_save_load_is_exact_and_continues_identically(tmp_path):
     assert loaded.leader == model.leader and loaded.slack == model.slack
 
 
+def test_a_saved_auto_keeps_its_own_experts(tmp_path):
+    """A model saved with another grid (the four experts before the pool selection) loads with
+    its own experts and windows, not today's EXPERTS, and goes on exactly as before."""
+    from okoco.learners.auto import EXPERTS
+
+    earlier = ((0.2, 0.1, "hessian", 1.0), (3.0, 0.1, "hessian", 1.0),
+               (0.2, 0.1, "hessian", 0.2), (1.0, 0.1, "hessian", 0.2))
+    assert EXPERTS != earlier
+    X, y = bounded_stream(n=60)
+    rows = list(zip(as_dicts(X), y))
+    model = Auto(max_size=20)
+    model._build_experts = lambda d: Auto._build_experts(model, d, earlier)
+    for x, target in rows[:30]:
+        model.learn_one(x, target)
+    del model._build_experts  # built at the first learn; not state
+    loaded = okoco.load(model.save(tmp_path / "auto.npz"))
+    assert [(e.alpha, e.max_size) for e in loaded.experts] == [(0.1, 20), (0.1, 20), (0.1, 4),
+                                                               (0.1, 4)]
+    for x, target in rows[30:]:
+        assert loaded.predict_one(x) == model.predict_one(x)
+        model.learn_one(x, target)
+        loaded.learn_one(x, target)
+    np.testing.assert_array_equal(loaded.cumulative_losses, model.cumulative_losses)
+
+
 def test_shared_store_keeps_its_saved_path_and_an_old_auto_upgrades():
     """The shared store moved to okoco.learners.shared but okoco files still name it
     okoco.learners.auto.SharedPoints; an Auto saved before windows (no max_size) loads as the
@@ -249,8 +275,8 @@ def test_a_refused_step_changes_nothing():
     with pytest.raises(ValueError, match="too large for a second-order step"):
         model.learn_one({"a": 0.3}, 1e100)
     assert model.n_seen == 5 and model._points.rows.n == 5
-    assert len(model.experts) == 5 and model.experts[-1].eta == "exp-concave"
-    assert [(e.n_seen, e._store.n, e.dictionary_size) for e in model.experts] == [(5, 5, 5)] * 5
+    assert len(model.experts) == 6 and model.experts[-1].eta == "exp-concave"
+    assert [(e.n_seen, e._store.n, e.dictionary_size) for e in model.experts] == [(5, 5, 5)] * 6
     assert model.predict_one({"a": 0.2}) == before
     model.learn_one({"a": 0.3}, 0.5)  # and it goes on
     assert model.n_seen == 6
@@ -361,10 +387,10 @@ def test_the_window_bounds_memory_and_follows_a_switch():
     for x, target in zip(as_dicts(X), y):
         model.learn_one(x, target)
     assert model._points.rows.n == 101 and model._points.rows.data.shape[0] <= 202
-    # the short windows keep their inverse over slots of their own (21 for 20 points)
-    assert [e._window.P.shape[0] for e in model.experts] == [101, 101, 21, 21]
-    assert [e.dictionary_size for e in model.experts] == [100, 100, 20, 20]
-    assert np.argmax(model.fast_weights) in (2, 3)  # a forgetting expert leads lately
+    # the shorter windows keep their inverse over slots of their own (51, 21 for 50, 20 points)
+    assert [e._window.P.shape[0] for e in model.experts] == [101, 101, 101, 51, 21]
+    assert [e.dictionary_size for e in model.experts] == [100, 100, 100, 50, 20]
+    assert np.argmax(model.fast_weights) in (3, 4)  # a forgetting expert leads lately
 
 
 def test_with_dist_mixes_the_experts_in_the_targets_units():

@@ -188,6 +188,28 @@ def test_families_sweep_scores_every_training_stream(tmp_path):
         assert math.isfinite(error) and error >= 0 and us > 0
 
 
+def test_families_pool_mixture_is_autos_own_replay(tmp_path, monkeypatch):
+    """The offline mixture over a recorded pool of experts (how Auto's grid is chosen) gives
+    the error a real Auto replay with those experts gives, for any subset of the pool."""
+    families = importlib.import_module("benchmarks.bench_families")
+    monkeypatch.setattr(families, "POOL_DIR", tmp_path)
+    grid = ((0.2, 0.1, "hessian", 1.0), (3.0, 0.1, "hessian", 1.0), (0.5, 0.03, "hessian", 0.2))
+    streams = families.training_families(200, [0])
+    for name in ("sea-v0/0", "friedman/0"):
+        task, loader = streams[name]
+        record = families.record_pool(name, task, loader, 200, window=50, grid=grid)
+        for subset in ([0, 1, 2], [0, 2], [1]):
+            def make(loss, d, subset=subset):
+                model = families.Auto(max_size=50) if loss is None else \
+                    families.Auto(loss=loss, max_size=50)
+                model._build_experts = lambda d: families.Auto._build_experts(
+                    model, d, [grid[i] for i in subset])
+                return model
+            real = families.run_one(families._wrap(make, own_scaling=True), task, loader(200))[0]
+            offline = families.mixture_error(record, task, np.array([subset]))[0]
+            assert offline == pytest.approx(real, rel=1e-12, abs=1e-15)
+
+
 def test_million_table_judges_the_last_window_against_the_one_at_ten_thousand():
     bounded = importlib.import_module("benchmarks.bench_bounded")
     marks = [{"t": t, "us": us, "rss_mb": 100.0, "error": 0.1}

@@ -31,10 +31,10 @@ The experts share one store of the points, and each distinct kernel's row is com
 step (:class:`SharedPoints`); each expert's arithmetic is that of a standalone KONS.
 
 **Bounded experts.** By default every expert is a windowed KONS (``max_size``): the store is one
-ring of the last ``max_size`` points, shared by every expert, and two of the four experts
-forget faster (they keep only the newest fifth of it), so that the mixture can follow a
-drifting stream. The argument above never used what the experts are: it holds for any experts whose
-predictions are made before the target is seen, windowed or not, so the bound
+ring of the last ``max_size`` points, shared by every expert, and two of the five experts
+forget faster (they keep only the newest half and the newest fifth of it), so that the mixture
+can follow a drifting stream. The argument above never used what the experts are: it holds for
+any experts whose predictions are made before the target is seen, windowed or not, so the bound
 :math:`\log N/\eta` to the best expert holds on every stream exactly as stated, against the
 bounded experts (what a window does to each expert's own regret is in :class:`KONS`).
 
@@ -69,14 +69,14 @@ DEFAULT_WINDOW = 400
 #: over the newest ``share`` of the window (an expert with a share below 1 forgets faster; with
 #: no window, ``max_size=None``, only the experts of share 1 are built). ``"task"`` is the
 #: task's expert, :data:`TASK_EXPERTS`.
-EXPERTS = ((0.2, 0.1, "hessian", 1.0), (3.0, 0.1, "hessian", 1.0),
-           (0.2, 0.1, "hessian", 0.2), (1.0, 0.1, "hessian", 0.2))
+EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.5, 0.03, "hessian", 1.0), (3.0, 0.1, "hessian", 1.0),
+           (0.2, 0.1, "hessian", 0.5), (0.5, 0.03, "hessian", 0.2))
 #: Regression: the steady exp-concave step (it led on trending streams); classification (labels
 #: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
 #: expert's on every classification stream measured but german (``docs/guide/auto.md``).
-#: Not in the default grid since the family benchmark (two whole-window experts fit the cost
-#: target; the task's expert was the one the measurement could spare); kept for grids that
-#: name it.
+#: Not in the default grid since the family benchmark (the cost target left room for two
+#: whole-window experts then, and the selection from the pool of experts did not pick it);
+#: kept for grids that name it.
 TASK_EXPERTS = {"regression": (0.2, 1.0, "exp-concave", 1.0),
                 "classification": (1.0, 0.1, "hessian", 1.0)}
 
@@ -108,10 +108,11 @@ class Auto(KernelLearner):
     The experts are built at the first learn, when ``d`` (the number of features) is known;
     the grid (:data:`EXPERTS`) was chosen by measurement on families of river streams, many
     seeds, drifting ones among them (``benchmarks/bench_families.py``, docs/defaults.md), for
-    accuracy within a cost of about 600 µs per step: ``KONS(eta="hessian")`` with ridge 0.1 and
-    ``RBF(0.2/d)`` (smooth) and with ``RBF(3/d)`` (narrow), each over the window of
-    ``max_size`` points; with a window, two forgetting experts over its newest fifth (the same
-    step and ridge, ``RBF(0.2/d)`` and ``RBF(1/d)``). They share the stored points and each
+    accuracy within a cost of about 3.3 experts over the whole window: ``KONS(eta="hessian")``
+    over the window of ``max_size`` points with ``RBF(0.2/d)`` and ridge 0.1 (smooth),
+    ``RBF(0.5/d)`` and ridge 0.03 (medium) and ``RBF(3/d)`` and ridge 0.1 (narrow); with a
+    window, two forgetting experts, the smooth one over its newest half and the medium one
+    over its newest fifth. They share the stored points and each
     kernel's row (:class:`SharedPoints`); each expert computes exactly what a standalone KONS
     with its settings computes. Inputs should be standardized (river's ``StandardScaler``);
     regression targets need not be (``scale_target``).
@@ -136,7 +137,7 @@ class Auto(KernelLearner):
     max_size
         The window shared by the experts: the last ``max_size`` points (at least 5), so that
         memory and the step stay bounded on an unbounded stream (``O(max_size^2)`` per expert).
-        ``None`` keeps every point (the two whole-window experts unbounded, ``O(t^2)`` per step:
+        ``None`` keeps every point (the three whole-window experts unbounded, ``O(t^2)`` per step:
         for short streams, or to reproduce the unbounded learners of the theory). The default
         was chosen by measurement (docs/defaults.md).
     scale_target
