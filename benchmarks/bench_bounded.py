@@ -93,6 +93,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="stop a learner after this many seconds (reported)")
     parser.add_argument("--only", default="", help="comma-separated learner names (substrings)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other learners' records of --output (re-run a few)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -104,6 +106,7 @@ def main(argv: list[str] | None = None) -> dict:
     for name in LEARNERS:
         if args.only and not any(o in name for o in args.only.split(",")):
             continue
+        before = os.getloadavg()
         out = subprocess.run(
             [sys.executable, "-m", "benchmarks.bench_bounded", "--child", name, "--n",
              str(args.n), "--every", str(args.every), "--window", str(args.window),
@@ -111,8 +114,16 @@ def main(argv: list[str] | None = None) -> dict:
             capture_output=True, text=True, check=True,
             cwd=Path(__file__).resolve().parent.parent)
         report["learners"][name] = json.loads(out.stdout.strip().splitlines()[-1])
+        report["learners"][name]["load_before"] = before  # each learner's own conditions
+        report["learners"][name]["load_after"] = os.getloadavg()
         print(name, json.dumps(report["learners"][name]["marks"][-1:]), flush=True)
     report["load_after"] = os.getloadavg()
+    if args.merge and args.output.exists():
+        old = json.loads(args.output.read_text())
+        merged = {**old.get("learners", {}), **report["learners"]}
+        report["learners"] = {k: merged[k] for k in LEARNERS if k in merged}
+        report["load_before"], report["load_after"] = old["load_before"], old["load_after"]
+        report["merged"] = True
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=1))
     print(markdown(report))

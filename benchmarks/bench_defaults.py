@@ -382,11 +382,20 @@ def stored_sections() -> list[str]:
     parts.append(EARLIER_COST)
     if (results / "bounded_million.json").exists():
         run = json.loads((results / "bounded_million.json").read_text())
-        loads = (f"{', '.join(f'{x:.1f}' for x in run['load_before'])} to "
-                 f"{', '.join(f'{x:.1f}' for x in run['load_after'])}")
-        busy = max(*run["load_before"][:1], *run["load_after"][:1])
+        def span(before, after):
+            return (f"{', '.join(f'{x:.1f}' for x in before)} to "
+                    f"{', '.join(f'{x:.1f}' for x in after)}")
+
+        own = {name: res for name, res in run["learners"].items() if "load_before" in res}
+        loads = "; ".join([f"{name} {span(res['load_before'], res['load_after'])}"
+                           for name, res in own.items()]
+                          + ([f"the others {span(run['load_before'], run['load_after'])}"]
+                             if len(own) < len(run["learners"]) else []))
+        busy = max(res[key][0] for res in [run, *own.values()]
+                   for key in ("load_before", "load_after"))
         machine = ("The machine was nearly idle" if busy < 1.5 else
-                   "The machine was shared with other work (two more sessions on its two cores)")
+                   "The machine was shared with other work at times (other sessions on its two "
+                   "cores)")
         parts.append("## A million steps\n\n" + MILLION_INTRO.format(
             loads=loads, machine=machine, n=run["n"], every=run["every"], window=run["window"],
             slow=bench_bounded.slow_starts(run)) + "\n"
@@ -469,13 +478,14 @@ The last column extrapolates the flat rate of the 100,000-step runs; the million
 themselves were not made.
 """
 
-MILLION_INTRO = """Every learner at its current defaults (Auto's four experts over a window of
-400, FunctionalGD `eta=0.5`, KRLS `nu=0.1`, PROS-N-KONS / CON-KONS `beta=3`; the others as
-above), {n:,} steps of river's `synth.RandomRBF` each, as in the long-stream table, in a
-process of its own, one after the other, default BLAS threading (`python -m
-benchmarks.bench_bounded --n {n} --every {every} --window {window} --output
-benchmarks/results/bounded_million.json`). {machine} (load averages before
-and after: {loads}); {slow} The median over the records says
+MILLION_INTRO = """Every learner at its current defaults (Auto's five experts over a window of
+400, two of them over its newest 200 and 80 points, FunctionalGD `eta=0.5`, KRLS `nu=0.1`,
+PROS-N-KONS / CON-KONS `beta=3`; the others as above), {n:,} steps of river's
+`synth.RandomRBF` each, as in the long-stream table, in a process of its own, one after the
+other, default BLAS threading (`python -m benchmarks.bench_bounded --n {n} --every {every}
+--window {window} --output benchmarks/results/bounded_million.json`, and `--merge --only` for
+learners run again on their own). {machine} (load averages before and after: {loads}); {slow}
+The median over the records says
 what a step costs along the stream. Issue 29's targets: under 5 minutes for every bounded
 learner but Auto (under 10), the µs/step of the last 1,000 steps within 1.5x of those around
 t = 10,000, and flat peak memory.
