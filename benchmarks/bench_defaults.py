@@ -394,8 +394,8 @@ def stored_sections() -> list[str]:
         busy = max(res[key][0] for res in [run, *own.values()]
                    for key in ("load_before", "load_after"))
         machine = ("The machine was nearly idle" if busy < 1.5 else
-                   "The machine was shared with other work at times (other sessions on its two "
-                   "cores)")
+                   "The machine was shared with other work at times, other sessions on its two "
+                   "cores")
         parts.append("## A million steps\n\n" + MILLION_INTRO.format(
             loads=loads, machine=machine, n=run["n"], every=run["every"], window=run["window"],
             slow=bench_bounded.slow_starts(run)) + "\n"
