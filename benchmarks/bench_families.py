@@ -713,18 +713,18 @@ with the best median ratio to its own grid's best, the geometric mean breaking n
   benchmarks.bench_families --cost --only 2f,5m,6a --output <file>`, one run, load 2.8, so only
   the ratios mean something): `Auto[5m, W=400]` 3.25 times `KONS()` per step (CPU time 3.24),
   the earlier `Auto[2f, W=400]` 2.61 (2.60), `Auto[6a, W=400]` 4.16 (4.15): the five experts
-  cost 1.24 times the four. The million-step run above is of the five experts, after the
-  window's step became one pass over half the inverse (issue 28): 11.3 minutes on an idle
-  machine, a median of 673 µs per step (the four experts took 14.4 minutes before it, 12.2
-  with it at load 4-5): **the target of 10 is not met**. On the defaults table (a report, not
-  a choice: `python -m benchmarks.bench_defaults --only "Auto()" --no-timing --output <file>`,
-  load about 4), `Auto()` with the five experts is within 3% of the best okoco setting on the
-  same 5 of 9 streams as with the four (friedman, sinc, chick-weights, german, shuttle), its error ratio to
-  that best lower on 6 (trump-approval 1.294 to 1.285, friedman 1.012 to 0.986, chick-weights
-  1.023 to 1.019, housing 1.063 to 1.037, bananas 1.107 to 1.097, phishing 1.081 to 1.071),
-  higher on 2 (sinc 1.004 to 1.015, german 1.016 to 1.023); on raw targets trump-approval 0.368
-  to 0.360, housing 0.0625 to 0.0603. The sections above, from
-  `benchmarks/results/defaults.json`, are still of the four experts.
+  cost 1.24 times the four. The million-step run above is of the five experts, after the window's
+  step became one pass over half the inverse (issue 28): 11.3 minutes on an idle machine, a median
+  of 673 µs per step (the four experts took 14.4 minutes before it, 12.2 with it at load 4-5):
+  **the target of 10 is not met**. On the defaults table (a report, not a choice: `python -m
+  benchmarks.bench_defaults --only "Auto()" --no-timing --output <file>`, load about 4), `Auto()`
+  with the five experts is within 3% of the best okoco setting on the same 5 of 9 streams as with
+  the four (friedman, sinc, chick-weights, german, shuttle), its error ratio to that best lower on
+  6 (trump-approval 1.294 to 1.285, friedman 1.012 to 0.986, chick-weights 1.023 to 1.019, housing
+  1.063 to 1.037, bananas 1.107 to 1.097, phishing 1.081 to 1.071), higher on 2 (sinc 1.004 to
+  1.015, german 1.016 to 1.023); on raw targets trump-approval 0.368 to 0.360, housing 0.0625 to
+  0.0603. The sections above, from `benchmarks/results/defaults.json`, are still of the four
+  experts.
 - KONS: `alpha=0.1` kept (with its `RBF(1/d)` kernel, the lowest geometric mean of the whole
   grid; `RBF(0.2/d)` with `alpha=0.03` has the lowest median, the kernel's scale is not a
   default this page changes). Sketched-KONS: `beta=10` kept (best of 1, 3, 10).
