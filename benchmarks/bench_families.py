@@ -723,8 +723,8 @@ with the best median ratio to its own grid's best, the geometric mean breaking n
   6 (trump-approval 1.294 to 1.285, friedman 1.012 to 0.986, chick-weights 1.023 to 1.019, housing
   1.063 to 1.037, bananas 1.107 to 1.097, phishing 1.081 to 1.071), higher on 2 (sinc 1.004 to
   1.015, german 1.016 to 1.023); on raw targets trump-approval 0.368 to 0.360, housing 0.0625 to
-  0.0603. The sections above, from `benchmarks/results/defaults.json`, are still of the four
-  experts.
+  0.0603. The sections above, from `benchmarks/results/defaults.json`, are of the five
+  experts (`python -m benchmarks.bench_defaults --only Auto --no-timing`, load 0.6-0.7).
 - KONS: `alpha=0.1` kept (with its `RBF(1/d)` kernel, the lowest geometric mean of the whole
   grid; `RBF(0.2/d)` with `alpha=0.03` has the lowest median, the kernel's scale is not a
   default this page changes). Sketched-KONS: `beta=10` kept (best of 1, 3, 10).
