@@ -8,7 +8,7 @@ are the caller's promise. A failure is a status code, never an exception raised 
 from libc.math cimport isfinite, log, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove, memset
-from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dger, dtpsv
+from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dger, dsymv, dsyr, dsyr2, dtpsv
 
 cdef inline Py_ssize_t start(Py_ssize_t r) noexcept nogil:
     return r * (r + 1) // 2
@@ -364,12 +364,11 @@ def inverse_update(double[::1] P, int m, bint dense, const double[::1] a, double
 
 # ---------------------------------------------------------------- the window's inverse
 # okoco.linalg.SlotInverse keeps a symmetric P in the lower triangle of a row-major (n x ld)
-# array (row r holds P[r, 0..r]; the upper triangle is not read), which is BLAS's column-major
-# upper triangle: products and updates are dsymv / dsyr / dsyr2 on half the matrix. OpenBLAS
-# threads these from about 100 rows, so the caller runs them in a one-thread scope
-# (okoco._blas.scipy_one_thread; measured: dsymv at 501 slots 19 us on one thread, 24 us of
-# CPU and 36 us wall on two).
-from scipy.linalg.cython_blas cimport dsymv, dsyr, dsyr2
+# array (row r holds P[r, 0..r]; these functions never touch the upper triangle, where
+# SlotInverse keeps its matrix M), which is BLAS's column-major upper triangle: products and
+# updates are dsymv / dsyr / dsyr2 on half the matrix. OpenBLAS threads these from about 100
+# rows, so the caller runs them in a one-thread scope (okoco._blas.scipy_one_thread; measured:
+# dsymv at 501 slots 19 us on one thread, 24 us of CPU and 36 us wall on two).
 
 
 def window_solve(const double[:, ::1] P, const double[::1] v, double[::1] out):

@@ -21,8 +21,8 @@ class SlotInverse:
     The window adds an atom at the end and removes the oldest, which a Cholesky factor can
     only do by updating the whole trailing factor; the inverse does both by one rank-one
     update (bordering, and the Schur complement of a removed atom), ``O(m^2)``. ``P`` is kept
-    in its lower triangle (half the arithmetic and memory traffic of the full matrix; the
-    upper triangle of the buffer is scratch), in the compiled core. An append may be
+    in its lower triangle (half the arithmetic and memory traffic of the full matrix; see
+    Storage below), updated in the compiled core. An append may be
     *deferred* (``defer=True``) to the next :meth:`remove`, which then makes both changes in
     one pass over the triangle (the window's step: one atom in, the oldest out); any other
     use of ``P`` applies a deferred append first. Every ``4 n`` modifications (``n`` slots)
