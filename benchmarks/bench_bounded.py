@@ -92,11 +92,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=3600.0,
                         help="stop a learner after this many seconds (reported)")
     parser.add_argument("--only", default="", help="comma-separated learner names (substrings)")
-    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--output", type=Path, default=None, help=f"default {RESULTS.name}")
     parser.add_argument("--merge", action="store_true",
                         help="keep the other learners' records of --output (re-run a few)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.merge and args.output is None:  # a merge into the wrong file loses nothing loudly
+        parser.error("--merge needs --output: the file whose other learners' records to keep")
+    args.output = RESULTS if args.output is None else args.output
     if args.child:
         result = run_child(LEARNERS[args.child], args.n, args.every, args.window, args.seconds)
         print(json.dumps(result))

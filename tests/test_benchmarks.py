@@ -437,3 +437,20 @@ def test_cli_benchmark_times_real_replays_idle_and_loaded(tmp_path):
     assert set(report["runs"]) == {"idle", "loaded"}
     assert all(len(v) == 1 and _finite(v[0]) and v[0] > 0 for v in report["runs"].values())
     assert report["command"] == "okoco replay sinc -l fgd" and "MAE" in report["metrics"]
+
+
+def test_a_bounded_merge_keeps_the_other_learners_and_needs_its_file(tmp_path):
+    bounded = importlib.import_module("benchmarks.bench_bounded")
+    with pytest.raises(SystemExit):  # --merge without --output would write the default file
+        bounded.main(["--merge", "--n", "10"])
+    out = tmp_path / "million.json"
+    kept = {"steps": 1, "seconds": 1.0, "marks": []}
+    out.write_text(json.dumps({"n": 10, "every": 5, "window": 5, "load_before": [0, 0, 0],
+                               "load_after": [0, 0, 0], "learners": {"KRLS()": kept}}))
+    bounded.main(["--n", "20", "--every", "10", "--window", "5", "--only", "FunctionalGD",
+                  "--merge", "--output", str(out)])
+    report = json.loads(out.read_text())
+    assert list(report["learners"]) == ["FunctionalGD()", "KRLS()"]  # the learners' order
+    assert report["learners"]["KRLS()"] == kept and report["merged"] is True
+    assert report["learners"]["FunctionalGD()"]["steps"] == 20
+    assert len(report["learners"]["FunctionalGD()"]["load_before"]) == 3
