@@ -45,9 +45,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from river import evaluate, metrics, preprocessing
+from river import preprocessing
 from river.datasets import synth
 
+from benchmarks.bench_defaults import run_one  # the same replay as the defaults table's
 from okoco import BinaryClassifier, datasets, kernels, losses
 from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, FunctionalGD, SketchedKONS
 from okoco.learners.auto import DEFAULT_WINDOW, TASK_EXPERTS
@@ -356,17 +357,6 @@ def candidates() -> dict[str, Callable[[str, int], object]]:
 
 
 # -- running ----------------------------------------------------------------------------------
-
-
-def run_one(build, task: str, rows: list) -> tuple[float, float]:
-    """Error (MAE, or 1 - accuracy) and microseconds per sample of a progressive validation."""
-    model = build(task, len(rows[0][0]))
-    metric = metrics.MAE() if task == "regression" else metrics.Accuracy()
-    start = time.perf_counter()
-    evaluate.progressive_val_score(rows, model, metric)
-    elapsed = time.perf_counter() - start
-    error = metric.get() if task == "regression" else 1.0 - metric.get()
-    return float(error), 1e6 * elapsed / len(rows)
 
 
 def _load(path: Path) -> dict:
@@ -714,17 +704,17 @@ with the best median ratio to its own grid's best, the geometric mean breaking n
   the ratios mean something): `Auto[5m, W=400]` 3.25 times `KONS()` per step (CPU time 3.24),
   the earlier `Auto[2f, W=400]` 2.61 (2.60), `Auto[6a, W=400]` 4.16 (4.15): the five experts
   cost 1.24 times the four. The million-step run above is of the five experts, after the window's
-  step became one pass over half the inverse (issue 28): 11.3 minutes on an idle machine, a median
-  of 673 µs per step (the four experts took 14.4 minutes before it, 12.2 with it at load 4-5):
-  **the target of 10 is not met**. On the defaults table (a report, not a choice: `python -m
-  benchmarks.bench_defaults --only "Auto()" --no-timing --output <file>`, load about 4), `Auto()`
-  with the five experts is within 3% of the best okoco setting on the same 5 of 9 streams as with
-  the four (friedman, sinc, chick-weights, german, shuttle), its error ratio to that best lower on
-  6 (trump-approval 1.294 to 1.285, friedman 1.012 to 0.986, chick-weights 1.023 to 1.019, housing
-  1.063 to 1.037, bananas 1.107 to 1.097, phishing 1.081 to 1.071), higher on 2 (sinc 1.004 to
-  1.015, german 1.016 to 1.023); on raw targets trump-approval 0.368 to 0.360, housing 0.0625 to
-  0.0603. The sections above, from `benchmarks/results/defaults.json`, are of the five
-  experts (`python -m benchmarks.bench_defaults --only Auto --no-timing`, load 0.6-0.7).
+  step became one pass over half the inverse (issue 28): its time, against the target of 10
+  minutes, is in that section's table (the earlier four experts took 14.4 minutes before that
+  change, in a run whose results it replaced). On the defaults table (a report, not a choice:
+  `python -m benchmarks.bench_defaults --only "Auto()" --no-timing --output <file>`, load about
+  4), `Auto()` with the five experts is within 3% of the best okoco setting on the same 5 of 9
+  streams as with the four (friedman, sinc, chick-weights, german, shuttle), its error ratio to
+  that best lower on 6 (trump-approval 1.294 to 1.285, friedman 1.012 to 0.986, chick-weights
+  1.023 to 1.019, housing 1.063 to 1.037, bananas 1.107 to 1.097, phishing 1.081 to 1.071), higher
+  on 2 (sinc 1.004 to 1.015, german 1.016 to 1.023); on raw targets trump-approval 0.368 to 0.360,
+  housing 0.0625 to 0.0603. The sections above, from `benchmarks/results/defaults.json`, are of
+  the five experts (`python -m benchmarks.bench_defaults --only Auto --no-timing`, load 0.6-0.7).
 - KONS: `alpha=0.1` kept (with its `RBF(1/d)` kernel, the lowest geometric mean of the whole
   grid; `RBF(0.2/d)` with `alpha=0.03` has the lowest median, the kernel's scale is not a
   default this page changes). Sketched-KONS: `beta=10` kept (best of 1, 3, 10).

@@ -482,6 +482,9 @@ def test_multiclass_datasets_run(csv_file):
     assert "learner     kons (MulticlassClassifier(KONS()))" in text.stdout
     text = run("replay", path, "-l", "kons", "--loss", "logistic")
     assert "learner     kons (MulticlassClassifier(KONS(loss=Logistic())))" in text.stdout
+    # a step size other than the curvature step shares nothing: the logistic loss, as binary
+    text = run("replay", path, "-l", "kons", "-p", "eta=0.5")
+    assert "(MulticlassClassifier(KONS(loss=Logistic(), eta=0.5)))" in text.stdout
     rows = {r["name"]: r for r in json.loads(run("learners", "--json").stdout)}
     assert rows["auto"]["runs"]["multiclass"] == "MulticlassClassifier(Auto(loss=Logistic()))"
     assert rows["kons"]["runs"]["multiclass"] == "MulticlassClassifier(KONS())"

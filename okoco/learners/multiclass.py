@@ -162,6 +162,12 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
             self._points = SharedPoints(None if window is None else window + 1)
 
     @property
+    def shares_preconditioner(self) -> bool:
+        """Whether the classes share one preconditioner (squared-loss KONS with the curvature
+        step): K classes then cost about one learner."""
+        return self._shared is not None
+
+    @property
     def _wrapped_model(self):
         return self.learner
 
