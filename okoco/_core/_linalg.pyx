@@ -371,22 +371,69 @@ def inverse_update(double[::1] P, int m, bint dense, const double[::1] a, double
 # dsymv at 501 slots 19 us on one thread, 24 us of CPU and 36 us wall on two).
 
 
-def window_solve(const double[:, ::1] P, const double[::1] v, double[::1] out):
-    """``out <- P v`` over the first ``len(v)`` slots (``P`` by its lower triangle)."""
-    cdef int n = <int>v.shape[0], one = 1, ld = <int>P.shape[1]
+cdef void window_symv(const double* P, Py_ssize_t ld, int n, const double* v,
+                      double* out) noexcept nogil:
+    """out <- P v over the first n slots (P by its lower triangle, rows of ld doubles)."""
+    cdef int one = 1, ldi = <int>ld
     cdef double unit = 1.0, zero = 0.0
     if n > 0:
+        dsymv(b"U", &n, &unit, <double*>P, &ldi, <double*>v, &one, &zero, out, &one)
+
+
+cdef void window_syr(double* P, Py_ssize_t ld, int n, const double* x,
+                     double alpha) noexcept nogil:
+    """P <- P + alpha x x^T on the lower triangle of the first n slots."""
+    cdef int one = 1, ldi = <int>ld
+    if n > 0 and alpha != 0.0:
+        dsyr(b"U", &n, &alpha, <double*>x, &one, P, &ldi)
+
+
+cdef double window_swap(double* base, Py_ssize_t ld, Py_ssize_t n, const double* border,
+                        double inv_sigma, Py_ssize_t old, double m_old,
+                        double* p) noexcept nogil:
+    """:func:`window_replace` on raw buffers (``p``: ``2 n`` doubles of workspace)."""
+    cdef Py_ssize_t r
+    cdef double pivot, u, w, half = 0.5, neg
+    cdef int m = <int>n, one = 1, ldi = <int>ld
+    for r in range(old + 1):
+        p[r] = base[old * ld + r]
+    for r in range(old + 1, n):
+        p[r] = base[r * ld + old]
+    if inv_sigma != 0.0:
+        axpy(m, inv_sigma * border[old], border, p)
+    pivot = p[old]
+    if not (isfinite(pivot) and pivot * m_old >= 0.5):
+        return pivot
+    if inv_sigma != 0.0:
+        # u u^T - w w^T = ((u + w)(u - w)^T + (u - w)(u + w)^T) / 2, one dsyr2:
+        # u = b sqrt(1 / sigma), w = p sqrt(1 / pivot), x = u + w (into p), y = u - w
+        u = sqrt(inv_sigma)
+        w = sqrt(1.0 / pivot)
+        for r in range(n):
+            p[n + r] = u * border[r] - w * p[r]
+            p[r] = u * border[r] + w * p[r]
+        dsyr2(b"U", &m, &half, p, &one, &p[n], &one, base, &ldi)
+    else:
+        neg = -1.0 / pivot
+        dsyr(b"U", &m, &neg, p, &one, base, &ldi)
+    memset(base + old * ld, 0, (old + 1) * sizeof(double))
+    for r in range(old + 1, n):
+        base[r * ld + old] = 0.0
+    return pivot
+
+
+def window_solve(const double[:, ::1] P, const double[::1] v, double[::1] out):
+    """``out <- P v`` over the first ``len(v)`` slots (``P`` by its lower triangle)."""
+    if v.shape[0] > 0:
         with nogil:
-            dsymv(b"U", &n, &unit, <double*>&P[0, 0], &ld, <double*>&v[0], &one, &zero,
-                  &out[0], &one)
+            window_symv(&P[0, 0], P.shape[1], <int>v.shape[0], &v[0], &out[0])
 
 
 def window_update(double[:, ::1] P, const double[::1] x, double alpha):
     """``P <- P + alpha x x^T`` on the lower triangle of the first ``len(x)`` slots."""
-    cdef int n = <int>x.shape[0], one = 1, ld = <int>P.shape[1]
-    if n > 0 and alpha != 0.0:
+    if x.shape[0] > 0:
         with nogil:
-            dsyr(b"U", &n, &alpha, <double*>&x[0], &one, &P[0, 0], &ld)
+            window_syr(&P[0, 0], P.shape[1], <int>x.shape[0], &x[0], alpha)
 
 
 def window_replace(double[:, ::1] P, Py_ssize_t n, const double[::1] border,
@@ -400,36 +447,7 @@ def window_replace(double[:, ::1] P, Py_ssize_t n, const double[::1] border,
     Returns the pivot ``p_old``. If ``p_old * m_old < 0.5`` or it is not finite (exactly,
     ``p_old >= 1 / m_old``, ``m_old`` the removed atom's diagonal of ``P^{-1}``: a pivot below
     half of that is rounding), ``P`` is left untouched and the caller recomputes it."""
-    cdef Py_ssize_t ld = P.shape[1], r
-    cdef double* base = &P[0, 0]
-    cdef double pivot, u, w, half = 0.5, neg
-    cdef int m = <int>n, one = 1, ldi = <int>ld
-    cdef bint usable
+    cdef double pivot
     with nogil:
-        for r in range(old + 1):
-            p[r] = base[old * ld + r]
-        for r in range(old + 1, n):
-            p[r] = base[r * ld + old]
-        if inv_sigma != 0.0:
-            axpy(m, inv_sigma * border[old], &border[0], &p[0])
-        pivot = p[old]
-        usable = isfinite(pivot) and pivot * m_old >= 0.5
-    if not usable:
-        return pivot
-    with nogil:
-        if inv_sigma != 0.0:
-            # u u^T - w w^T = ((u + w)(u - w)^T + (u - w)(u + w)^T) / 2, one dsyr2:
-            # u = b sqrt(1 / sigma), w = p sqrt(1 / pivot), x = u + w (into p), y = u - w
-            u = sqrt(inv_sigma)
-            w = sqrt(1.0 / pivot)
-            for r in range(n):
-                p[n + r] = u * border[r] - w * p[r]
-                p[r] = u * border[r] + w * p[r]
-            dsyr2(b"U", &m, &half, &p[0], &one, &p[n], &one, base, &ldi)
-        else:
-            neg = -1.0 / pivot
-            dsyr(b"U", &m, &neg, &p[0], &one, base, &ldi)
-        memset(base + old * ld, 0, (old + 1) * sizeof(double))
-        for r in range(old + 1, n):
-            base[r * ld + old] = 0.0
+        pivot = window_swap(&P[0, 0], P.shape[1], n, &border[0], inv_sigma, old, m_old, &p[0])
     return pivot

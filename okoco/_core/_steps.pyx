@@ -223,14 +223,8 @@ cdef enum:
 
 
 cdef class StepCore:
-    """A learner's rows (``Rows``: points and squared norms) and the last row analysed."""
-    cdef Kernel k
-    cdef readonly object kernel  # the kernel object it was built for
-    cdef object store, data_obj, sq_obj, g_obj
-    cdef double[:, ::1] data
-    cdef double[::1] sq, g
-    cdef double* x                 # the last row analysed, zero-padded to x_width
-    cdef Py_ssize_t x_len, x_width, x_cap, seen, n, d
+    """A learner's rows (``Rows``: points and squared norms) and the last row analysed (its
+    attributes are declared in ``_steps.pxd``, for the step objects of other modules)."""
 
     def __cinit__(self):
         self.x, self.x_cap, self.seen = NULL, 0, -1

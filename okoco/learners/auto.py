@@ -54,6 +54,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from okoco import kernels as _kernels
+from okoco._blas import scipy_one_thread
 from okoco._dist import gaussian
 from okoco._validation import Interval
 from okoco.learners.base import KernelLearner, _is_regression
@@ -369,7 +370,8 @@ class Auto(KernelLearner):
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
             return 0.0
-        return self._analyse(v)[2]
+        with scipy_one_thread:  # the experts' window products run on one thread (okoco._blas)
+            return self._analyse(v)[2]
 
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         if not self.experts:
@@ -380,7 +382,6 @@ class Auto(KernelLearner):
                     expert._window.capacity = self._points.rows.max_size
             self.cumulative_losses = np.zeros(len(self.experts))
             self.recent_losses = np.zeros(len(self.experts))
-        experts = self.experts
         if self._scales:  # river's TargetStandardScaler: update the statistics, then scale
             n = self.target_count + 1
             delta = y - self.target_mean
@@ -388,6 +389,14 @@ class Auto(KernelLearner):
             m2 = self._target_m2 + delta * (y - mean)
             std = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
             y = (y - mean) / std if std > 0 else 0.0
+        with scipy_one_thread:
+            self._learn_scaled(v, y)
+        if self._scales:
+            self.target_count, self.target_mean, self._target_m2 = n, mean, m2
+
+    def _learn_scaled(self, v: np.ndarray, y: float) -> None:
+        """Every expert's step on the (standardized) target ``y``, and the weights' losses."""
+        experts = self.experts
         analyses, preds, own = self._analyse(v)
         # every expert's step is checked before any is taken: a refused step changes nothing
         steps = [e._check_step(y, e._step(e.n_seen + 1), a) for e, a in zip(experts, analyses)]
@@ -398,8 +407,6 @@ class Auto(KernelLearner):
         self._points.append(v)
         for expert in experts:  # each window forgets its oldest point, once v is stored
             expert._forget_oldest()
-        if self._scales:
-            self.target_count, self.target_mean, self._target_m2 = n, mean, m2
         self.cumulative_losses = self.cumulative_losses + losses[:-1]
         self.recent_losses = self.fast_discount * self.recent_losses + losses[:-1]
         self.cumulative_loss += float(losses[-1])

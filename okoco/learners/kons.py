@@ -35,10 +35,12 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from okoco._blas import dot
+from okoco._blas import dot, scipy_one_thread
+from okoco._core import _kons
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.kernels import finite_row, self_similarity
+from okoco.learners._codes import compiled_kernel, compiled_loss
 from okoco.learners.base import ETA_HESSIAN, KernelLearner, clip_excess, overflow_message
 from okoco.linalg import IncrementalCholesky, SlotInverse
 
@@ -256,8 +258,24 @@ class KONS(KernelLearner):
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
+        core = self._window_core()
+        if core is not None and core.has_kernel and type(self._store) is Rows:
+            return core.analyse(self, v)  # the kernel row too, in the same call
         return self._analyse_row(self._store.kernel_row(self._kernel, v),
                                  self_similarity(self._kernel, v))
+
+    def _window_core(self):
+        """The compiled phases of the windowed step (``okoco._core._kons.KONSCore``), or
+        ``None`` for the unbounded learner; a cache, as ``_compiled_step``'s object."""
+        if self.max_size is None:
+            return None
+        core = self._core
+        if core is None or core[0] is not self._kernel:
+            loss = compiled_loss(self._loss)
+            core = self._core = (self._kernel, _kons.KONSCore(
+                compiled_kernel(self._kernel), self._kernel, -1 if loss is None else loss,
+                (_MIN_S, _S_RTOL, _MIN_RIDGE_RATIO, _MAX_D), self._drops_null_points))
+        return core[1]
 
     def _analyse_row(self, k: np.ndarray, kappa: float):
         """:meth:`_analyse` from the kernel row ``k`` over the stored points and
@@ -266,33 +284,22 @@ class KONS(KernelLearner):
         Returns ``(k, kappa, e, h, ybar, kc, hh)`` with ``hh = e^T (Kbar_I + alpha I)^{-1} e``:
         ``h = L^{-1} e`` (unbounded), or ``h = (Kbar_I + alpha I)^{-1} e`` over the store's
         slots (the window's inverse form)."""
+        if self.max_size is not None:  # the window's inverse form, in one compiled call
+            return self._window_core().analyse_row(self, k, kappa)
         store = self._store
         kc = dot(k, store.field("c"))
-        if self.max_size is None:
-            e = self._gather(store.field("d") * k)
-            h = self._chol.half_solve(e)
-            ybar = (kc - float(h.dot(self._sync_g()))) / self.alpha
-            return k, kappa, e, h, ybar, kc, float(h.dot(h))
-        d = store.field("d")
-        e = d * k
-        h = self._window.solve(e)
-        hh = dot(h, e)
-        # kappa - hh = alpha phi^T A^{-1} phi lies in (0, kappa]: outside it, rounding in the
-        # inverse's updates has grown (a tiny alpha, near-duplicate points): recompute it
-        # (not for non-finite values: an overflowing input is refused, the state untouched)
-        if math.isfinite(hh) and math.isfinite(kappa) and not (
-                -1e-9 * kappa <= hh <= kappa * (1.0 + 1e-9)):
-            self._window.refresh()
-            h = self._window.solve(e)
-            hh = dot(h, e)
-        ybar = (kc - dot(h, d * store.field("Kc"))) / self.alpha
-        return k, kappa, e, h, ybar, kc, hh
+        e = self._gather(store.field("d") * k)
+        h = self._chol.half_solve(e)
+        ybar = (kc - float(h.dot(self._sync_g()))) / self.alpha
+        return k, kappa, e, h, ybar, kc, float(h.dot(h))
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        return self._analyse(v)[4]
+        with scipy_one_thread:  # the window's products run on one thread (okoco._blas)
+            return self._analyse(v)[4]
 
     def _predictive_variance(self, v: np.ndarray) -> float:
-        return self._variance_of(self._analyse(v))
+        with scipy_one_thread:
+            return self._variance_of(self._analyse(v))
 
     def _variance_of(self, analysis) -> float:
         r""":math:`\hat\tau^2(s(x) + \alpha/2)` from an analysis, for ``with_dist=True``.
@@ -321,36 +328,21 @@ class KONS(KernelLearner):
         return (store.field("c") @ Kb - self._sync_g() @ H) / self.alpha
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
-        analysis = self._analyse(v)
-        self._apply_step(v, analysis, self._check_step(y, eta, analysis))
-        self._forget_oldest()
+        with scipy_one_thread:
+            analysis = self._analyse(v)
+            self._apply_step(v, analysis, self._check_step(y, eta, analysis))
+            self._forget_oldest()
 
     def _forget_oldest(self) -> None:
         """Once more than ``max_size`` points are stored, remove the oldest from :math:`A_t`
-        and :math:`b_t`: its atom from the window's inverse (a Schur complement, ``O(m^2)``)
-        and its coefficient from the running ``K c`` (one kernel row at it, ``O(m d)``)."""
-        store, window = self._store, self.max_size
-        oldest = store.n_added - 1 - window if window is not None else -1
-        if oldest < 0:
+        and :math:`b_t`: its atom from the window's inverse (a Schur complement, ``O(m^2)``,
+        in the same pass as the new atom's deferred bordering; ``_forget_atom`` then) and its
+        coefficient from the running ``K c`` (one kernel row at it, ``O(m d)``), in one
+        compiled call (``okoco._core._kons``). The unbounded learner forgets nothing."""
+        if self.max_size is not None:
+            self._window_core().forget(self)
+        else:
             self._settle()
-            return
-        slot = oldest % store.max_size  # the ring's slot of that append
-        c = store.field("c")
-        c_j = float(c[slot])
-        if c_j:
-            point = store.data[slot, : store.d].copy()
-            Kc = store.field("Kc")
-            Kc -= c_j * store.kernel_row(self._kernel, point)
-        z = store.field("z")
-        if z[slot]:  # atoms leave in the order they came: this one is the first
-            m = self._window.size
-            self.log_det += self._window.remove(slot, store.size) + math.log(self.alpha)
-            self._selected[: m - 1] = self._selected[1:m]
-            self._forget_atom()
-        store.field("d")[slot] = 0.0
-        z[slot] = 0.0
-        c[slot] = 0.0
-        self._settle()
 
     def _settle(self) -> None:
         """Make what the step deferred: the new atom's bordering of the window's inverse waits
@@ -366,6 +358,11 @@ class KONS(KernelLearner):
         """The step's scalars from :meth:`_analyse`'s ``analysis``; raises, before any state
         changes, if the step would store non-finite numbers (``Auto`` checks every expert's
         step before it applies any)."""
+        core = self._window_core()
+        if core is not None:  # the compiled check; None: the error is worded below
+            step = core.check(self, analysis, y, math.nan if eta is None else eta)
+            if step is not None:
+                return step
         k, kappa, e, h, ybar, kc, hh = analysis
         alpha = self.alpha
         excess = clip_excess(ybar, self.C)
@@ -414,8 +411,8 @@ class KONS(KernelLearner):
         store, alpha = self._store, self.alpha
         z = self._coin(e, kappa, d_t)  # may refuse (Sketched-KONS): before any state changes
         self.noise_scale_sum += noise
-        if self.max_size is not None:
-            self._apply_windowed(v, k, kappa, e, h, kc, s, shift, yhat, gdot, weight, d_t, z)
+        if self.max_size is not None:  # the window's inverse form, in one compiled call
+            self._window_core().apply(self, v, analysis, step, z)
             return
         c_t = z * weight * yhat - gdot - shift
         if not (z or c_t or d_t or gdot) and self._drops_null_points:
@@ -446,30 +443,16 @@ class KONS(KernelLearner):
             self._note_selected(index)
             self._sync_g()  # the append may have refreshed the factor: recompute g then
 
-    def _apply_windowed(self, v, k, kappa, e, h, kc, s, shift, yhat, gdot, weight, d_t,
-                        z) -> None:
-        """:meth:`_apply_step` in the window's inverse form (the same coefficient and
-        statistics; the new atom borders the inverse instead of the factor)."""
-        store, alpha = self._store, self.alpha
-        c_t = z * weight * yhat - gdot - shift
-        if not (z or c_t or d_t or gdot) and self._drops_null_points:
-            return
-        if c_t:
-            Kc = store.field("Kc")
-            Kc += c_t * k
-        index = store.append(v, d=d_t, c=c_t, Kc=kc + kappa * c_t, z=z)
-        self._window._reserve(store.size)
-        q = d_t * d_t * s / alpha
-        self.online_effective_dimension += q / (1.0 + z * q)
-        self.rg_sum += gdot * gdot * s / (alpha * (1.0 + z * q))
-        if z:
-            self.log_det += math.log1p(q)
-            # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only
-            atoms = store.field("z")[: e.shape[0]]
-            # deferred: _forget_oldest makes it in the same pass as the oldest atom's removal
-            self._window.append(index, d_t * h, d_t * d_t * s + alpha, d_t * e * atoms,
-                                d_t * d_t * kappa + alpha, store.size, defer=True)
-            self._note_selected(index)
+    def _make_room(self, v: np.ndarray, size: int) -> None:
+        """Room for one more point over ``size`` slots of the ring, before the compiled step
+        writes it: the store's rows or fields, the window's inverse and the atoms' record."""
+        store = self._store
+        if type(store) is Rows:
+            store.make_room(1, v.shape[0])
+        else:  # an expert's values over shared points (okoco.learners.shared.ExpertRows)
+            store.make_room()
+        self._window.make_room(size)
+        self._selected = reserve(self._selected, self._window.size + 1)
 
     @property
     def coins(self) -> np.ndarray:

@@ -155,12 +155,18 @@ class ExpertRows:
     def field(self, name: str) -> np.ndarray:
         return self.fields[name][: self.n]
 
-    def append(self, row: np.ndarray, **values: float) -> int:
+    def make_room(self) -> None:
+        """Room in every field for the slot the shared store's next point takes."""
         slot = self.points.next_slot()
         fields = self.fields
         if slot >= next(iter(fields.values())).shape[0]:  # full: double every field
             for name in fields:
                 fields[name] = reserve(fields[name], slot + 1)
+
+    def append(self, row: np.ndarray, **values: float) -> int:
+        self.make_room()
+        slot = self.points.next_slot()
+        fields = self.fields
         for name, value in values.items():
             fields[name][slot] = value
         if slot >= self.n:

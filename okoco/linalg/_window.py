@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy.linalg.lapack import dpotrf, dpotri
 
 from okoco._blas import scipy_one_thread
-from okoco._core import _linalg
+from okoco._core import _linalg, _slots
 
 
 class SlotInverse:
@@ -82,13 +80,18 @@ class SlotInverse:
 
     def solve(self, e: np.ndarray) -> np.ndarray:
         """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
+        if e.ndim == 1:
+            out = np.empty(e.shape[0])
+            with scipy_one_thread:
+                _slots.solve(self, np.ascontiguousarray(e, dtype=float), out)
+            return out
         if self._outer is None:
-            return self._solve(e)
+            return self._inverse(e.shape[0]) @ e
         own, theirs = self._held()
         v = np.zeros((self._outer.shape[0], *e.shape[1:]))
         v[own] = e[theirs]
         out = np.zeros(e.shape)
-        out[theirs] = self._solve(v)[own]
+        out[theirs] = (self._inverse() @ v)[own]
         return out
 
     def _held(self) -> tuple[np.ndarray, np.ndarray]:
@@ -98,15 +101,6 @@ class SlotInverse:
             own = (self._outer >= 0).nonzero()[0]
             self._held_slots = own, self._outer[own]
         return self._held_slots
-
-    def _solve(self, e: np.ndarray) -> np.ndarray:
-        self.flush()
-        if e.ndim == 1:
-            out = np.empty(e.shape[0])
-            with scipy_one_thread:
-                _linalg.window_solve(self.P, np.ascontiguousarray(e, dtype=float), out)
-            return out
-        return self._inverse(e.shape[0]) @ e
 
     def inverse(self, n: int | None = None) -> np.ndarray:
         """``P`` over the first ``n`` slots (all by default), both triangles (a new array)."""
@@ -126,10 +120,8 @@ class SlotInverse:
     def flush(self) -> None:
         """Apply a deferred append to ``P``."""
         if self._deferred is not None:
-            border, inv_sigma = self._deferred
-            self._deferred = None
             with scipy_one_thread:
-                _linalg.window_update(self.P, border, inv_sigma)
+                _slots.flush_deferred(self)
 
     def _reserve(self, n: int) -> None:
         if self._outer is not None:
@@ -153,87 +145,34 @@ class SlotInverse:
         """Border with the atom at ``slot``: ``a = P c`` over the old slots (``c`` its column
         of ``M``), ``sigma = diagonal - c^T P c`` the Schur complement (``> 0``). With
         ``defer``, ``P`` changes at the next :meth:`remove` (in the same pass) or use."""
+        self.make_room(n)
+        with scipy_one_thread:
+            _slots.append(self, slot, np.ascontiguousarray(a, dtype=float), sigma,
+                          np.ascontiguousarray(column, dtype=float), diagonal, n, defer)
+
+    def make_room(self, n: int) -> None:
+        """Room for one more atom over the caller's first ``n`` slots: ``P`` grows, or the
+        compact form is created (at the first atom) or doubled (more atoms than announced)."""
         if self._outer is None and self.size == 0 and self.atoms is not None and \
                 self.capacity is not None and self.atoms < self.capacity:
             self._outer = np.full(self.atoms, -1, dtype=np.intp)  # the compact form
             self._resize(self.atoms)
         if self._outer is None:
-            self._append(slot, a, sigma, column, diagonal, n, defer)
-            return
-        own, theirs = self._held()
-        mine = (self._outer < 0).nonzero()[0]
-        if not mine.size:  # more atoms than announced: room for twice as many
+            self._grow(n)
+        elif not (self._outer < 0).any():  # more atoms than announced: room for twice as many
             k = self._outer.shape[0]
             self._outer = np.concatenate([self._outer, np.full(k, -1, dtype=np.intp)])
             self._resize(2 * k)
-            self.atoms, mine = 2 * k, np.arange(k, 2 * k)
-        k = self._outer.shape[0]
-        given = theirs < a.shape[0]
-        a_own, column_own = np.zeros(k), np.zeros(k)
-        a_own[own[given]] = a[theirs[given]]
-        column_own[own[given]] = column[theirs[given]]
-        self._outer[mine[0]] = slot
-        self._held_slots = None
-        self._append(int(mine[0]), a_own, sigma, column_own, diagonal, k, defer)
-
-    def _append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
-                diagonal: float, n: int, defer: bool) -> None:
-        self.flush()
-        self._grow(n)
-        m = a.shape[0]
-        # P + b b^T / sigma with b = [a, -1 at slot] borders P (whose row at slot is zero)
-        border = np.zeros(n)
-        border[:m] = a
-        border[slot] = -1.0
-        self._deferred = (border, 1.0 / sigma)
-        # M's new row and column, in its strict upper triangle (P's lower one is apart)
-        self.P[:slot, slot] = column[:slot]
-        self.P[slot, slot + 1 : m] = column[slot + 1 :]
-        self.diagonal[slot] = diagonal
-        self.size += 1
-        if not defer:
-            self.flush()
-        self._modified(n)
+            self.atoms = 2 * k
+            self._held_slots = None
 
     def remove(self, slot: int, n: int) -> float:
         """Remove the atom at ``slot`` of the first ``n``; returns ``log P_jj``, the change of
         ``log det M`` (the Schur complement of the other atoms). A deferred append is made in
-        the same pass."""
-        if self._outer is None:
-            return self._remove(slot, n)
-        own = int((self._outer == slot).nonzero()[0][0])
-        self._outer[own] = -1
-        self._held_slots = None
-        return self._remove(own, self._outer.shape[0])
-
-    def _remove(self, slot: int, n: int) -> float:
-        deferred, self._deferred = self._deferred, None
-        if deferred is not None and deferred[0].shape[0] != n:
-            with scipy_one_thread:
-                _linalg.window_update(self.P, *deferred)
-            deferred = None
-        border, inv_sigma = deferred if deferred is not None else (_NOTHING, 0.0)
-        # exactly, P_jj = 1 / (M_jj - the part the other atoms explain) >= 1 / M_jj: a pivot
-        # below half of that is rounding (the downdate would divide by it): the core then
-        # leaves P as it was, and it is recomputed from M instead
-        m_jj = float(self.diagonal[slot])
+        the same pass. Should rounding have spoilt the pivot (below half its lower bound
+        ``1 / M_jj``), ``P`` is recomputed from ``M`` instead, and 0 is returned."""
         with scipy_one_thread:
-            pivot = _linalg.window_replace(self.P, n, border, inv_sigma, slot, m_jj,
-                                           np.empty(2 * n))
-        self.P[:slot, slot] = 0.0  # M's row and column (strict upper triangle)
-        self.P[slot, slot + 1 : n] = 0.0
-        self.diagonal[slot] = 0.0
-        self.size -= 1
-        if not (math.isfinite(pivot) and pivot * m_jj >= 0.5):
-            self.refresh()
-            return 0.0  # (log_det then misses this removal's term: a statistic only)
-        self._modified(n)
-        return math.log(pivot)
-
-    def _modified(self, n: int) -> None:
-        self._mods += 1
-        if self._mods >= max(4 * n, 64):
-            self.refresh()
+            return _slots.remove(self, slot, n)
 
     def refresh(self) -> None:
         """``P`` recomputed from ``M`` over the atoms (``O(m^3)``).
@@ -276,6 +215,3 @@ class SlotInverse:
         upper = np.triu(M, 1)
         diagonal = self.diagonal if slots is None else self.diagonal[slots]
         return upper + upper.T + np.diag(diagonal)
-
-
-_NOTHING = np.zeros(1)  # the border when no append is deferred (not read)

@@ -1,0 +1,20 @@
+# The step objects' common part (okoco._core._steps.StepCore), for the step objects of other
+# modules (okoco._core._kons): a learner's rows and the last row analysed.
+
+from okoco._core._kernels cimport Kernel
+
+
+cdef class StepCore:
+    cdef Kernel k
+    cdef readonly object kernel  # the kernel object it was built for
+    cdef object store, data_obj, sq_obj, g_obj
+    cdef double[:, ::1] data
+    cdef double[::1] sq, g
+    cdef double* x                 # the last row analysed, zero-padded to x_width
+    cdef Py_ssize_t x_len, x_width, x_cap, seen, n, d
+
+    cdef int bind_rows(self, object store) except -1
+    cdef bint known(self, const double[:] v, Py_ssize_t seen) noexcept
+    cdef int keep(self, const double[:] v) except -1
+    cdef int kernel_column(self) except -1
+    cdef int append_row(self, Py_ssize_t slot, double norm_bound) except -1
