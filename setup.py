@@ -9,7 +9,7 @@ at run time through ``scipy.linalg.cython_blas``, so nothing links against a BLA
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-MODULES = ["_linalg", "_slots", "_kernels", "_steps", "_kons", "_pros", "_encode"]
+MODULES = ["_linalg", "_slots", "_kernels", "_steps", "_kons", "_kors", "_pros", "_encode"]
 
 extensions = [
     Extension(f"okoco._core.{name}", [f"okoco/_core/{name}.pyx"]) for name in MODULES

@@ -286,8 +286,8 @@ cdef class KONSCore(StepCore):
         cdef Py_ssize_t[::1] selected
         n = store.n
         if c_j != 0.0:
-            if points is None and self.has_kernel:
-                self.bind_rows(store)
+            if self.has_kernel:  # over the learner's rows, or the points its experts share
+                self.bind_rows(rows)
                 row_obj = np.empty(n)
                 row = row_obj
                 if kernel_row(&self.k, &self.data[0, 0], self.data.shape[1], n, <int>self.d,

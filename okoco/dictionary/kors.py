@@ -7,8 +7,8 @@ from numbers import Real
 
 import numpy as np
 
-from okoco._blas import dot
-from okoco._core import _steps
+from okoco._blas import scipy_one_thread
+from okoco._core import _kors, _steps
 from okoco._input import reserve
 from okoco._validation import Interval
 from okoco.dictionary._base import Dictionary, _integer, _real
@@ -268,27 +268,15 @@ class KORS(Dictionary):
 
     def _inverse_step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
         """:meth:`_step` in the inverse form: ``v = S k_col`` over the slots, ``h = P v``, the
-        residual ``k_diag - v . h`` scored as in Eq. 4 (the one compiled formula, given the
-        residual), and a new atom's bordering deferred to the next removal."""
+        residual ``k_diag - v . h`` scored as in Eq. 4, and a new atom's bordering deferred to
+        the next removal, in one compiled call (``okoco._core._kors``)."""
         m, inverse = self._size, self._inverse
-        slots = self._slots[:m]
-        n = int(slots.max()) + 1 if m else 0
-        v = np.zeros(n)
-        v[slots] = np.sqrt(self._weights[:m]) * k_col
-        h = inverse.solve(v)
-        hv = dot(h, v)
-        q, tau, p = _steps.kors_score(_NONE, _NONE, self._chol._L, k_diag - hv, self.alpha,
-                                      self.eps, self.beta, self.p_min, _NONE, _NONE)
-        added = bool(self._rng.random() < p)
+        inverse.make_room((int(self._slots[:m].max()) if m else -1) + 2)
+        self._slots = reserve(self._slots, m + 1)
+        with scipy_one_thread:
+            added, q, tau, p, slot = _kors.inverse_step(
+                self, np.ascontiguousarray(k_col, dtype=float), k_diag, self._rng.random())
         if added:
-            free = np.ones(n + 1, dtype=bool)
-            free[slots] = False
-            slot = int(np.argmax(free))  # the lowest free slot
-            scale = 1.0 / math.sqrt(p)  # the new atom's weight is 1 / p
-            diagonal = k_diag / p + self.alpha
-            inverse.append(slot, scale * h, diagonal - scale * scale * hv, scale * v, diagonal,
-                           max(n, slot + 1), defer=True)
-            self._slots = reserve(self._slots, m + 1)
             self._slots[m] = slot
             self._store(self.n_seen, 1.0 / p, vec)
         self.n_seen += 1
@@ -327,6 +315,3 @@ class KORS(Dictionary):
         keep = np.ones(m, dtype=bool)
         keep[position] = False
         self._keep(keep)
-
-
-_NONE = np.zeros(0)  # no atoms: kors_score then scores the residual it is given

@@ -1,0 +1,60 @@
+"""KORS's step in its inverse form (okoco.dictionary.KORS, Sketched-KONS's window), compiled.
+
+KORS keeps ``S K_II S + alpha I`` by its inverse over slots (okoco.linalg.SlotInverse) when its
+atoms leave in a window; a step scores the new point by Eq. 4 of Calandriello, Lazaric & Valko
+(2017) against it and, if the coin keeps the point, borders the inverse (deferred to the next
+removal). The dictionary's bookkeeping (indices, weights, slots) stays in Python.
+"""
+
+import numpy as np
+
+from libc.math cimport sqrt
+
+from okoco._core._linalg cimport dot
+from okoco._core._slots cimport append_to, solve_into
+
+
+def inverse_step(kors, const double[::1] k_col, double k_diag, double u):
+    """Score the point whose kernel column against the atoms (storage order) is ``k_col``
+    and diagonal ``k_diag``: ``v = S k_col`` over the atoms' slots, ``h = P v``, the residual
+    ``q = max(k_diag - v.h, 0) / alpha``, ``tau = (1 + eps) q / (1 + q)`` and
+    ``p = max(min(beta tau, 1), p_min)``; the coin is ``u < p`` (``u`` uniform in [0, 1),
+    drawn by the caller). If it keeps the point, the inverse is bordered with it at the lowest
+    free slot (deferred), its room made by the caller for one more slot.
+
+    Returns ``(added, q, tau, p, slot)`` (``slot`` -1 if not added)."""
+    cdef Py_ssize_t m = k_col.shape[0], n = 0, j, slot = -1
+    cdef const Py_ssize_t[::1] slots = kors._slots
+    cdef const double[::1] weights = kors._weights
+    cdef double alpha = kors.alpha, eps = kors.eps, beta = kors.beta, p_min = kors.p_min
+    cdef double hv = 0.0, q, tau, p, scale, diagonal
+    for j in range(m):
+        if slots[j] + 1 > n:
+            n = slots[j] + 1
+    work = np.zeros(4 * n + 2)
+    cdef double[::1] w = work  # v, h, then the solve's workspace (2 n)
+    window = kors._inverse
+    if m:
+        for j in range(m):
+            w[slots[j]] = sqrt(weights[j]) * k_col[j]
+        solve_into(window, &w[0], &w[n], n, &w[2 * n])
+        hv = dot(<int>n, &w[n], &w[0])
+    q = k_diag - hv
+    q = (q if q > 0.0 else 0.0) / alpha
+    tau = (1.0 + eps) * q / (1.0 + q)
+    p = beta * tau
+    p = 1.0 if p > 1.0 else p
+    p = p_min if p_min > p else p
+    if not u < p:
+        return False, q, tau, p, -1
+    free = np.ones(n + 1, dtype=bool)
+    free[kors._slots[:m]] = False
+    slot = int(np.argmax(free))  # the lowest free slot
+    scale = 1.0 / sqrt(p)  # the new atom's weight is 1 / p
+    diagonal = k_diag / p + alpha
+    for j in range(n):
+        w[n + j] *= scale  # scale h
+        w[j] *= scale      # scale v
+    append_to(window, slot, &w[n], n, diagonal - scale * scale * hv, &w[0], diagonal,
+              n if n > slot + 1 else slot + 1, True)
+    return True, q, tau, p, slot
