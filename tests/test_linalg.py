@@ -410,6 +410,48 @@ def test_slot_inverse_compact_form_follows_a_short_window_over_a_long_ring(atoms
     np.testing.assert_array_equal(clone.inverse(ring), inverse.inverse(ring))
 
 
+def test_slot_inverse_compact_form_with_atoms_coming_and_going_anywhere():
+    """Sketched-KONS's preconditioner: a compact form over a ring of 20 slots whose atoms
+    come (into the lowest free own slot) and go in any order, so the own slots in use shrink
+    and grow (the products then run over those only): every removal pivot, solve and inverse
+    equals the dense one over the atoms held, and the own slots never exceed the ring's."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(120, 3))
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)) + 0.1 * np.eye(120)
+    ring = 20
+    inverse, held = SlotInverse(ring, atoms=2), {}  # caller's slot -> point
+    for t in range(120):
+        slot = t % ring
+        n = min(t + 1, ring)
+        if slot in held or (held and rng.random() < 0.45):  # one leaves: its slot, or any
+            gone = slot if slot in held else int(rng.choice(sorted(held)))
+            order = sorted(held)
+            dense = np.linalg.inv(K[np.ix_([held[s] for s in order], [held[s] for s in order])])
+            pivot = dense[order.index(gone), order.index(gone)]
+            assert inverse.remove(gone, n) == pytest.approx(np.log(pivot), rel=1e-9)
+            del held[gone]
+        if rng.random() < 0.7:  # the point joins
+            column = np.zeros(n)
+            for s, i in held.items():
+                column[s] = K[i, t]
+            a = inverse.solve(column)
+            inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n,
+                           defer=bool(rng.random() < 0.5))
+            held[slot] = t
+        assert inverse.size == len(held)
+        if not held:
+            continue
+        order = sorted(held)
+        dense = np.linalg.inv(K[np.ix_([held[s] for s in order], [held[s] for s in order])])
+        v = rng.normal(size=n)
+        expected = np.zeros(n)
+        expected[order] = dense @ v[order]
+        np.testing.assert_allclose(inverse.solve(v), expected, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(inverse.inverse(n)[np.ix_(order, order)], dense,
+                                   rtol=1e-9, atol=1e-10)
+    assert inverse.P.shape[0] <= ring
+
+
 def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():
     """A window's matrix beyond float64 (rank 2 at scale 1e24 plus a ridge 0.1, condition
     1e25): its Cholesky fails, and the refresh must still leave a finite, symmetric positive

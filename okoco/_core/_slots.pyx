@@ -39,6 +39,16 @@ cdef int modified(object window, Py_ssize_t n) except -1:
     return 0
 
 
+cdef Py_ssize_t in_use(const Py_ssize_t[::1] outer) noexcept nogil:
+    """The compact form's own slots up to the last one holding an atom: P is zero beyond
+    (a free slot's row and column are), and the lowest free slot is taken first, so this is
+    about the most atoms held at once lately, not the slots ever allocated."""
+    cdef Py_ssize_t j = outer.shape[0]
+    while j > 0 and outer[j - 1] < 0:
+        j -= 1
+    return j
+
+
 cdef int solve_into(object window, const double* e, double* h, Py_ssize_t n,
                     double* work) except -1:
     """h <- P e over the first n slots of the caller's ring (work: 2 x own slots)."""
@@ -50,7 +60,7 @@ cdef int solve_into(object window, const double* e, double* h, Py_ssize_t n,
             window_symv(&P[0, 0], P.shape[1], <int>n, e, h)
         return 0
     cdef const Py_ssize_t[::1] outer = outer_obj
-    cdef Py_ssize_t a = outer.shape[0], j
+    cdef Py_ssize_t a = in_use(outer), j
     with nogil:
         for j in range(a):
             work[j] = e[outer[j]] if outer[j] >= 0 else 0.0
@@ -71,7 +81,7 @@ cdef int append_to(object window, Py_ssize_t slot, const double* a, Py_ssize_t m
     cdef double[:, ::1] P = window.P
     cdef double[::1] diag = window.diagonal, b
     cdef Py_ssize_t[::1] outer
-    cdef Py_ssize_t i, j, own = slot, dim = n
+    cdef Py_ssize_t i, j, own = slot, dim = n, used
     outer_obj = window._outer
     if outer_obj is None:
         border_obj = np.zeros(n)
@@ -92,8 +102,9 @@ cdef int append_to(object window, Py_ssize_t slot, const double* a, Py_ssize_t m
                 break
         border_obj = np.zeros(dim)
         b = border_obj
+        used = max(in_use(outer), own + 1)
         with nogil:
-            for j in range(dim):
+            for j in range(used):
                 i = outer[j]
                 if 0 <= i < m and j != own:
                     b[j] = a[i]
@@ -122,12 +133,13 @@ cdef double remove_from(object window, Py_ssize_t slot, Py_ssize_t n,
     """SlotInverse.remove: the atom at the caller's ``slot`` of the first ``n`` out of P (and
     a deferred append in the same pass); returns log P_jj, or 0 if P was recomputed instead
     (work: 2 x own slots)."""
-    cdef Py_ssize_t own = slot, dim = n, i
+    cdef Py_ssize_t own = slot, dim = n, used = n, i
     cdef Py_ssize_t[::1] outer
     outer_obj = window._outer
     if outer_obj is not None:
         outer = outer_obj
         dim = outer.shape[0]
+        used = in_use(outer)  # (P is zero beyond: the downdate needs only these)
         for i in range(dim):
             if outer[i] == slot:
                 own = i
@@ -152,10 +164,10 @@ cdef double remove_from(object window, Py_ssize_t slot, Py_ssize_t n,
     # below half of that is rounding (the downdate would divide by it): P is then left as it
     # was, and recomputed from M instead
     with nogil:
-        pivot = window_swap(&P[0, 0], P.shape[1], dim, bp, inv_sigma, own, m_jj, work)
+        pivot = window_swap(&P[0, 0], P.shape[1], used, bp, inv_sigma, own, m_jj, work)
         for i in range(own):  # M's row and column (strict upper triangle)
             P[i, own] = 0.0
-        for i in range(own + 1, dim):
+        for i in range(own + 1, used):
             P[own, i] = 0.0
     diag[own] = 0.0
     window.size -= 1

@@ -12,6 +12,7 @@ from okoco._input import reserve
 from okoco.dictionary import KORS
 from okoco.learners.base import overflow_message
 from okoco.learners.kons import DEFAULT_MAX_SIZE, KONS
+from okoco.linalg import SlotInverse
 
 __all__ = ["SketchedKONS"]
 
@@ -96,6 +97,10 @@ class SketchedKONS(KONS):
                           p_min=self.p_min, seed=self._rng)
         if self.max_size is not None:  # its atoms leave with the window's oldest point
             self._kors._use_inverse(self.max_size + 1)  # (+1: a step's atom, then the oldest out)
+            # the preconditioner's inverse over slots of its own, as many as atoms are held
+            # (KORS keeps a part of the window): its products then cost the atoms', not the
+            # window's (okoco.linalg.SlotInverse's compact form, grown by doubling)
+            self._window = SlotInverse(self.max_size + 1, atoms=min(16, self.max_size + 1))
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
         return v[self._selected[: self._chol.size]]

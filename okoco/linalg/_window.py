@@ -160,10 +160,11 @@ class SlotInverse:
         if self._outer is None:
             self._grow(n)
         elif not (self._outer < 0).any():  # more atoms than announced: room for twice as many
-            k = self._outer.shape[0]
-            self._outer = np.concatenate([self._outer, np.full(k, -1, dtype=np.intp)])
-            self._resize(2 * k)
-            self.atoms = 2 * k
+            k = self._outer.shape[0]  # (or as many as the caller's slots, if fewer)
+            size = 2 * k if self.capacity is None else max(min(2 * k, self.capacity), k + 1)
+            self._outer = np.concatenate([self._outer, np.full(size - k, -1, dtype=np.intp)])
+            self._resize(size)
+            self.atoms = size
             self._held_slots = None
 
     def remove(self, slot: int, n: int) -> float:
