@@ -43,6 +43,8 @@ from okoco import kernels as _kernels
 from okoco import losses, persistence
 from okoco._input import FeatureMap, reserve
 from okoco._validation import Protocol, check_params
+from okoco.learners._multiclass_auto import SharedSquaredAuto
+from okoco.learners._multiclass_auto import shares_preconditioner as _auto_shares
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import ExpertRows, SharedPoints
 from okoco.learners.binary import LABEL
@@ -136,9 +138,10 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     _saved_state = {"learner": "obj", "classes": "list[plain]", "learners": "list[obj]",
                     "n_seen": "int[0,]", "_features": "obj:FeatureMap as features",
                     "_points": "obj:SharedPoints|none as points",
-                    "_shared": "opt obj:SharedSquaredKONS|none as shared"}
+                    "_shared": "opt obj:SharedSquaredKONS,SharedSquaredAuto|none as shared"}
 
-    # the classes' one preconditioner (squared-loss KONS; files before it hold None)
+    # the classes' one preconditioner (squared-loss KONS), or one per expert (squared-loss
+    # Auto); files before it hold None
     _shared = None
 
     def __init__(self, learner=None):
@@ -153,7 +156,9 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
         # one store of the points for exact KONS classes (None: each class keeps its own); a
         # window of W points is a ring of W + 1 slots, as in KONS itself
         self._points = None
-        if _shares_preconditioner(self.learner):
+        if _auto_shares(self.learner):
+            self._shared = SharedSquaredAuto.of(self.learner)
+        elif _shares_preconditioner(self.learner):
             learner = self.learner
             self._shared = SharedSquaredKONS(learner.kernel, learner.C, learner.alpha,
                                              learner.max_size)
