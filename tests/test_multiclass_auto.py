@@ -57,7 +57,7 @@ def test_experts_are_standalone_kons_per_class_and_the_mixture_is_auto_by_hand(w
     # (squared loss, curvature step) fed +1/-1 from the class's first sample and 0 before it;
     # the mixture recomputed from their clipped scores: exponential weights at rate
     # eta / K (eta = 1 / (2 (C + 1)^2), K the classes seen so far) on the summed class losses,
-    # weights at fast_rate on the discounted ones, and the largest share of the way to the fast
+    # weights at fast_rate / K on the discounted ones, and the largest share of the way to the fast
     # average whose worst case (enumerated) the slack Phi - A affords.
     data = rows(60, seed=1)
     auto = Auto(C=C, max_size=window)
@@ -78,7 +78,7 @@ def test_experts_are_standalone_kons_per_class_and_the_mixture_is_auto_by_hand(w
         rate = eta / max(K, 1)
         safe_w = np.exp(-rate * (L - L.min()))
         safe_w /= safe_w.sum()
-        fast_w = np.exp(-auto.fast_rate * (R - R.min()))
+        fast_w = np.exp(-auto.fast_rate / max(K, 1) * (R - R.min()))
         fast_w /= fast_w.sum()
         phi = L.min() - math.log(np.mean(np.exp(-rate * (L - L.min())))) / rate
         safe = sum(w * p for w, p in zip(safe_w, preds))
