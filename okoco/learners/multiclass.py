@@ -20,6 +20,11 @@ samples before :math:`t` (zero coefficients on the points stored then) and :math
 then on: an exact learner (each class matches a standalone KONS fed those targets), chosen over
 the target :math:`-1` on those samples by measurement.
 
+**Auto, squared loss** (``MulticlassClassifier(Auto())``, the CLI's default learner on a
+multiclass task): one ``Auto`` mixture whose experts are each the shared form above, over one
+ring of points (``okoco.learners._multiclass_auto``); its weights come from each expert's summed
+class losses, exp-concave at rate :math:`\eta/K`. ``K`` classes cost about one ``Auto``.
+
 **Any other learner or loss**: each class has its own copy of the learner, created when its
 class is first seen (as river's ``OneVsRestClassifier``). What the classes share: one feature
 map (the dict-to-vector encoding of each row is computed once per prediction for all classes,
@@ -94,6 +99,13 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     then the KONS that learned the target 0 on the samples before :math:`t`, and
     :math:`\pm 1` from :math:`t` on.
 
+    **Auto** with its default squared loss (``MulticlassClassifier(Auto())``, the CLI's default
+    learner on a multiclass task): **one mixture** of ``Auto``'s experts, each expert the form
+    above (one preconditioner for all classes), over one ring of points and one kernel row per
+    RBF scale; the mixture weighs each expert by the sum of its classes' squared losses, at
+    rate :math:`\eta/K` (``okoco.learners._multiclass_auto``), so ``K`` classes cost about one
+    ``Auto``. ``Auto(loss=Logistic())`` keeps one ``Auto`` per class (below).
+
     **Any other learner or loss**: a class first seen at sample :math:`t` gets a fresh copy of
     ``learner`` then (as river's ``OneVsRestClassifier``): it has not seen the samples before
     :math:`t`. All classes read one feature map, and when ``learner`` is an exact ``KONS``
@@ -113,7 +125,8 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
         The labels seen, in the order first seen.
     learners
         One learner per class, in the order of ``classes`` (empty when the classes share one
-        preconditioner: their scores are columns of one ``SharedSquaredKONS``).
+        preconditioner: their scores are columns of one ``SharedSquaredKONS``, or of each
+        expert of one ``SharedSquaredAuto``).
 
     Examples
     --------
@@ -169,7 +182,8 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     @property
     def shares_preconditioner(self) -> bool:
         """Whether the classes share one preconditioner (squared-loss KONS with the curvature
-        step): K classes then cost about one learner."""
+        step; squared-loss ``Auto``: one for each expert of one mixture): K classes then cost
+        about one learner."""
         return self._shared is not None
 
     @property
