@@ -184,6 +184,13 @@ def test_save_load_round_trip_continues_identically(window, tmp_path):
         loaded.learn_one(x, y)
     assert np.array_equal(loaded._shared.weights, model._shared.weights)
     assert loaded._shared.slack == model._shared.slack
+    # a model that has learned nothing yet (no experts) saves and learns as a new one
+    fresh = okoco.load(MulticlassClassifier(Auto(max_size=window)).save(tmp_path / "new.npz"))
+    again = MulticlassClassifier(Auto(max_size=window))
+    for x, y in data[:10]:
+        fresh.learn_one(x, y)
+        again.learn_one(x, y)
+    assert fresh.predict_proba_one(data[11][0]) == again.predict_proba_one(data[11][0])
 
 
 def test_cli_default_on_a_multiclass_csv_is_the_shared_auto(tmp_path):

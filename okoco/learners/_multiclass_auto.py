@@ -129,7 +129,7 @@ class SharedSquaredAuto(ExpertMixture):
         self.learned_classes = 0  # the classes of the last step: the rates' K
         # the experts, their losses and the ring of points, from the first learn (d known)
         self.experts: list[SharedSquaredKONS] = []
-        self.cumulative_losses = self.recent_losses = np.zeros(0)
+        self.cumulative_losses, self.recent_losses = np.zeros(0), np.zeros(0)
         self.cumulative_loss = 0.0
         self._points = SharedPoints(None if max_size is None else max_size + 1)
         self._mixture = None
