@@ -209,6 +209,7 @@ def test_cli_default_on_a_multiclass_csv_is_the_shared_auto(tmp_path):
     assert summary["task"] == "multiclass" and summary["n_samples"] == 60
     result = runner.invoke(app, ["replay", str(path)])
     assert "learner     auto (MulticlassClassifier(Auto()))" in result.stdout
+    assert "leader      KONS(kernel=RBF(" in result.stdout  # the one mixture's leading expert
     rows_ = {r["name"]: r for r in json.loads(runner.invoke(app, ["learners", "--json"]).stdout)}
     assert rows_["auto"]["runs"]["multiclass"] == "MulticlassClassifier(Auto())"
     # and the model it names is the shared form, as in Python
