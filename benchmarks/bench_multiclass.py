@@ -10,8 +10,10 @@ Every model runs test-then-train (river's ``progressive_val_score``, accuracy) b
 
 Models: ``MulticlassClassifier(L)`` and river's ``OneVsRestClassifier(BinaryClassifier(L))`` for
 the same okoco learner ``L``: ``KONS()`` (the squared loss: ``MulticlassClassifier()``, the
-default, whose classes share one preconditioner), and KONS, FunctionalGD and Auto with the
-logistic loss (one preconditioner per class); the default with the other start of a new class
+default, whose classes share one preconditioner), ``Auto()`` (the squared loss: one mixture
+whose experts each share one preconditioner among the classes, the CLI's default on a
+multiclass task), and KONS, FunctionalGD and Auto with the logistic loss (one preconditioner
+per class); the default with the other start of a new class
 (the target -1 before it was first seen); one ``BinaryClassifier(KONS())`` on the first label
 against the rest (the cost of one learner); river's ``ARFClassifier``, ``KNNClassifier`` and
 ``HoeffdingTreeClassifier`` at their defaults, and a multinomial prototype
@@ -19,12 +21,13 @@ against the rest (the cost of one learner); river's ``ARFClassifier``, ``KNNClas
 per stored point, the same kernel, step and budget as the ``FunctionalGD`` rows), to compare
 one-vs-rest with a multinomial loss on the same streams.
 
-Run: ``python -m benchmarks.bench_multiclass [--only NAME ...] [--sets NAME ...] [--repeat N]``
-(``--repeat``: each pass N times, the least time kept); prints a markdown table of accuracy and
-µs/sample: the process's CPU time of the whole pass divided by the samples (BLAS threads
-included), which a machine shared with other jobs inflates less than the wall time, printed
-after it in parentheses, and the MiB of numpy arrays in use as a replay's summary counts them
-(summed over the classes' learners, every array once).
+Run: ``python -m benchmarks.bench_multiclass [--only NAME ...] [--sets NAME ...] [--repeat N]
+[--orders N]`` (``--repeat``: each pass N times, the least time kept; ``--orders``: the order
+above and N - 1 shuffles of it, seeds 1 to N - 1, accuracy and time averaged); prints a
+markdown table of accuracy and µs/sample: the process's CPU time of the whole pass divided by
+the samples (BLAS threads included), which a machine shared with other jobs inflates less than
+the wall time, printed after it in parentheses, and the MiB of numpy arrays in use as a
+replay's summary counts them (summed over the classes' learners, every array once).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ def data_sets() -> dict[str, list]:
 LEARNERS = {
     # squared loss, curvature step: MulticlassClassifier's classes share one preconditioner
     "kons-squared": KONS,
+    # squared loss: one mixture of experts, each with one preconditioner for all classes
+    "auto-squared": Auto,
     "kons": lambda: KONS(loss=losses.Logistic()),
     "fgd": lambda: FunctionalGD(loss=losses.Logistic(), eta=0.5),
     "auto": lambda: Auto(loss=losses.Logistic()),
@@ -143,10 +148,11 @@ def models() -> dict[str, callable]:
     out = {}
     out["okoco MulticlassClassifier(kons-squared), new class starts at -1"] = (
         _starting_at_minus_one)
+    notes = {"kons-squared": ") (the default, MulticlassClassifier()",
+             "auto-squared": ") (the CLI's default, MulticlassClassifier(Auto())",
+             "auto": ") (the CLI's default before the shared Auto"}
     for name, make in LEARNERS.items():
-        label = name
-        if name == "kons-squared":
-            label += ") (the default, MulticlassClassifier()"
+        label = name + notes.get(name, "")
         out[f"okoco MulticlassClassifier({label})"] = lambda make=make: MulticlassClassifier(make())
         out[f"river OvR(BinaryClassifier({name}))"] = (
             lambda make=make: multiclass.OneVsRestClassifier(BinaryClassifier(make())))
@@ -178,14 +184,35 @@ def _mib(model) -> str:
     return f"{sum(_nbytes(_find(p, 'dictionary_size') or p, seen=seen) for p in parts) / 2**20:.2f}"
 
 
+def _orders(data: list, n: int) -> list[list]:
+    """``data``, then ``n - 1`` shuffles of it (``default_rng(seed)``, seeds 1 to n - 1)."""
+    return [data] + [[data[i] for i in np.random.default_rng(seed).permutation(len(data))]
+                     for seed in range(1, n)]
+
+
+def _run(data: list, make, repeat: int) -> tuple:
+    """Accuracy, CPU and wall µs/sample of a test-then-train pass (least time of ``repeat``),
+    and the model it leaves."""
+    us = wall = float("inf")
+    for _ in range(repeat):
+        model = preprocessing.StandardScaler() | make()
+        start, cpu = time.perf_counter(), time.process_time()
+        acc = evaluate.progressive_val_score(data, model, metrics.Accuracy()).get()
+        us = min(us, 1e6 * (time.process_time() - cpu) / len(data))
+        wall = min(wall, 1e6 * (time.perf_counter() - start) / len(data))
+    return acc, us, wall, model
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="substrings of the model names to run")
     parser.add_argument("--sets", nargs="*", help="data sets to run (default: all three)")
     parser.add_argument("--repeat", type=int, default=1, help="passes per cell (least time)")
+    parser.add_argument("--orders", type=int, default=1,
+                        help="orders of each set (the fixed one, then shuffles): means")
     args = parser.parse_args()
     sets = {k: v for k, v in data_sets().items() if not args.sets or k in args.sets}
-    print(f"load {os.getloadavg()[0]:.2f} at start")
+    print(f"load {os.getloadavg()[0]:.2f} at start; {args.orders} order(s) of each set")
     print("| model | " + " | ".join(f"{n} acc. | CPU (wall) µs/sample | MiB" for n in sets)
           + " |")
     print("|---|" + "---|---|---|" * len(sets))
@@ -196,13 +223,9 @@ def main() -> None:
         for data in sets.values():
             if label == ONE:
                 data = [(x, y == data[0][1]) for x, y in data]
-            us = wall = float("inf")
-            for _ in range(args.repeat):
-                model = preprocessing.StandardScaler() | make()
-                start, cpu = time.perf_counter(), time.process_time()
-                acc = evaluate.progressive_val_score(data, model, metrics.Accuracy()).get()
-                us = min(us, 1e6 * (time.process_time() - cpu) / len(data))
-                wall = min(wall, 1e6 * (time.perf_counter() - start) / len(data))
+            runs = [_run(ordered, make, args.repeat) for ordered in _orders(data, args.orders)]
+            acc, us, wall = (float(np.mean([run[i] for run in runs])) for i in range(3))
+            model = runs[0][3]  # the memory of the first order's model
             cells += [f"{acc:.4f}", f"{us:,.0f} ({wall:,.0f})", _mib(model)]
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     print(f"load {os.getloadavg()[0]:.2f} at end")

@@ -243,7 +243,9 @@ def test_default_learner_is_squared_loss_kons_sharing_one_preconditioner():
     assert model._shared is not None and model._points is None
     assert okoco.MulticlassClassifier is MulticlassClassifier
     # other learners and losses keep one preconditioner per class
-    for learner in (KONS(loss=losses.Logistic()), KONS(eta=0.5), Auto(), FunctionalGD()):
+    # (Auto() shares one per expert: tests/test_multiclass_auto.py)
+    for learner in (KONS(loss=losses.Logistic()), KONS(eta=0.5), Auto(loss=losses.Logistic()),
+                    FunctionalGD()):
         assert MulticlassClassifier(learner)._shared is None
 
 

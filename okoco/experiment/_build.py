@@ -88,9 +88,11 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
 
     Binary tasks wrap the learner in :class:`okoco.BinaryClassifier`, multiclass tasks in
     :class:`okoco.MulticlassClassifier` (one-vs-rest); both default to the logistic loss, but a
-    learner whose multiclass classes share one preconditioner with its own loss keeps it (KONS's
-    squared loss: ``MulticlassClassifier(KONS())``, as in Python; on ImageSegments accuracy
-    0.919 against 0.897 with the logistic loss, at a fifth of the time: docs/guide/evaluation.md).
+    learner whose multiclass classes share one preconditioner with its own loss keeps it, as in
+    Python: KONS's squared loss (``MulticlassClassifier(KONS())``; on ImageSegments accuracy
+    0.919 against 0.897 with the logistic loss, at a fifth of the time), and ``Auto``'s, the
+    default learner (``MulticlassClassifier(Auto())``: one mixture of experts for all classes,
+    each expert one preconditioner; docs/guide/evaluation.md).
     Returns ``(model, learner)``: the whole pipeline and the bare okoco learner inside it.
 
     Examples
@@ -118,7 +120,7 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
         kwargs["kernel"] = kernel
     kwargs["C"] = C
     # a multiclass task keeps the learner's own loss when its classes then share one
-    # preconditioner (KONS's squared loss: MulticlassClassifier(KONS()), as in Python)
+    # preconditioner (KONS's and Auto's squared loss: MulticlassClassifier(KONS()), as in Python)
     shared = (task == "multiclass" and loss is None and "loss" in accepted
               and _shares_classes(cls, kwargs))
     loss_defaulted = loss is None and task != "regression" and "loss" in accepted and not shared
@@ -249,7 +251,9 @@ def _metric(name: str):
 def note_leader(result, learner: Any) -> None:
     """Add ``meta["leader"]`` for a learner that follows one of its experts (``Auto``)."""
     inner = getattr(learner, "learner", learner)  # a BinaryClassifier wraps the learner
-    leader = getattr(inner, "leader", None)
+    # MulticlassClassifier(Auto()): one mixture for all classes, not the template's
+    leader = getattr(getattr(learner, "_shared", None), "leader", None)
+    leader = leader if leader is not None else getattr(inner, "leader", None)
     if leader is not None:
         result.meta["leader"] = leader
 

@@ -3,6 +3,7 @@
 from okoco import persistence
 from okoco._input import FeatureMap, Rows
 from okoco.dictionary import ALD, KORS
+from okoco.learners._multiclass_auto import SharedSquaredAuto
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import Auto, ExpertRows, SharedPoints
 from okoco.learners.base import KernelLearner, StepSize
@@ -21,4 +22,5 @@ __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", 
 persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
                      BinaryClassifier, MulticlassClassifier, learner=True)
 persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, SlotInverse,
-                     KORS, ALD, SharedPoints, ExpertRows, SharedSquaredKONS)
+                     KORS, ALD, SharedPoints, ExpertRows, SharedSquaredKONS,
+                     SharedSquaredAuto)

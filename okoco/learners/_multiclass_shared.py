@@ -93,9 +93,11 @@ class SharedSquaredKONS:
 
     _saved_state = {"kernel": "kernel|none", "C": "number|none", "alpha": "number",
                     "max_size": "int[1,]|none", "n_seen": "int[0,]",
-                    "points": "obj:Rows", "inverse": "obj:SlotInverse",
+                    "points": "obj:Rows,ExpertRows", "inverse": "obj:SlotInverse",
                     "coef": "array(>=points.n, *) float64",
                     "Kc": "array(>=points.n, *) float64", "_cache": "cache:None"}
+
+    eta = "hessian"  # the curvature step, always (as KONS names it)
 
     def __init__(self, kernel=None, C: float | None = 3.0, alpha: float = 0.1,
                  max_size: int | None = 500):
@@ -176,6 +178,11 @@ class SharedSquaredKONS:
     def learn(self, v: np.ndarray, label: int) -> None:
         """One KONS step of every column: target +1 for column ``label + 1``, -1 for the others
         (column 0 included). Checked before any state changes: a refused step changes nothing."""
+        self._apply(*self._checked_step(v, label))
+
+    def _checked_step(self, v: np.ndarray, label: int) -> tuple:
+        """What :meth:`_apply` takes for the step of :meth:`learn` (no change): a
+        ``ValueError`` if the step must be refused."""
         kernel, k, kappa, e, h, hh, kc, ybar = self._analyse(v)
         alpha, C = self.alpha, self.C
         y = np.full(ybar.shape[0], -1.0)
@@ -201,15 +208,29 @@ class SharedSquaredKONS:
                 and np.isfinite(c_t).all()):
             raise ValueError("a multiclass step overflowed; scale the features "
                              "(e.g. river's StandardScaler)")
-        self._apply(v, kernel, k, kappa, e, h, s, kc, c_t)
+        return v, kernel, k, kappa, e, h, s, kc, c_t
 
     def _apply(self, v, kernel, k, kappa, e, h, s, kc, c_t) -> None:
+        self._store_step(v, kernel, k, kappa, e, h, s, kc, c_t)
+        self._end_step()
+
+    def _end_step(self) -> None:
+        """The window forgets its oldest point, once the step's point is stored."""
+        self._forget_oldest()
+        self.n_seen += 1
+        self._cache = None
+
+    def _store_step(self, v, kernel, k, kappa, e, h, s, kc, c_t) -> None:
+        """The step's new point, its columns and the bordering of the inverse (deferred to
+        :meth:`_forget_oldest`). Over a store shared with other learners (``points`` an
+        ``ExpertRows``: ``Auto``'s multiclass experts), the owner stores ``v`` itself between
+        the two."""
         points, alpha = self.points, self.alpha
         n = points.n
         if n:
             self.Kc[:n] += np.multiply.outer(k, c_t)
         slot = points.append(v, d=_D)
-        size = points.data.shape[0]
+        size = max(points.data.shape[0], slot + 1)  # a shared store holds v only after this
         if self.coef.shape[0] < size:  # as many rows as the store's buffer, no more
             self.coef, self.Kc = _grown(self.coef, size), _grown(self.Kc, size)
         self.coef[slot] = c_t
@@ -220,9 +241,6 @@ class SharedSquaredKONS:
                             _WEIGHT * kappa + alpha, points.size, defer=True)
         if self.kernel is None:
             self.kernel = kernel  # RBF(1/d) of the first row, fixed from then on
-        self._forget_oldest()
-        self.n_seen += 1
-        self._cache = None
 
     def _forget_oldest(self) -> None:
         """Once more than ``max_size`` points are stored, the oldest leaves the preconditioner

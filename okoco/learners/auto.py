@@ -57,6 +57,7 @@ from okoco import kernels as _kernels
 from okoco._blas import scipy_one_thread
 from okoco._dist import gaussian
 from okoco._validation import Interval
+from okoco.learners._mixture import ExpertMixture
 from okoco.learners.base import KernelLearner, _is_regression
 from okoco.learners.kons import KONS
 from okoco.learners.shared import ExpertRows, SharedPoints
@@ -82,7 +83,7 @@ TASK_EXPERTS = {"regression": (0.2, 1.0, "exp-concave", 1.0),
                 "classification": (1.0, 0.1, "hessian", 1.0)}
 
 
-class Auto(KernelLearner):
+class Auto(ExpertMixture, KernelLearner):
     r"""Online self-tuning: a small grid of KONS experts, combined by exponential weights at the
     loss's exp-concavity rate, with a faster average used as far as the guarantee allows.
 
@@ -296,63 +297,13 @@ class Auto(KernelLearner):
 
     # -- weights --------------------------------------------------------------------------
 
-    def _mix(self) -> tuple[tuple, tuple, float]:
-        """The weights at the guaranteed rate and at ``fast_rate`` (tuples of floats) and the
-        slack, from the cumulative and the recent losses; cached until the next learn."""
-        if self._mixture is None:
-            losses, eta, fast_rate = self.cumulative_losses.tolist(), self.rate, self.fast_rate
-            recent = self.recent_losses.tolist()
-            low, recent_low = min(losses), min(recent)
-            safe = [math.exp(-eta * (loss - low)) for loss in losses]
-            fast = [math.exp(-fast_rate * (loss - recent_low)) for loss in recent]
-            safe_sum, fast_sum = sum(safe), sum(fast)
-            mix = low - math.log(safe_sum / len(losses)) / eta
-            self._mixture = (tuple(w / safe_sum for w in safe), tuple(w / fast_sum for w in fast),
-                             mix - self.cumulative_loss)
-        return self._mixture
-
-    @property
-    def weights(self) -> np.ndarray:
-        return np.array(self._mix()[0]) if self.experts else np.zeros(0)
-
-    @property
-    def fast_weights(self) -> np.ndarray:
-        return np.array(self._mix()[1]) if self.experts else np.zeros(0)
-
-    @property
-    def slack(self) -> float:
-        r""":math:`\Phi - A`, with the mix loss
-        :math:`\Phi = -\frac1\eta\log\frac1N\sum_i e^{-\eta L_i}`."""
-        return self._mix()[2] if self.experts else 0.0
-
-    @property
-    def leader(self) -> str | None:
-        if not self.experts:
-            return None
-        best = self.experts[int(np.argmin(self.cumulative_losses))]
-        return (f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, eta={best.eta!r}, "
-                f"max_size={best.max_size!r})")
-
     # -- the learner protocol -------------------------------------------------------------
-
-    def _combine(self, preds: list[float]) -> float:
-        """The guaranteed average, moved toward the fast one as far as the slack allows."""
-        safe, fast = self._averages(preds)
-        return safe + self._share(safe, fast) * (fast - safe)
-
-    def _averages(self, preds: list[float]) -> tuple[float, float]:
-        """The guaranteed and the fast weighted averages of the experts' predictions."""
-        safe_weights, fast_weights, _ = self._mix()
-        return (sum(w * p for w, p in zip(safe_weights, preds)),
-                sum(w * p for w, p in zip(fast_weights, preds)))
 
     def _share(self, safe: float, fast: float) -> float:
         """How far from the guaranteed average ``safe`` toward ``fast`` the slack allows."""
         # worst case over the ends of the target range of loss(y, fast) - loss(y, safe)
         values = self._loss.value(self._target_ends, np.array([fast, fast, safe, safe]))
-        worst = float(max(values[0] - values[2], values[1] - values[3]))
-        slack = max(self._mix()[2], 0.0)
-        return 1.0 if worst <= slack else slack / worst
+        return self._spend(float(max(values[0] - values[2], values[1] - values[3])))
 
     def _analyse(self, v: np.ndarray):
         """Every expert's analysis at ``v``, their clipped predictions and ``Auto``'s (kept for
@@ -407,17 +358,7 @@ class Auto(KernelLearner):
         self._points.append(v)
         for expert in experts:  # each window forgets its oldest point, once v is stored
             expert._forget_oldest()
-        self.cumulative_losses = self.cumulative_losses + losses[:-1]
-        self.recent_losses = self.fast_discount * self.recent_losses + losses[:-1]
-        self.cumulative_loss += float(losses[-1])
-        self._mixture = None
-
-    @property
-    def dictionary_size(self) -> int:
-        """Points in the leading expert's window (every expert stores every point of it)."""
-        if not self.experts:
-            return 0
-        return self.experts[int(np.argmin(self.cumulative_losses))].dictionary_size
+        self._record(losses[:-1], losses[-1])
 
     @classmethod
     def _unit_test_params(cls):

@@ -20,6 +20,11 @@ samples before :math:`t` (zero coefficients on the points stored then) and :math
 then on: an exact learner (each class matches a standalone KONS fed those targets), chosen over
 the target :math:`-1` on those samples by measurement.
 
+**Auto, squared loss** (``MulticlassClassifier(Auto())``, the CLI's default learner on a
+multiclass task): one ``Auto`` mixture whose experts are each the shared form above, over one
+ring of points (``okoco.learners._multiclass_auto``); its weights come from each expert's summed
+class losses, exp-concave at rate :math:`\eta/K`. ``K`` classes cost about one ``Auto``.
+
 **Any other learner or loss**: each class has its own copy of the learner, created when its
 class is first seen (as river's ``OneVsRestClassifier``). What the classes share: one feature
 map (the dict-to-vector encoding of each row is computed once per prediction for all classes,
@@ -43,6 +48,8 @@ from okoco import kernels as _kernels
 from okoco import losses, persistence
 from okoco._input import FeatureMap, reserve
 from okoco._validation import Protocol, check_params
+from okoco.learners._multiclass_auto import SharedSquaredAuto
+from okoco.learners._multiclass_auto import shares_preconditioner as _auto_shares
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import ExpertRows, SharedPoints
 from okoco.learners.binary import LABEL
@@ -92,6 +99,13 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     then the KONS that learned the target 0 on the samples before :math:`t`, and
     :math:`\pm 1` from :math:`t` on.
 
+    **Auto** with its default squared loss (``MulticlassClassifier(Auto())``, the CLI's default
+    learner on a multiclass task): **one mixture** of ``Auto``'s experts, each expert the form
+    above (one preconditioner for all classes), over one ring of points and one kernel row per
+    RBF scale; the mixture weighs each expert by the sum of its classes' squared losses, at
+    rate :math:`\eta/K` (``okoco.learners._multiclass_auto``), so ``K`` classes cost about one
+    ``Auto``. ``Auto(loss=Logistic())`` keeps one ``Auto`` per class (below).
+
     **Any other learner or loss**: a class first seen at sample :math:`t` gets a fresh copy of
     ``learner`` then (as river's ``OneVsRestClassifier``): it has not seen the samples before
     :math:`t`. All classes read one feature map, and when ``learner`` is an exact ``KONS``
@@ -111,7 +125,8 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
         The labels seen, in the order first seen.
     learners
         One learner per class, in the order of ``classes`` (empty when the classes share one
-        preconditioner: their scores are columns of one ``SharedSquaredKONS``).
+        preconditioner: their scores are columns of one ``SharedSquaredKONS``, or of each
+        expert of one ``SharedSquaredAuto``).
 
     Examples
     --------
@@ -136,9 +151,10 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     _saved_state = {"learner": "obj", "classes": "list[plain]", "learners": "list[obj]",
                     "n_seen": "int[0,]", "_features": "obj:FeatureMap as features",
                     "_points": "obj:SharedPoints|none as points",
-                    "_shared": "opt obj:SharedSquaredKONS|none as shared"}
+                    "_shared": "opt obj:SharedSquaredKONS,SharedSquaredAuto|none as shared"}
 
-    # the classes' one preconditioner (squared-loss KONS; files before it hold None)
+    # the classes' one preconditioner (squared-loss KONS), or one per expert (squared-loss
+    # Auto); files before it hold None
     _shared = None
 
     def __init__(self, learner=None):
@@ -153,7 +169,9 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
         # one store of the points for exact KONS classes (None: each class keeps its own); a
         # window of W points is a ring of W + 1 slots, as in KONS itself
         self._points = None
-        if _shares_preconditioner(self.learner):
+        if _auto_shares(self.learner):
+            self._shared = SharedSquaredAuto.of(self.learner)
+        elif _shares_preconditioner(self.learner):
             learner = self.learner
             self._shared = SharedSquaredKONS(learner.kernel, learner.C, learner.alpha,
                                              learner.max_size)
@@ -164,7 +182,8 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     @property
     def shares_preconditioner(self) -> bool:
         """Whether the classes share one preconditioner (squared-loss KONS with the curvature
-        step): K classes then cost about one learner."""
+        step; squared-loss ``Auto``: one for each expert of one mixture): K classes then cost
+        about one learner."""
         return self._shared is not None
 
     @property

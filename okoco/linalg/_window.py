@@ -78,6 +78,11 @@ class SlotInverse:
         self.n_refreshes = 0
         self._deferred = None  # (b, 1 / sigma): an append not yet applied to P
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_held_slots"] = None  # a cache of the compact form's map, rebuilt on use
+        return state
+
     def solve(self, e: np.ndarray) -> np.ndarray:
         """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
         if e.ndim == 1:

@@ -18,7 +18,9 @@ Format history (what each version changed, and where it is migrated here):
   rebuilds it from a file's whole ``P`` and ``M``, by attribute or public name), and
   KORS may keep its matrix by that inverse (``inverse``, ``slots``: Sketched-KONS's window),
   a short window over a longer ring keeps it over slots of its own (``atoms``, ``outer``), and
-  ``MulticlassClassifier`` may hold one ``SharedSquaredKONS`` for all its classes (``shared``).
+  ``MulticlassClassifier`` may hold one ``SharedSquaredKONS`` for all its classes (``shared``),
+  or one ``SharedSquaredAuto`` (``MulticlassClassifier(Auto())``: ``Auto``'s mixture over
+  ``SharedSquaredKONS`` experts whose ``points`` are ``ExpertRows`` of one ring).
   Otherwise a version-5 file needs no migration: its KORS has a factor, and its classes are
   learners of their own.
 """
