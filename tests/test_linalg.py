@@ -452,6 +452,76 @@ def test_slot_inverse_compact_form_with_atoms_coming_and_going_anywhere():
     assert inverse.P.shape[0] <= ring
 
 
+@pytest.mark.parametrize("atoms", [None, 3])
+def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms):
+    """Two inverses in one array (M1 = K + 0.1 I over the caller's slots, or its own in the
+    compact form, ``atoms=3``, which grows; M2 = S K S + 0.2 I over slots numbered by the
+    second's caller, the lowest free first), the second in the first's strict upper triangle:
+    solves, removal pivots and the recomputations (from the callers' M, at ``settle``) equal
+    the dense inverses through a sliding window."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 3))
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    s = rng.uniform(0.5, 2.0, size=60)
+    M1 = K + 0.1 * np.eye(60)
+    M2 = s[:, None] * K * s[None, :] + 0.2 * np.eye(60)
+    ring, window = 9, 6
+    first = SlotInverse(ring, atoms=atoms)
+    second = first.pair()
+    held, second_slot = {}, {}  # caller's slot -> point, and -> the second's slot
+
+    def first_matrix(slots):  # over the first's slots (own ones, in the compact form)
+        callers = slots if first._outer is None else first._outer[slots]
+        points = [held[int(c)] for c in callers]
+        return M1[np.ix_(points, points)]
+
+    def second_matrix(slots):
+        mine = {v: held[c] for c, v in second_slot.items()}
+        points = [mine[int(j)] for j in slots]
+        return M2[np.ix_(points, points)]
+
+    first._source, second._source = first_matrix, second_matrix
+    for t in range(60):
+        slot = t % ring
+        n = min(t + 1, ring)
+        if len(held) == window:
+            oldest = min(held, key=held.get)
+            others = sorted(held, key=held.get)
+            pts = [held[c] for c in others]
+            for inverse, M, key, size in ((first, M1, oldest, n),
+                                          (second, M2, second_slot[oldest],
+                                           max(second_slot.values()) + 1)):
+                pivot = np.linalg.inv(M[np.ix_(pts, pts)])[0, 0]  # the oldest is first
+                assert inverse.remove(key, size) == pytest.approx(np.log(pivot), rel=1e-9)
+            del held[oldest], second_slot[oldest]
+        mine = min(set(range(ring)) - set(second_slot.values()))
+        size2 = max([*second_slot.values(), mine]) + 1
+        for inverse, M, key, size, keys in (
+                (second, M2, mine, size2, second_slot),
+                (first, M1, slot, n, {c: c for c in held})):
+            column = np.zeros(size)
+            for c, i in held.items():
+                column[keys[c]] = M[i, t]
+            inverse.make_room(size)
+            a = inverse.solve(column)
+            inverse.append(key, a, M[t, t] - column @ a, column, M[t, t], size, defer=True)
+        held[slot], second_slot[slot] = t, mine
+        if t % 7 == 0:
+            first._mods = second._mods = 10**6  # a recomputation is due at the next change
+        first.settle(), second.settle()
+        assert first.P is second.P and first.P.shape[1] == first.P.shape[0] + 1
+        pts = [held[c] for c in sorted(held)]
+        for inverse, M, keys, size in ((first, M1, sorted(held), n),
+                                       (second, M2, [second_slot[c] for c in sorted(held)],
+                                        max(second_slot.values()) + 1)):
+            v = rng.normal(size=size)
+            expected = np.zeros(size)
+            expected[keys] = np.linalg.solve(M[np.ix_(pts, pts)], v[keys])
+            np.testing.assert_allclose(inverse.solve(v), expected, rtol=1e-8, atol=1e-10)
+    assert first.n_refreshes > 0 and second.n_refreshes > 0
+    assert atoms is None or first.P.shape[0] == 6  # grew from 3 to the window's 6
+
+
 def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():
     """A window's matrix beyond float64 (rank 2 at scale 1e24 plus a ridge 0.1, condition
     1e25): its Cholesky fails, and the refresh must still leave a finite, symmetric positive

@@ -9,11 +9,13 @@ cdef double tp_append(double* L, double* A, int m, const double* column, double 
                       bint solved, double min_pivot, int* clamped) noexcept nogil
 cdef void sym_matvec(const double* P, int m, bint dense, const double* v, double* out) noexcept nogil
 cdef void sym_rank_one(double* P, int m, bint dense, double alpha, const double* x) noexcept nogil
-# the window's inverse (okoco.linalg.SlotInverse): P by its lower triangle, rows of ld doubles
-cdef void window_symv(const double* P, Py_ssize_t ld, int n, const double* v,
-                      double* out) noexcept nogil
-cdef void window_syr(double* P, Py_ssize_t ld, int n, const double* x,
-                     double alpha) noexcept nogil
+# the window's inverse (okoco.linalg.SlotInverse): P by a triangle of a row-major array with
+# rows of ld doubles, the lower one (upper=False: row r holds P[r, 0..r]) or the upper one
+# (upper=True: row r holds P[r, r..], the caller passing the array's data shifted by one column)
+cdef void window_symv(const double* P, Py_ssize_t ld, int n, const double* v, double* out,
+                      bint upper) noexcept nogil
+cdef void window_syr(double* P, Py_ssize_t ld, int n, const double* x, double alpha,
+                     bint upper) noexcept nogil
 cdef double window_swap(double* base, Py_ssize_t ld, Py_ssize_t n, const double* border,
-                        double inv_sigma, Py_ssize_t old, double m_old,
-                        double* p) noexcept nogil
+                        double inv_sigma, Py_ssize_t old, double m_old, double* p,
+                        bint upper) noexcept nogil

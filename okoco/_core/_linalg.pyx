@@ -364,41 +364,54 @@ def inverse_update(double[::1] P, int m, bint dense, const double[::1] a, double
 
 # ---------------------------------------------------------------- the window's inverse
 # okoco.linalg.SlotInverse keeps a symmetric P in the lower triangle of a row-major (n x ld)
-# array (row r holds P[r, 0..r]; these functions never touch the upper triangle, where
-# SlotInverse keeps its matrix M), which is BLAS's column-major upper triangle: products and
-# updates are dsymv / dsyr / dsyr2 on half the matrix. OpenBLAS threads these from about 100
+# array (row r holds P[r, 0..r]), which is BLAS's column-major upper triangle: products and
+# updates are dsymv / dsyr / dsyr2 on half the matrix. The other triangle holds the matrix M
+# (for the periodic recomputation) or, with upper=True, a second inverse: row r holds its
+# P[r, r..] from column r + 1 on (the caller passes the data shifted by one column; BLAS's
+# column-major lower triangle), so two inverses over the same slots share one (n, n + 1)
+# array. These functions touch only their own triangle. OpenBLAS threads these from about 100
 # rows, so the caller runs them in a one-thread scope (okoco._blas.scipy_one_thread; measured:
 # dsymv at 501 slots 19 us on one thread, 24 us of CPU and 36 us wall on two).
 
 
-cdef void window_symv(const double* P, Py_ssize_t ld, int n, const double* v,
-                      double* out) noexcept nogil:
-    """out <- P v over the first n slots (P by its lower triangle, rows of ld doubles)."""
+cdef void window_symv(const double* P, Py_ssize_t ld, int n, const double* v, double* out,
+                      bint upper) noexcept nogil:
+    """out <- P v over the first n slots (P by its triangle: see above)."""
     cdef int one = 1, ldi = <int>ld
     cdef double unit = 1.0, zero = 0.0
     if n > 0:
-        dsymv(b"U", &n, &unit, <double*>P, &ldi, <double*>v, &one, &zero, out, &one)
+        dsymv(b"L" if upper else b"U", &n, &unit, <double*>P, &ldi, <double*>v, &one, &zero,
+              out, &one)
 
 
-cdef void window_syr(double* P, Py_ssize_t ld, int n, const double* x,
-                     double alpha) noexcept nogil:
-    """P <- P + alpha x x^T on the lower triangle of the first n slots."""
+cdef void window_syr(double* P, Py_ssize_t ld, int n, const double* x, double alpha,
+                     bint upper) noexcept nogil:
+    """P <- P + alpha x x^T on the triangle of the first n slots."""
     cdef int one = 1, ldi = <int>ld
     if n > 0 and alpha != 0.0:
-        dsyr(b"U", &n, &alpha, <double*>x, &one, P, &ldi)
+        dsyr(b"L" if upper else b"U", &n, &alpha, <double*>x, &one, P, &ldi)
 
 
 cdef double window_swap(double* base, Py_ssize_t ld, Py_ssize_t n, const double* border,
-                        double inv_sigma, Py_ssize_t old, double m_old,
-                        double* p) noexcept nogil:
-    """:func:`window_replace` on raw buffers (``p``: ``2 n`` doubles of workspace)."""
+                        double inv_sigma, Py_ssize_t old, double m_old, double* p,
+                        bint upper) noexcept nogil:
+    """Add an atom and remove another in one pass over the triangle of the first ``n`` slots:
+    ``P <- P + inv_sigma b b^T`` (the bordering, ``b = border``; ``inv_sigma = 0``: no atom
+    added, ``border`` is not read), then the Schur complement that removes slot ``old``,
+    ``P <- P - p p^T / p_old`` with ``p`` the new ``P[:, old]``, and ``old``'s row and column
+    set to zero. ``p`` (``2 n`` doubles) is workspace.
+
+    Returns the pivot ``p_old``. If ``p_old * m_old < 0.5`` or it is not finite (exactly,
+    ``p_old >= 1 / m_old``, ``m_old`` the removed atom's diagonal of ``P^{-1}``: a pivot below
+    half of that is rounding), ``P`` is left untouched and the caller recomputes it."""
     cdef Py_ssize_t r
     cdef double pivot, u, w, half = 0.5, neg
     cdef int m = <int>n, one = 1, ldi = <int>ld
-    for r in range(old + 1):
-        p[r] = base[old * ld + r]
+    cdef char* uplo = b"L" if upper else b"U"
+    for r in range(old + 1):  # P[r, old] (r <= old), then P[old, r]: by the triangle kept
+        p[r] = base[r * ld + old] if upper else base[old * ld + r]
     for r in range(old + 1, n):
-        p[r] = base[r * ld + old]
+        p[r] = base[old * ld + r] if upper else base[r * ld + old]
     if inv_sigma != 0.0:
         axpy(m, inv_sigma * border[old], border, p)
     pivot = p[old]
@@ -412,42 +425,16 @@ cdef double window_swap(double* base, Py_ssize_t ld, Py_ssize_t n, const double*
         for r in range(n):
             p[n + r] = u * border[r] - w * p[r]
             p[r] = u * border[r] + w * p[r]
-        dsyr2(b"U", &m, &half, p, &one, &p[n], &one, base, &ldi)
+        dsyr2(uplo, &m, &half, p, &one, &p[n], &one, base, &ldi)
     else:
         neg = -1.0 / pivot
-        dsyr(b"U", &m, &neg, p, &one, base, &ldi)
-    memset(base + old * ld, 0, (old + 1) * sizeof(double))
-    for r in range(old + 1, n):
-        base[r * ld + old] = 0.0
-    return pivot
-
-
-def window_solve(const double[:, ::1] P, const double[::1] v, double[::1] out):
-    """``out <- P v`` over the first ``len(v)`` slots (``P`` by its lower triangle)."""
-    if v.shape[0] > 0:
-        with nogil:
-            window_symv(&P[0, 0], P.shape[1], <int>v.shape[0], &v[0], &out[0])
-
-
-def window_update(double[:, ::1] P, const double[::1] x, double alpha):
-    """``P <- P + alpha x x^T`` on the lower triangle of the first ``len(x)`` slots."""
-    if x.shape[0] > 0:
-        with nogil:
-            window_syr(&P[0, 0], P.shape[1], <int>x.shape[0], &x[0], alpha)
-
-
-def window_replace(double[:, ::1] P, Py_ssize_t n, const double[::1] border,
-                   double inv_sigma, Py_ssize_t old, double m_old, double[::1] p):
-    """Add an atom and remove another in one pass over the lower triangle of the first ``n``
-    slots: ``P <- P + inv_sigma b b^T`` (the bordering, ``b = border`` of length ``n``;
-    ``inv_sigma = 0``: no atom added, ``border`` is not read), then the Schur complement that
-    removes slot ``old``, ``P <- P - p p^T / p_old`` with ``p`` the new ``P[:, old]``, and
-    ``old``'s row and column set to zero. ``p`` (length ``2 n``) is workspace.
-
-    Returns the pivot ``p_old``. If ``p_old * m_old < 0.5`` or it is not finite (exactly,
-    ``p_old >= 1 / m_old``, ``m_old`` the removed atom's diagonal of ``P^{-1}``: a pivot below
-    half of that is rounding), ``P`` is left untouched and the caller recomputes it."""
-    cdef double pivot
-    with nogil:
-        pivot = window_swap(&P[0, 0], P.shape[1], n, &border[0], inv_sigma, old, m_old, &p[0])
+        dsyr(uplo, &m, &neg, p, &one, base, &ldi)
+    if upper:
+        for r in range(old + 1):
+            base[r * ld + old] = 0.0
+        memset(base + old * ld + old, 0, (n - old) * sizeof(double))
+    else:
+        memset(base + old * ld, 0, (old + 1) * sizeof(double))
+        for r in range(old + 1, n):
+            base[r * ld + old] = 0.0
     return pivot

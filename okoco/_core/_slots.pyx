@@ -3,7 +3,10 @@
 
 ``SlotInverse`` keeps ``P`` in the lower triangle of one array and ``M`` in its strict upper
 one (``M``'s diagonal apart), over the slots of its caller's ring, or, in its compact form,
-over slots of its own mapped to the caller's by ``_outer``. Its Python methods make room (the
+over slots of its own mapped to the caller's by ``_outer``. A paired inverse
+(``SlotInverse.pair``) keeps a second ``P`` in the upper triangle of the same array, shifted by
+one column (``_upper``), and neither keeps ``M`` (``_keeps_m`` false: it is recomputed from
+the caller's points). Its Python methods make room (the
 arrays grow, the compact form is created) and call these; the windowed KONS's compiled step
 (okoco._core._kons) calls the ``cdef`` forms directly. The caller runs them in a one-thread
 BLAS scope (okoco._blas.scipy_one_thread).
@@ -16,6 +19,11 @@ from libc.math cimport isfinite, log
 from okoco._core._linalg cimport window_swap, window_symv, window_syr
 
 
+cdef inline double* data(double[:, ::1] P, bint upper) noexcept nogil:
+    """Where the triangle of P starts: the array's data, or its second column (upper)."""
+    return &P[0, 1] if upper else &P[0, 0]
+
+
 cdef int flush(object window) except -1:
     """Apply a deferred append to P."""
     deferred = window._deferred
@@ -25,9 +33,20 @@ cdef int flush(object window) except -1:
     cdef double[:, ::1] P = window.P
     cdef const double[::1] b = deferred[0]
     cdef double inv_sigma = deferred[1]
+    cdef bint upper = window._upper
     if b.shape[0]:
         with nogil:
-            window_syr(&P[0, 0], P.shape[1], <int>b.shape[0], &b[0], inv_sigma)
+            window_syr(data(P, upper), P.shape[1], <int>b.shape[0], &b[0], inv_sigma, upper)
+    return 0
+
+
+cdef int recompute(object window) except -1:
+    """P recomputed from M now, or, for one of a pair (whose M comes from the caller's points,
+    which may be half-way through a step), by the caller at the end of the step."""
+    if window._keeps_m:
+        window.refresh()
+    else:
+        window._due = True
     return 0
 
 
@@ -35,7 +54,7 @@ cdef int modified(object window, Py_ssize_t n) except -1:
     """One more modification: P is recomputed from M every 4 n of them."""
     window._mods += 1
     if window._mods >= max(4 * n, 64):
-        window.refresh()
+        recompute(window)
     return 0
 
 
@@ -54,17 +73,18 @@ cdef int solve_into(object window, const double* e, double* h, Py_ssize_t n,
     """h <- P e over the first n slots of the caller's ring (work: 2 x own slots)."""
     flush(window)
     cdef double[:, ::1] P = window.P
+    cdef bint upper = window._upper
     outer_obj = window._outer
     if outer_obj is None:
         with nogil:
-            window_symv(&P[0, 0], P.shape[1], <int>n, e, h)
+            window_symv(data(P, upper), P.shape[1], <int>n, e, h, upper)
         return 0
     cdef const Py_ssize_t[::1] outer = outer_obj
     cdef Py_ssize_t a = in_use(outer), j
     with nogil:
         for j in range(a):
             work[j] = e[outer[j]] if outer[j] >= 0 else 0.0
-        window_symv(&P[0, 0], P.shape[1], <int>a, work, &work[a])
+        window_symv(data(P, upper), P.shape[1], <int>a, work, &work[a], upper)
         for j in range(n):
             h[j] = 0.0
         for j in range(a):
@@ -82,6 +102,7 @@ cdef int append_to(object window, Py_ssize_t slot, const double* a, Py_ssize_t m
     cdef double[::1] diag = window.diagonal, b
     cdef Py_ssize_t[::1] outer
     cdef Py_ssize_t i, j, own = slot, dim = n, used
+    cdef bint keeps_m = window._keeps_m
     outer_obj = window._outer
     if outer_obj is None:
         border_obj = np.zeros(n)
@@ -89,10 +110,11 @@ cdef int append_to(object window, Py_ssize_t slot, const double* a, Py_ssize_t m
         with nogil:
             for i in range(m):
                 b[i] = a[i]
-            for i in range(own):  # M's new row and column, in its strict upper triangle
-                P[i, own] = column[i]
-            for i in range(own + 1, m):
-                P[own, i] = column[i]
+            if keeps_m:  # M's new row and column, in its strict upper triangle
+                for i in range(own):
+                    P[i, own] = column[i]
+                for i in range(own + 1, m):
+                    P[own, i] = column[i]
     else:
         outer = outer_obj
         dim = outer.shape[0]
@@ -108,14 +130,12 @@ cdef int append_to(object window, Py_ssize_t slot, const double* a, Py_ssize_t m
                 i = outer[j]
                 if 0 <= i < m and j != own:
                     b[j] = a[i]
-                    if j < own:
-                        P[j, own] = column[i]
-                    else:
-                        P[own, j] = column[i]
-                elif j < own:
-                    P[j, own] = 0.0
-                elif j > own:
-                    P[own, j] = 0.0
+                if not keeps_m or j == own:
+                    continue
+                if j < own:
+                    P[j, own] = column[i] if 0 <= i < m else 0.0
+                else:
+                    P[own, j] = column[i] if 0 <= i < m else 0.0
         outer[own] = slot
         window._held_slots = None
     b[own] = -1.0
@@ -156,6 +176,7 @@ cdef double remove_from(object window, Py_ssize_t slot, Py_ssize_t n,
     cdef const double[::1] b
     cdef double inv_sigma = 0.0, pivot, m_jj = diag[own]
     cdef const double* bp = work
+    cdef bint upper = window._upper, keeps_m = window._keeps_m
     if deferred is not None:
         b = deferred[0]
         inv_sigma = deferred[1]
@@ -164,15 +185,17 @@ cdef double remove_from(object window, Py_ssize_t slot, Py_ssize_t n,
     # below half of that is rounding (the downdate would divide by it): P is then left as it
     # was, and recomputed from M instead
     with nogil:
-        pivot = window_swap(&P[0, 0], P.shape[1], used, bp, inv_sigma, own, m_jj, work)
-        for i in range(own):  # M's row and column (strict upper triangle)
-            P[i, own] = 0.0
-        for i in range(own + 1, used):
-            P[own, i] = 0.0
+        pivot = window_swap(data(P, upper), P.shape[1], used, bp, inv_sigma, own, m_jj, work,
+                            upper)
+        if keeps_m:  # M's row and column (strict upper triangle)
+            for i in range(own):
+                P[i, own] = 0.0
+            for i in range(own + 1, used):
+                P[own, i] = 0.0
     diag[own] = 0.0
     window.size -= 1
     if not (isfinite(pivot) and pivot * m_jj >= 0.5):
-        window.refresh()
+        recompute(window)
         return 0.0  # (log det then misses this removal's term: a statistic only)
     modified(window, dim)
     return log(pivot)

@@ -158,22 +158,25 @@ class KORS(Dictionary):
         """Factor of ``S K_II S + alpha I`` over the atoms (read-only use, please)."""
         return self._chol
 
-    def _use_inverse(self, capacity: int | None = None) -> None:
+    def _use_inverse(self, capacity: int | None = None, pair_of: SlotInverse | None = None) -> None:
         """Keep ``S K_II S + alpha I`` by its inverse over slots (:class:`SlotInverse`) instead
         of its Cholesky factor, for a dictionary whose atoms leave (Sketched-KONS's window): a
         removal is then one rank-one update, in the same pass as the bordering of the step's
         new atom, where the factor rotates its whole trailing block. The estimates are the
         same (Eq. 4). Only on an empty dictionary. ``capacity`` bounds the atoms held at once
-        (a window's), so that the inverse's buffers stop there."""
+        (a window's), so that the inverse's buffers stop there. With ``pair_of``, the inverse
+        is that one's pair (``SlotInverse.pair``: Sketched-KONS's preconditioner, whose atoms
+        are KORS's), in its array, and its owner gives it ``M`` at each recomputation."""
         if self._size:
             raise RuntimeError("the inverse form is chosen before the first atom")
-        self._inverse = SlotInverse(capacity)
+        self._inverse = SlotInverse(capacity) if pair_of is None else pair_of.pair()
         self._slots = np.zeros(16, dtype=np.intp)  # the slot of each atom, in storage order
 
     def _flush(self) -> None:
-        """Apply a bordering the inverse form deferred to the next removal (none came)."""
+        """Apply a bordering the inverse form deferred to the next removal (none came), and
+        a recomputation that waited for the end of the step (a paired inverse)."""
         if self._slots is not None:
-            self._inverse.flush()
+            self._inverse.settle()
 
     @property
     def atoms(self) -> np.ndarray:

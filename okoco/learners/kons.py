@@ -347,9 +347,10 @@ class KONS(KernelLearner):
     def _settle(self) -> None:
         """Make what the step deferred: the new atom's bordering of the window's inverse waits
         for the oldest atom's removal, to make both in one pass; without one, it is made here,
-        so that nothing is left deferred between steps."""
+        so that nothing is left deferred between steps (nor a recomputation that waits for
+        the step's end: ``SlotInverse.settle``)."""
         if self._window is not None:
-            self._window.flush()
+            self._window.settle()
 
     def _forget_atom(self) -> None:
         """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""

@@ -41,7 +41,10 @@ class SketchedKONS(KONS):
     new one makes the oldest leave, from the running ``K c``, and from the preconditioner and
     KORS if it was an atom (``KORS.remove``), as for :class:`KONS`. Both matrices are then kept
     by their inverses (KORS's too, in its inverse form), so that a step's new atom and the
-    oldest one's removal are one pass over each. Theorem 3's statement holds
+    oldest one's removal are one pass over each, in one array (the preconditioner's inverse
+    in its lower triangle, KORS's in its upper one: ``SlotInverse.pair``; each matrix itself
+    is recomputed from the stored points when its inverse is, every ``4 n`` changes), so
+    that the memory is about KONS's at the same window. Theorem 3's statement holds
     until the first removal; afterwards the window is a heuristic that bounds the cost and
     forgets (KORS's accuracy statement then holds for the points of the window at best: the
     weights of the remaining atoms were drawn against points that have left).
@@ -96,11 +99,57 @@ class SketchedKONS(KONS):
         self._kors = KORS(kernel=None, alpha=self.alpha, eps=self.eps, beta=self.beta,
                           p_min=self.p_min, seed=self._rng)
         if self.max_size is not None:  # its atoms leave with the window's oldest point
-            self._kors._use_inverse(self.max_size + 1)  # (+1: a step's atom, then the oldest out)
+            ring = self.max_size + 1  # (+1: a step's atom, then the oldest out)
             # the preconditioner's inverse over slots of its own, as many as atoms are held
             # (KORS keeps a part of the window): its products then cost the atoms', not the
-            # window's (okoco.linalg.SlotInverse's compact form, grown by doubling)
-            self._window = SlotInverse(self.max_size + 1, atoms=min(16, self.max_size + 1))
+            # window's (okoco.linalg.SlotInverse's compact form, grown by doubling); KORS's
+            # inverse over the same atoms is its pair, in the same array (neither keeps M)
+            self._window = SlotInverse(ring, atoms=min(16, ring))
+            self._kors._use_inverse(ring, pair_of=self._window)
+            self._link()
+
+    def _window_core(self):
+        core = self._core
+        if core is None or core[0] is not self._kernel:  # (after a load or a copy too)
+            self._link()
+        return super()._window_core()
+
+    def _link(self) -> None:
+        """Link the pair of inverses (the preconditioner's and KORS's share one array) and
+        give each its ``M`` from the stored points; a model saved before the pair keeps two."""
+        first, second = self._window, self._kors._inverse
+        if second is None or not second._upper:
+            return
+        first._partner, second._partner = second, first
+        second.P = first.P
+        first._source, second._source = self._preconditioner_matrix, self._kors_matrix
+
+    def _points_matrix(self, slots: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """``diag(scale) K diag(scale)`` over the stored points at ``slots``."""
+        store = self._store
+        X = store.data[slots, : store.d]
+        return scale[:, None] * np.asarray(self._kernel(X, X), dtype=float) * scale[None, :]
+
+    def _preconditioner_matrix(self, own: np.ndarray) -> np.ndarray:
+        """``M = D K D + alpha I`` over the atoms at the preconditioner's own slots ``own``."""
+        window = self._window
+        slots = own if window._outer is None else window._outer[own]  # (compact: mapped)
+        M = self._points_matrix(slots, self._store.fields["d"][slots])
+        M[np.diag_indices(own.shape[0])] = window.diagonal[own]
+        return M
+
+    def _kors_matrix(self, own: np.ndarray) -> np.ndarray:
+        """KORS's ``S D K D S + alpha I`` over its atoms at its slots ``own``."""
+        kors = self._kors
+        m = kors._size
+        position = np.empty(int(kors._slots[:m].max()) + 1, dtype=np.intp)
+        position[kors._slots[:m]] = np.arange(m)  # atom j (in KORS's order) at slot _slots[j]
+        atoms = position[own]
+        slots = self._selected[atoms]  # the same atoms' store slots, in the same order
+        M = self._points_matrix(slots, np.sqrt(kors._weights[atoms])
+                                * self._store.fields["d"][slots])
+        M[np.diag_indices(own.shape[0])] = kors._inverse.diagonal[own]
+        return M
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
         return v[self._selected[: self._chol.size]]

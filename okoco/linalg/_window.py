@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg.lapack import dpotrf, dpotri
 
-from okoco._blas import scipy_one_thread
+from okoco._blas import all_one_thread, scipy_one_thread
 from okoco._core import _linalg, _slots
 
 
@@ -36,6 +36,13 @@ class SlotInverse:
     ``M`` in its strict upper one, ``M``'s diagonal in a vector (``diagonal``; 0 for a slot
     with no atom): both symmetric matrices in the memory of one.
 
+    **A pair** (:meth:`pair`): two inverses of at most ``n`` atoms each (Sketched-KONS's
+    preconditioner and KORS's matrix, over the same points) share one ``(n, n + 1)`` array, the
+    first's ``P`` in its lower triangle, the second's in its strict upper one (row ``r`` holds
+    its ``P[r, r:]`` from column ``r + 1``), each over slots of its own numbering; the array
+    grows with the first. Neither keeps ``M``: at each recomputation it comes from the caller
+    (``_source``, a function of the slots of the atoms, computing it from the stored points).
+
     Examples
     --------
     >>> import numpy as np
@@ -57,12 +64,19 @@ class SlotInverse:
                     "diagonal": "array(*) float64", "size": "int[0,]",
                     "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]",
                     "atoms": "opt int[1,]|none", "_outer": "opt array(*) intp|none as outer",
-                    "_deferred": "cache:None", "_held_slots": "cache:None"}
+                    "_keeps_m": "opt bool as keeps_m", "_upper": "opt bool as upper",
+                    "_deferred": "cache:None", "_held_slots": "cache:None",
+                    "_partner": "cache:None", "_source": "cache:None", "_due": "cache:None"}
 
     _deferred = None  # (a pickle from before deferring has none)
     atoms = None  # (nor a compact form: a saved model from before it)
     _outer = None
     _held_slots = None
+    _keeps_m = True  # M in the strict upper triangle (False: one of a pair, M from _source)
+    _upper = False  # P in the strict upper triangle of the array (the second of a pair)
+    _partner = None  # the other inverse of a pair (linked again by the caller after a load)
+    _source = None  # a pair's M over given slots (set by the caller)
+    _due = None  # one of a pair whose recomputation waits for the caller (settle): True
 
     def __init__(self, capacity: int | None = None, atoms: int | None = None):
         self.capacity = capacity  # slots at most (None: any number, for a caller's ring)
@@ -81,7 +95,23 @@ class SlotInverse:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_held_slots"] = None  # a cache of the compact form's map, rebuilt on use
+        state.pop("_source", None)  # the caller's function: set again by the caller
         return state
+
+    def pair(self) -> SlotInverse:
+        """A second inverse, kept in this one's array (see **A pair** above; before the first
+        atom; its slots below this one's rows: its ``make_room`` grows this one). Neither keeps
+        ``M`` from then on: set ``_source`` of both to functions giving ``M`` over given slots,
+        from the caller's points. A recomputation then waits for the caller (``_due``, at the
+        end of its step, when its points and the atoms agree): :meth:`settle`."""
+        if self.size:
+            raise RuntimeError("an inverse is paired before its first atom")
+        self._keeps_m = False
+        second = SlotInverse(self.capacity)
+        second._keeps_m, second._upper = False, True
+        self._partner, second._partner = second, self
+        self._resize(self.P.shape[0])  # one more column: the second's P
+        return second
 
     def solve(self, e: np.ndarray) -> np.ndarray:
         """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
@@ -119,6 +149,10 @@ class SlotInverse:
 
     def _inverse(self, n: int | None = None) -> np.ndarray:
         self.flush()
+        n = self.P.shape[0] if n is None else n
+        if self._upper:
+            upper = np.triu(self.P[:n, 1 : n + 1])
+            return upper + np.triu(upper, 1).T
         lower = np.tril(self.P[:n, :n])
         return lower + np.tril(lower, -1).T
 
@@ -128,9 +162,19 @@ class SlotInverse:
             with scipy_one_thread:
                 _slots.flush_deferred(self)
 
+    def settle(self) -> None:
+        """Apply a deferred append, and make a recomputation that was waiting (one of a
+        pair)."""
+        self.flush()
+        if self._due:
+            self.refresh()
+
     def _reserve(self, n: int) -> None:
         if self._outer is not None:
             return  # the compact form's slots are its own
+        if self._upper:
+            self._partner.make_room(n)  # the array is the first's
+            return
         self._grow(n)
 
     def _grow(self, n: int) -> None:
@@ -140,10 +184,18 @@ class SlotInverse:
 
     def _resize(self, size: int) -> None:
         self.flush()
-        P, diagonal = np.zeros((size, size)), np.zeros(size)
+        extra = 0 if self._keeps_m else 1  # a pair's array: one more column
+        P, diagonal = np.zeros((size, size + extra)), np.zeros(size)
         m = min(size, self.P.shape[0])
-        P[:m, :m], diagonal[:m] = self.P[:m, :m], self.diagonal[:m]
+        cols = min(m + extra, self.P.shape[1])
+        P[:m, :cols], diagonal[:m] = self.P[:m, :cols], self.diagonal[:m]
         self.P, self.diagonal = P, diagonal
+        second = self._partner
+        if second is not None:  # the second of the pair lives in the same array
+            second.flush()
+            grown = np.zeros(size)
+            grown[:m] = second.diagonal[:m]
+            second.P, second.diagonal = P, grown
 
     def append(self, slot: int, a: np.ndarray, sigma: float, column: np.ndarray,
                diagonal: float, n: int, defer: bool = False) -> None:
@@ -158,6 +210,9 @@ class SlotInverse:
     def make_room(self, n: int) -> None:
         """Room for one more atom over the caller's first ``n`` slots: ``P`` grows, or the
         compact form is created (at the first atom) or doubled (more atoms than announced)."""
+        if self._upper:
+            self._partner.make_room(n)  # the second of a pair: the array is the first's
+            return
         if self._outer is None and self.size == 0 and self.atoms is not None and \
                 self.capacity is not None and self.atoms < self.capacity:
             self._outer = np.full(self.atoms, -1, dtype=np.intp)  # the compact form
@@ -189,11 +244,13 @@ class SlotInverse:
         """
         self._deferred = None  # M holds a deferred atom already
         self._mods = 0
+        self._due = None
         self.n_refreshes += 1
         atoms = np.flatnonzero(self.diagonal)
         inverse = None
         if atoms.size:
-            sub = self.matrix(atoms)
+            with all_one_thread:  # (a pair's M from the caller's points: a kernel's products)
+                sub = self.matrix(atoms)
             with scipy_one_thread:  # at these sizes OpenBLAS's threads cost more than they give
                 # sub is symmetric: its transpose is its Fortran-ordered view, whose upper
                 # triangle (lower=0) is the lower one here; dpotri keeps that triangle
@@ -209,14 +266,26 @@ class SlotInverse:
                 inverse = (vectors / values) @ vectors.T
             inverse = np.tril(inverse)  # the lower triangle, mirrored: both exactly symmetric
             inverse += np.tril(inverse, -1).T
-        upper = np.triu(self.P, 1)  # M's: kept; P's lower triangle is recomputed
-        self.P[:] = upper
+        n = self.P.shape[0]
+        if self._upper:  # the second of a pair: P by the upper triangle from column 1
+            own, part = self.P[:, 1 : n + 1], np.triu
+        else:
+            own, part = self.P[:, :n], np.tril
+        own -= part(own)  # P's triangle is recomputed; the other (M, or the pair's) is kept
         if inverse is not None:  # (the atoms in increasing order: P's block is lower there)
-            block = np.ix_(atoms, atoms)
-            self.P[block] = np.tril(inverse) + upper[block]
+            own[np.ix_(atoms, atoms)] += part(inverse)
 
     def matrix(self, slots: np.ndarray | None = None) -> np.ndarray:
-        """``M`` over ``slots`` (increasing; all by default), both triangles (a new array)."""
+        """``M`` over ``slots`` (increasing; all by default), both triangles (a new array);
+        for one of a pair, from the caller's ``_source``."""
+        if not self._keeps_m:
+            atoms = np.flatnonzero(self.diagonal) if slots is None else np.asarray(slots)
+            sub = self._source(atoms)
+            if slots is not None:
+                return sub
+            M = np.zeros((self.P.shape[0],) * 2)
+            M[np.ix_(atoms, atoms)] = sub
+            return M
         M = self.P if slots is None else self.P[np.ix_(slots, slots)]
         upper = np.triu(M, 1)
         diagonal = self.diagonal if slots is None else self.diagonal[slots]

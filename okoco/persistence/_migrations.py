@@ -18,11 +18,15 @@ Format history (what each version changed, and where it is migrated here):
   rebuilds it from a file's whole ``P`` and ``M``, by attribute or public name), and
   KORS may keep its matrix by that inverse (``inverse``, ``slots``: Sketched-KONS's window),
   a short window over a longer ring keeps it over slots of its own (``atoms``, ``outer``), and
-  ``MulticlassClassifier`` may hold one ``SharedSquaredKONS`` for all its classes (``shared``),
-  or one ``SharedSquaredAuto`` (``MulticlassClassifier(Auto())``: ``Auto``'s mixture over
-  ``SharedSquaredKONS`` experts whose ``points`` are ``ExpertRows`` of one ring).
+  ``MulticlassClassifier`` may hold one ``SharedSquaredKONS`` for all its classes (``shared``).
   Otherwise a version-5 file needs no migration: its KORS has a factor, and its classes are
   learners of their own.
+- 7: two ``SlotInverse`` over the same slots may share one array (``keeps_m`` false, and
+  ``upper`` for the second: Sketched-KONS's window and its KORS, which then keep no ``M``), and
+  ``MulticlassClassifier`` may hold one ``SharedSquaredAuto`` (``MulticlassClassifier(Auto())``:
+  ``Auto``'s mixture over ``SharedSquaredKONS`` experts whose ``points`` are ``ExpertRows`` of
+  one ring). A version-6 file needs no migration: its inverses keep their ``M`` (the fields'
+  defaults), and a Sketched-KONS loaded from it goes on with two arrays.
 """
 
 from __future__ import annotations
