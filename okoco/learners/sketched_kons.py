@@ -102,7 +102,7 @@ class SketchedKONS(KONS):
             ring = self.max_size + 1  # (+1: a step's atom, then the oldest out)
             # the preconditioner's inverse over slots of its own, as many as atoms are held
             # (KORS keeps a part of the window): its products then cost the atoms', not the
-            # window's (okoco.linalg.SlotInverse's compact form, grown by doubling); KORS's
+            # window's (okoco.linalg.SlotInverse's compact form, grown by an eighth); KORS's
             # inverse over the same atoms is its pair, in the same array (neither keeps M)
             self._window = SlotInverse(ring, atoms=min(16, ring))
             self._kors._use_inverse(ring, pair_of=self._window)

@@ -30,7 +30,8 @@ class SlotInverse:
     With ``atoms`` below ``capacity`` (a window shorter than the caller's ring: ``Auto``'s
     forgetting experts, 80 points over a shared ring of 401 slots), ``P`` is kept over slots
     of its own, ``atoms`` of them, and the caller's slots are mapped to them: the work and the
-    memory are those of the window, not of the ring.
+    memory are those of the window, not of the ring (more atoms than announced: the own slots
+    grow by an eighth, at least 16, up to the caller's).
 
     Storage: one ``(n, n)`` array holds ``P`` in its lower triangle (diagonal included) and
     ``M`` in its strict upper one, ``M``'s diagonal in a vector (``diagonal``; 0 for a slot
@@ -219,9 +220,12 @@ class SlotInverse:
             self._resize(self.atoms)
         if self._outer is None:
             self._grow(n)
-        elif not (self._outer < 0).any():  # more atoms than announced: room for twice as many
-            k = self._outer.shape[0]  # (or as many as the caller's slots, if fewer)
-            size = 2 * k if self.capacity is None else max(min(2 * k, self.capacity), k + 1)
+        elif not (self._outer < 0).any():  # more atoms than announced: room for 1/8 more
+            # (at least 16; at most the caller's slots): the array stays near the most atoms
+            # held at once (Sketched-KONS's sketch), its copies bounded by the capacity's cube
+            k = self._outer.shape[0]
+            size = k + max(16, k // 8)
+            size = size if self.capacity is None else max(min(size, self.capacity), k + 1)
             self._outer = np.concatenate([self._outer, np.full(size - k, -1, dtype=np.intp)])
             self._resize(size)
             self.atoms = size
