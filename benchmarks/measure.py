@@ -305,6 +305,35 @@ class Floors:
         a = self.rng.standard_normal(m)
         return lambda: P @ a
 
+    def _symv_fn(self, m: int) -> Callable[[], Any]:
+        """A symmetric product with a full ``m x m`` array by one triangle (BLAS ``dsymv``)."""
+        from scipy.linalg.blas import dsymv
+
+        P, a = self.rng.standard_normal((m, m)), self.rng.standard_normal(m)
+        return lambda: dsymv(1.0, P, a, lower=0)
+
+    def _syr2_fn(self, m: int) -> Callable[[], Any]:
+        """A symmetric rank-two update of one triangle of a full ``m x m`` array (``dsyr2``)."""
+        from scipy.linalg.blas import dsyr2
+
+        A = np.asfortranarray(np.zeros((m, m)))
+        x, y = self.rng.standard_normal(m) * 1e-3, self.rng.standard_normal(m) * 1e-3
+        return lambda: dsyr2(1.0, x, y, a=A, lower=0, overwrite_a=1)
+
+    def symv(self, m: int) -> float:
+        return self._timed("symv", m, self._symv_fn)
+
+    def syr2(self, m: int) -> float:
+        return self._timed("syr2", m, self._syr2_fn)
+
+    def _timed(self, name: str, m: int, make: Callable[[int], Callable[[], Any]]) -> float:
+        key = (name, m)
+        if key not in self.cache:
+            if m == 0:
+                return 0.0
+            self.cache[key] = best_us(make(m), self.budget_s)
+        return self.cache[key]
+
     def _rank_one_fn(self, m: int) -> Callable[[], Any]:
         from scipy.linalg.blas import dspr
 
@@ -400,7 +429,8 @@ class Floors:
 
     def _of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
         timed = {"expansion": lambda n: self.expansion(n, d), "trsv": self.trsv,
-                 "matvec": self.matvec, "rank_one": self.rank_one}
+                 "matvec": self.matvec, "rank_one": self.rank_one, "symv": self.symv,
+                 "syr2": self.syr2}
         parts = {name: times * timed[primitive](n)
                  for name, primitive, n, times in _floor_parts(learner, t, m)}
         return {**parts, "total": sum(parts.values())}
@@ -410,6 +440,10 @@ def _floor_parts(learner: str, t: int, m: int) -> list[tuple[str, str, int, int]
     """The floor of one step of ``learner`` (``FLOOR_DEFINITIONS``): ``(part, primitive,
     size, times)`` for each part, at ``t`` points seen and ``m`` in the dictionary (for
     FunctionalGD the terms kept, ``t`` without a budget)."""
+    if learner in WINDOW_FLOORS:  # t: the points in the window; m: the atoms
+        solves = 2 if learner.startswith("Sketched") else 1
+        return [("2 expansion(W)", "expansion", t, 2), (f"{solves} symv(m)", "symv", m, solves),
+                (f"{solves} syr2(m)", "syr2", m, solves)]
     if learner == "KONS":
         return [("expansion(t)", "expansion", t, 1), ("trsv(t)", "trsv", t, 1)]
     if learner == "SketchedKONS":
@@ -490,6 +524,18 @@ def threading_costs(budget_s: float = 0.05, loaded: bool = False) -> list[dict]:
                 row["loaded_us"] = best_us(fn, budget_s)
     return out
 
+
+#: The BLAS work a windowed step cannot avoid (issue 28's floor, FLOOR_DEFINITIONS, is the
+#: unbounded step's): the kernel rows at the input and at the point that leaves, the products
+#: with the window's inverses by one triangle and their rank-two updates (a new atom in and
+#: the oldest out in one pass), one of each for KONS, two for Sketched-KONS (its KORS's too).
+WINDOW_FLOORS = {
+    "KONS window": "2 expansion(W) + symv(m) + syr2(m): the kernel rows over the W points of "
+                   "the window at the input and at the point that leaves, one product with the "
+                   "m x m inverse (one triangle) and its rank-two update",
+    "SketchedKONS window": "2 expansion(W) + 2 symv(m) + 2 syr2(m): as KONS, for the "
+                           "preconditioner's inverse and KORS's",
+}
 
 FLOOR_DEFINITIONS = {
     "KONS": "expansion(t) + trsv(t): the prediction over all t points and one triangular "

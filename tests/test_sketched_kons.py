@@ -246,9 +246,9 @@ def test_window_pairs_its_two_inverses_in_one_array_and_kors_scores_as_dense_eq4
     import okoco
 
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(300, 2))
+    X = rng.normal(size=(500, 2))
     y = np.sign(X[:, 0] * X[:, 1] + 0.1)
-    kernel, alpha, window, eps = kernels.RBF(0.8), 0.3, 30, 0.5
+    kernel, alpha, window, eps = kernels.RBF(0.8), 0.3, 20, 0.5
     model = SketchedKONS(kernel=kernel, loss=losses.Logistic(), alpha=alpha, beta=3.0,
                          eps=eps, max_size=window, seed=4)
     K = kernel(X, X)

@@ -17,9 +17,10 @@ call, on views of those buffers and of the store's fields (``d``, ``c``, ``Kc``,
   same pass as the deferred bordering, as ``SlotInverse.remove``).
 
 Buffers grow in Python (the learner's ``_make_room``) before the compiled code writes to
-them; ``check`` leaves the wording of an error to the Python step. The learner runs the phases inside one
-one-thread BLAS scope (okoco._blas.scipy_one_thread). The Python forms of these phases stay in
-okoco.learners.kons for the unbounded learner and for losses with no compiled form.
+them; ``check`` leaves the wording of an error, and a loss without a compiled form, to the
+Python ``KONS._check_step``. The learner runs the phases inside one one-thread BLAS scope
+(okoco._blas.scipy_one_thread). The unbounded learner (a Cholesky factor, no window) keeps its
+Python step in okoco.learners.kons.
 """
 
 import numpy as np
@@ -28,11 +29,19 @@ from libc.math cimport fabs, isfinite, log, log1p, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memmove
 
-from okoco._core._kernels cimport LAPLACIAN, RBF, kernel_exp, kernel_row, make_kernel, self_similarity
+from okoco._core._kernels cimport (
+    LAPLACIAN,
+    RBF,
+    kernel_exp,
+    kernel_row,
+    make_kernel,
+    self_similarity,
+)
 from okoco._core._linalg cimport axpy, dot
 from okoco._core._slots cimport append_to, flush, remove_from, solve_into
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
 from okoco._core._steps cimport StepCore
+
 
 cdef class KONSCore(StepCore):
     """The phases of a windowed KONS step (module docstring) for one learner.
@@ -111,8 +120,9 @@ cdef class KONSCore(StepCore):
                     e[i] = d[i] * k[i]
             self.solve(window, &e[0], &h[0], n)
             hh = dot(<int>n, &h[0], &e[0])
-            # kappa - hh = alpha phi^T A^{-1} phi lies in (0, kappa]: outside it, rounding
-            # in the inverse's updates has grown: recompute it (as KONS._analyse_row)
+            # kappa - hh = alpha phi^T A^{-1} phi lies in (0, kappa]: outside it, rounding in
+            # the inverse's updates has grown (a tiny alpha, near-duplicate points): recompute
+            # it (not for non-finite values: an overflowing input is refused, nothing changed)
             if isfinite(hh) and isfinite(kappa) and not (
                     -1e-9 * kappa <= hh <= kappa * (1.0 + 1e-9)):
                 window.refresh()

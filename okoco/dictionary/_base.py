@@ -246,6 +246,17 @@ class Dictionary(abc.ABC):
             self._atoms.append(vec)
         self._size = m + 1
 
+    def _drop(self, position: int) -> None:
+        """Remove the atom at ``position`` (storage order); the others keep their order."""
+        m = self._size
+        self._indices[position : m - 1] = self._indices[position + 1 : m]  # (numpy: overlap
+        self._weights[position : m - 1] = self._weights[position + 1 : m]  # is safe)
+        if self._atoms.n:  # atoms are stored unless the dictionary is fed kernel columns
+            keep = np.ones(m, dtype=bool)
+            keep[position] = False
+            self._atoms.keep(keep)
+        self._size = m - 1
+
     def _keep(self, mask: np.ndarray) -> None:
         m = self._size
         kept = int(mask.sum())

@@ -312,9 +312,7 @@ class KORS(Dictionary):
         if self._slots is not None:
             slots = self._slots[:m]
             self._inverse.remove(int(slots[position]), int(slots.max()) + 1)
-            self._slots[position : m - 1] = slots[position + 1 :].copy()
+            slots[position : m - 1] = slots[position + 1 :]
         else:
             self._chol.remove(int(position))
-        keep = np.ones(m, dtype=bool)
-        keep[position] = False
-        self._keep(keep)
+        self._drop(int(position))

@@ -94,8 +94,10 @@ class KONS(KernelLearner):
     forgets the oldest: its term :math:`\eta_j g_j g_j^\top` leaves :math:`A_t` and its
     coefficient leaves :math:`b_t`, so the predictor is :math:`w_t = A_t^{-1} b_t` over the last
     ``W`` points only, with :math:`A_t = \alpha I + \sum_{s \in \text{window}}
-    \eta_s g_s g_s^\top` (one ``IncrementalCholesky.remove``, one kernel row to update the
-    running ``K c``, one solve for ``g``). Memory and the step are then bounded:
+    \eta_s g_s g_s^\top` (the oldest atom's Schur complement in the window's inverse, in the
+    same pass as the new atom's bordering, and one kernel row to update the running ``K c``;
+    each phase of the step is one compiled call, ``okoco._core._kons``). Memory and the step
+    are then bounded:
     :math:`O(W d)` and :math:`O(W^2 + W d)`. With the squared loss and the curvature step (no
     clipping) this is exactly kernel ridge regression on the last ``W`` points with ridge
     :math:`\alpha/2`. What it does to the guarantee: up to step ``W`` nothing has been removed

@@ -43,7 +43,7 @@ class SketchedKONS(KONS):
     by their inverses (KORS's too, in its inverse form), so that a step's new atom and the
     oldest one's removal are one pass over each, in one array (the preconditioner's inverse
     in its lower triangle, KORS's in its upper one: ``SlotInverse.pair``; each matrix itself
-    is recomputed from the stored points when its inverse is, every ``4 n`` changes), so
+    is recomputed from the stored points when its inverse is, every ``16 n`` changes), so
     that the memory is about KONS's at the same window. Theorem 3's statement holds
     until the first removal; afterwards the window is a heuristic that bounds the cost and
     forgets (KORS's accuracy statement then holds for the points of the window at best: the
@@ -102,7 +102,7 @@ class SketchedKONS(KONS):
             ring = self.max_size + 1  # (+1: a step's atom, then the oldest out)
             # the preconditioner's inverse over slots of its own, as many as atoms are held
             # (KORS keeps a part of the window): its products then cost the atoms', not the
-            # window's (okoco.linalg.SlotInverse's compact form, grown by an eighth); KORS's
+            # window's (okoco.linalg.SlotInverse's compact form, grown 16 at a time); KORS's
             # inverse over the same atoms is its pair, in the same array (neither keeps M)
             self._window = SlotInverse(ring, atoms=min(16, ring))
             self._kors._use_inverse(ring, pair_of=self._window)

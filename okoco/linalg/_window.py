@@ -23,7 +23,7 @@ class SlotInverse:
     Storage below), updated in the compiled core. An append may be
     *deferred* (``defer=True``) to the next :meth:`remove`, which then makes both changes in
     one pass over the triangle (the window's step: one atom in, the oldest out); any other
-    use of ``P`` applies a deferred append first. Every ``4 n`` modifications (``n`` slots)
+    use of ``P`` applies a deferred append first. Every ``16 n`` modifications (``n`` slots)
     ``P`` is recomputed from ``M`` (``O(n^3)``, ``O(n^2)`` amortised), so rounding does not
     accumulate over an unbounded stream.
 
@@ -31,7 +31,7 @@ class SlotInverse:
     forgetting experts, 80 points over a shared ring of 401 slots), ``P`` is kept over slots
     of its own, ``atoms`` of them, and the caller's slots are mapped to them: the work and the
     memory are those of the window, not of the ring (more atoms than announced: the own slots
-    grow by an eighth, at least 16, up to the caller's).
+    grow by 16 at a time, up to the caller's).
 
     Storage: one ``(n, n)`` array holds ``P`` in its lower triangle (diagonal included) and
     ``M`` in its strict upper one, ``M``'s diagonal in a vector (``diagonal``; 0 for a slot
@@ -220,12 +220,11 @@ class SlotInverse:
             self._resize(self.atoms)
         if self._outer is None:
             self._grow(n)
-        elif not (self._outer < 0).any():  # more atoms than announced: room for 1/8 more
-            # (at least 16; at most the caller's slots): the array stays near the most atoms
-            # held at once (Sketched-KONS's sketch), its copies bounded by the capacity's cube
+        elif not (self._outer < 0).any():  # more atoms than announced: room for 16 more
+            # (at most the caller's slots): the array stays within 16 of the most atoms held
+            # at once (Sketched-KONS's sketch); its copies, ~capacity^3 / 48 numbers in all
             k = self._outer.shape[0]
-            size = k + max(16, k // 8)
-            size = size if self.capacity is None else max(min(size, self.capacity), k + 1)
+            size = k + 16 if self.capacity is None else max(min(k + 16, self.capacity), k + 1)
             self._outer = np.concatenate([self._outer, np.full(size - k, -1, dtype=np.intp)])
             self._resize(size)
             self.atoms = size
