@@ -84,6 +84,14 @@ def run_child(expression: str, n: int, every: int, window: int, seconds: float) 
     return {"marks": marks, "steps": t, "seconds": time.perf_counter() - start}
 
 
+def selected(only: str) -> list[str]:
+    """The learners ``--only`` names (comma-separated; all if empty): a learner's full name
+    selects it alone (``KONS()`` is not ``CONKONS()``), a part of names every one it is in."""
+    tokens = [o for o in only.split(",") if o]
+    return [name for name in LEARNERS if not tokens or any(
+        o == name or (o not in LEARNERS and o in name) for o in tokens)]
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="steps per learner")
@@ -91,7 +99,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--window", type=int, default=1_000, help="steps timed per record")
     parser.add_argument("--seconds", type=float, default=3600.0,
                         help="stop a learner after this many seconds (reported)")
-    parser.add_argument("--only", default="", help="comma-separated learner names (substrings)")
+    parser.add_argument("--only", default="",
+                        help="comma-separated learner names (a full name, or a part of names)")
     parser.add_argument("--output", type=Path, default=None, help=f"default {RESULTS.name}")
     parser.add_argument("--merge", action="store_true",
                         help="keep the other learners' records of --output (re-run a few)")
@@ -106,9 +115,7 @@ def main(argv: list[str] | None = None) -> dict:
         return result
     report = {"n": args.n, "every": args.every, "window": args.window, "learners": {},
               "load_before": os.getloadavg()}
-    for name in LEARNERS:
-        if args.only and not any(o in name for o in args.only.split(",")):
-            continue
+    for name in selected(args.only):
         before = os.getloadavg()
         out = subprocess.run(
             [sys.executable, "-m", "benchmarks.bench_bounded", "--child", name, "--n",

@@ -309,7 +309,8 @@ class Floors:
         """A symmetric product with a full ``m x m`` array by one triangle (BLAS ``dsymv``)."""
         from scipy.linalg.blas import dsymv
 
-        P, a = self.rng.standard_normal((m, m)), self.rng.standard_normal(m)
+        P = np.asfortranarray(self.rng.standard_normal((m, m)))  # (f2py would copy a C one)
+        a = self.rng.standard_normal(m)
         return lambda: dsymv(1.0, P, a, lower=0)
 
     def _syr2_fn(self, m: int) -> Callable[[], Any]:

@@ -454,3 +454,13 @@ def test_a_bounded_merge_keeps_the_other_learners_and_needs_its_file(tmp_path):
     assert report["learners"]["KRLS()"] == kept and report["merged"] is True
     assert report["learners"]["FunctionalGD()"]["steps"] == 20
     assert len(report["learners"]["FunctionalGD()"]["load_before"]) == 3
+
+
+def test_a_bounded_run_selects_a_learner_by_its_full_name():
+    """``--only "KONS()"`` runs KONS alone, not every name that contains it (CONKONS(), ...);
+    a part of a name still selects every learner it is in."""
+    bounded = importlib.import_module("benchmarks.bench_bounded")
+    assert bounded.selected("KONS()") == ["KONS()"]
+    assert bounded.selected("Auto(),KONS()") == ["Auto()", "KONS()"]
+    assert bounded.selected("KONS") == ["KONS()", "SketchedKONS()", "PROSNKONS()", "CONKONS()"]
+    assert bounded.selected("") == list(bounded.LEARNERS)
