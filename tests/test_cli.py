@@ -337,11 +337,14 @@ def test_sigint_stops_a_replay_with_the_summary_so_far(tmp_path):
     import signal
     import time
 
+    from conftest import sigint_as_in_a_terminal
+
     ckpt, out = tmp_path / "run.ckpt.npz", tmp_path / "run.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "okoco.cli", "replay", "sinc", "-d", "n=200000", "-l", "kons",
          "-o", str(out), "--checkpoint", str(ckpt), "--checkpoint-every", "25"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint_as_in_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while not ckpt.exists() and proc.poll() is None and time.monotonic() < deadline:

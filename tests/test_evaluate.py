@@ -277,7 +277,7 @@ def _interrupted_stream(data, at):
         yield x, y
 
 
-def test_ctrl_c_gives_the_result_so_far():
+def test_ctrl_c_gives_the_result_so_far(sigint_raises):
     data = datasets.load("sinc", n=300, seed=0)
     with pytest.raises(KeyboardInterrupt) as info:
         replay(FunctionalGD(), _interrupted_stream(data, 121), metrics=metrics.MAE(),
@@ -293,7 +293,7 @@ def test_ctrl_c_gives_the_result_so_far():
     assert partial.columns["cumulative_loss"] == whole.columns["cumulative_loss"]
 
 
-def test_ctrl_c_keeps_the_last_checkpoint_and_resume_finishes_the_run(tmp_path):
+def test_ctrl_c_keeps_the_last_checkpoint_and_resume_finishes_the_run(tmp_path, sigint_raises):
     data = datasets.load("sinc", n=200, seed=0)
     path = tmp_path / "run.ckpt.npz"
     kwargs = {"metrics": metrics.MAE(), "checkpoints": [50, 150], "checkpoint": path,
@@ -361,8 +361,10 @@ def test_sigint_to_a_running_replay_process_leaves_the_result_so_far(tmp_path):
         "                      't': r.columns['t'], 'mae': r.final['MAE']}))\n"
         "    sys.exit(130)\n"
     )
+    from conftest import sigint_as_in_a_terminal
+
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                            env=os.environ.copy())
+                            env=os.environ.copy(), preexec_fn=sigint_as_in_a_terminal)
     try:
         assert proc.stdout.readline().strip() == "running"
         proc.send_signal(signal.SIGINT)
@@ -414,6 +416,24 @@ def test_memory_reaches_the_experts_of_each_class():
     r = replay(model, data, metrics=metrics.Accuracy())
     inverses = sum(e._window.P.nbytes for learner in model.learners for e in learner.experts)
     assert len(model.learners) == 3 and inverses <= r.final["memory_bytes"]
+
+
+def test_a_sketch_is_no_larger_than_exact_kons():
+    """Issue 31: the replay summary reported Sketched-KONS at twice KONS (its preconditioner's
+    inverse and KORS's, each with its matrix, in two arrays). They share one array now, sized
+    by the atoms held: on Bananas' first 1,500 points (a sketch of about half the window)
+    the sketch is smaller than exact KONS at the same window."""
+    from okoco.learners import SketchedKONS
+
+    data = datasets.load("bananas")
+    exact = replay(BinaryClassifier(KONS(loss=losses.Logistic())), data,
+                   metrics=metrics.Accuracy(), max_samples=1500)
+    sketch_model = BinaryClassifier(SketchedKONS(loss=losses.Logistic(), seed=0))
+    sketch = replay(sketch_model, data, metrics=metrics.Accuracy(), max_samples=1500)
+    learner = sketch_model.learner
+    assert learner._window.P is learner._kors._inverse.P
+    assert learner.dictionary_size < 0.9 * 500
+    assert sketch.final["memory_bytes"] < 0.8 * exact.final["memory_bytes"]
 
 
 def test_replay_checks_its_arguments_with_the_house_validator():
