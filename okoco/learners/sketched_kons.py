@@ -158,7 +158,7 @@ class SketchedKONS(KONS):
         if d_t == 0.0:  # a zero gradient (a point beyond the squared hinge's margin)
             return int(self._kors._update_null())
         column = d_t * self._atom_column(e)  # kappa, d_t and d_t^2 kappa + alpha were checked
-        total = float(np.add.reduce(column))  # column.sum(), without its Python wrapper
+        total = float(column.sum())
         if not math.isfinite(total):  # finite iff every entry is (or refused)
             raise ValueError(overflow_message(self._kernel, total))
         added, _, _ = self._kors._update_checked_column(column, d_t * d_t * kappa)
