@@ -533,7 +533,7 @@ def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():
     M = F @ F.T + 0.1 * np.eye(8)
     assert np.linalg.eigvalsh(M)[0] < 0  # to float64, M is indefinite: no Cholesky
     inverse = SlotInverse()
-    inverse._reserve(8)
+    inverse.make_room(8)
     set_matrix(inverse, M)
     inverse.size = 8
     inverse.refresh()
@@ -568,7 +568,7 @@ def test_slot_inverse_removal_with_a_pivot_lost_to_rounding_recomputes_the_inver
     the other atoms' M."""
     M = spd(5)
     inverse = SlotInverse()
-    inverse._reserve(5)
+    inverse.make_room(5)
     set_matrix(inverse, M)
     inverse.size = 5
     inverse.refresh()

@@ -112,7 +112,7 @@ cdef class KONSCore(StepCore):
         e_obj, h_obj = np.empty(n), np.empty(n)
         cdef double[::1] e = e_obj, h = h_obj
         cdef double kc = 0.0, hh = 0.0, t = 0.0, alpha = learner.alpha
-        cdef double* w = self.workspace(n)
+        cdef double* w
         if n:
             with nogil:
                 kc = dot(<int>n, &k[0], &c[0])
@@ -259,7 +259,7 @@ cdef class KONSCore(StepCore):
             if window.size == 0 and window.atoms is not None and \
                     window.capacity is not None and window.atoms < window.capacity:
                 return False  # the inverse becomes compact
-        elif not (outer < 0).any():
+        elif window.size >= len(outer):
             return False  # more atoms than announced
         return learner._selected.shape[0] > window.size
 

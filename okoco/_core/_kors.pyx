@@ -20,7 +20,7 @@ def inverse_step(kors, const double[::1] k_col, double k_diag, double u):
     ``q = max(k_diag - v.h, 0) / alpha``, ``tau = (1 + eps) q / (1 + q)`` and
     ``p = max(min(beta tau, 1), p_min)``; the coin is ``u < p`` (``u`` uniform in [0, 1),
     drawn by the caller). If it keeps the point, the inverse is bordered with it at the lowest
-    free slot (deferred), its room made by the caller for one more slot.
+    free slot (deferred; ``SlotInverse.make_room`` first).
 
     Returns ``(added, q, tau, p, slot)`` (``slot`` -1 if not added)."""
     cdef Py_ssize_t m = k_col.shape[0], n = 0, j, slot = -1
@@ -31,9 +31,10 @@ def inverse_step(kors, const double[::1] k_col, double k_diag, double u):
     for j in range(m):
         if slots[j] + 1 > n:
             n = slots[j] + 1
+    window = kors._inverse
+    window.make_room(n + 1)  # (the new atom's slot is at most n)
     work = np.zeros(4 * n + 2)
     cdef double[::1] w = work  # v, h, then the solve's workspace (2 n)
-    window = kors._inverse
     if m:
         for j in range(m):
             w[slots[j]] = sqrt(weights[j]) * k_col[j]

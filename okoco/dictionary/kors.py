@@ -273,8 +273,7 @@ class KORS(Dictionary):
         """:meth:`_step` in the inverse form: ``v = S k_col`` over the slots, ``h = P v``, the
         residual ``k_diag - v . h`` scored as in Eq. 4, and a new atom's bordering deferred to
         the next removal, in one compiled call (``okoco._core._kors``)."""
-        m, inverse = self._size, self._inverse
-        inverse.make_room((int(self._slots[:m].max()) if m else -1) + 2)
+        m = self._size
         self._slots = reserve(self._slots, m + 1)
         with scipy_one_thread:
             added, q, tau, p, slot = _kors.inverse_step(

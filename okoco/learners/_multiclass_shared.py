@@ -15,8 +15,8 @@ column each of two ``(m, K + 1)`` matrices, ``O(m K)`` per step in a few BLAS ca
     yhat = clip(ybar, -C, C);  c_t = 2 yhat - 2 (yhat - y) - alpha h(ybar) / s   (per class)
     KC += k c_t^T;  store x with c_t and KC_t = k^T C + kappa c_t;  border P with sqrt(2) h
 
-which is, column by column, the arithmetic of :class:`~okoco.learners.KONS` (``_analyse_row``,
-``_check_step``, ``_apply_windowed``, ``_forget_oldest``): the clipped projection's shift stays
+which is, column by column, the arithmetic of :class:`~okoco.learners.KONS`'s windowed step
+(``okoco._core._kons``: analysis, check, apply, forget): the clipped projection's shift stays
 each class's own. The unbounded learner (``max_size=None``) keeps the same inverse form (an
 inverse that only grows) where a standalone KONS keeps a Cholesky factor: the same predictions to
 rounding (tested to 1e-8), with the window's conditioning caveat (KONS's ``max_size``).
@@ -235,7 +235,6 @@ class SharedSquaredKONS:
             self.coef, self.Kc = _grown(self.coef, size), _grown(self.Kc, size)
         self.coef[slot] = c_t
         self.Kc[slot] = kc + kappa * c_t
-        self.inverse._reserve(points.size)
         # deferred: the oldest atom's removal makes it in the same pass (see SlotInverse)
         self.inverse.append(slot, _D * h, _WEIGHT * s + alpha, _D * e,
                             _WEIGHT * kappa + alpha, points.size, defer=True)

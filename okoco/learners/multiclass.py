@@ -246,7 +246,7 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
                 # (z = 0: zero rows of its inverse) and leave the ring as no-ops, so the class
                 # forgets its own points when a standalone KONS would
                 learner._window.capacity = self._points.rows.max_size
-                learner._window._reserve(n)
+                learner._window.make_room(n)
         return learner
 
     # -- scores ---------------------------------------------------------------------------

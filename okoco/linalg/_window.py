@@ -170,14 +170,6 @@ class SlotInverse:
         if self._due:
             self.refresh()
 
-    def _reserve(self, n: int) -> None:
-        if self._outer is not None:
-            return  # the compact form's slots are its own
-        if self._upper:
-            self._partner.make_room(n)  # the array is the first's
-            return
-        self._grow(n)
-
     def _grow(self, n: int) -> None:
         if n > self.P.shape[0]:
             size = max(n, 2 * self.P.shape[0])
@@ -220,7 +212,7 @@ class SlotInverse:
             self._resize(self.atoms)
         if self._outer is None:
             self._grow(n)
-        elif not (self._outer < 0).any():  # more atoms than announced: room for 16 more
+        elif self.size >= self._outer.shape[0]:  # more atoms than announced: room for 16 more
             # (at most the caller's slots): the array stays within 16 of the most atoms held
             # at once (Sketched-KONS's sketch); its copies, ~capacity^3 / 48 numbers in all
             k = self._outer.shape[0]
