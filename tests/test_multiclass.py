@@ -155,6 +155,21 @@ def test_shared_form_refuses_an_overflowing_step_and_changes_nothing():
     assert np.array_equal(model._scores(probe), scores)
 
 
+def test_shared_form_words_why_a_step_is_refused():
+    """The compiled check's statuses become the learner's messages (as KONS words them)."""
+    model = MulticlassClassifier(KONS(kernel=okoco.kernels.Linear(), max_size=5))
+    model.learn_one({"u": 1e6, "v": 0.0}, "a")
+    model.learn_one({"u": 0.0, "v": 1e6}, "b")
+    with pytest.raises(ValueError, match="lies in the span of the stored points"):
+        model.learn_one({"u": 1e6, "v": 0.0}, "a")  # again: k(x, x) = 1e12 dwarfs the ridge
+    model = MulticlassClassifier(KONS(kernel=okoco.kernels.Polynomial(degree=3), max_size=5))
+    model.learn_one({"u": 1.0, "v": 0.0}, "a")
+    model.learn_one({"u": 0.0, "v": 1.0}, "b")
+    with np.errstate(over="ignore"), pytest.raises(ValueError, match="not a number|overflowed"):
+        model.learn_one({"u": 1e120, "v": 0.0}, "a")  # k(x, x) overflows
+    assert model.n_seen == 2
+
+
 def test_same_accuracy_as_rivers_one_vs_rest_on_image_segments():
     data = list(datasets.ImageSegments().take(300))
     # the unbounded KONS, whose classes share one store (classes arrive late in this stream)

@@ -13,6 +13,11 @@ their state and turn the status codes returned here into their worded errors.
 ``_steps``
     whole learner steps: the step objects of FunctionalGD and KRLS (one compiled call per
     ``predict_one`` / ``learn_one`` on the learner's buffers) and the array loops;
+``_kons``, ``_slots``, ``_kors``
+    the windowed KONS's step phases, the window's inverse (``SlotInverse``) operations, and
+    KORS's inverse-form step;
+``_multiclass``
+    the phases of the shared multiclass KONS step (one preconditioner for every class);
 ``_pros``
     PROS-N-KONS / CON-KONS's step and its array loop (apart, so that it builds and changes on
     its own);

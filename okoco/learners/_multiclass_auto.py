@@ -57,6 +57,8 @@ from __future__ import annotations
 import numpy as np
 
 from okoco import losses
+from okoco._blas import scipy_one_thread
+from okoco.kernels import self_similarity
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import Auto
@@ -119,7 +121,7 @@ class SharedSquaredAuto(ExpertMixture):
                     "experts": "list[obj:SharedSquaredKONS]",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
                     "cumulative_loss": "float", "_points": "obj:SharedPoints as points",
-                    "_mixture": "cache:None"}
+                    "_mixture": "cache:None", "_cache": "cache:None"}
 
     def __init__(self, C: float = 3.0, fast_rate: float = 1.0, fast_discount: float = 0.99,
                  max_size: int | None = 400):
@@ -133,6 +135,7 @@ class SharedSquaredAuto(ExpertMixture):
         self.cumulative_loss = 0.0
         self._points = SharedPoints(None if max_size is None else max_size + 1)
         self._mixture = None
+        self._cache = None  # the experts' analyses at the last row (_analyses)
 
     @classmethod
     def of(cls, auto: Auto) -> SharedSquaredAuto:
@@ -158,12 +161,14 @@ class SharedSquaredAuto(ExpertMixture):
         for expert in self.experts:
             expert.add_class()
         self.n_classes += 1
+        self._cache = None  # the analyses have one column less
 
     def drop_class(self) -> None:
         """Undo :meth:`add_class` (its first step was refused)."""
         for expert in self.experts:
             expert.drop_class()
         self.n_classes -= 1
+        self._cache = None
 
     def _build(self, d: int) -> None:
         """``Auto``'s grid as multiclass experts over one ring (kernels fixed by ``d``)."""
@@ -181,14 +186,29 @@ class SharedSquaredAuto(ExpertMixture):
 
     # -- scores ---------------------------------------------------------------------------
 
-    def _preds(self, v: np.ndarray) -> list[np.ndarray]:
-        return [expert.scores(v) for expert in self.experts]
+    def _analyses(self, v: np.ndarray) -> list[tuple]:
+        """Every expert's analysis at ``v``, each distinct kernel's row computed once; kept
+        for the current state (the points stored and the classes), so that a step after a
+        prediction on the same row reuses them."""
+        cache, points = self._cache, self._points
+        if cache is not None and cache[0] == points.rows.n_added and np.array_equal(cache[1], v):
+            return cache[2]
+        experts = self.experts
+        rows = points.kernel_rows([expert.kernel for expert in experts], v)
+        analyses = [expert._analyse_row(expert.kernel, k, self_similarity(expert.kernel, v))
+                    for expert, k in zip(experts, rows)]
+        self._cache = (points.rows.n_added, v.copy(), analyses)
+        return analyses
+
+    def _preds(self, analyses: list[tuple]) -> list[np.ndarray]:
+        return [expert._scores_of(a) for expert, a in zip(self.experts, analyses)]
 
     def scores(self, v: np.ndarray) -> np.ndarray:
         """The mixture's score of every class at ``v``, in the order the classes were added."""
         if not self.experts:
             return np.zeros(self.n_classes)
-        return self._combine(self._preds(v))
+        with scipy_one_thread:  # the experts' window products on one thread (okoco._blas)
+            return self._combine(self._preds(self._analyses(v)))
 
     def _share(self, safe: np.ndarray, fast: np.ndarray) -> float:
         """How far from the guaranteed average ``safe`` toward ``fast`` the slack allows."""
@@ -206,10 +226,15 @@ class SharedSquaredAuto(ExpertMixture):
         refused step changes nothing."""
         if not self.experts:
             self._build(v.shape[0])
+        with scipy_one_thread:
+            self._learn(v, label)
+
+    def _learn(self, v: np.ndarray, label: int) -> None:
         experts = self.experts
-        preds = self._preds(v)
+        analyses = self._analyses(v)
+        preds = self._preds(analyses)
         own = self._combine(preds)
-        steps = [expert._checked_step(v, label) for expert in experts]
+        steps = [expert._checked_step(v, label, a) for expert, a in zip(experts, analyses)]
         y = np.full(self.n_classes, -1.0)
         y[label] = 1.0
         losses_now = np.array([float(((p - y) ** 2).sum()) for p in preds])
@@ -218,5 +243,6 @@ class SharedSquaredAuto(ExpertMixture):
         self._points.append(v)
         for expert in experts:  # each window forgets its oldest point, once v is stored
             expert._end_step()
+        self._cache = None
         self._record(losses_now, ((own - y) ** 2).sum())
         self.learned_classes = self.n_classes

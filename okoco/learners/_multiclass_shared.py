@@ -17,7 +17,9 @@ column each of two ``(m, K + 1)`` matrices, ``O(m K)`` per step in a few BLAS ca
 
 which is, column by column, the arithmetic of :class:`~okoco.learners.KONS`'s windowed step
 (``okoco._core._kons``: analysis, check, apply, forget): the clipped projection's shift stays
-each class's own. The unbounded learner (``max_size=None``) keeps the same inverse form (an
+each class's own. Each phase is one compiled call (``okoco._core._multiclass``) on the kernel
+row the learner computes; Python keeps the store, the room the buffers need and the wording of
+a refused step. The unbounded learner (``max_size=None``) keeps the same inverse form (an
 inverse that only grows) where a standalone KONS keeps a Cholesky factor: the same predictions to
 rounding (tested to 1e-8), with the window's conditioning caveat (KONS's ``max_size``).
 
@@ -39,9 +41,10 @@ import math
 
 import numpy as np
 
-from okoco._blas import dot
+from okoco._blas import scipy_one_thread
+from okoco._core import _multiclass
 from okoco._input import Rows
-from okoco.kernels import RBF, finite_row, self_similarity
+from okoco.kernels import RBF, self_similarity
 from okoco.learners.base import overflow_message
 from okoco.learners.kons import (
     _MAX_D,
@@ -56,11 +59,7 @@ __all__ = ["SharedSquaredKONS"]
 
 _WEIGHT = 2.0  # the squared loss's second derivative: every step's w_t, every class's
 _D = math.sqrt(_WEIGHT)
-
-
-def _clip(z: np.ndarray, C: float) -> np.ndarray:
-    """``z`` clipped to ``[-C, C]`` (np.clip's dispatch costs ~20 us on a short vector)."""
-    return np.minimum(np.maximum(z, -C), C)
+_GUARDS = (_MIN_S, _S_RTOL, _MIN_RIDGE_RATIO, _MAX_D)  # KONS's numerical guards
 
 
 def _grown(a: np.ndarray, rows: int) -> np.ndarray:
@@ -145,67 +144,54 @@ class SharedSquaredKONS:
     # -- the core -------------------------------------------------------------------------
 
     def _analyse(self, v: np.ndarray):
-        """Kernel row, shared solve and every column's unclipped score at ``v`` (no change);
-        kept for the current state, so that a step after a prediction on the same row reuses it."""
+        """Kernel row, shared solve and every column's unclipped score at ``v`` (no change;
+        ``okoco._core._multiclass.analyse``); kept for the current state, so that a step after
+        a prediction on the same row reuses it. Callers run it in a one-thread BLAS scope."""
         cache = self._cache
         if cache is not None and cache[0] == self.n_seen and np.array_equal(cache[1], v):
             return cache[2]
-        points = self.points
         kernel = self.kernel if self.kernel is not None else RBF(1.0 / max(v.shape[0], 1))
-        k = points.kernel_row(kernel, v)
-        kappa = self_similarity(kernel, v)
-        n = points.n
-        d = points.field("d")
-        e = d * k
-        h = self.inverse.solve(e)
-        hh = dot(h, e) if n else 0.0
-        if math.isfinite(hh) and math.isfinite(kappa) and not (
-                -1e-9 * kappa <= hh <= kappa * (1.0 + 1e-9)):
-            self.inverse.refresh()  # rounding in the inverse's updates has grown (as KONS)
-            h = self.inverse.solve(e)
-            hh = dot(h, e)
-        kc = k @ self.coef[:n]
-        ybar = (kc - (d * h) @ self.Kc[:n]) / self.alpha
-        result = (kernel, k, kappa, e, h, hh, kc, ybar)
+        result = self._analyse_row(kernel, self.points.kernel_row(kernel, v),
+                                   self_similarity(kernel, v))
         self._cache = (self.n_seen, v.copy(), result)
         return result
 
+    def _analyse_row(self, kernel, k: np.ndarray, kappa: float) -> tuple:
+        """:meth:`_analyse` from the kernel row ``k`` over the stored points and ``kappa``
+        (``Auto``'s multiclass experts share the rows)."""
+        k = np.ascontiguousarray(k, dtype=float)
+        return (kernel, *_multiclass.analyse(self, k, kappa))
+
     def scores(self, v: np.ndarray) -> np.ndarray:
         """Every seen class's clipped score at ``v``, in the order the classes were added."""
-        ybar = self._analyse(v)[7][1:]
-        return ybar if self.C is None else _clip(ybar, self.C)
+        with scipy_one_thread:  # the window's products on one thread (okoco._blas)
+            return self._scores_of(self._analyse(v))
+
+    def _scores_of(self, analysis: tuple) -> np.ndarray:
+        """The clipped scores of the seen classes from an analysis."""
+        ybar = analysis[7][1:]
+        return ybar if self.C is None else np.clip(ybar, -self.C, self.C)
 
     def learn(self, v: np.ndarray, label: int) -> None:
         """One KONS step of every column: target +1 for column ``label + 1``, -1 for the others
         (column 0 included). Checked before any state changes: a refused step changes nothing."""
-        self._apply(*self._checked_step(v, label))
+        with scipy_one_thread:
+            self._apply(*self._checked_step(v, label))
 
-    def _checked_step(self, v: np.ndarray, label: int) -> tuple:
-        """What :meth:`_apply` takes for the step of :meth:`learn` (no change): a
-        ``ValueError`` if the step must be refused."""
-        kernel, k, kappa, e, h, hh, kc, ybar = self._analyse(v)
-        alpha, C = self.alpha, self.C
-        y = np.full(ybar.shape[0], -1.0)
-        y[label + 1] = 1.0
-        if not (np.isfinite(ybar).all() and math.isfinite(kappa) and finite_row(kernel, k)):
+    def _checked_step(self, v: np.ndarray, label: int, analysis: tuple | None = None) -> tuple:
+        """What :meth:`_apply` takes for the step of :meth:`learn` (no change), from the
+        analysis at ``v`` (:meth:`_analyse`'s, if not given): a ``ValueError`` if the step
+        must be refused (``okoco._core._multiclass.check``)."""
+        if analysis is None:
+            analysis = self._analyse(v)
+        kernel, k, kappa, e, h, hh, kc, ybar = analysis
+        status, s, c_t = _multiclass.check(self, analysis[1:], label, _GUARDS)
+        if status == _multiclass.STATUS_OVERFLOW:
             bad = ybar[~np.isfinite(ybar)]
             raise ValueError(overflow_message(kernel, float(bad[0]) if bad.size else kappa))
-        s = kappa - hh
-        level = _S_RTOL * (kappa + dot(e, e) / alpha) if e.shape[0] else _S_RTOL * kappa
-        if _WEIGHT * kappa * _MIN_RIDGE_RATIO > alpha and not s >= level:
-            raise ValueError(singular_message(kernel, kappa, alpha))
-        s = max(s, _MIN_S)
-        if C is None:
-            excess = np.zeros_like(ybar)
-        else:
-            excess = ybar - _clip(ybar, C)
-        yhat = ybar - excess
-        gdot = 2.0 * (yhat - y)
-        # the projection's term, with s raised to its rounding level as KONS does
-        shift = alpha * excess / (s if s > level else level)
-        c_t = _WEIGHT * yhat - gdot - shift
-        if not (math.isfinite(_WEIGHT * kappa + alpha) and _D <= _MAX_D
-                and np.isfinite(c_t).all()):
+        if status == _multiclass.STATUS_SINGULAR:
+            raise ValueError(singular_message(kernel, kappa, self.alpha))
+        if status == _multiclass.STATUS_STEP:
             raise ValueError("a multiclass step overflowed; scale the features "
                              "(e.g. river's StandardScaler)")
         return v, kernel, k, kappa, e, h, s, kc, c_t
@@ -222,39 +208,31 @@ class SharedSquaredKONS:
 
     def _store_step(self, v, kernel, k, kappa, e, h, s, kc, c_t) -> None:
         """The step's new point, its columns and the bordering of the inverse (deferred to
-        :meth:`_forget_oldest`). Over a store shared with other learners (``points`` an
-        ``ExpertRows``: ``Auto``'s multiclass experts), the owner stores ``v`` itself between
-        the two."""
-        points, alpha = self.points, self.alpha
-        n = points.n
-        if n:
-            self.Kc[:n] += np.multiply.outer(k, c_t)
+        :meth:`_forget_oldest`; ``okoco._core._multiclass.store``). Over a store shared with
+        other learners (``points`` an ``ExpertRows``: ``Auto``'s multiclass experts), the owner
+        stores ``v`` itself between the two."""
+        points = self.points
         slot = points.append(v, d=_D)
         size = max(points.data.shape[0], slot + 1)  # a shared store holds v only after this
         if self.coef.shape[0] < size:  # as many rows as the store's buffer, no more
             self.coef, self.Kc = _grown(self.coef, size), _grown(self.Kc, size)
-        self.coef[slot] = c_t
-        self.Kc[slot] = kc + kappa * c_t
-        # deferred: the oldest atom's removal makes it in the same pass (see SlotInverse)
-        self.inverse.append(slot, _D * h, _WEIGHT * s + alpha, _D * e,
-                            _WEIGHT * kappa + alpha, points.size, defer=True)
+        self.inverse.make_room(points.size)
+        _multiclass.store(self, k, kappa, e, h, kc, s, c_t, slot, points.size)
         if self.kernel is None:
             self.kernel = kernel  # RBF(1/d) of the first row, fixed from then on
 
     def _forget_oldest(self) -> None:
         """Once more than ``max_size`` points are stored, the oldest leaves the preconditioner
-        and every column's running ``K c`` (one kernel row, one rank-one update)."""
+        and every column's running ``K c`` (one kernel row, one rank-one update:
+        ``okoco._core._multiclass.forget``)."""
         points, window = self.points, self.max_size
         oldest = points.n_added - 1 - window if window is not None else -1
         if oldest < 0:
             self.inverse.flush()  # the step's bordering, with no removal to share a pass with
             return
         slot = oldest % points.max_size
-        c_j = self.coef[slot].copy()
-        n = points.n
-        if c_j.any():
-            row = points.kernel_row(self.kernel, points.data[slot, : points.d].copy())
-            self.Kc[:n] -= np.multiply.outer(row, c_j)
-        self.inverse.remove(slot, n)
-        points.field("d")[slot] = 0.0
-        self.coef[slot] = 0.0
+        row = None
+        if self.coef[slot].any():
+            row = np.ascontiguousarray(
+                points.kernel_row(self.kernel, points.data[slot, : points.d].copy()), dtype=float)
+        _multiclass.forget(self, slot, row)
