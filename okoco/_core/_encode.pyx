@@ -56,3 +56,50 @@ def known_row(dict x, dict columns, Py_ssize_t width, double limit):
             return None
         vec[col] = number
     return out
+
+
+def first_bad_cell(double[:, :] values, double limit, bint absent):
+    """The first cell of ``values``, row by row, that is NaN, infinite or of magnitude above
+    ``limit``, as ``i * columns + j``; ``-1`` if there is none. With ``absent``, NaN is an
+    absent cell instead: it is not bad, and it is set to 0 in place (on the way: the cells
+    after a bad one are left as they were)."""
+    cdef Py_ssize_t i, j, n = values.shape[0], d = values.shape[1]
+    cdef double v
+    for i in range(n):
+        for j in range(d):
+            v = values[i, j]
+            if -limit <= v <= limit:  # NaN fails both
+                continue
+            if absent and v != v:
+                values[i, j] = 0.0
+                continue
+            return i * d + j
+    return -1
+
+
+def first_outside(double[:] values, double low, double high):
+    """The index of the first value that is not in ``[low, high)`` (NaN is not), or ``-1``."""
+    cdef Py_ssize_t i
+    cdef double v
+    for i in range(values.shape[0]):
+        v = values[i]
+        if not low <= v < high:
+            return i
+    return -1
+
+
+def has_nan_name(list names):
+    """Whether a name is not equal to itself (NaN): ``name != name`` as Python compares, with
+    no shortcut for an object compared with itself."""
+    for name in names:
+        if name != name:
+            return True
+    return False
+
+
+def all_floats(list values):
+    """Whether every item of ``values`` is a ``float`` (exactly: not a subclass)."""
+    for value in values:
+        if type(value) is not float:
+            return False
+    return True
