@@ -169,6 +169,26 @@ def test_all_floats_is_exact_type():
     assert not _encode.all_floats([np.float64(1.0)])
 
 
+class ReadOnlyDiagonal(kernels.Polynomial):
+    """A polynomial kernel whose k(x, x) comes back read-only (a view of a cache, say)."""
+
+    def diag(self, X):
+        out = super().diag(X)
+        out.setflags(write=False)
+        return out
+
+
+@pytest.mark.parametrize("rows", [1, 5])
+def test_a_read_only_diag_is_checked_too(rows):
+    model = FunctionalGD(kernel=ReadOnlyDiagonal(degree=3), eta=0.1)
+    model.learn_many(np.full((rows, 2), 0.5), [0.1] * rows)
+    X = np.full((rows, 2), 0.5)
+    X[-1] = 1e60  # k(x, x) = (x.x + 1)^3 overflows
+    with np.errstate(over="ignore"), pytest.raises(ValueError, match=f"row {rows - 1}: "):
+        model.learn_many(X, [0.1] * rows)
+    assert model.n_seen == rows
+
+
 def test_rbf_and_laplacian_k_x_x_is_one_for_every_finite_row():
     """Why _check_rows does not call their diag: it is 1 whatever the (validated) row."""
     V = np.array([[MAX_ABS_VALUE, -MAX_ABS_VALUE], [0.0, 0.0], [1e-300, 5.0]])

@@ -77,7 +77,7 @@ def first_bad_cell(double[:, :] values, double limit, bint absent):
     return -1
 
 
-def first_outside(double[:] values, double low, double high):
+def first_outside(const double[:] values, double low, double high):
     """The index of the first value that is not in ``[low, high)`` (NaN is not), or ``-1``."""
     cdef Py_ssize_t i
     cdef double v
