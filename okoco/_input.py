@@ -240,6 +240,10 @@ class FeatureMap:
         list of dicts. Nothing is registered; a bad cell raises naming its row and feature.
         """
         if type(X) is np.ndarray:  # the common batches first: no attribute probing
+            if not arrays and self.mode != "array":  # columns named by position: one pass
+                values = _encode.positional_rows(X, self.columns, MAX_ABS_VALUE)
+                if values is not None:  # float64 cells, all fine, the registered columns
+                    return values, []
             is_frame, raw = False, X
         elif isinstance(X, (list, tuple)) and X and all(isinstance(x, dict) for x in X):
             return self._encode_dicts(X)

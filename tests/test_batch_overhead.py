@@ -305,3 +305,59 @@ def test_a_new_feature_in_a_small_frame_gets_its_column():
                                  arrays=False)
     np.testing.assert_array_equal(values, [[0.0, 4.0, 3.0]])
     assert new == ["c"]
+
+
+def positional_columns(d):
+    fm = FeatureMap()
+    fm.add(fm.encode(dict.fromkeys(range(d), 1.0))[1])
+    return fm
+
+
+def test_positional_rows_copies_plain_batches_and_declines_the_rest():
+    rng = np.random.default_rng(6)
+    columns = positional_columns(4).columns
+    for _ in range(300):
+        X = rng.normal(size=(rng.integers(0, 5), 4))
+        if X.size and rng.random() < 0.5:
+            X[rng.integers(X.shape[0]), rng.integers(4)] = rng.choice(BAD)
+        layout = rng.integers(4)  # C, Fortran, strided, read-only
+        X = [X, np.asfortranarray(X), np.repeat(X, 2, axis=1)[:, ::2], X][layout]
+        X.setflags(write=layout != 3)
+        got = _encode.positional_rows(X, columns, MAX_ABS_VALUE)
+        if np.all(np.abs(X) <= MAX_ABS_VALUE):
+            np.testing.assert_array_equal(got, X)
+            assert got.flags.c_contiguous and not np.shares_memory(got, X)
+        else:
+            assert got is None
+    X = np.zeros((2, 4))
+    for other in ({0: 0, 1: 1, 2: 2}, {0: 0, 1: 1, 3: 2, 2: 3}, {0: 0, True: 1, 2: 2, 3: 3},
+                  {0.0: 0, 1: 1, 2: 2, 3: 3}, {0: 0, 1: 1, 2: 2, 10**30: 3},
+                  {"0": 0, 1: 1, 2: 2, 3: 3}):
+        assert _encode.positional_rows(X, other, MAX_ABS_VALUE) is None
+    for other in (X.astype(np.float32), X.astype(">f8"), X[0], X[None]):
+        assert _encode.positional_rows(other, columns, MAX_ABS_VALUE) is None
+
+
+@pytest.mark.parametrize("mode", [None, "dict", "array"])
+def test_arrays_by_position_encode_as_the_general_path(mode, monkeypatch):
+    """The compiled copy of a plain batch (``positional_rows``) gives what the general path
+    gives, whatever the columns registered; where it declines, the general path words it."""
+    rng = np.random.default_rng(7)
+    maps = {None: FeatureMap(), "dict": positional_columns(3), "array": FeatureMap()}
+    fm = maps[mode]
+    if mode == "array":
+        fm.add(fm.encode(np.zeros(3))[1])
+    for _ in range(100):
+        X = rng.normal(size=(rng.integers(1, 6), 3))
+        if rng.random() < 0.3:
+            X[rng.integers(X.shape[0]), rng.integers(3)] = rng.choice(BAD)
+        for arrays in (False, True):
+            got = outcome(fm.encode_many, X, arrays=arrays)
+            with monkeypatch.context() as patch:
+                patch.setattr(_encode, "positional_rows", lambda *args: None)
+                expected = outcome(fm.encode_many, X, arrays=arrays)
+            if got[0] == "ok" and expected[0] == "ok":
+                np.testing.assert_array_equal(got[1][0], expected[1][0])
+                assert list(got[1][1]) == list(expected[1][1])
+            else:
+                assert got == expected
