@@ -25,6 +25,7 @@ import numpy as np
 
 from okoco._checks import (
     MAX_ABS_VALUE,
+    _bad_value,
     _numbers,
     check_array,
     check_target,
@@ -34,8 +35,8 @@ from okoco._checks import (
 )
 from okoco._core import _encode
 
-__all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "check_array", "reserve",
-           "FeatureMap", "Rows", "undo_on_error"]
+__all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "check_targets", "check_array",
+           "reserve", "FeatureMap", "Rows", "undo_on_error"]
 
 
 def reserve(buffer: np.ndarray, *shape: int) -> np.ndarray:
@@ -58,6 +59,57 @@ def reserve(buffer: np.ndarray, *shape: int) -> np.ndarray:
     grown = np.zeros(new + old[len(shape):], dtype=buffer.dtype)
     grown[tuple(slice(0, n) for n in old)] = buffer
     return grown
+
+
+def check_targets(y, n: int, loss=None) -> list:
+    """The ``n`` targets of a batch as floats, each checked by :func:`check_target`; the
+    first bad one raises naming its row, before anything is learned.
+
+    Examples
+    --------
+    >>> check_targets([0.5, 1], 2)
+    [0.5, 1.0]
+    >>> check_targets([0.5, None], 2)
+    Traceback (most recent call last):
+    ...
+    TypeError: row 1: the target must be a real number, got None (NoneType)
+    """
+    if type(y) is list and _encode.all_floats(y):  # what np.asarray would hold: y itself
+        targets = y
+    else:
+        targets = np.asarray(y, dtype=object).ravel()
+    if len(targets) != n:
+        raise ValueError(f"X has {n} rows but y has {len(targets)} targets")
+    checked, i = [], 0
+    try:  # in_row's wording, without a call per row
+        for target in targets:
+            checked.append(check_target(target, loss))
+            i += 1
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"row {i}: {error}") from None
+    return checked
+
+
+def _cells(raw: np.ndarray, names: list, *, absent: bool) -> np.ndarray:
+    """A batch's cells validated as a new float64 array (``_numbers`` with ``rows=True``); with
+    ``absent``, NaN marks an absent cell and is 0 in the result.
+
+    A numeric array is checked in one compiled pass (``_encode.first_bad_cell``, which also
+    zeroes the absent cells): numpy's reductions cost more than that for the few rows of a
+    small batch. The first bad cell, row by row, raises as in ``_numbers``.
+    """
+    if raw.dtype.kind not in "biuf" or raw.size == 0:  # cell by cell, or nothing to check
+        values = _numbers(raw, names, absent=absent, rows=True)
+        if absent:
+            values[np.isnan(values)] = 0.0
+        return values
+    values = raw.astype(float)  # a copy: the caller's array is never written
+    bad = _encode.first_bad_cell(values, MAX_ABS_VALUE, absent)
+    if bad >= 0:
+        i, j = divmod(bad, raw.shape[1])
+        error = _bad_value(names[j], raw[i, j].item())
+        raise type(error)(f"row {i}: {error}")
+    return values
 
 
 class NewColumns(list):
@@ -187,12 +239,19 @@ class FeatureMap:
         (positions are features; with ``arrays=False`` its columns are named 0, 1, ...), or a
         list of dicts. Nothing is registered; a bad cell raises naming its row and feature.
         """
-        if isinstance(X, (list, tuple)) and X and all(isinstance(x, dict) for x in X):
+        if type(X) is np.ndarray:  # the common batches first: no attribute probing
+            if not arrays and self.mode != "array":  # columns named by position: one pass
+                values = _encode.positional_rows(X, self.columns, MAX_ABS_VALUE)
+                if values is not None:  # float64 cells, all fine, the registered columns
+                    return values, []
+            is_frame, raw = False, X
+        elif isinstance(X, (list, tuple)) and X and all(isinstance(x, dict) for x in X):
             return self._encode_dicts(X)
-        is_frame = hasattr(X, "columns") and hasattr(X, "to_numpy")
+        else:
+            is_frame = hasattr(X, "columns") and hasattr(X, "to_numpy")
         if is_frame:  # a column that is not numeric is checked cell by cell
             names = X.columns.tolist()
-            if len(set(names)) != len(names) or any(name != name for name in names):
+            if len(set(names)) != len(names) or _encode.has_nan_name(names):
                 twice = sorted({repr(n) for n in names if names.count(n) > 1 or n != n})
                 raise ValueError(f"X has duplicate or NaN column names ({', '.join(twice)}); "
                                  "each feature needs one column")
@@ -202,7 +261,7 @@ class FeatureMap:
                 # nullable dtypes (Int64, boolean, Float64): <NA> is an absent cell, like NaN
                 raw = X.to_numpy(dtype=float, na_value=np.nan) if numeric else \
                     X.to_numpy(dtype=object)
-        else:
+        elif type(X) is not np.ndarray:
             raw = np.asarray(X)
         if raw.ndim != 2:
             raise ValueError(f"X must be 2-D, got shape {raw.shape}")
@@ -214,11 +273,10 @@ class FeatureMap:
         if named and self.mode == "array":
             raise TypeError("this object was fed arrays; got named columns")
         names = names if is_frame else list(range(raw.shape[1]))
-        values = _numbers(raw, names, absent=is_frame, rows=True)
+        # absent cells (a frame's NaN) are 0 in the values
+        values = _cells(raw, names, absent=is_frame)
         if not named:
             return values, NewColumns(() if self.mode == "array" else names, "array")
-        if is_frame:  # absent cells are 0 (the values are finite or NaN by now)
-            values[np.isnan(values)] = 0.0
         if names == list(self.columns):  # the registered columns, in order: no reordering
             return values, []
         new = [name for name in dict.fromkeys(names) if name not in self.columns]

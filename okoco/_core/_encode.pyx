@@ -1,10 +1,17 @@
-"""A river row (a ``dict``) to a dense vector, for the common row only.
+"""A river row (a ``dict``) to a dense vector, and a batch's checks, for the common case only.
 
 ``okoco._input.FeatureMap`` validates and encodes every row; the row of a steady stream (every
 feature already has a column, every value a plain ``float`` or ``int`` of magnitude at most
 ``MAX_ABS_VALUE``) is encoded here in one pass over the dict. Anything else (a new feature, a
 value of another type, a value out of range) makes :func:`known_row` return ``None``, and the
 Python path decides and words the error.
+
+A batch's cells (:func:`first_bad_cell`) and its rows' ``k(x, x)`` (:func:`first_outside`) are
+checked here in one pass each, and the plain batch of a learner fed rows named by position (a
+float64 array over the registered columns) is copied and checked in one call
+(:func:`positional_rows`, ``None`` for anything else): for the few rows of a small batch,
+numpy's reductions and Python's steps cost more than the pass itself. They return where the
+first bad value is, or nothing; the Python caller words the error.
 """
 
 import numpy as np
@@ -13,6 +20,8 @@ from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.object cimport PyObject
 
 _zeros = np.zeros
+_empty = np.empty
+_float64 = np.dtype(np.float64)
 
 
 cdef extern from "Python.h":
@@ -55,4 +64,80 @@ def known_row(dict x, dict columns, Py_ssize_t width, double limit):
         if not -limit <= number <= limit:  # NaN fails both
             return None
         vec[col] = number
+    return out
+
+
+def first_bad_cell(double[:, :] values, double limit, bint absent):
+    """The first cell of ``values``, row by row, that is NaN, infinite or of magnitude above
+    ``limit``, as ``i * columns + j``; ``-1`` if there is none. With ``absent``, NaN is an
+    absent cell instead: it is not bad, and it is set to 0 in place (on the way: the cells
+    after a bad one are left as they were)."""
+    cdef Py_ssize_t i, j, n = values.shape[0], d = values.shape[1]
+    cdef double v
+    for i in range(n):
+        for j in range(d):
+            v = values[i, j]
+            if -limit <= v <= limit:  # NaN fails both
+                continue
+            if absent and v != v:
+                values[i, j] = 0.0
+                continue
+            return i * d + j
+    return -1
+
+
+def first_outside(const double[:] values, double low, double high):
+    """The index of the first value that is not in ``[low, high)`` (NaN is not), or ``-1``."""
+    cdef Py_ssize_t i
+    cdef double v
+    for i in range(values.shape[0]):
+        v = values[i]
+        if not low <= v < high:
+            return i
+    return -1
+
+
+def has_nan_name(list names):
+    """Whether a name is not equal to itself (NaN): ``name != name`` as Python compares, with
+    no shortcut for an object compared with itself."""
+    for name in names:
+        if name != name:
+            return True
+    return False
+
+
+def all_floats(list values):
+    """Whether every item of ``values`` is a ``float`` (exactly: not a subclass)."""
+    for value in values:
+        if type(value) is not float:
+            return False
+    return True
+
+
+def positional_rows(X, dict columns, double limit):
+    """A C-ordered copy of the 2-D float64 array ``X`` when its columns are the registered
+    ones in order (``columns`` maps exactly the ``int`` positions ``0, 1, ...`` to themselves,
+    as rows named by position register them) and every cell is a number of magnitude at most
+    ``limit``; else ``None`` (the Python path decides and words the error)."""
+    if X.dtype is not _float64 or X.ndim != 2:
+        return None
+    cdef const double[:, :] src = X
+    cdef Py_ssize_t n = src.shape[0], d = src.shape[1], i, j, pos = 0, k = 0
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef double v
+    if len(columns) != d:
+        return None
+    while PyDict_Next(columns, &pos, &key, &value):
+        if not PyLong_CheckExact(key) or not (<object>key) == k:  # no overflow for a huge int
+            return None
+        k += 1
+    out = _empty((n, d))
+    cdef double[:, ::1] dst = out
+    for i in range(n):
+        for j in range(d):
+            v = src[i, j]
+            if not -limit <= v <= limit:  # NaN fails both
+                return None
+            dst[i, j] = v
     return out

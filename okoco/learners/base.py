@@ -32,8 +32,9 @@ from okoco import kernels as _kernels
 from okoco import losses as _losses
 from okoco import persistence
 from okoco._blas import find_libraries
+from okoco._core import _encode
 from okoco._dist import gaussian
-from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, in_row
+from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, check_targets, in_row
 from okoco._validation import Interval, Options, Protocol, check_params
 from okoco.learners._codes import compiled_kernel, compiled_loss, widened  # noqa: F401
 
@@ -306,19 +307,16 @@ class KernelLearner(base.MiniBatchRegressor):
     def _check_rows(self, V: np.ndarray) -> None:
         """Raise, naming the row, if a row's ``k(x, x)`` is not finite (or negative): every
         kernel value of the row is then finite too (``|k(x, y)|^2 <= k(x, x) k(y, y)``)."""
-        if not V.shape[0]:
-            return
+        if not V.shape[0] or type(self._kernel) in (_kernels.RBF, _kernels.Laplacian):
+            return  # k(x, x) = 1 for every row (as kernels.self_similarity takes it)
         diag = np.asarray(self._kernel.diag(V), dtype=float)
-        if diag.shape[0] < SMALL_BATCH:  # a few rows: a loop costs less than numpy's reductions
-            ok = all(0.0 <= value < math.inf for value in diag.tolist())  # NaN fails
-        else:
-            ok = diag.min() >= 0.0 and diag.max() < math.inf  # NaN fails both
-        if ok:
-            return
-        ok = diag >= 0.0
-        ok &= diag < math.inf
-        if not ok.all():
-            i = int(np.argmin(ok))  # the first row that is not ok
+        if diag.ndim == 1:  # one compiled pass: numpy's reductions cost more for a few rows
+            i = _encode.first_outside(diag, 0.0, math.inf)  # NaN is outside
+        else:  # a kernel's diag of another shape: numpy's comparisons, as they broadcast
+            ok = diag >= 0.0
+            ok &= diag < math.inf
+            i = -1 if ok.all() else int(np.argmin(ok))  # the first value that is not ok
+        if i >= 0:
             raise ValueError(f"row {i}: {overflow_message(self._kernel, diag[i])}")
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
@@ -358,12 +356,9 @@ class KernelLearner(base.MiniBatchRegressor):
         """Validate the batch (cells, targets, step sizes, each row's ``k(x, x)``), then
         learn its rows in order; the test-then-train predictions if ``predict``."""
         V, new = self._features.encode_many(X, arrays=False)
-        targets = np.asarray(y, dtype=object).ravel()
-        if len(targets) != V.shape[0]:
-            raise ValueError(f"X has {V.shape[0]} rows but y has {len(targets)} targets")
-        targets = [in_row(i, check_target, target, self._loss)
-                   for i, target in enumerate(targets)]
-        etas = [self._step(self.n_seen + 1 + i) for i in range(len(targets))]
+        targets = check_targets(y, V.shape[0], self._loss)
+        first = self.n_seen + 1  # map: a comprehension's set-up is most of a one-row batch's
+        etas = list(map(self._step, range(first, first + len(targets))))
         kernel = self._kernel
         self._fix_default_kernel(V.shape[1])
         try:
