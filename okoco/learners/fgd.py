@@ -131,9 +131,11 @@ class FunctionalGD(KernelLearner):
                     predict: bool) -> np.ndarray | None:
         """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
         each row), for the kernels and losses it knows."""
-        spec, loss = compiled_kernel(self._kernel), compiled_loss(self._loss)
-        if spec is None or loss is None or len(targets) < SMALL_BATCH:
+        if len(targets) < SMALL_BATCH:
             return super()._learn_vecs(V, targets, etas, predict)  # row by row
+        spec, loss = compiled_kernel(self._kernel), compiled_loss(self._loss)
+        if spec is None or loss is None:
+            return super()._learn_vecs(V, targets, etas, predict)
         store = self._store
         store.make_room(len(targets), V.shape[1])
         V = widened(V, store.d)
