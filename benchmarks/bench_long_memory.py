@@ -23,14 +23,21 @@ window, a linear-kernel KONS -- three ways, without changing ``Auto``:
    alternately row by row after 3,000 steps (every window full), default BLAS threading.
 
 An expert's predictions do not depend on the mixture, so the offline score is the score of an
-``Auto`` holding the candidate as a sixth expert (checked against a real ``Auto`` replay in
-``tests/test_bench_long_memory.py`` with a candidate ``Auto`` can hold).
+``Auto`` holding the candidate as a sixth expert, or in place of one of the five (``swaps``),
+or two candidates (``pairs``). ``AUTO_PLUS`` names such sets as real ``Auto`` objects
+(:func:`long_auto`: a ring of 1,000 points, the five keeping their own windows of it; a
+Sketched-KONS runs in Auto's step as its KONS do): ``--part check`` replays them on every
+family stream against their offline scores, ``--part cost`` times them beside ``Auto()``,
+and the summary table extrapolates ``Auto()``'s million-step time (7.8 min) by the ratio.
 
 Usage::
 
     python -m benchmarks.bench_long_memory --part families   # record candidates, score them
     python -m benchmarks.bench_long_memory --part defaults
-    python -m benchmarks.bench_long_memory --part cost
+    python -m benchmarks.bench_long_memory --part cost --steps 3000   # every candidate alone
+    # only KONS(), Auto() and the AUTO_PLUS Autos (--only matching no candidate), kept apart:
+    python -m benchmarks.bench_long_memory --part cost --steps 3000 --tag autos --only none
+    python -m benchmarks.bench_long_memory --part check     # real replays of AUTO_PLUS
     python -m benchmarks.bench_long_memory --report          # tables from the results file
 
 The 61 experts' pool is read from ``bench_families``' cache (``OKOCO_POOL_DIR``,
@@ -139,6 +146,12 @@ AUTO_PLUS = {
         (), ("SKONS(rbf=0.2/d, alpha=0.1, beta=3, W=1000)",)),
     "Auto() + SKONS(rbf=0.2/d, alpha=0.03, beta=1, W=1000)": (
         (), ("SKONS(rbf=0.2/d, alpha=0.03, beta=1, W=1000)",)),
+    "Auto() with SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000) for KONS(rbf=0.2/d, alpha=0.1, "
+    "W=400)": ((0,), ("SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000)",)),
+    "Auto() with SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000) for KONS(rbf=0.5/d, alpha=0.03, "
+    "W=400)": ((1,), ("SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000)",)),
+    "Auto() with SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000) for KONS(rbf=0.2/d, alpha=0.1, "
+    "W=200)": ((3,), ("SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000)",)),
     "Auto() + SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000) + SKONS(rbf=3/d, alpha=0.1, "
     "beta=10, W=1000)": ((), ("SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000)",
                               "SKONS(rbf=3/d, alpha=0.1, beta=10, W=1000)")),
@@ -561,9 +574,71 @@ def cost_table(cost: dict) -> str:
     return "\n".join(lines)
 
 
+#: The million-step run of ``Auto()`` (docs/defaults.md, "A million steps"), in minutes: the
+#: extrapolations below scale it by a measured ratio of time per step to ``Auto()``'s.
+AUTO_MILLION_MINUTES = 7.8
+
+
+def plus_error(row: dict, names: list[str], dropped: tuple, extras: tuple) -> float | None:
+    """The offline error of an ``AUTO_PLUS`` set from a scored stream (``score_streams``)."""
+    if not dropped and not extras:
+        return row["auto"]
+    if not dropped and len(extras) == 1:
+        return row.get(extras[0], {}).get("with")
+    if not dropped and len(extras) == 2:
+        a, b = sorted(extras, key=lambda k: names.index(k) if k in names else -1)
+        return row.get("pairs", {}).get(f"{a} + {b}")
+    if len(dropped) == 1 and len(extras) == 1:
+        return row.get("swaps", {}).get(f"{extras[0]} for {_five_name(dropped[0])}")
+    return None
+
+
+def summary_table(results: dict) -> str:
+    """Each ``AUTO_PLUS`` set: the families (within 3% of the best KONS setting, median /
+    worst ratio), the defaults table (within 2% of ``Auto(max_size=None)``, beats every river
+    default; regression in a TargetStandardScaler), its time per step over ``Auto()``'s in
+    each cost run, and the million-step time that ratio extrapolates to."""
+    names = results.get("names", [])
+    fam, dft = results.get("families", {}), results.get("defaults", {})
+    ref = json.loads(DEFAULTS.read_text())["results"]
+    runs = [results[k] for k in results if k.startswith("cost")
+            and all(label in results[k]["learners"] for label in AUTO_PLUS)]
+    lines = ["| Auto | training: within 3% | training: median / worst | held-out: within 3% | "
+             "held-out: median / worst | defaults: within 2% of Auto(max_size=None) | "
+             "defaults: beats every river default | time per step / Auto()'s (wall; CPU) | "
+             "1M steps, extrapolated |", "|---|" + "---:|" * 8]
+    for label, (dropped, extras) in {"Auto()": ((), ()), **AUTO_PLUS}.items():
+        cells = []
+        for split in ("training", "held-out"):
+            rows = fam.get(split, {})
+            errors = {s: plus_error(r, names, dropped, extras) for s, r in rows.items()}
+            if not rows or any(e is None for e in errors.values()):
+                cells += ["", ""]
+                continue
+            m = _summary({s: {**r, "e": errors[s]} for s, r in rows.items()}, lambda r: r["e"])
+            cells += [f"{m['within_3pct']}/{m['streams']}", f"{m['median']:.3f} / {m['worst']:.3f}"]
+        rows = {**dft.get("own", {}), **dft.get("tss", {})}
+        errors = {s: plus_error(r, names, dropped, extras) for s, r in rows.items()}
+        if rows and all(e is not None for e in errors.values()):
+            within = sum(e <= 1.02 * ref["Auto(max_size=None)"][s][0] for s, e in errors.items())
+            beats = sum(e < min(ref[k][s][0] for k in bench_defaults.RIVER_DEFAULTS)
+                        for s, e in errors.items())
+            cells += [f"{within}/{len(errors)}", f"{beats}/{len(errors)}"]
+        else:
+            cells += ["", ""]
+        key = label if label in AUTO_PLUS else "Auto()"
+        wall = [c["learners"][key]["us"] / c["learners"]["Auto()"]["us"] for c in runs]
+        cpu = [c["learners"][key]["cpu_us"] / c["learners"]["Auto()"]["cpu_us"] for c in runs]
+        cells += [", ".join(f"{w:.2f}" for w in wall) + "; " + ", ".join(f"{c:.2f}" for c in cpu)
+                  if runs else "",
+                  f"{AUTO_MILLION_MINUTES * statistics.fmean(wall):.1f} min" if runs else ""]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def report(results: dict) -> str:
     names = results.get("names", list(candidates()))
-    parts = []
+    parts = ["## Summary: Auto's five with long-memory experts", "", summary_table(results), ""]
     if "families" in results:
         parts += ["## Families (ratios to the best single KONS setting)", "",
                   families_table(results["families"], names), ""]
@@ -580,7 +655,7 @@ def report(results: dict) -> str:
                   f"steps timed (load {c['load_before'][0]:.2f} -> {c['load_after'][0]:.2f})",
                   "", cost_table(c), ""]
     if "check" in results:
-        parts += ["## Offline scores against real replays of Auto's five + KONS experts over "
+        parts += ["## Offline scores against real replays of Auto's five with candidates over "
                   "1,000 points", "", "| Auto | streams | offline == real (to 1e-9) | "
                   "largest difference |", "|---|---:|---:|---:|"]
         for label, rows in results["check"].items():

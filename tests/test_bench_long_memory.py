@@ -74,3 +74,21 @@ def test_score_streams_and_merge_checks(tmp_path):
                              directory=tmp_path)
     with pytest.raises(ValueError, match="not of the pool's stream"):
         lm.merge(pool, [0], [other])
+
+
+def test_the_summary_reads_each_auto_plus_set_as_a_real_auto_scores_it(tmp_path):
+    """``plus_error`` over ``score_streams`` (a candidate added, swapped in for one of the five,
+    or two added) is the error of ``long_auto``, the real Auto holding them (a Sketched-KONS
+    among them, run by Auto's step as its own KONS are)."""
+    task, loader = families.training_families(80, [0])["sea-v0/0"]
+    rows = loader(80)
+    names = ["SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000)", "KONS(rbf=3/d, alpha=0.1, W=1000)"]
+    build = lm.candidates()
+    pool = lm.record_auto_experts("sea-v0/0", task, rows, directory=tmp_path)
+    merged = lm.merge(pool, list(range(5)), [lm.record_expert(
+        "sea-v0/0", task, rows, build[k], k, directory=tmp_path) for k in names])
+    row = lm.score_streams({"s": (task, merged)}, names)["s"]
+    for dropped, extras in (((), (names[0],)), ((1,), (names[0],)), ((), tuple(names))):
+        real = families.run_one(lambda task_, d, e=extras, x=dropped: lm._pipeline(
+            lambda loss: lm.long_auto(e, loss, x), task_, "own"), task, rows)[0]
+        assert lm.plus_error(row, names, dropped, extras) == pytest.approx(real, abs=1e-12)
