@@ -463,6 +463,105 @@ def check_part(n: int, seeds: list[int], held_seeds: list[int]) -> dict:
     return out
 
 
+def long_part(labels: tuple, n: int = 100_000, every: int = 10_000, window: int = 1000) -> dict:
+    """``Auto()`` and the ``AUTO_PLUS`` sets ``labels`` along ``n`` steps of river
+    ``RandomRBF`` (as ``cost_part``), replayed alternately row by row: every ``every`` steps
+    the us/step over the last ``window`` steps of each, and the atoms of each Sketched-KONS
+    expert (KORS's dictionary), so that a bounded step is seen to stay flat."""
+    models = {"Auto()": Auto(loss=losses.Logistic())}
+    for label in labels:
+        dropped, extras = AUTO_PLUS[label]
+        models[label] = long_auto(extras, losses.Logistic(), dropped)
+    learners = models
+    models = {k: preprocessing.StandardScaler() | BinaryClassifier(m) for k, m in models.items()}
+    stream = synth.RandomRBF(seed_model=7, seed_sample=11, n_classes=2, n_features=10,
+                             n_centroids=50)
+    out = {"n": n, "every": every, "window": window, "load_before": os.getloadavg(),
+           "records": {k: [] for k in models}}
+    wall = dict.fromkeys(models, 0.0)
+    order = list(models)
+    for i, (x, y) in enumerate(stream.take(n), start=1):
+        for name in order[i % len(order):] + order[:i % len(order)]:
+            start = time.perf_counter()
+            models[name].predict_one(x)
+            models[name].learn_one(x, y)
+            if i % every > every - window or i % every == 0:
+                wall[name] += time.perf_counter() - start
+        if i % every == 0:
+            for k, learner in learners.items():
+                atoms = [int(e._kors.size) for e in learner.experts if hasattr(e, "_kors")]
+                out["records"][k].append({"t": i, "us": 1e6 * wall[k] / window, "atoms": atoms})
+                wall[k] = 0.0
+            print(f"long t={i}", {k: round(v[-1]["us"]) for k, v in out["records"].items()},
+                  flush=True)
+    out["load_after"] = os.getloadavg()
+    return out
+
+
+LONG_SETS = ("Auto() with SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000) for KONS(rbf=0.5/d, "
+             "alpha=0.03, W=400)",
+             "Auto() + SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000)")
+
+
+DRIFT_SETS = ("Auto() + SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000)",
+              "Auto() with SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000) for KONS(rbf=0.2/d, "
+              "alpha=0.1, W=400)",
+              "Auto() with SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000) for KONS(rbf=0.5/d, "
+              "alpha=0.03, W=400)")
+
+
+def drift_part(n: int = 5000, seeds: tuple = (0, 1, 2)) -> dict:
+    """``Auto()`` and the affordable ``AUTO_PLUS`` sets (``DRIFT_SETS``) on ``bench_drift``'s
+    streams, as that benchmark replays them (raw regression targets): the error over the
+    stream and, per drift point, the error before and after it and the samples to recover."""
+    from benchmarks import bench_drift
+
+    def build(label):
+        dropped, extras = AUTO_PLUS.get(label, ((), ()))
+
+        def make(task):
+            if task == "regression":
+                return preprocessing.StandardScaler() | long_auto(extras, None, dropped) \
+                    if label != "Auto()" else preprocessing.StandardScaler() | Auto()
+            inner = long_auto(extras, losses.Logistic(), dropped) if label != "Auto()" else \
+                Auto(loss=losses.Logistic())
+            return preprocessing.StandardScaler() | BinaryClassifier(inner)
+        return make
+    out = {"n": n, "seeds": list(seeds), "load_before": os.getloadavg(), "runs": {}}
+    for seed in seeds:
+        for stream, (task, rows, points) in bench_drift.streams(n, seed).items():
+            for label in ("Auto()", *DRIFT_SETS):
+                errors, us = bench_drift.replay(build(label)(task), task, rows)
+                run = {"seed": seed, "us": us, **bench_drift.summarise(errors, points)}
+                out["runs"].setdefault(stream, {}).setdefault(label, []).append(run)
+                print(f"drift {stream:13s} {seed} {label[:60]:60s} {run['error']:.4g}",
+                      flush=True)
+    out["load_after"] = os.getloadavg()
+    return out
+
+
+def drift_table(drift: dict) -> str:
+    """Mean error over the seeds (and the recoveries, per seed) beside ``drift.json``'s ARF."""
+    stored = json.loads((RESULTS.parent / "drift.json").read_text())
+    lines = ["| stream | learner | error (mean over seeds) | river ARF (drift.json) | "
+             "per drift point: error after (1,000) / recovery (samples, per seed) |",
+             "|---|---|---:|---:|---|"]
+    for stream, runs in drift["runs"].items():
+        arf = stored["runs"].get(stream, {}).get("ARF")
+        arf_error = f"{np.mean([r['error'] for r in arf]):.4g}" if arf and \
+            stored.get("n") == drift["n"] and stored.get("seeds") == drift["seeds"] else ""
+        for label, rs in runs.items():
+            points = []
+            for k, d in enumerate(rs[0]["drifts"]):
+                rec = ", ".join("-" if r["drifts"][k]["recovery"] is None
+                                else str(r["drifts"][k]["recovery"]) for r in rs)
+                after = np.mean([r["drifts"][k]["after"] for r in rs])
+                points.append(f"{d['point']}: {after:.4g} / {rec}")
+            lines.append(f"| {stream} | {label} | {np.mean([r['error'] for r in rs]):.4g} | "
+                         f"{arf_error} | {'; '.join(points)} |")
+    return "\n".join(lines)
+
+
 # -- reading the results -----------------------------------------------------------------------
 
 
@@ -606,7 +705,9 @@ def summary_table(results: dict) -> str:
     lines = ["| Auto | training: within 3% | training: median / worst | held-out: within 3% | "
              "held-out: median / worst | defaults: within 2% of Auto(max_size=None) | "
              "defaults: beats every river default | time per step / Auto()'s (wall; CPU) | "
-             "1M steps, extrapolated |", "|---|" + "---:|" * 8]
+             "1M steps, extrapolated | median ratio along 100,000 steps (--part long) |",
+             "|---|" + "---:|" * 9]
+    long = results.get("long", {}).get("records", {})
     for label, (dropped, extras) in {"Auto()": ((), ()), **AUTO_PLUS}.items():
         cells = []
         for split in ("training", "held-out"):
@@ -632,6 +733,12 @@ def summary_table(results: dict) -> str:
         cells += [", ".join(f"{w:.2f}" for w in wall) + "; " + ", ".join(f"{c:.2f}" for c in cpu)
                   if runs else "",
                   f"{AUTO_MILLION_MINUTES * statistics.fmean(wall):.1f} min" if runs else ""]
+        if label in long and "Auto()" in long:
+            along = statistics.median(r["us"] / a["us"] for r, a in zip(long[label],
+                                                                        long["Auto()"]))
+            cells.append(f"{along:.2f} ({AUTO_MILLION_MINUTES * along:.1f} min)")
+        else:
+            cells.append("")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -654,6 +761,22 @@ def report(results: dict) -> str:
         parts += [f"## {key.capitalize()}: RandomRBF after {c['warm']} steps, {c['steps']} "
                   f"steps timed (load {c['load_before'][0]:.2f} -> {c['load_after'][0]:.2f})",
                   "", cost_table(c), ""]
+    if "drift" in results:
+        d = results["drift"]
+        parts += [f"## Drift (bench_drift's streams, {d['n']} samples, seeds "
+                  f"{', '.join(map(str, d['seeds']))}; load {d['load_before'][0]:.2f} -> "
+                  f"{d['load_after'][0]:.2f})", "", drift_table(d), ""]
+    if "long" in results:
+        g = results["long"]
+        parts += [f"## Along {g['n']:,} steps of RandomRBF (us/step over the last {g['window']} "
+                  f"steps of every {g['every']:,}; load {g['load_before'][0]:.2f} -> "
+                  f"{g['load_after'][0]:.2f})", "", "| Auto | us/step along the stream | "
+                  "Sketched-KONS atoms along the stream |", "|---|---|---|"]
+        for k, recs in g["records"].items():
+            atoms = ", ".join("/".join(map(str, r["atoms"])) for r in recs if r["atoms"])
+            us = ", ".join(f"{r['us']:.0f}" for r in recs)
+            parts.append(f"| {k} | {us} | {atoms} |")
+        parts.append("")
     if "check" in results:
         parts += ["## Offline scores against real replays of Auto's five with candidates over "
                   "1,000 points", "", "| Auto | streams | offline == real (to 1e-9) | "
@@ -668,7 +791,8 @@ def report(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("families", "defaults", "cost", "check", "all"),
+    parser.add_argument("--part", choices=("families", "defaults", "cost", "check", "drift",
+                                           "long", "all"),
                         default="all")
     parser.add_argument("--only", default="", help="comma-separated candidate substrings")
     parser.add_argument("--n", type=int, default=1500, help="samples per family stream")
@@ -694,6 +818,10 @@ def main(argv: list[str] | None = None) -> str:
                 names, steps=args.steps)
         if args.part in ("check", "all"):
             results["check"] = check_part(args.n, seeds, held)
+        if args.part in ("drift", "all"):
+            results["drift"] = drift_part()
+        if args.part in ("long", "all"):
+            results["long"] = long_part(LONG_SETS)
         if args.part in ("families", "defaults", "all"):
             results["names"] = names
         args.output.parent.mkdir(parents=True, exist_ok=True)
