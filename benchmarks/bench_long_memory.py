@@ -38,6 +38,7 @@ Usage::
     # only KONS(), Auto() and the AUTO_PLUS Autos (--only matching no candidate), kept apart:
     python -m benchmarks.bench_long_memory --part cost --steps 3000 --tag autos --only none
     python -m benchmarks.bench_long_memory --part check     # real replays of AUTO_PLUS
+    python -m benchmarks.bench_long_memory --part select    # swaps ranked on training only
     python -m benchmarks.bench_long_memory --report          # tables from the results file
 
 The 61 experts' pool is read from ``bench_families``' cache (``OKOCO_POOL_DIR``,
@@ -72,7 +73,10 @@ from benchmarks.bench_families import (
 )
 from okoco import BinaryClassifier, kernels, losses
 from okoco.learners import KONS, Auto, SketchedKONS
-from okoco.learners.auto import DEFAULT_WINDOW, EXPERTS
+from okoco.learners.auto import DEFAULT_WINDOW
+from okoco.learners.auto import (
+    KONS_EXPERTS as EXPERTS,  # Auto's five KONS before the long-memory expert
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "long_memory.json"
 FAMILIES = Path(__file__).resolve().parent / "results" / "families.json"
@@ -510,6 +514,39 @@ DRIFT_SETS = ("Auto() + SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000)",
               "alpha=0.03, W=400)")
 
 
+#: The long-memory candidates whose standalone step costs about a KONS() step or less (the
+#: cost table), so that one of them in place of one of the five keeps Auto's cost.
+AFFORDABLE = ("SKONS(rbf=0.2/d, alpha=0.1, beta=3, W=1000)",
+              "SKONS(rbf=0.2/d, alpha=0.1, beta=10, W=1000)",
+              "SKONS(rbf=0.5/d, alpha=0.03, beta=3, W=1000)",
+              "SKONS(rbf=0.2/d, alpha=0.03, beta=3, W=1000)",
+              "SKONS(rbf=0.2/d, alpha=0.03, beta=1, W=1000)",
+              "SKONS(rbf=0.2/d, alpha=0.1, beta=3, W=2000)")
+
+
+def select_part(n: int, seeds: list[int], names=AFFORDABLE) -> list:
+    """Each affordable candidate in place of each of the five, ranked by the score ``Auto``'s
+    grid was chosen by (``bench_families.selection_score``) on the *training* families only:
+    ``[label, score, within 3%, median ratio, worst ratio]``, best first."""
+    store = json.loads(FAMILIES.read_text())
+    build = candidates()
+    records = {}
+    for s, (task, loader) in training_families(n, seeds).items():
+        rows = loader(n)
+        experts = [record_expert(s, task, rows, build[name], name) for name in names]
+        records[s] = (task, merge(record_pool(s, task, loader, n), auto_columns(), experts))
+    subsets, labels = [list(range(5))], ["Auto()'s five"]
+    for i, name in enumerate(names):
+        for j in range(5):
+            subsets.append([c for c in range(5) if c != j] + [5 + i])
+            labels.append(f"{name} for {_five_name(j)}")
+    scores = bench_families.selection_score(store, records, subsets, n)
+    best, _ = bench_families.pool_ratios(store, records, subsets, n)
+    rows = [[label, float(score), int((b <= 1.03).sum()), float(np.median(b)), float(b.max())]
+            for label, score, b in zip(labels, scores, best)]
+    return sorted(rows, key=lambda row: -row[1])
+
+
 def drift_part(n: int = 5000, seeds: tuple = (0, 1, 2)) -> dict:
     """``Auto()`` and the affordable ``AUTO_PLUS`` sets (``DRIFT_SETS``) on ``bench_drift``'s
     streams, as that benchmark replays them (raw regression targets): the error over the
@@ -792,7 +829,7 @@ def report(results: dict) -> str:
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("families", "defaults", "cost", "check", "drift",
-                                           "long", "all"),
+                                           "long", "select", "all"),
                         default="all")
     parser.add_argument("--only", default="", help="comma-separated candidate substrings")
     parser.add_argument("--n", type=int, default=1500, help="samples per family stream")
@@ -822,6 +859,11 @@ def main(argv: list[str] | None = None) -> str:
             results["drift"] = drift_part()
         if args.part in ("long", "all"):
             results["long"] = long_part(LONG_SETS)
+        if args.part in ("select", "all"):
+            results["select"] = select_part(args.n, seeds)
+            for label, score, near, median, worst in results["select"][:8]:
+                print(f"{score:7.3f}  {label:70s} {near}/20 within 3%, median {median:.3f}, "
+                      f"worst {worst:.3f}")
         if args.part in ("families", "defaults", "all"):
             results["names"] = names
         args.output.parent.mkdir(parents=True, exist_ok=True)

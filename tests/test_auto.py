@@ -12,24 +12,28 @@ from okoco import datasets as okoco_datasets
 from okoco._input import Rows
 from okoco.cli import app
 from okoco.intervals import IntervalRegressor
-from okoco.learners import KONS, Auto
+from okoco.learners import KONS, Auto, SketchedKONS
 from okoco.learners.auto import SharedPoints
 
 
 def expert_grid(d, loss, C, window=None):
     """The documented grid, built independently of Auto (each expert with kernels of its own):
-    the curvature step over the window with RBF(0.2/d) and ridge 0.1, RBF(0.5/d) and ridge
-    0.03, RBF(3/d) and ridge 0.1; with a window, two forgetting experts: RBF(0.2/d), ridge 0.1,
-    over its newest half and RBF(0.5/d), ridge 0.03, over its newest fifth."""
+    the curvature step over the window with RBF(0.2/d) and ridge 0.1 and with RBF(3/d) and
+    ridge 0.1, a Sketched-KONS with RBF(0.2/d), ridge 0.03 and beta 3 (coins of seed 0) over
+    2.5 times the window; with a window, two forgetting experts: RBF(0.2/d), ridge 0.1, over
+    its newest half and RBF(0.5/d), ridge 0.03, over its newest fifth."""
     g = 1.0 / d
-    grid = [(kernels.RBF(0.2 * g), 0.1, "hessian", window),
-            (kernels.RBF(0.5 * g), 0.03, "hessian", window),
-            (kernels.RBF(3 * g), 0.1, "hessian", window)]
+    long = None if window is None else int(2.5 * window)
+    grid = [KONS(kernel=kernels.RBF(0.2 * g), loss=loss, C=C, alpha=0.1, max_size=window),
+            SketchedKONS(kernel=kernels.RBF(0.2 * g), loss=loss, C=C, alpha=0.03, beta=3.0,
+                         seed=0, max_size=long),
+            KONS(kernel=kernels.RBF(3 * g), loss=loss, C=C, alpha=0.1, max_size=window)]
     if window is not None:
-        grid += [(kernels.RBF(0.2 * g), 0.1, "hessian", max(2, int(0.5 * window))),
-                 (kernels.RBF(0.5 * g), 0.03, "hessian", max(2, int(0.2 * window)))]
-    return [KONS(kernel=k, loss=loss, C=C, alpha=a, eta=eta, max_size=w)
-            for k, a, eta, w in grid]
+        grid += [KONS(kernel=kernels.RBF(0.2 * g), loss=loss, C=C, alpha=0.1,
+                      max_size=max(2, int(0.5 * window))),
+                 KONS(kernel=kernels.RBF(0.5 * g), loss=loss, C=C, alpha=0.03,
+                      max_size=max(2, int(0.2 * window)))]
+    return grid
 
 
 def bounded_stream(n=150, d=3, C=1.0, seed=0, labels=False):
@@ -162,7 +166,7 @@ def test_every_expert_computes_what_a_standalone_kons_computes(loss, window):
         model.learn_one(x, target)
         for e in alone:
             e.learn_one(x, target)
-    held = n if window is None else window + 1
+    held = n if window is None else int(2.5 * window) + 1  # the ring: the longest window
     assert model._points.rows.n == held
     for e, a in zip(model.experts, alone):
         assert e._store.n == held and e.dictionary_size == a.dictionary_size
@@ -386,10 +390,17 @@ def test_the_window_bounds_memory_and_follows_a_switch():
     model = Auto(max_size=100, scale_target=False, C=1.0)
     for x, target in zip(as_dicts(X), y):
         model.learn_one(x, target)
-    assert model._points.rows.n == 101 and model._points.rows.data.shape[0] <= 202
-    # the shorter windows keep their inverse over slots of their own (51, 21 for 50, 20 points)
-    assert [e._window.P.shape[0] for e in model.experts] == [101, 101, 101, 51, 21]
-    assert [e.dictionary_size for e in model.experts] == [100, 100, 100, 50, 20]
+    # the ring holds the longest window, the Sketched-KONS's 250 points
+    assert model._points.rows.n == 251 and model._points.rows.data.shape[0] <= 502
+    # the shorter windows keep their inverse over slots of their own (101, 51, 21 for 100,
+    # 50, 20 points); the Sketched-KONS over fewer than its window (the most atoms it held at
+    # once, plus at most 16: KORS keeps a part of the window)
+    shapes = [e._window.P.shape for e in model.experts]
+    assert [shapes[i] for i in (0, 2, 3, 4)] == [(101, 101), (101, 101), (51, 51), (21, 21)]
+    sketch = model.experts[1]
+    assert sketch.dictionary_size < 250 and shapes[1][0] < 251
+    assert [e.dictionary_size for e in model.experts] == [100, sketch.dictionary_size, 100, 50,
+                                                         20]
     assert np.argmax(model.fast_weights) in (3, 4)  # a forgetting expert leads lately
 
 

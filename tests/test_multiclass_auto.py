@@ -14,7 +14,7 @@ from river import checks
 import okoco
 from okoco import kernels, losses
 from okoco.learners import KONS, Auto, MulticlassClassifier
-from okoco.learners.auto import EXPERTS
+from okoco.learners.auto import KONS_EXPERTS
 
 
 def rows(n: int, seed: int = 0, classes=("a", "b", "c", "d")):
@@ -34,7 +34,7 @@ def grid(d: int, window: int | None) -> list[dict]:
     """Auto's experts, from its documented grid: RBF(c/d), ridge alpha, the newest ``share``
     of the window (at least 2 points; with no window only the experts of share 1)."""
     out = []
-    for c, alpha, eta, share in EXPERTS:
+    for c, alpha, eta, share in KONS_EXPERTS:
         if window is None and share < 1:
             continue
         out.append({"gamma": c * (1.0 / d), "alpha": alpha, "eta": eta,

@@ -1,6 +1,6 @@
 """Files of older okoco file formats load and predict as the models that wrote them did.
 
-The files are in ``tests/data/format-v3`` to ``format-v6``, written by
+The files are in ``tests/data/format-v3`` to ``format-v7``, written by
 ``tests/data/make_format_files.py`` with the okoco of each format (its docstring names the
 commits); ``expected.json`` beside them holds what each saved model predicted at three probes,
 before and after one more learning step.
@@ -23,7 +23,7 @@ def _files(version: int) -> list[tuple[int, str]]:
     return [(version, name[:-4]) for name in sorted(os.listdir(folder)) if name.endswith(".npz")]
 
 
-CASES = _files(3) + _files(4) + _files(5) + _files(6)
+CASES = _files(3) + _files(4) + _files(5) + _files(6) + _files(7)
 
 
 def _label(name: str, y: float):
@@ -183,7 +183,7 @@ def test_a_file_holds_exactly_the_declared_public_field_names(path, tmp_path):
 
     model = TRAINED[path]
     meta = persistence.read_metadata(okoco.save(model, tmp_path / "m.npz"))
-    assert meta["format_version"] == persistence.FORMAT_VERSION == 7
+    assert meta["format_version"] == persistence.FORMAT_VERSION == 8
     # nested objects sit in the state or, when a parameter (BinaryClassifier's learner), there
     objects = [("state", path, set(meta["state"])), *_objects(meta["state"]),
                *_objects(meta["params"], "params")]
@@ -228,7 +228,7 @@ def test_a_private_field_name_is_refused_by_the_declaration():
         persistence.declared_state(Private)
 
 
-@pytest.mark.parametrize("version", [5, 6, 7])
+@pytest.mark.parametrize("version", [5, 6, 7, 8])
 def test_version_4_names_are_not_read_from_a_version_5_file(tmp_path, version):
     """The old (attribute) names are the migrations' business only: in a file of format 5 or
     later they are fields the class does not declare."""

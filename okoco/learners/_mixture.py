@@ -89,5 +89,8 @@ class ExpertMixture:
         if not self.experts:
             return None
         best = self.experts[int(np.argmin(self.cumulative_losses))]
-        return (f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, eta={best.eta!r}, "
+        # a KONS (a multiclass expert: one per class), or a Sketched-KONS (KORS's beta)
+        name, beta = ("SketchedKONS", f", beta={best.beta:g}") if hasattr(best, "beta") else \
+            ("KONS", "")
+        return (f"{name}(kernel={best.kernel!r}, alpha={best.alpha:g}, eta={best.eta!r}{beta}, "
                 f"max_size={best.max_size!r})")

@@ -61,7 +61,7 @@ from okoco._blas import scipy_one_thread
 from okoco.kernels import self_similarity
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners._multiclass_shared import SharedSquaredKONS
-from okoco.learners.auto import Auto
+from okoco.learners.auto import KONS_EXPERTS, Auto
 from okoco.learners.shared import ExpertRows, SharedPoints
 from okoco.linalg import SlotInverse
 
@@ -69,10 +69,9 @@ __all__ = ["SharedSquaredAuto"]
 
 
 def shares_preconditioner(learner) -> bool:
-    """``Auto`` with the squared loss: every expert of its grid is a squared-loss KONS with the
-    curvature step, whose classes share one preconditioner."""
-    return (type(learner) is Auto and isinstance(learner._loss, losses.Squared)
-            and all(e.eta == "hessian" for e in learner._build_experts(1)))
+    """``Auto`` with the squared loss: its multiclass form's experts (``KONS_EXPERTS``) are
+    squared-loss KONS with the curvature step, whose classes share one preconditioner."""
+    return type(learner) is Auto and isinstance(learner._loss, losses.Squared)
 
 
 class SharedSquaredAuto(ExpertMixture):
@@ -173,7 +172,7 @@ class SharedSquaredAuto(ExpertMixture):
     def _build(self, d: int) -> None:
         """``Auto``'s grid as multiclass experts over one ring (kernels fixed by ``d``)."""
         ring = self._points.rows.max_size
-        for kons in Auto(C=self.C, max_size=self.max_size)._build_experts(d):
+        for kons in Auto(C=self.C, max_size=self.max_size)._build_experts(d, KONS_EXPERTS):
             expert = SharedSquaredKONS(kons.kernel, self.C, kons.alpha, kons.max_size)
             expert.points = ExpertRows(self._points, fields=("d",))
             if ring is not None:  # its slots are the shared ring's, its atoms its window's

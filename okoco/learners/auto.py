@@ -28,15 +28,19 @@ average weighs the experts by their discounted losses :math:`R_{t,i} = \gamma R_
 \ell_t(\hat y_{t,i})`, so that it follows the expert that has led lately.
 
 The experts share one store of the points, and each distinct kernel's row is computed once per
-step (:class:`SharedPoints`); each expert's arithmetic is that of a standalone KONS.
+step (:class:`SharedPoints`); each expert's arithmetic is that of a standalone KONS (or
+Sketched-KONS).
 
-**Bounded experts.** By default every expert is a windowed KONS (``max_size``): the store is one
-ring of the last ``max_size`` points, shared by every expert, and two of the five experts
-forget faster (they keep only the newest half and the newest fifth of it), so that the mixture
-can follow a drifting stream. The argument above never used what the experts are: it holds for
-any experts whose predictions are made before the target is seen, windowed or not, so the bound
-:math:`\log N/\eta` to the best expert holds on every stream exactly as stated, against the
-bounded experts (what a window does to each expert's own regret is in :class:`KONS`).
+**Bounded experts.** By default every expert is windowed: four KONS over the last ``max_size``
+points or fewer, two of which forget faster (they keep only the newest half and the newest
+fifth of them), so that the mixture can follow a drifting stream, and one Sketched-KONS with a
+longer memory, the last ``2.5 max_size`` points, for stationary streams (KORS keeps a part of
+them as its atoms, so its step costs about what a KONS over the shorter window does). The store
+is one ring of the longest window's points, shared by every expert. The argument above never
+used what the experts are: it holds for any experts whose predictions are made before the
+target is seen, windowed or not, so the bound :math:`\log N/\eta` to the best expert holds on
+every stream exactly as stated, against the bounded experts (what a window does to each
+expert's own regret is in :class:`KONS`, what the sketch does in :class:`SketchedKONS`).
 
 **Targets in their own units.** For regression ``Auto`` standardizes the targets online (a
 running mean and standard deviation, as river's ``TargetStandardScaler``), trains and weighs
@@ -59,20 +63,27 @@ from okoco._dist import gaussian
 from okoco._validation import Interval
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners.base import KernelLearner, _is_regression
-from okoco.learners.kons import KONS
+from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.shared import ExpertRows, SharedPoints
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.learners.shared
 
 #: Auto's default window (``max_size``), chosen by measurement (docs/defaults.md).
 DEFAULT_WINDOW = 400
-#: Auto's experts, chosen by measurement (``benchmarks/bench_families.py``, docs/defaults.md):
-#: ``(c, alpha, eta, share)``, a KONS with ``RBF(c/d)``, ridge ``alpha`` and step ``eta``
-#: over the newest ``share`` of the window (an expert with a share below 1 forgets faster; with
-#: no window, ``max_size=None``, only the experts of share 1 are built). ``"task"`` is the
-#: task's expert, :data:`TASK_EXPERTS`.
-EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.5, 0.03, "hessian", 1.0), (3.0, 0.1, "hessian", 1.0),
-           (0.2, 0.1, "hessian", 0.5), (0.5, 0.03, "hessian", 0.2))
+#: Auto's experts, chosen by measurement (``benchmarks/bench_families.py``,
+#: ``benchmarks/bench_long_memory.py``, docs/defaults.md): ``(c, alpha, eta, share)``, a KONS
+#: with ``RBF(c/d)``, ridge ``alpha`` and step ``eta`` over the newest ``share`` of the window
+#: (an expert with a share below 1 forgets faster; with no window, ``max_size=None``, only the
+#: experts of share 1 or more are built), or ``(c, alpha, eta, share, beta)``, a Sketched-KONS
+#: (KORS's ``beta``) over ``share`` times the window: a longer memory, whose preconditioner
+#: costs only the atoms KORS keeps of it. ``"task"`` is the task's expert, :data:`TASK_EXPERTS`.
+EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.2, 0.03, "hessian", 2.5, 3.0),
+           (3.0, 0.1, "hessian", 1.0), (0.2, 0.1, "hessian", 0.5), (0.5, 0.03, "hessian", 0.2))
+#: The grid before the long-memory expert: ``MulticlassClassifier(Auto())``'s experts (their
+#: classes share one preconditioner, which a Sketched-KONS's sampled atoms would not).
+KONS_EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.5, 0.03, "hessian", 1.0),
+                (3.0, 0.1, "hessian", 1.0), (0.2, 0.1, "hessian", 0.5),
+                (0.5, 0.03, "hessian", 0.2))
 #: Regression: the steady exp-concave step (it led on trending streams); classification (labels
 #: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
 #: expert's on every classification stream measured but german (``docs/guide/auto.md``).
@@ -109,13 +120,15 @@ class Auto(ExpertMixture, KernelLearner):
 
     The experts are built at the first learn, when ``d`` (the number of features) is known;
     the grid (:data:`EXPERTS`) was chosen by measurement on families of river streams, many
-    seeds, drifting ones among them (``benchmarks/bench_families.py``, docs/defaults.md), for
-    accuracy within a cost of about 3.3 experts over the whole window: ``KONS(eta="hessian")``
-    over the window of ``max_size`` points with ``RBF(0.2/d)`` and ridge 0.1 (smooth),
-    ``RBF(0.5/d)`` and ridge 0.03 (medium) and ``RBF(3/d)`` and ridge 0.1 (narrow); with a
-    window, two forgetting experts, the smooth one over its newest half and the medium one
-    over its newest fifth. They share the stored points and each
-    kernel's row (:class:`SharedPoints`); each expert computes exactly what a standalone KONS
+    seeds, drifting ones among them (``benchmarks/bench_families.py``,
+    ``benchmarks/bench_long_memory.py``, docs/defaults.md), for accuracy within a cost of about
+    3.3 experts over the whole window: ``KONS(eta="hessian")`` over the window of ``max_size``
+    points with ``RBF(0.2/d)`` and ridge 0.1 (smooth) and with ``RBF(3/d)`` and ridge 0.1
+    (narrow), ``SketchedKONS(eta="hessian", beta=3)`` with ``RBF(0.2/d)`` and ridge 0.03 over
+    ``2.5 max_size`` points (long memory; its coins from ``seed=0``); with a window, two
+    forgetting experts, the smooth one over its newest half and ``RBF(0.5/d)`` with ridge 0.03
+    over its newest fifth. They share the stored points and each kernel's row
+    (:class:`SharedPoints`); each expert computes exactly what a standalone KONS (Sketched-KONS)
     with its settings computes. Inputs should be standardized (river's ``StandardScaler``);
     regression targets need not be (``scale_target``).
 
@@ -137,11 +150,12 @@ class Auto(ExpertMixture, KernelLearner):
         was checked on the defaults table and on streams outside it (``docs/guide/auto.md``).
         It does not change the guarantee.
     max_size
-        The window shared by the experts: the last ``max_size`` points (at least 5), so that
-        memory and the step stay bounded on an unbounded stream (``O(max_size^2)`` per expert).
-        ``None`` keeps every point (the three whole-window experts unbounded, ``O(t^2)`` per step:
-        for short streams, or to reproduce the unbounded learners of the theory). The default
-        was chosen by measurement (docs/defaults.md).
+        The KONS experts' window: the last ``max_size`` points (at least 5; the long-memory
+        Sketched-KONS keeps ``2.5 max_size``, the ring all experts share), so that memory and
+        the step stay bounded on an unbounded stream (``O(max_size^2)`` per expert). ``None``
+        keeps every point (the two whole-window KONS and the Sketched-KONS unbounded,
+        ``O(t^2)`` per step: for short streams, or to reproduce the unbounded learners of the
+        theory). The default was chosen by measurement (docs/defaults.md).
     scale_target
         Regression only: standardize the targets online inside and predict in their units
         (default). ``False`` learns the targets as given (then standardize them yourself:
@@ -187,7 +201,8 @@ class Auto(ExpertMixture, KernelLearner):
                               "max_size": [None, Interval(Integral, 5, None, closed="left")],
                               "scale_target": ["boolean"]}
 
-    _saved_state = {"fast_rate": "number", "fast_discount": "number", "experts": "list[obj:KONS]",
+    _saved_state = {"fast_rate": "number", "fast_discount": "number",
+                    "experts": "list[obj:KONS,SketchedKONS]",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
                     "cumulative_loss": "float", "_points": "obj:SharedPoints as points",
                     "_mixture": "cache:None", "rate": "float",
@@ -281,18 +296,25 @@ class Auto(ExpertMixture, KernelLearner):
         return state
 
     def _build_experts(self, d: int, grid=EXPERTS) -> list[KONS]:
-        """The grid as standalone KONS (one kernel object per scale, so rows can be shared)."""
+        """The grid as standalone KONS and Sketched-KONS (one kernel object per scale, so rows
+        can be shared; the Sketched-KONS's coins from ``seed=0``, so that ``Auto`` is
+        deterministic)."""
         g, W, kernels = 1.0 / max(d, 1), self.max_size, {}
         task = TASK_EXPERTS["regression" if _is_regression(self._loss) else "classification"]
         experts = []
         for spec in grid:
-            c, alpha, eta, share = task if spec == "task" else spec
+            c, alpha, eta, share, *sketch = task if spec == "task" else spec
             if W is None and share < 1:
                 continue
-            window = W if W is None or share >= 1 else max(2, int(share * W))
-            experts.append(KONS(kernel=kernels.setdefault(c, _kernels.RBF(c * g)),
-                                loss=self._loss, C=self.C, alpha=alpha, eta=eta,
-                                max_size=window))
+            window = W if W is None or share == 1 else max(2, int(share * W))
+            kernel = kernels.setdefault(c, _kernels.RBF(c * g))
+            if sketch:
+                experts.append(SketchedKONS(kernel=kernel, loss=self._loss, C=self.C,
+                                            alpha=alpha, eta=eta, beta=sketch[0], seed=0,
+                                            max_size=window))
+            else:
+                experts.append(KONS(kernel=kernel, loss=self._loss, C=self.C, alpha=alpha,
+                                    eta=eta, max_size=window))
         return experts
 
     # -- weights --------------------------------------------------------------------------
@@ -327,6 +349,8 @@ class Auto(ExpertMixture, KernelLearner):
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         if not self.experts:
             self.experts = self._build_experts(v.shape[0])
+            if self.max_size is not None:  # the ring holds the longest window (none stored yet)
+                self._points = SharedPoints(max(e.max_size for e in self.experts) + 1)
             for expert in self.experts:
                 expert._store = ExpertRows(self._points)
                 if expert.max_size is not None:  # its slots are the shared ring's

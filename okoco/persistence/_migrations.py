@@ -27,6 +27,9 @@ Format history (what each version changed, and where it is migrated here):
   ``Auto``'s mixture over ``SharedSquaredKONS`` experts whose ``points`` are ``ExpertRows`` of
   one ring). A version-6 file needs no migration: its inverses keep their ``M`` (the fields'
   defaults), and a Sketched-KONS loaded from it goes on with two arrays.
+- 8: ``Auto``'s experts may be Sketched-KONS (its long-memory expert), over a ring longer than
+  its KONS experts' windows. A version-7 file needs no migration: its ``Auto`` goes on with the
+  experts and the ring it saved.
 """
 
 from __future__ import annotations
