@@ -656,7 +656,17 @@ machine (the long-stream table), so the million-step target (< ~600 µs) is a ra
 CHOSEN = """**Chosen on the training families** (tables below; a learner's setting is the one
 with the best median ratio to its own grid's best, the geometric mean breaking near-ties):
 
-- `Auto`: five experts over a window of 400 points (`Auto[5m, W=400]`: `RBF(0.2/d)` with ridge
+- `Auto`: since `benchmarks/bench_long_memory.py` (results in
+  `benchmarks/results/long_memory.json`), a Sketched-KONS with `RBF(0.2/d)`, ridge 0.03 and
+  `beta=3` over the last 1,000 points (2.5 windows; its preconditioner over the atoms KORS
+  keeps, 276-318 on RandomRBF) in place of the medium expert over the window below: of the 30
+  swaps of an affordable long-memory Sketched-KONS (a standalone step of at most ~1.1
+  `KONS()`'s) for one of the five, the best by the training score below (`--part select`:
+  10.76, against 5.12 for the five and 10.59 for the same expert in place of the smooth one).
+  On the training families 11 of 20 streams within 3% of the best KONS setting (median / worst
+  ratio 1.002 / 1.154; over 2% worse than `KONS()` on 2), on the held-out ones 7 of 12 (1.015 /
+  1.489; 1); its step 1.03 times the five's (the cost table of `bench_long_memory`, two runs).
+  Before it: five experts over a window of 400 points (`Auto[5m, W=400]`: `RBF(0.2/d)` with ridge
   0.1, `RBF(0.5/d)` with ridge 0.03 and `RBF(3/d)` with ridge 0.1 over the window, `RBF(0.2/d)`
   with ridge 0.1 over its newest half and `RBF(0.5/d)` with ridge 0.03 over its newest fifth;
   all with the curvature step), was four (`Auto[2f, W=400]`). Chosen from a pool of 61 experts
