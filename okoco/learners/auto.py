@@ -77,13 +77,14 @@ DEFAULT_WINDOW = 400
 #: experts of share 1 or more are built), or ``(c, alpha, eta, share, beta)``, a Sketched-KONS
 #: (KORS's ``beta``) over ``share`` times the window: a longer memory, whose preconditioner
 #: costs only the atoms KORS keeps of it. ``"task"`` is the task's expert, :data:`TASK_EXPERTS`.
-EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.2, 0.03, "hessian", 2.5, 3.0),
-           (3.0, 0.1, "hessian", 1.0), (0.2, 0.1, "hessian", 0.5), (0.5, 0.03, "hessian", 0.2))
 #: The grid before the long-memory expert: ``MulticlassClassifier(Auto())``'s experts (their
 #: classes share one preconditioner, which a Sketched-KONS's sampled atoms would not).
 KONS_EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.5, 0.03, "hessian", 1.0),
                 (3.0, 0.1, "hessian", 1.0), (0.2, 0.1, "hessian", 0.5),
                 (0.5, 0.03, "hessian", 0.2))
+#: The long-memory expert, in place of the medium KONS over the window (the second above).
+LONG_MEMORY = (0.2, 0.03, "hessian", 2.5, 3.0)
+EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
 #: Regression: the steady exp-concave step (it led on trending streams); classification (labels
 #: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
 #: expert's on every classification stream measured but german (``docs/guide/auto.md``).

@@ -357,8 +357,8 @@ class KernelLearner(base.MiniBatchRegressor):
         learn its rows in order; the test-then-train predictions if ``predict``."""
         V, new = self._features.encode_many(X, arrays=False)
         targets = check_targets(y, V.shape[0], self._loss)
-        first = self.n_seen + 1  # map: a comprehension's set-up is most of a one-row batch's
-        etas = list(map(self._step, range(first, first + len(targets))))
+        first = self.n_seen + 1
+        etas = [self._step(t) for t in range(first, first + len(targets))]
         kernel = self._kernel
         self._fix_default_kernel(V.shape[1])
         try:
