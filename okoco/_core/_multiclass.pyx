@@ -22,6 +22,7 @@ import numpy as np
 from libc.math cimport isfinite, sqrt
 from scipy.linalg.cython_blas cimport dgemv, dger
 
+from okoco._core._kernels cimport Kernel, kernel_exp, kernel_row, make_kernel
 from okoco._core._linalg cimport dot
 from okoco._core._slots cimport append_to, remove_from, solve_into
 
@@ -171,6 +172,34 @@ def store(shared, k_obj, double kappa, e_obj, h_obj, kc_obj, double s, c_obj,
         work[n + i] = root * e[i]
     append_to(shared.inverse, slot, &work[0], n, WEIGHT * s + alpha, &work[n],
               WEIGHT * kappa + alpha, size, True)
+
+
+def nonzero(shared, Py_ssize_t slot):
+    """Whether a coefficient of the point at ``slot`` is not 0 (its kernel row is then
+    needed to forget it)."""
+    cdef const double[:, ::1] coef = shared.coef
+    cdef Py_ssize_t i
+    for i in range(coef.shape[1]):
+        if coef[slot, i] != 0.0:
+            return True
+    return False
+
+
+def oldest_row(tuple spec, rows, Py_ssize_t slot):
+    """The kernel row (the kernel described by ``spec``, ``okoco.learners._codes``) at the
+    stored point at ``slot`` over the ``n`` points ``rows`` holds (``okoco._input.Rows``)."""
+    sq_obj, _ = rows.squared_norms()
+    cdef const double[::1] sq = sq_obj
+    cdef const double[:, ::1] data = rows.data
+    cdef Kernel k = make_kernel(spec)
+    cdef Py_ssize_t n = rows.n
+    cdef int d = <int>rows.d
+    row_obj = np.empty(n)
+    cdef double[::1] row = row_obj
+    if n and kernel_row(&k, &data[0, 0], data.shape[1], n, d, &sq[0], &data[slot, 0], d,
+                        &row[0]):
+        kernel_exp(row_obj, &row[0], n)
+    return row_obj
 
 
 def forget(shared, Py_ssize_t slot, row_obj):

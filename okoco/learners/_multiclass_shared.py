@@ -45,6 +45,7 @@ from okoco._blas import scipy_one_thread
 from okoco._core import _multiclass
 from okoco._input import Rows
 from okoco.kernels import RBF, self_similarity
+from okoco.learners._codes import compiled_kernel
 from okoco.learners.base import overflow_message
 from okoco.learners.kons import (
     _MAX_D,
@@ -232,7 +233,12 @@ class SharedSquaredKONS:
             return
         slot = oldest % points.max_size
         row = None
-        if self.coef[slot].any():
-            row = np.ascontiguousarray(
-                points.kernel_row(self.kernel, points.data[slot, : points.d].copy()), dtype=float)
+        if _multiclass.nonzero(self, slot):  # its kernel row is needed to take it out of K c
+            spec = compiled_kernel(self.kernel)
+            if spec is not None:  # over the store's rows (a shared ring's, for Auto's experts)
+                rows = points if type(points) is Rows else points.points.rows
+                row = _multiclass.oldest_row(spec, rows, slot)
+            else:
+                row = np.ascontiguousarray(points.kernel_row(
+                    self.kernel, points.data[slot, : points.d].copy()), dtype=float)
         _multiclass.forget(self, slot, row)
