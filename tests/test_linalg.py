@@ -308,6 +308,23 @@ def test_packed_symmetric_is_dense_while_small_then_packed_and_matches_numpy():
         np.testing.assert_array_equal(Q.matrix()[:m, :m], A)
 
 
+@pytest.mark.parametrize("m", [0, 1, 5, PackedSymmetric.DENSE_MAX, PackedSymmetric.DENSE_MAX + 1,
+                               200])
+def test_scaled_identity_is_the_identity_from_matrix_holds(m):
+    """PROS-N-KONS's restart: ``value * I`` built directly, in the state ``from_matrix``
+    gives the dense identity (bit for bit), and it goes on growing and updating alike."""
+    value = 1.0 / 0.3
+    P, Q = PackedSymmetric.scaled_identity(m, value), PackedSymmetric.from_matrix(np.eye(m) * value)
+    assert (P.size, P.is_dense, P._cap) == (Q.size, Q.is_dense, Q._cap)
+    np.testing.assert_array_equal(P.matrix(), value * np.eye(m))
+    np.testing.assert_array_equal(P._storage(), Q._storage())
+    v = np.linspace(-1.0, 1.0, m + 1)
+    for R in (P, Q):
+        R.append(v[:m], 2.0)
+        R.rank_one(-0.25, v)
+    np.testing.assert_array_equal(P.matrix(), Q.matrix())
+
+
 def test_packed_symmetric_saved_before_the_dense_form_stays_packed():
     """A matrix restored from a file without ``_dense`` (the packed-only layout) works as
     saved: the class default makes it packed."""

@@ -403,7 +403,7 @@ class PROSNKONS(KernelLearner):
     def _new_phase(self, m: int) -> None:
         """PROS-N-KONS's restart: ``u = 0`` and ``A = alpha I`` over the new dictionary."""
         self._u[:m] = 0.0
-        self._P = PackedSymmetric.from_matrix(np.eye(m) / self.alpha)
+        self._P = PackedSymmetric.scaled_identity(m, 1.0 / self.alpha)
         self.log_det = 0.0
         self.n_restarts += 1
 

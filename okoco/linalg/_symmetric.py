@@ -88,6 +88,29 @@ class PackedSymmetric:
         out._m = m
         return out
 
+    @classmethod
+    def scaled_identity(cls, m: int, value: float) -> PackedSymmetric:
+        """``value * I`` of order ``m``, as :meth:`from_matrix` holds it, without forming a
+        dense ``(m, m)`` matrix first.
+
+        Examples
+        --------
+        >>> from okoco.linalg import PackedSymmetric
+        >>> PackedSymmetric.scaled_identity(2, 0.5).matrix()
+        array([[0.5, 0. ],
+               [0. , 0.5]])
+        """
+        out = cls(capacity=max(m, 16))
+        if m <= cls.DENSE_MAX:
+            out._dense = np.diag(np.full(m, float(value)))
+        else:
+            out._dense = None
+            out._buf = np.zeros(_packed_len(out._cap))
+            rows = np.arange(m)
+            out._buf[rows * (rows + 3) // 2] = value  # row r's diagonal: r (r + 1) / 2 + r
+        out._m = m
+        return out
+
     @property
     def is_dense(self) -> bool:
         """Whether the matrix is held dense (``m <= DENSE_MAX``) rather than packed."""
