@@ -384,6 +384,27 @@ def sweep(families: dict, names: list[str], n: int, path: Path) -> dict:
     return store
 
 
+def alternate_times(models: dict, stream, warm: int, steps: int,
+                    rotate: bool = False) -> tuple[dict, dict]:
+    """Wall and CPU seconds of each model's ``predict_one`` + ``learn_one`` over the ``steps``
+    rows of ``stream`` after ``warm``, the models replayed alternately row by row (so that each
+    sees the same load on a shared machine); with ``rotate``, the first model changes each
+    row."""
+    wall, cpu = dict.fromkeys(models, 0.0), dict.fromkeys(models, 0.0)
+    order = list(models)
+    for i, (x, y) in enumerate(stream.take(warm + steps)):
+        turn = order[i % len(order):] + order[:i % len(order)] if rotate else order
+        for name in turn:
+            model = models[name]
+            start, start_cpu = time.perf_counter(), time.process_time()
+            model.predict_one(x)
+            model.learn_one(x, y)
+            if i >= warm:
+                wall[name] += time.perf_counter() - start
+                cpu[name] += time.process_time() - start_cpu
+    return wall, cpu
+
+
 def auto_costs(variants: list[tuple[str, int]], steps: int = 2000) -> dict[str, dict]:
     """Microseconds per step of each ``Auto`` variant (logistic loss) and of ``KONS()`` on river
     ``RandomRBF`` (d = 10), standardized, over ``steps`` steps once every window is full,
@@ -396,15 +417,7 @@ def auto_costs(variants: list[tuple[str, int]], steps: int = 2000) -> dict[str, 
     stream = synth.RandomRBF(seed_model=7, seed_sample=11, n_classes=2, n_features=10,
                              n_centroids=50)
     warm = max(w for _, w in variants) + 200
-    wall, cpu = dict.fromkeys(models, 0.0), dict.fromkeys(models, 0.0)
-    for i, (x, y) in enumerate(stream.take(warm + steps)):
-        for name, model in models.items():
-            start, start_cpu = time.perf_counter(), time.process_time()
-            model.predict_one(x)
-            model.learn_one(x, y)
-            if i >= warm:
-                wall[name] += time.perf_counter() - start
-                cpu[name] += time.process_time() - start_cpu
+    wall, cpu = alternate_times(models, stream, warm, steps)
     return {k: {"us": 1e6 * wall[k] / steps, "cpu_us": 1e6 * cpu[k] / steps,
                 "ratio": wall[k] / wall["KONS()"], "cpu_ratio": cpu[k] / cpu["KONS()"],
                 "load": os.getloadavg()} for k in models}

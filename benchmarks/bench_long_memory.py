@@ -205,18 +205,11 @@ class ExpertRecorder(Auto):
         before, first = (self.target_mean, self.target_std), self.inner is None
         if first:
             self.inner = self.factory(self._loss, len(x))
-        target = y
-        if self._scales:  # Auto._learn_vec's arithmetic, to the bit
-            n = self.target_count + 1
-            delta = y - self.target_mean
-            mean = self.target_mean + delta / n
-            m2 = self._target_m2 + delta * (y - mean)
-            std = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
-            target = (y - mean) / std if std > 0 else 0.0
+        target, statistics = self._standardized(y) if self._scales else (y, None)
         learned = float(self.inner.predict_one(x))
         self.inner.learn_one(x, target)
-        if self._scales:
-            self.target_count, self.target_mean, self._target_m2 = n, mean, m2
+        if statistics is not None:  # Auto._learn_vec's arithmetic (Auto._standardized)
+            self.target_count, self.target_mean, self._target_m2 = statistics
         predicted = 0.0 if first else (learned if self.predicted is None else self.predicted)
         self.record.append((predicted, learned, y, *before, self.target_mean, self.target_std))
         self.predicted = None
@@ -236,48 +229,42 @@ def _cache(directory: Path, stream: str, n: int, what: str) -> Path:
     return directory / f"{stream.replace('/', '_')}@{n}-{what}.npy"
 
 
-def record_expert(stream: str, task: str, rows: list, factory, name: str, mode: str = "own",
-                  directory: Path | None = None) -> np.ndarray:
-    """(T, 7) rows of :class:`ExpertRecorder` for the candidate ``factory`` on ``rows``."""
-    directory = directory or RECORDS
-    path = _cache(directory, stream, len(rows), f"{mode}-{name}")
+def _recorded(path: Path, recorder, task: str, rows: list, mode: str) -> np.ndarray:
+    """The ``record`` of ``recorder(loss)`` (a recording ``Auto``) replayed on ``rows`` in
+    ``mode``, cached at ``path``."""
     if path.exists():
         return np.load(path)
-    holder = {}
+    made = []
 
     def make(loss):
-        holder["rec"] = ExpertRecorder(factory) if loss is None else ExpertRecorder(factory,
-                                                                                    loss)
-        return holder["rec"]
+        made.append(recorder(loss))
+        return made[-1]
     run_one(lambda task_, d: _pipeline(make, task_, mode), task, rows)
-    out = np.array(holder["rec"].record)
+    out = np.array(made[-1].record)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, out)
     return out
+
+
+def record_expert(stream: str, task: str, rows: list, factory, name: str, mode: str = "own",
+                  directory: Path | None = None) -> np.ndarray:
+    """(T, 7) rows of :class:`ExpertRecorder` for the candidate ``factory`` on ``rows``."""
+    path = _cache(directory or RECORDS, stream, len(rows), f"{mode}-{name}")
+    return _recorded(path, lambda loss: ExpertRecorder(factory, loss), task, rows, mode)
 
 
 def record_auto_experts(stream: str, task: str, rows: list, mode: str = "own",
                         grid: tuple = EXPERTS, window: int = DEFAULT_WINDOW,
                         directory: Path | None = None) -> np.ndarray:
     """``bench_families``' pool recording of ``grid`` over ``window`` points, in ``mode``."""
-    directory = directory or RECORDS
-    path = _cache(directory, stream, len(rows), f"{mode}-auto-W{window}-{len(grid)}")
-    if path.exists():
-        return np.load(path)
-    holder = {}
+    path = _cache(directory or RECORDS, stream, len(rows), f"{mode}-auto-W{window}-{len(grid)}")
 
-    def make(loss):
-        model = _Recording(max_size=window) if loss is None else _Recording(loss=loss,
-                                                                           max_size=window)
+    def recorder(loss):
+        model = _Recording(loss=loss, max_size=window)
         model.record = []
         model._build_experts = lambda d: Auto._build_experts(model, d, grid)
-        holder["rec"] = model
         return model
-    run_one(lambda task_, d: _pipeline(make, task_, mode), task, rows)
-    out = np.array(holder["rec"].record)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, out)
-    return out
+    return _recorded(path, recorder, task, rows, mode)
 
 
 def merge(pool: np.ndarray, columns: list[int], experts: list[np.ndarray]) -> np.ndarray:
@@ -423,17 +410,7 @@ def cost_part(names: list[str], warm: int = 3000, steps: int = 1000) -> dict:
     stream = synth.RandomRBF(seed_model=7, seed_sample=11, n_classes=2, n_features=10,
                              n_centroids=50)
     load_before = os.getloadavg()
-    wall, cpu = dict.fromkeys(models, 0.0), dict.fromkeys(models, 0.0)
-    order = list(models)
-    for i, (x, y) in enumerate(stream.take(warm + steps)):
-        for name in order[i % len(order):] + order[:i % len(order)]:
-            model = models[name]
-            start, start_cpu = time.perf_counter(), time.process_time()
-            model.predict_one(x)
-            model.learn_one(x, y)
-            if i >= warm:
-                wall[name] += time.perf_counter() - start
-                cpu[name] += time.process_time() - start_cpu
+    wall, cpu = bench_families.alternate_times(models, stream, warm, steps, rotate=True)
     out = {}
     for k, learner in learners.items():
         kors = getattr(learner, "_kors", None)

@@ -358,17 +358,24 @@ class Auto(ExpertMixture, KernelLearner):
                     expert._window.capacity = self._points.rows.max_size
             self.cumulative_losses = np.zeros(len(self.experts))
             self.recent_losses = np.zeros(len(self.experts))
-        if self._scales:  # river's TargetStandardScaler: update the statistics, then scale
-            n = self.target_count + 1
-            delta = y - self.target_mean
-            mean = self.target_mean + delta / n
-            m2 = self._target_m2 + delta * (y - mean)
-            std = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
-            y = (y - mean) / std if std > 0 else 0.0
+        statistics = None
+        if self._scales:
+            y, statistics = self._standardized(y)
         with scipy_one_thread:
             self._learn_scaled(v, y)
-        if self._scales:
-            self.target_count, self.target_mean, self._target_m2 = n, mean, m2
+        if statistics is not None:  # kept once the step succeeded
+            self.target_count, self.target_mean, self._target_m2 = statistics
+
+    def _standardized(self, y: float) -> tuple[float, tuple]:
+        """``y`` standardized by the running statistics including it (river's
+        ``TargetStandardScaler``: update, then scale), and those statistics ``(count, mean,
+        m2)``, which the caller keeps once the step succeeded."""
+        n = self.target_count + 1
+        delta = y - self.target_mean
+        mean = self.target_mean + delta / n
+        m2 = self._target_m2 + delta * (y - mean)
+        std = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
+        return ((y - mean) / std if std > 0 else 0.0), (n, mean, m2)
 
     def _learn_scaled(self, v: np.ndarray, y: float) -> None:
         """Every expert's step on the (standardized) target ``y``, and the weights' losses."""
