@@ -1,3 +1,4 @@
+import copy
 import math
 import pickle
 
@@ -298,19 +299,26 @@ def test_window_with_the_squared_loss_is_sliding_window_kernel_ridge_regression(
     assert model.dictionary_size == window and model._store.n <= window + 1
 
 
-def test_window_leaves_no_deferred_append_between_steps():
-    """The window defers each new atom's bordering to the removal of the oldest (one pass
-    over the inverse); after every step, before the window fills too, nothing is left
-    deferred, so a copied or pickled model holds the whole inverse."""
+def test_window_pending_terms_travel_with_copies_and_files(tmp_path):
+    """The window's inverse keeps its rank-one changes pending (applied 16 at a time); a
+    pickled, copied or saved model holds them and goes on exactly as the model does."""
+    import okoco
+
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(40, 2))
+    X = rng.normal(size=(60, 2))
+    y = np.sin(X[:, 0])
     model = KONS(kernel=kernels.RBF(0.5), alpha=0.2, max_size=12)
-    for x, target in zip(X, np.sin(X[:, 0])):
+    for x, target in zip(X[:30], y[:30]):
         model.learn_one(dict(enumerate(x)), float(target))
-        assert model._window._deferred is None
-    clone = pickle.loads(pickle.dumps(model))
-    x = {0: 0.3, 1: -0.2}
-    assert clone.predict_one(x) == model.predict_one(x)
+    assert model._window._pending_terms[:2].all()  # additions and removals pending
+    twins = [pickle.loads(pickle.dumps(model)), copy.deepcopy(model),
+             okoco.load(model.save(tmp_path / "kons.okoco"))]
+    for x, target in zip(X[30:], y[30:]):
+        xd = dict(enumerate(x))
+        expected = model.predict_one(xd)
+        assert [twin.predict_one(xd) for twin in twins] == [expected] * 3
+        for m in (model, *twins):
+            m.learn_one(xd, float(target))
 
 
 def windowed_kons_reference(X, y, kernel, loss, C, alpha, window, coins=None):

@@ -349,41 +349,47 @@ def set_matrix(inverse, M):
     inverse.diagonal[:k] = np.diag(M)
 
 
-@pytest.mark.parametrize("defer", [False, True])
-def test_slot_inverse_follows_a_sliding_window_against_dense_inverses(defer):
+@pytest.mark.parametrize("flush", [False, True])
+def test_slot_inverse_follows_a_sliding_window_against_dense_inverses(flush):
     # a ring of 6 slots, a window of 5 atoms: each step removes the oldest atom and borders the
-    # new one into the freed slot; P over the atoms is the dense inverse of M over them. With
-    # defer, each append is made in the same pass as the next step's removal (checked on a
-    # copy, which applies it: reading P here would apply it before the removal)
+    # new one into the freed slot; P over the atoms is the dense inverse of M over them. The
+    # changes stay pending (16 of each sign, then applied at once), or are applied every step
+    # (flush): solves of the live object include them, inverses of a copy apply them
     rng = np.random.default_rng(4)
-    X = rng.normal(size=(40, 3))
-    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)) + 0.1 * np.eye(40)
-    ring, inverse, slots = 6, SlotInverse(6), {}
-    for t in range(40):
+    X = rng.normal(size=(60, 3))
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)) + 0.1 * np.eye(60)
+    ring, inverse, slots, most = 6, SlotInverse(6), {}, 0
+    for t in range(60):
         if len(slots) == ring - 1:
             oldest = min(slots, key=slots.get)
             del slots[oldest]
             order = sorted(slots)
-            pending = inverse._deferred is not None
             pivot = np.linalg.inv(K[np.ix_([slots[s] for s in order] + [t - 5],
                                            [slots[s] for s in order] + [t - 5])])[-1, -1]
             assert inverse.remove(oldest, ring) == pytest.approx(np.log(pivot), rel=1e-9)
-            assert inverse._deferred is None and (pending or not defer or t < 6)
         slot = next(s for s in range(ring) if s not in slots)
         n = max(max(slots, default=-1), slot) + 1
         column = np.zeros(n)
         for s, i in slots.items():
             column[s] = K[i, t]
         a = inverse.solve(column)
-        inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n, defer=defer)
+        inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n)
+        if flush:
+            inverse.flush()
+        terms = inverse._pending_terms
+        # (pending: at least this append, unless P was just recomputed from M: 96 changes)
+        assert terms[:2].sum() == 0 if flush else (terms[0] >= 1 or inverse._mods == 0)
+        most = max(most, terms[1])
         slots[slot] = t
         order = sorted(slots)
         dense = np.linalg.inv(K[np.ix_([slots[s] for s in order], [slots[s] for s in order])])
+        solved = np.column_stack([inverse.solve(e) for e in np.eye(n)])  # pending included
+        np.testing.assert_allclose(solved[np.ix_(order, order)], dense, rtol=1e-9, atol=1e-10)
+        assert np.all(solved[[s for s in range(n) if s not in slots]] == 0.0)  # free: exactly
         P = copy.deepcopy(inverse).inverse()[np.ix_(order, order)]
         np.testing.assert_allclose(P, dense, rtol=1e-9, atol=1e-10)
-        np.testing.assert_allclose(copy.deepcopy(inverse).solve(np.eye(n))[np.ix_(order, order)],
-                                   dense, rtol=1e-9, atol=1e-10)
     assert inverse.size == ring - 1
+    assert most == (0 if flush else 16)  # the subtractions filled their block, then went in
 
 
 @pytest.mark.parametrize("atoms", [6, 3])
@@ -403,7 +409,7 @@ def test_slot_inverse_compact_form_follows_a_short_window_over_a_long_ring(atoms
         for s, i in held.items():
             column[s] = K[i, t]
         a = inverse.solve(column)
-        inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n, defer=True)
+        inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n)
         held[slot] = t
         if len(held) > window:
             oldest = min(held, key=held.get)
@@ -453,8 +459,7 @@ def test_slot_inverse_compact_form_with_atoms_coming_and_going_anywhere():
             for s, i in held.items():
                 column[s] = K[i, t]
             a = inverse.solve(column)
-            inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n,
-                           defer=bool(rng.random() < 0.5))
+            inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n)
             held[slot] = t
         assert inverse.size == len(held)
         if not held:
@@ -522,7 +527,7 @@ def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms):
                 column[keys[c]] = M[i, t]
             inverse.make_room(size)
             a = inverse.solve(column)
-            inverse.append(key, a, M[t, t] - column @ a, column, M[t, t], size, defer=True)
+            inverse.append(key, a, M[t, t] - column @ a, column, M[t, t], size)
         held[slot], second_slot[slot] = t, mine
         if t % 7 == 0:
             first._mods = second._mods = 10**6  # a recomputation is due at the next change

@@ -1,6 +1,6 @@
 """Files of older okoco file formats load and predict as the models that wrote them did.
 
-The files are in ``tests/data/format-v3`` to ``format-v7``, written by
+The files are in ``tests/data/format-v3`` to ``format-v8``, written by
 ``tests/data/make_format_files.py`` with the okoco of each format (its docstring names the
 commits); ``expected.json`` beside them holds what each saved model predicted at three probes,
 before and after one more learning step.
@@ -23,7 +23,7 @@ def _files(version: int) -> list[tuple[int, str]]:
     return [(version, name[:-4]) for name in sorted(os.listdir(folder)) if name.endswith(".npz")]
 
 
-CASES = _files(3) + _files(4) + _files(5) + _files(6) + _files(7)
+CASES = _files(3) + _files(4) + _files(5) + _files(6) + _files(7) + _files(8)
 
 
 def _label(name: str, y: float):
@@ -42,14 +42,14 @@ def _predictions(name: str, model, probes: list) -> list:
     return [model.predict_one(x) for x in probes]
 
 
-def _close(got: list, want: list) -> None:
+def _close(got: list, want: list, tol: float = 1e-12) -> None:
     if want and isinstance(want[0], dict):  # class probabilities
         assert [sorted(g) for g in got] == [sorted(w) for w in want]
         got = [g[k] for g in got for k in sorted(g)]
         want = [w[k] for w in want for k in sorted(w)]
     # 1e-12: a loaded model's kernel rows may be computed on another code path than the saving
     # okoco's (cached norms, the compiled core), rounding differently
-    assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
+    assert got == pytest.approx(want, rel=tol, abs=tol)
 
 
 @pytest.mark.parametrize(("version", "name"), CASES, ids=[f"v{v}-{n}" for v, n in CASES])
@@ -69,7 +69,9 @@ def test_older_files_load_and_predict_as_saved(version, name, tmp_path):
     assert _predictions(name, again, probes) == _predictions(name, model, probes)
     for m in (model, again):
         m.learn_one({"a": 0.1, "d": 0.5}, _label(name, 0.3))
-        _close(_predictions(name, m, probes), reference["expected"][name + "+step"])
+        # 1e-10: the step itself may round otherwise than the saving okoco's (since format 9
+        # the window inverse's changes are applied 16 at a time, in another order)
+        _close(_predictions(name, m, probes), reference["expected"][name + "+step"], 1e-10)
 
 
 def test_krls_state_with_beta_and_p_is_migrated_to_w_and_m():
@@ -183,7 +185,7 @@ def test_a_file_holds_exactly_the_declared_public_field_names(path, tmp_path):
 
     model = TRAINED[path]
     meta = persistence.read_metadata(okoco.save(model, tmp_path / "m.npz"))
-    assert meta["format_version"] == persistence.FORMAT_VERSION == 8
+    assert meta["format_version"] == persistence.FORMAT_VERSION == 9
     # nested objects sit in the state or, when a parameter (BinaryClassifier's learner), there
     objects = [("state", path, set(meta["state"])), *_objects(meta["state"]),
                *_objects(meta["params"], "params")]

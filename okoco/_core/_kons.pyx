@@ -12,9 +12,9 @@ call, on views of those buffers and of the store's fields (``d``, ``c``, ``Kc``,
 - ``check``: the step's scalars ``(s, shift, yhat, gdot, weight, d_t, noise)``, or ``None``
   where the Python step must word an error (nothing changed);
 - ``apply``: the coefficient, the running ``K c``, the store's slot, the statistics and the
-  new atom's bordering of ``P`` (deferred to the removal, as ``SlotInverse.append``);
-- ``forget``: the oldest point out of the window (``K c``, and its atom out of ``P`` in the
-  same pass as the deferred bordering, as ``SlotInverse.remove``).
+  new atom's bordering of ``P`` (as ``SlotInverse.append``);
+- ``forget``: the oldest point out of the window (``K c``, and its atom out of ``P``, as
+  ``SlotInverse.remove``).
 
 Buffers grow in Python (the learner's ``_make_room``) before the compiled code writes to
 them; ``check`` leaves the wording of an error, and a loss without a compiled form, to the
@@ -38,7 +38,7 @@ from okoco._core._kernels cimport (
     self_similarity,
 )
 from okoco._core._linalg cimport axpy, dot
-from okoco._core._slots cimport append_to, flush, remove_from, solve_into
+from okoco._core._slots cimport append_to, remove_from, solve_into
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
 from okoco._core._steps cimport StepCore
 
@@ -108,7 +108,6 @@ cdef class KONSCore(StepCore):
         fields = learner._store.fields
         cdef const double[::1] d = fields["d"], c = fields["c"], Kc = fields["Kc"]
         window = learner._window
-        flush(window)
         e_obj, h_obj = np.empty(n), np.empty(n)
         cdef double[::1] e = e_obj, h = h_obj
         cdef double kc = 0.0, hh = 0.0, t = 0.0, alpha = learner.alpha
@@ -234,8 +233,7 @@ cdef class KONSCore(StepCore):
             return
         learner.log_det += log1p(q)
         sigma = d_t * d_t * s + alpha
-        # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only;
-        # deferred: forget makes it in the same pass as the oldest atom's removal
+        # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only
         self.border(window, slot, size, n, d_t, h, e, zf, sigma, d_t * d_t * kappa + alpha)
         m = window.size
         cdef Py_ssize_t[::1] selected = learner._selected
@@ -266,20 +264,20 @@ cdef class KONSCore(StepCore):
     cdef int border(self, window, Py_ssize_t slot, Py_ssize_t size, Py_ssize_t n, double d_t,
                     const double[::1] h, const double[::1] e, const double[::1] zf,
                     double sigma, double diagonal) except -1:
-        """SlotInverse.append(slot, d_t h, sigma, d_t e z, diagonal, size, defer=True)."""
+        """SlotInverse.append(slot, d_t h, sigma, d_t e z, diagonal, size)."""
         cdef double* w = self.workspace(2 * n + 2)
         cdef Py_ssize_t i
         with nogil:
             for i in range(n):
                 w[i] = d_t * h[i]
                 w[n + i] = d_t * e[i] * zf[i]
-        append_to(window, slot, w, n, sigma, &w[n], diagonal, size, True)
+        append_to(window, slot, w, n, sigma, &w[n], diagonal, size)
         return 0
 
     def forget(self, learner):
         """KONS._forget_oldest in one call: once more than ``max_size`` points are stored, the
-        oldest leaves ``K c`` and, if it is an atom, ``P`` (with the deferred bordering, in one
-        pass); then nothing is left deferred (the learner's ``_settle``)."""
+        oldest leaves ``K c`` and, if it is an atom, ``P``; then a recomputation that waited for
+        the step's end is made (the learner's ``_settle``)."""
         store = learner._store
         window = learner._window
         points = getattr(store, "points", None)

@@ -2,8 +2,8 @@
 
 KORS keeps ``S K_II S + alpha I`` by its inverse over slots (okoco.linalg.SlotInverse) when its
 atoms leave in a window; a step scores the new point by Eq. 4 of Calandriello, Lazaric & Valko
-(2017) against it and, if the coin keeps the point, borders the inverse (deferred to the next
-removal). The dictionary's bookkeeping (indices, weights, slots) stays in Python.
+(2017) against it and, if the coin keeps the point, borders the inverse (a pending term of
+``SlotInverse``). The dictionary's bookkeeping (indices, weights, slots) stays in Python.
 """
 
 import numpy as np
@@ -20,7 +20,7 @@ def inverse_step(kors, const double[::1] k_col, double k_diag, double u):
     ``q = max(k_diag - v.h, 0) / alpha``, ``tau = (1 + eps) q / (1 + q)`` and
     ``p = max(min(beta tau, 1), p_min)``; the coin is ``u < p`` (``u`` uniform in [0, 1),
     drawn by the caller). If it keeps the point, the inverse is bordered with it at the lowest
-    free slot (deferred; ``SlotInverse.make_room`` first).
+    free slot (``SlotInverse.make_room`` first).
 
     Returns ``(added, q, tau, p, slot)`` (``slot`` -1 if not added)."""
     cdef Py_ssize_t m = k_col.shape[0], n = 0, j, slot = -1
@@ -57,5 +57,5 @@ def inverse_step(kors, const double[::1] k_col, double k_diag, double u):
         w[n + j] *= scale  # scale h
         w[j] *= scale      # scale v
     append_to(window, slot, &w[n], n, diagonal - scale * scale * hv, &w[0], diagonal,
-              n if n > slot + 1 else slot + 1, True)
+              n if n > slot + 1 else slot + 1)
     return True, q, tau, p, slot

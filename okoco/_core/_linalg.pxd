@@ -14,8 +14,9 @@ cdef void sym_rank_one(double* P, int m, bint dense, double alpha, const double*
 # (upper=True: row r holds P[r, r..], the caller passing the array's data shifted by one column)
 cdef void window_symv(const double* P, Py_ssize_t ld, int n, const double* v, double* out,
                       bint upper) noexcept nogil
-cdef void window_syr(double* P, Py_ssize_t ld, int n, const double* x, double alpha,
-                     bint upper) noexcept nogil
-cdef double window_swap(double* base, Py_ssize_t ld, Py_ssize_t n, const double* border,
-                        double inv_sigma, Py_ssize_t old, double m_old, double* p,
-                        bint upper) noexcept nogil
+cdef void window_column(const double* base, Py_ssize_t ld, Py_ssize_t n, Py_ssize_t j,
+                        double* p, bint upper) noexcept nogil
+cdef void window_clear(double* base, Py_ssize_t ld, Py_ssize_t n, Py_ssize_t j,
+                       bint upper) noexcept nogil
+cdef void window_syrk(double* P, Py_ssize_t ld, int n, int k, double alpha, const double* U,
+                      Py_ssize_t ldu, bint upper) noexcept nogil

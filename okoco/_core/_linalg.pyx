@@ -8,7 +8,7 @@ are the caller's promise. A failure is a status code, never an exception raised 
 from libc.math cimport isfinite, log, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove, memset
-from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dger, dsymv, dsyr, dsyr2, dtpsv
+from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dger, dsymv, dsyrk, dtpsv
 
 cdef inline Py_ssize_t start(Py_ssize_t r) noexcept nogil:
     return r * (r + 1) // 2
@@ -365,7 +365,7 @@ def inverse_update(double[::1] P, int m, bint dense, const double[::1] a, double
 # ---------------------------------------------------------------- the window's inverse
 # okoco.linalg.SlotInverse keeps a symmetric P in the lower triangle of a row-major (n x ld)
 # array (row r holds P[r, 0..r]), which is BLAS's column-major upper triangle: products and
-# updates are dsymv / dsyr / dsyr2 on half the matrix. The other triangle holds the matrix M
+# updates are dsymv / dsyrk on half the matrix. The other triangle holds the matrix M
 # (for the periodic recomputation) or, with upper=True, a second inverse: row r holds its
 # P[r, r..] from column r + 1 on (the caller passes the data shifted by one column; BLAS's
 # column-major lower triangle), so two inverses over the same slots share one (n, n + 1)
@@ -384,57 +384,35 @@ cdef void window_symv(const double* P, Py_ssize_t ld, int n, const double* v, do
               out, &one)
 
 
-cdef void window_syr(double* P, Py_ssize_t ld, int n, const double* x, double alpha,
-                     bint upper) noexcept nogil:
-    """P <- P + alpha x x^T on the triangle of the first n slots."""
-    cdef int one = 1, ldi = <int>ld
-    if n > 0 and alpha != 0.0:
-        dsyr(b"L" if upper else b"U", &n, &alpha, <double*>x, &one, P, &ldi)
-
-
-cdef double window_swap(double* base, Py_ssize_t ld, Py_ssize_t n, const double* border,
-                        double inv_sigma, Py_ssize_t old, double m_old, double* p,
-                        bint upper) noexcept nogil:
-    """Add an atom and remove another in one pass over the triangle of the first ``n`` slots:
-    ``P <- P + inv_sigma b b^T`` (the bordering, ``b = border``; ``inv_sigma = 0``: no atom
-    added, ``border`` is not read), then the Schur complement that removes slot ``old``,
-    ``P <- P - p p^T / p_old`` with ``p`` the new ``P[:, old]``, and ``old``'s row and column
-    set to zero. ``p`` (``2 n`` doubles) is workspace.
-
-    Returns the pivot ``p_old``. If ``p_old * m_old < 0.5`` or it is not finite (exactly,
-    ``p_old >= 1 / m_old``, ``m_old`` the removed atom's diagonal of ``P^{-1}``: a pivot below
-    half of that is rounding), ``P`` is left untouched and the caller recomputes it."""
+cdef void window_column(const double* base, Py_ssize_t ld, Py_ssize_t n, Py_ssize_t j,
+                        double* p, bint upper) noexcept nogil:
+    """p <- P[:, j] over the first n slots, read from the triangle kept."""
     cdef Py_ssize_t r
-    cdef double pivot, u, w, half = 0.5, neg
-    cdef int m = <int>n, one = 1, ldi = <int>ld
-    cdef char* uplo = b"L" if upper else b"U"
-    for r in range(old + 1):  # P[r, old] (r <= old), then P[old, r]: by the triangle kept
-        p[r] = base[r * ld + old] if upper else base[old * ld + r]
-    for r in range(old + 1, n):
-        p[r] = base[old * ld + r] if upper else base[r * ld + old]
-    if inv_sigma != 0.0:
-        axpy(m, inv_sigma * border[old], border, p)
-    pivot = p[old]
-    if not (isfinite(pivot) and pivot * m_old >= 0.5):
-        return pivot
-    if inv_sigma != 0.0:
-        # u u^T - w w^T = ((u + w)(u - w)^T + (u - w)(u + w)^T) / 2, one dsyr2:
-        # u = b sqrt(1 / sigma), w = p sqrt(1 / pivot), x = u + w (into p), y = u - w
-        u = sqrt(inv_sigma)
-        w = sqrt(1.0 / pivot)
-        for r in range(n):
-            p[n + r] = u * border[r] - w * p[r]
-            p[r] = u * border[r] + w * p[r]
-        dsyr2(uplo, &m, &half, p, &one, &p[n], &one, base, &ldi)
-    else:
-        neg = -1.0 / pivot
-        dsyr(uplo, &m, &neg, p, &one, base, &ldi)
+    for r in range(j + 1):  # P[r, j] (r <= j), then P[j, r]
+        p[r] = base[r * ld + j] if upper else base[j * ld + r]
+    for r in range(j + 1, n):
+        p[r] = base[j * ld + r] if upper else base[r * ld + j]
+
+
+cdef void window_clear(double* base, Py_ssize_t ld, Py_ssize_t n, Py_ssize_t j,
+                       bint upper) noexcept nogil:
+    """Row and column j of P set to zero over the first n slots (its triangle only)."""
+    cdef Py_ssize_t r
     if upper:
-        for r in range(old + 1):
-            base[r * ld + old] = 0.0
-        memset(base + old * ld + old, 0, (n - old) * sizeof(double))
+        for r in range(j + 1):
+            base[r * ld + j] = 0.0
+        memset(base + j * ld + j, 0, (n - j) * sizeof(double))
     else:
-        memset(base + old * ld, 0, (old + 1) * sizeof(double))
-        for r in range(old + 1, n):
-            base[r * ld + old] = 0.0
-    return pivot
+        memset(base + j * ld, 0, (j + 1) * sizeof(double))
+        for r in range(j + 1, n):
+            base[r * ld + j] = 0.0
+
+
+cdef void window_syrk(double* P, Py_ssize_t ld, int n, int k, double alpha, const double* U,
+                      Py_ssize_t ldu, bint upper) noexcept nogil:
+    """P <- P + alpha U^T U on the triangle of the first n slots, U the k rows (of ldu doubles,
+    row-major) of k vectors over the slots: one dsyrk of rank k (BLAS's column-major U^T)."""
+    cdef int ldi = <int>ld, ldui = <int>ldu
+    cdef double unit = 1.0
+    if n > 0 and k > 0:
+        dsyrk(b"L" if upper else b"U", b"N", &n, &k, &alpha, <double*>U, &ldui, &unit, P, &ldi)

@@ -9,8 +9,8 @@ learner computed:
 - ``analyse``: ``e = d k``, ``h = P e``, ``e^T P e``, ``k^T coef`` and every column's ``ybar``;
 - ``check``: the step's coefficients ``c_t`` of every column, or a status for the learner to
   word (nothing changed);
-- ``store``: ``Kc += k c_t^T``, the new point's row of ``coef`` and ``Kc``, and its deferred
-  bordering of ``P``;
+- ``store``: ``Kc += k c_t^T``, the new point's row of ``coef`` and ``Kc``, and its bordering
+  of ``P`` (a pending term of ``SlotInverse``);
 - ``forget``: the oldest point out of ``Kc`` (its kernel row) and out of ``P``.
 
 The caller makes room in the buffers first (``SlotInverse.make_room``, the learner's arrays)
@@ -152,9 +152,8 @@ def check(shared, tuple analysis, Py_ssize_t label, tuple guards):
 def store(shared, k_obj, double kappa, e_obj, h_obj, kc_obj, double s, c_obj,
           Py_ssize_t slot, Py_ssize_t size):
     """The step's point at ``slot`` (its room made): ``Kc += k c_t^T`` over the old points,
-    its rows of ``coef`` and ``Kc`` (``kc + kappa c_t``), and its bordering of ``P`` (deferred
-    to the removal of the oldest point, as ``SlotInverse.append``; ``size`` the caller's
-    slots), from the analysis (``k``, ``kappa``, ``e``, ``h``, ``kc``) and the check (``s``,
+    its rows of ``coef`` and ``Kc`` (``kc + kappa c_t``), and its bordering of ``P`` (as
+    ``SlotInverse.append``; ``size`` the caller's slots), from the analysis (``k``, ``kappa``, ``e``, ``h``, ``kc``) and the check (``s``,
     ``c_t``)."""
     cdef const double[::1] k = k_obj, e = e_obj, h = h_obj, kc = kc_obj, c = c_obj
     cdef double alpha = shared.alpha, root = sqrt(WEIGHT)
@@ -171,7 +170,7 @@ def store(shared, k_obj, double kappa, e_obj, h_obj, kc_obj, double s, c_obj,
         work[i] = root * h[i]
         work[n + i] = root * e[i]
     append_to(shared.inverse, slot, &work[0], n, WEIGHT * s + alpha, &work[n],
-              WEIGHT * kappa + alpha, size, True)
+              WEIGHT * kappa + alpha, size)
 
 
 def nonzero(shared, Py_ssize_t slot):
@@ -205,7 +204,7 @@ def oldest_row(tuple spec, rows, Py_ssize_t slot):
 def forget(shared, Py_ssize_t slot, row_obj):
     """The point at ``slot`` (the window's oldest) out of every column's ``K c`` (``row``: its
     kernel row over the stored points, or ``None`` if its coefficients are all 0) and out of
-    ``P`` (with the deferred bordering, in one pass); its ``d`` and coefficients then 0."""
+    ``P`` (as ``SlotInverse.remove``); its ``d`` and coefficients then 0."""
     cdef double[:, ::1] coef = shared.coef, Kc = shared.Kc
     cdef double[::1] d = shared.points.fields["d"]
     cdef const double[::1] row

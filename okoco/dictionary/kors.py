@@ -173,8 +173,8 @@ class KORS(Dictionary):
         self._slots = np.zeros(16, dtype=np.intp)  # the slot of each atom, in storage order
 
     def _flush(self) -> None:
-        """Apply a bordering the inverse form deferred to the next removal (none came), and
-        a recomputation that waited for the end of the step (a paired inverse)."""
+        """Make a recomputation of the inverse form that waited for the end of the step (a
+        paired inverse)."""
         if self._slots is not None:
             self._inverse.settle()
 
@@ -271,8 +271,8 @@ class KORS(Dictionary):
 
     def _inverse_step(self, k_col: np.ndarray, k_diag: float, vec) -> tuple[bool, float, float]:
         """:meth:`_step` in the inverse form: ``v = S k_col`` over the slots, ``h = P v``, the
-        residual ``k_diag - v . h`` scored as in Eq. 4, and a new atom's bordering deferred to
-        the next removal, in one compiled call (``okoco._core._kors``)."""
+        residual ``k_diag - v . h`` scored as in Eq. 4, and a new atom's bordering, in one
+        compiled call (``okoco._core._kors``)."""
         m = self._size
         self._slots = reserve(self._slots, m + 1)
         with scipy_one_thread:

@@ -229,7 +229,6 @@ class SharedSquaredKONS:
         points, window = self.points, self.max_size
         oldest = points.n_added - 1 - window if window is not None else -1
         if oldest < 0:
-            self.inverse.flush()  # the step's bordering, with no removal to share a pass with
             return
         slot = oldest % points.max_size
         row = None

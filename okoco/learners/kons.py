@@ -337,8 +337,8 @@ class KONS(KernelLearner):
 
     def _forget_oldest(self) -> None:
         """Once more than ``max_size`` points are stored, remove the oldest from :math:`A_t`
-        and :math:`b_t`: its atom from the window's inverse (a Schur complement, ``O(m^2)``,
-        in the same pass as the new atom's deferred bordering; ``_forget_atom`` then) and its
+        and :math:`b_t`: its atom from the window's inverse (a Schur complement, ``O(m^2)``;
+        ``_forget_atom`` then) and its
         coefficient from the running ``K c`` (one kernel row at it, ``O(m d)``), in one
         compiled call (``okoco._core._kons``). The unbounded learner forgets nothing."""
         if self.max_size is not None:
@@ -347,10 +347,8 @@ class KONS(KernelLearner):
             self._settle()
 
     def _settle(self) -> None:
-        """Make what the step deferred: the new atom's bordering of the window's inverse waits
-        for the oldest atom's removal, to make both in one pass; without one, it is made here,
-        so that nothing is left deferred between steps (nor a recomputation that waits for
-        the step's end: ``SlotInverse.settle``)."""
+        """Make what waited for the step's end: a recomputation of a paired window inverse
+        (``SlotInverse.settle``), once the step's points and atoms agree."""
         if self._window is not None:
             self._window.settle()
 

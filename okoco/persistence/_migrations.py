@@ -30,6 +30,9 @@ Format history (what each version changed, and where it is migrated here):
 - 8: ``Auto``'s experts may be Sketched-KONS (its long-memory expert), over a ring longer than
   its KONS experts' windows. A version-7 file needs no migration: its ``Auto`` goes on with the
   experts and the ring it saved.
+- 9: a :class:`~okoco.linalg.SlotInverse` keeps its latest rank-one changes pending
+  (``pending``, ``pending_terms``: applied 16 at a time). A version-8 file needs no migration:
+  its inverses hold every change (none pending, the fields' defaults).
 """
 
 from __future__ import annotations
