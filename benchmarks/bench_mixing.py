@@ -46,7 +46,13 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import bench_defaults, bench_families
-from benchmarks.bench_families import held_out_families, kons_names, record_pool, training_families
+from benchmarks.bench_families import (
+    POOL,
+    held_out_families,
+    kons_names,
+    record_pool,
+    training_families,
+)
 from benchmarks.bench_long_memory import (
     auto_columns,
     candidates,
@@ -56,7 +62,7 @@ from benchmarks.bench_long_memory import (
     record_expert,
 )
 from okoco import losses
-from okoco.learners.auto import EXPERTS, LONG_MEMORY
+from okoco.learners.auto import DEFAULT_WINDOW, EXPERTS, LONG_MEMORY
 
 RESULTS = Path(__file__).resolve().parent / "results" / "mixing.json"
 FAMILIES = bench_families.RESULTS
@@ -87,6 +93,18 @@ def family_records(split: str, n: int, seeds: list[int]) -> dict:
         long = record_expert(s, task, loader(n), candidates()[LONG_NAME], LONG_NAME)
         out[s] = (task, _in_auto_order(merge(pool, four, [long])))
     return out
+
+
+def family_pools(split: str, n: int, seeds: list[int]) -> dict:
+    """stream -> the record of ``bench_families``' pool of KONS experts over Auto's window."""
+    families = training_families(n, seeds) if split == "training" else held_out_families(n, seeds)
+    return {s: record_pool(s, task, loader, n) for s, (task, loader) in families.items()}
+
+
+def _pool_name(j: int) -> str:
+    c, alpha, eta, share = POOL[j]
+    step = "" if eta == "hessian" else f", {eta}"
+    return f"KONS(rbf={c:g}/d, alpha={alpha:g}{step}, W={int(share * DEFAULT_WINDOW)})"
 
 
 def defaults_records(n: int = 1000) -> dict:
@@ -258,10 +276,14 @@ def _geo(values) -> float:
     return math.exp(statistics.fmean(map(math.log, values)))
 
 
-def decompose(records: dict, n: int) -> dict:
+def decompose(records: dict, n: int, pools: dict | None = None) -> dict:
     """stream -> Auto's error, each of its experts' alone, the best KONS setting's (the cached
-    families table) and the two factors ``mixing = Auto / best own`` and ``grid = best own /
-    best setting``."""
+    families table: KONS at its defaults of then, a window of 500) and the two factors
+    ``mixing = Auto / best own`` and ``grid = best own / best setting``. With ``pools``
+    (:func:`family_pools`), also the best expert of ``bench_families``' pool (61 KONS over
+    Auto's window of 400 or a share of it), which splits the grid factor into ``settings =
+    best own / best pool expert`` (what Auto's five lack among those settings) and ``window =
+    best pool expert / best setting`` (what the window of 400 costs against the reference's)."""
     store = json.loads(FAMILIES.read_text())["results"]
     out = {}
     for s, (task, rec) in records.items():
@@ -270,26 +292,36 @@ def decompose(records: dict, n: int) -> dict:
         auto = float(errors[0])
         alone = bench_families.mixture_error(rec, task, np.arange(k)[:, None]).tolist()
         best_own = min(alone)
-        best = min(store[f"{s}@{n}"][name][0] for name in kons_names())
+        ref = store[f"{s}@{n}"]
+        best_name = min(kons_names(), key=lambda name: ref[name][0])
+        best = ref[best_name][0]
         out[s] = {"task": task, "auto": auto, "alone": alone, "best_own": best_own,
-                  "best_kons": best, "mixing": auto / best_own, "grid": best_own / best,
-                  "ratio": auto / best, "regret": float(trace["regret"][0]),
-                  "best_loss": float(trace["best_loss"]), "lambda": float(trace["lambda"][0])}
+                  "best_kons": best, "best_kons_name": best_name, "mixing": auto / best_own,
+                  "grid": best_own / best, "ratio": auto / best,
+                  "regret": float(trace["regret"][0]), "best_loss": float(trace["best_loss"]),
+                  "lambda": float(trace["lambda"][0])}
+        if pools is not None:
+            pool = pools[s]
+            m = (pool.shape[1] - 5) // 2
+            pooled = bench_families.mixture_error(pool, task, np.arange(m)[:, None])
+            j = int(np.argmin(pooled))
+            out[s].update(best_pool=float(pooled[j]), best_pool_name=_pool_name(j),
+                          settings=best_own / float(pooled[j]), window=float(pooled[j]) / best)
     return out
 
 
 def decompose_table(rows: dict) -> str:
     names = [f"{e[0]:g}/d, {e[1]:g}, x{e[3]:g}" for e in EXPERTS]
-    lines = ["| stream | Auto | its best expert (which) | best KONS setting | Auto / best "
-             "setting | mixing: Auto / best own | grid: best own / best setting | loss per step:"
-             " Auto's minus the best expert's (the best's) | mean lambda |",
+    lines = ["| stream | Auto | its best expert (which) | best KONS setting (which; W=500) | "
+             "Auto / best setting | mixing: Auto / best own | grid: best own / best setting | "
+             "loss per step: Auto's minus the best expert's (the best's) | mean lambda |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s, r in rows.items():
         which = names[int(np.argmin(r["alone"]))]
         lines.append(f"| {s} | {r['auto']:.4g} | {r['best_own']:.4g} ({which}) | "
-                     f"{r['best_kons']:.4g} | {r['ratio']:.3f} | {r['mixing']:.3f} | "
-                     f"{r['grid']:.3f} | {r['regret']:+.4f} ({r['best_loss']:.4f}) | "
-                     f"{r['lambda']:.3f} |")
+                     f"{r['best_kons']:.4g} ({r['best_kons_name'][5:-1]}) | {r['ratio']:.3f} | "
+                     f"{r['mixing']:.3f} | {r['grid']:.3f} | {r['regret']:+.4f} "
+                     f"({r['best_loss']:.4f}) | {r['lambda']:.3f} |")
     ratio = [r["ratio"] for r in rows.values()]
     mixing = [r["mixing"] for r in rows.values()]
     grid = [r["grid"] for r in rows.values()]
@@ -300,6 +332,20 @@ def decompose_table(rows: dict) -> str:
                  f"{statistics.median(grid):.3f} / {max(grid):.3f} |")
     lines.append(f"| within 3% | | | | {sum(q <= 1.03 for q in ratio)} | "
                  f"{sum(q <= 1.03 for q in mixing)} | {sum(q <= 1.03 for q in grid)} |")
+    if all("settings" in r for r in rows.values()):
+        lines += ["", "The grid factor split by the best of the recorded pool (61 KONS over the "
+                  "window of 400 or a share of it):", "",
+                  "| stream | grid | settings: best own / best pool expert | window: best pool "
+                  "expert / best setting (W=500) | best pool expert |", "|---|---:|---:|---:|---|"]
+        for s, r in rows.items():
+            lines.append(f"| {s} | {r['grid']:.3f} | {r['settings']:.3f} | {r['window']:.3f} | "
+                         f"{r['best_pool']:.4g} ({r['best_pool_name']}) |")
+        settings = [r["settings"] for r in rows.values()]
+        window = [r["window"] for r in rows.values()]
+        lines.append(f"| geo-mean | {_geo(grid):.3f} | {_geo(settings):.3f} | {_geo(window):.3f} "
+                     "| |")
+        lines.append(f"| within 3% | {sum(q <= 1.03 for q in grid)} | "
+                     f"{sum(q <= 1.03 for q in settings)} | {sum(q <= 1.03 for q in window)} | |")
     return "\n".join(lines)
 
 
@@ -490,8 +536,10 @@ def main(argv: list[str] | None = None) -> str:
         held = [int(s) for s in args.held_seeds.split(",") if s]
         if args.part in ("decompose", "all"):
             results["decompose"] = {
-                "training": decompose(family_records("training", args.n, seeds), args.n),
-                "held-out": decompose(family_records("held-out", args.n, held), args.n),
+                "training": decompose(family_records("training", args.n, seeds), args.n,
+                                      family_pools("training", args.n, seeds)),
+                "held-out": decompose(family_records("held-out", args.n, held), args.n,
+                                      family_pools("held-out", args.n, held)),
                 "defaults": defaults_decompose(defaults_records())}
         if args.part in ("rules", "all"):
             results["rules"] = rules_part(args.n, seeds, held)

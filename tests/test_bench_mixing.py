@@ -2,6 +2,7 @@
 fast-weight rule computes the weights its textbook recursion gives."""
 
 import importlib
+import json
 import math
 
 import numpy as np
@@ -108,3 +109,25 @@ def test_the_offline_mixture_is_a_real_autos(tmp_path, name):
     # Auto's guarantee: its loss is at most log(N) / eta above the best expert's
     eta = (1 / 72) if task == "regression" else math.exp(-3.0)
     assert np.all(trace["regret"] * len(rows) <= math.log(3) / eta + 1e-9)
+
+
+def test_decompose_splits_the_ratio_into_mixing_and_grid(tmp_path, monkeypatch):
+    name = "friedman/0"
+    task, loader = families.training_families(100, [0])[name]
+    rows = loader(100)
+    rec = lm.record_auto_experts(name, task, rows, "own", grid=GRID, window=WINDOW,
+                                 directory=tmp_path)
+    y, mean0, std0 = rec[:, -5], rec[:, -4], rec[:, -3]
+    direct = [float(np.mean(np.abs(mean0 + std0 * rec[:, j] - y))) for j in range(3)]
+    store = {"results": {f"{name}@100": {k: [0.9 + 0.01 * i] for i, k in
+                                         enumerate(families.kons_names())}}}
+    path = tmp_path / "families.json"
+    path.write_text(json.dumps(store))
+    monkeypatch.setattr(mixing, "FAMILIES", path)
+    row = mixing.decompose({name: (task, rec)}, 100, {name: rec})[name]
+    np.testing.assert_allclose(row["alone"], direct, rtol=1e-12)
+    assert row["best_kons"] == 0.9 and row["best_kons_name"] == families.kons_names()[0]
+    assert row["best_own"] == pytest.approx(min(direct), rel=1e-12)
+    assert row["best_pool"] == row["best_own"]
+    assert row["mixing"] * row["grid"] == pytest.approx(row["ratio"], rel=1e-12)
+    assert row["settings"] == 1.0
