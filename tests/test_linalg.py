@@ -475,13 +475,15 @@ def test_slot_inverse_compact_form_with_atoms_coming_and_going_anywhere():
     assert inverse.P.shape[0] <= ring
 
 
-@pytest.mark.parametrize("atoms", [None, 3])
-def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms):
+@pytest.mark.parametrize(("atoms", "every"), [(None, 7), (3, 7), (None, 41), (3, 41)])
+def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms, every):
     """Two inverses in one array (M1 = K + 0.1 I over the caller's slots, or its own in the
     compact form, ``atoms=3``, which grows; M2 = S K S + 0.2 I over slots numbered by the
     second's caller, the lowest free first), the second in the first's strict upper triangle:
-    solves, removal pivots and the recomputations (from the callers' M, at ``settle``) equal
-    the dense inverses through a sliding window."""
+    solves, removal pivots and the recomputations (from the callers' M, at ``settle``, forced
+    every ``every`` steps) equal the dense inverses through a sliding window; between
+    recomputations 41 steps apart, the pending terms fill their blocks and go into each
+    triangle (a rank-16 update of the lower one, and of the upper one shifted by a column)."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(60, 3))
     K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
@@ -504,6 +506,7 @@ def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms):
         return M2[np.ix_(points, points)]
 
     first._source, second._source = first_matrix, second_matrix
+    applied = {id(first): 0, id(second): 0}  # blocks of pending terms that went into P
     for t in range(60):
         slot = t % ring
         n = min(t + 1, ring)
@@ -527,9 +530,15 @@ def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms):
                 column[keys[c]] = M[i, t]
             inverse.make_room(size)
             a = inverse.solve(column)
+            before = inverse._pending_terms.copy() if inverse._pending_terms is not None \
+                else np.zeros(3, dtype=np.intp)
+            mods = inverse._mods
             inverse.append(key, a, M[t, t] - column @ a, column, M[t, t], size)
+            if before[0] == 16 and inverse._mods == mods + 1:  # a full block, no refresh
+                assert inverse._pending_terms[0] == 1  # went into P: this append is pending
+                applied[id(inverse)] += 1
         held[slot], second_slot[slot] = t, mine
-        if t % 7 == 0:
+        if t % every == 0:
             first._mods = second._mods = 10**6  # a recomputation is due at the next change
         first.settle(), second.settle()
         assert first.P is second.P and first.P.shape[1] == first.P.shape[0] + 1
@@ -543,6 +552,7 @@ def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms):
             np.testing.assert_allclose(inverse.solve(v), expected, rtol=1e-8, atol=1e-10)
     assert first.n_refreshes > 0 and second.n_refreshes > 0
     assert atoms is None or first.P.shape[0] == ring  # grew from 3 (by 16, to the ring's 9)
+    assert (applied[id(first)] > 0 and applied[id(second)] > 0) == (every > 16)
 
 
 def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():

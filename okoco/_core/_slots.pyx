@@ -13,13 +13,15 @@ BLAS scope (okoco._blas.scipy_one_thread).
 
 **Pending terms.** Each append and removal is a rank-one change of ``P`` (``+ b b^T / sigma``,
 ``- p p^T / p_jj``). Made one at a time, each is a pass over the whole triangle (a ``dsyr``,
-memory-bound: 26 us at 500 slots on one thread). Instead they are kept as rows of ``_pending``, scaled by the
-square root of their weight, the additions in its first ``TERMS`` rows and the subtractions in
-the next ``TERMS`` (``_pending_terms``: how many of each, and the slots they span), so that the
-true inverse is ``P + U_+^T U_+ - U_-^T U_-``; a product with it adds two thin products per
-block, and when a block is full both are applied in one ``dsyrk`` each (``flush``): a rank-16
-update costs about what four or five rank-one updates do (97 us at 500 slots, 27 at 250). A removed slot's row and column are zero in
-the true inverse exactly: they are zeroed in ``P`` and in every pending row.
+memory-bound: 26 us at 500 slots on one thread). Instead they are kept as rows of
+``_pending``, scaled by the square root of their weight, the additions in its first ``TERMS``
+rows and the subtractions in the next ``TERMS`` (``_pending_terms``: how many of each, and the
+slots they span), so that the true inverse is ``P + U_+^T U_+ - U_-^T U_-``; a product with it
+adds two thin products per block, and when a block is full both are applied in one ``dsyrk``
+each (``flush``): a rank-16 update costs about what four or five rank-one updates do (97 us at
+500 slots, 27 at 250, on one thread: it is compute-bound where they are memory-bound). A
+removed slot's row and column are zero in the true inverse exactly: they are zeroed in ``P``
+and in every pending row.
 """
 
 import numpy as np
@@ -64,21 +66,21 @@ cdef double* next_term(object window, double weight, Py_ssize_t n) except NULL:
     """A new pending term of weight ``weight`` over the first ``n`` slots: the row the caller
     fills with the term's vector times ``sqrt(|weight|)`` (the rest of the row is zero); the
     pending terms are applied first if its block is full."""
-    cdef Py_ssize_t width = window.P.shape[0], block = 0 if weight > 0.0 else TERMS
+    cdef Py_ssize_t width = window.P.shape[0], side = 0 if weight > 0.0 else 1
     terms_obj = window._pending_terms
     if terms_obj is None:
         terms_obj = window._pending_terms = np.zeros(3, dtype=np.intp)
     cdef Py_ssize_t[::1] terms = terms_obj
-    if terms[block // TERMS] == TERMS:
+    if terms[side] == TERMS:
         flush(window)
     rows_obj = window._pending
     if rows_obj is None or rows_obj.shape[1] != width:  # (P was resized: nothing pending)
         rows_obj = window._pending = np.zeros((2 * TERMS, width))
     cdef double[:, ::1] rows = rows_obj
-    cdef double* row = &rows[block + terms[block // TERMS], 0]
+    cdef double* row = &rows[side * TERMS + terms[side], 0]
     if n < width:
         memset(row + n, 0, (width - n) * sizeof(double))
-    terms[block // TERMS] += 1
+    terms[side] += 1
     if n > terms[2]:
         terms[2] = n
     return row
