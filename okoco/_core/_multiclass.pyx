@@ -153,8 +153,8 @@ def store(shared, k_obj, double kappa, e_obj, h_obj, kc_obj, double s, c_obj,
           Py_ssize_t slot, Py_ssize_t size):
     """The step's point at ``slot`` (its room made): ``Kc += k c_t^T`` over the old points,
     its rows of ``coef`` and ``Kc`` (``kc + kappa c_t``), and its bordering of ``P`` (as
-    ``SlotInverse.append``; ``size`` the caller's slots), from the analysis (``k``, ``kappa``, ``e``, ``h``, ``kc``) and the check (``s``,
-    ``c_t``)."""
+    ``SlotInverse.append``; ``size`` the caller's slots), from the analysis (``k``,
+    ``kappa``, ``e``, ``h``, ``kc``) and the check (``s``, ``c_t``)."""
     cdef const double[::1] k = k_obj, e = e_obj, h = h_obj, kc = kc_obj, c = c_obj
     cdef double alpha = shared.alpha, root = sqrt(WEIGHT)
     cdef double[:, ::1] coef = shared.coef, Kc = shared.Kc

@@ -338,9 +338,9 @@ class KONS(KernelLearner):
     def _forget_oldest(self) -> None:
         """Once more than ``max_size`` points are stored, remove the oldest from :math:`A_t`
         and :math:`b_t`: its atom from the window's inverse (a Schur complement, ``O(m^2)``;
-        ``_forget_atom`` then) and its
-        coefficient from the running ``K c`` (one kernel row at it, ``O(m d)``), in one
-        compiled call (``okoco._core._kons``). The unbounded learner forgets nothing."""
+        ``_forget_atom`` then) and its coefficient from the running ``K c`` (one kernel row at
+        it, ``O(m d)``), in one compiled call (``okoco._core._kons``). The unbounded learner
+        forgets nothing."""
         if self.max_size is not None:
             self._window_core().forget(self)
         else:
