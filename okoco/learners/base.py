@@ -327,11 +327,11 @@ class KernelLearner(base.MiniBatchRegressor):
         predictions = np.empty(len(targets)) if predict else None
         i = 0
         try:  # in_row's wording, without a call per row
-            for i, (target, eta) in enumerate(zip(targets, etas)):
+            for i in range(len(targets)):
                 if predict:
                     z = self._predict_vec(V[i])
                     predictions[i] = self._clip(z) if math.isfinite(z) else z
-                self._learn_vec(V[i], target, eta)
+                self._learn_vec(V[i], targets[i], etas[i])
                 self.n_seen += 1
                 self._cache = None
         except (TypeError, ValueError) as error:
