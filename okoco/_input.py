@@ -252,8 +252,8 @@ class FeatureMap:
         if is_frame:  # a column that is not numeric is checked cell by cell
             names = X.columns.tolist()
             raw = X.to_numpy()  # plain numeric columns (the common frame) give a numeric array
-            # the common frame in one pass: the registered columns in order (names that are
-            # neither duplicate nor NaN) and float64 cells
+            # the common frame in one pass: the registered columns in order (registered names
+            # are neither duplicate nor NaN: the check below cannot fail) and float64 cells
             if self.mode != "array":
                 values = _encode.named_rows(raw, names, self.columns, MAX_ABS_VALUE)
                 if values is not None:

@@ -1,11 +1,13 @@
 """A batch's validation in few calls (issue 28: ``learn_many`` on one row near ``learn_one``).
 
 The compiled passes (``okoco._core._encode.first_bad_cell``, ``first_outside``,
-``has_nan_name``, ``all_floats``) and the Python that calls them are checked against
-independent references: each cell through ``check_value`` in row-major order, numpy's
-comparisons, Python's own ``name != name``, and the targets as ``np.asarray(y, dtype=object)``
-gives them to ``check_target``. The same batch split in small and large pieces gives the same
-model and the same errors as row by row.
+``has_nan_name``, ``all_floats``, ``positional_rows``, ``named_rows``) and the Python that calls
+them are checked against independent references: each cell through ``check_value`` in
+row-major order, numpy's comparisons, Python's own ``name != name`` and list comparison, the
+targets as ``np.asarray(y, dtype=object)`` gives them to ``check_target``, and the general
+path of ``FeatureMap.encode_many`` with the compiled copies switched off. The same batch split
+in small and large pieces gives the same model and the same errors as row by row, a step that
+fails included.
 """
 
 import pickle

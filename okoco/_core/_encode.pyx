@@ -9,10 +9,10 @@ Python path decides and words the error.
 A batch's cells (:func:`first_bad_cell`) and its rows' ``k(x, x)`` (:func:`first_outside`) are
 checked here in one pass each, and the plain batch (a float64 array over the registered
 columns, named by position: :func:`positional_rows`; a DataFrame's cells under its column
-names: :func:`named_rows`) is copied and checked in one call (``None`` for anything else):
-for the few rows of a small batch,
-numpy's reductions and Python's steps cost more than the pass itself. They return where the
-first bad value is, or nothing; the Python caller words the error.
+names: :func:`named_rows`) is copied and checked in one call (``None`` for anything else): for
+the few rows of a small batch, numpy's reductions and Python's steps cost more than the pass
+itself. They return where the first bad value is, or nothing; the Python caller words the
+error.
 """
 
 import numpy as np
