@@ -13,7 +13,8 @@
   (``FeatureMap.encode`` of a new row for ``predict_one``, of the same row again for
   ``learn_one``: the cache, and ``check_target``), in µs per row;
 - ``one_row``: ``learn_many`` on one row (a DataFrame, and a 2-D array of the same columns)
-  against ``learn_one`` on the same row, at t = 800;
+  against ``learn_one`` on the same row, at t = 800; and the DataFrame's floor: pandas' two
+  calls that any reading of it makes (``columns.tolist()``, ``to_numpy()``), then ``learn_one``;
 - ``build``: the extension's build time (``python setup.py build_ext --force`` in a copy of
   the sources) and the size of the built modules.
 
@@ -192,6 +193,8 @@ def one_row(t: int = 800, calls: int = 20) -> list[dict]:
                       lambda m, frame=frame: m.learn_many(frame, [float(y[t])])),
             "array": (by_position, positional[0],
                       lambda m, array=array: m.learn_many(array, [float(y[t])])),
+            "pandas": (model, dicts[t - 1], lambda m, frame=frame: (
+                frame.columns.tolist(), frame.to_numpy(), m.learn_one(dicts[t], float(y[t])))),
         }
         times = {key: [] for key in calls_of}
         for _ in range(calls):
@@ -212,9 +215,12 @@ def one_row(t: int = 800, calls: int = 20) -> list[dict]:
         row["ratio"] = row["learn_many_us"] / row["learn_one_us"]
         out.append(row)
         row["array_ratio"] = row["learn_many_array_us"] / row["learn_one_us"]
+        row["pandas_floor_us"] = 1e6 * float(np.median(times["pandas"]))
+        row["pandas_floor_ratio"] = row["pandas_floor_us"] / row["learn_one_us"]
         print(f"  {name:13s} t={t}: learn_one {row['learn_one_us']:8.1f} us  learn_many(1 row): "
               f"DataFrame {row['learn_many_us']:8.1f} us -> {row['ratio']:.2f}x, array "
-              f"{row['learn_many_array_us']:8.1f} us -> {row['array_ratio']:.2f}x", flush=True)
+              f"{row['learn_many_array_us']:8.1f} us -> {row['array_ratio']:.2f}x  (pandas' "
+              f"columns + to_numpy, then learn_one: {row['pandas_floor_ratio']:.2f}x)", flush=True)
     return out
 
 

@@ -251,11 +251,17 @@ class FeatureMap:
             is_frame = hasattr(X, "columns") and hasattr(X, "to_numpy")
         if is_frame:  # a column that is not numeric is checked cell by cell
             names = X.columns.tolist()
+            raw = X.to_numpy()  # plain numeric columns (the common frame) give a numeric array
+            # the common frame in one pass: the registered columns in order (registered names
+            # are neither duplicate nor NaN: the check below cannot fail) and float64 cells
+            if self.mode != "array":
+                values = _encode.named_rows(raw, names, self.columns, MAX_ABS_VALUE)
+                if values is not None:
+                    return values, []
             if len(set(names)) != len(names) or _encode.has_nan_name(names):
                 twice = sorted({repr(n) for n in names if names.count(n) > 1 or n != n})
                 raise ValueError(f"X has duplicate or NaN column names ({', '.join(twice)}); "
                                  "each feature needs one column")
-            raw = X.to_numpy()  # plain numeric columns (the common frame) give a numeric array
             if raw.dtype.kind not in "biuf":
                 numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
                 # nullable dtypes (Int64, boolean, Float64): <NA> is an absent cell, like NaN

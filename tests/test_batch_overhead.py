@@ -1,11 +1,13 @@
 """A batch's validation in few calls (issue 28: ``learn_many`` on one row near ``learn_one``).
 
 The compiled passes (``okoco._core._encode.first_bad_cell``, ``first_outside``,
-``has_nan_name``, ``all_floats``) and the Python that calls them are checked against
-independent references: each cell through ``check_value`` in row-major order, numpy's
-comparisons, Python's own ``name != name``, and the targets as ``np.asarray(y, dtype=object)``
-gives them to ``check_target``. The same batch split in small and large pieces gives the same
-model and the same errors as row by row.
+``has_nan_name``, ``all_floats``, ``positional_rows``, ``named_rows``) and the Python that calls
+them are checked against independent references: each cell through ``check_value`` in
+row-major order, numpy's comparisons, Python's own ``name != name`` and list comparison, the
+targets as ``np.asarray(y, dtype=object)`` gives them to ``check_target``, and the general
+path of ``FeatureMap.encode_many`` with the compiled copies switched off. The same batch split
+in small and large pieces gives the same model and the same errors as row by row, a step that
+fails included.
 """
 
 import pickle
@@ -360,3 +362,143 @@ def test_arrays_by_position_encode_as_the_general_path(mode, monkeypatch):
                 assert list(got[1][1]) == list(expected[1][1])
             else:
                 assert got == expected
+
+
+def registered(names):
+    fm = FeatureMap()
+    fm.add(fm.encode(dict.fromkeys(names, 1.0))[1])
+    return fm
+
+
+def reference_named_rows(X, names, columns):
+    """What ``named_rows`` must give: the cells with NaN as 0 when the names are the registered
+    ones (Python's list comparison) and the cells float64 numbers (or NaN), else ``None``."""
+    plain = isinstance(X, np.ndarray) and X.dtype == np.float64 and X.dtype.isnative
+    if not (plain and X.ndim == 2 and X.shape[1] == len(names) and names == list(columns)):
+        return None
+    if np.any(np.abs(X) > MAX_ABS_VALUE):  # NaN is absent, not bad
+        return None
+    return np.where(np.isnan(X), 0.0, X)
+
+
+class Same:
+    """A name equal to every name (Python's list comparison takes it for any column)."""
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+
+
+def test_named_rows_copies_plain_frames_and_declines_the_rest():
+    rng = np.random.default_rng(8)
+    columns = registered(["a", "b", 3, "d"]).columns
+    variants = [["a", "b", 3, "d"], ["a", "b", 3.0, "d"], [np.str_("a"), "b", 3, "d"],
+                ["b", "a", 3, "d"], ["a", "b", 3, "e"], ["a", "b", "3", "d"], ["a", Same(), 3, "d"],
+                ["a", "b", True, "d"], ["a", "b", 3, np.nan]]
+    for _ in range(400):
+        X = rng.normal(size=(rng.integers(0, 5), 4))
+        for _ in range(rng.integers(0, 3)):  # absent (NaN) or bad cells anywhere
+            if X.size:
+                X[rng.integers(X.shape[0]), rng.integers(4)] = rng.choice(BAD)
+        layout = rng.integers(4)  # C, Fortran (a DataFrame's), strided, read-only
+        X = [X, np.asfortranarray(X), np.repeat(X, 2, axis=1)[:, ::2], X.copy()][layout]
+        X.setflags(write=layout != 3)
+        names = variants[rng.integers(len(variants))]
+        before = X.copy()
+        got = _encode.named_rows(X, names, columns, MAX_ABS_VALUE)
+        expected = reference_named_rows(X, names, columns)
+        if expected is None:
+            assert got is None
+        else:
+            np.testing.assert_array_equal(got, expected)
+            assert got.flags.c_contiguous and not np.shares_memory(got, X)
+        np.testing.assert_array_equal(X, before)  # the caller's cells are never written
+    X = np.zeros((2, 4))
+    names = ["a", "b", 3, "d"]
+    for other in (X.astype(np.float32), X.astype(">f8"), X.astype(np.int64), X[0], X[None],
+                  X[:, :3]):
+        assert _encode.named_rows(other, names, columns, MAX_ABS_VALUE) is None
+    for other in ({}, {"a": 0, "b": 1, 3: 2}, {"a": 0, "b": 1, 3: 2, "d": 3, "e": 4}):
+        assert _encode.named_rows(X, names, other, MAX_ABS_VALUE) is None
+    assert _encode.named_rows(X, names[:3], columns, MAX_ABS_VALUE) is None
+
+
+FRAME_NAMES = [["x0", "x1", "x2"], ["x1", "x0", "x2"], ["x0", "x1"], ["x0", "x1", "x2", "x3"],
+               ["x0", "x0", "x2"], ["x0", np.nan, "x2"], [0, 1, 2]]
+
+
+@pytest.mark.parametrize("mode", [None, "dict", "array"])
+def test_frames_encode_as_the_general_path(mode, monkeypatch):
+    """The compiled copy of a plain frame (``named_rows``) gives what the general path gives,
+    whatever the frame's names, dtypes and cells; where it declines, the general path words
+    the error (duplicate or NaN names, bad cells, a map fed arrays)."""
+    rng = np.random.default_rng(9)
+    maps = {None: FeatureMap(), "dict": registered(["x0", "x1", "x2"]), "array": FeatureMap()}
+    fm = maps[mode]
+    if mode == "array":
+        fm.add(fm.encode(np.zeros(3))[1])
+    for _ in range(150):
+        names = FRAME_NAMES[rng.integers(len(FRAME_NAMES))]
+        X = rng.normal(size=(rng.integers(1, 5), len(names)))
+        if rng.random() < 0.4:
+            X[rng.integers(X.shape[0]), rng.integers(len(names))] = rng.choice(BAD)
+        frame = pd.DataFrame(X, columns=names)
+        kind = rng.integers(4)  # float64, int64, nullable Float64, object cells
+        if kind == 1:
+            frame = pd.DataFrame(np.round(np.clip(np.nan_to_num(X), -9, 9) * 10).astype(np.int64),
+                                 columns=names)
+        elif kind == 2:
+            frame = frame.astype("Float64")
+        elif kind == 3:
+            frame = frame.astype(object)
+        for arrays in (False, True):
+            got = outcome(fm.encode_many, frame, arrays=arrays)
+            with monkeypatch.context() as patch:
+                patch.setattr(_encode, "named_rows", lambda *args: None)
+                expected = outcome(fm.encode_many, frame, arrays=arrays)
+            if got[0] == "ok" and expected[0] == "ok":
+                np.testing.assert_array_equal(got[1][0], expected[1][0])
+                assert list(got[1][1]) == list(expected[1][1])
+            else:
+                assert got == expected
+
+
+class Poisoned:
+    """A Gaussian kernel (not a compiled one) whose value against a row with ``x0 = 7`` is NaN:
+    the batch's checks pass (``k(x, x) = 1``), the step of that row fails."""
+
+    def __call__(self, A, B):
+        K = np.exp(-0.5 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+        K[:, B[:, 0] == 7.0] = np.nan
+        return K
+
+    def diag(self, X):
+        return np.ones(X.shape[0])
+
+    def __repr__(self):
+        return "Poisoned()"
+
+
+@pytest.mark.parametrize("predict", [False, True])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5])
+def test_a_step_that_fails_names_its_row_as_row_by_row(rows, predict):
+    """A row whose step fails (past the batch's checks) raises ``learn_one``'s error with its
+    row in front, after the rows before it were learned, as ``learn_one`` row by row."""
+    make = lambda: FunctionalGD(kernel=Poisoned(), eta=0.3)  # noqa: E731
+    one, many = fed(make, as_array=True), fed(make, as_array=True)
+    X = unit_rows(rows, 3, seed=10)
+    X[-1, 0] = 7.0
+    y = [0.5] * rows
+    for i, row in enumerate(X):
+        x = dict(enumerate(row.tolist()))
+        kind, message = outcome(one.learn_one, x, y[i])
+        if kind != "ok":
+            break
+    assert (kind, i) == (ValueError, rows - 1)
+    call = many.predict_learn_many if predict else many.learn_many
+    assert outcome(call, X, y) == (ValueError, f"row {rows - 1}: {message}")
+    assert many.n_seen == one.n_seen
+    probe = {0: 0.1, 1: -0.2, 2: 0.3}
+    assert many.predict_one(probe) == one.predict_one(probe)

@@ -7,17 +7,18 @@ value of another type, a value out of range) makes :func:`known_row` return ``No
 Python path decides and words the error.
 
 A batch's cells (:func:`first_bad_cell`) and its rows' ``k(x, x)`` (:func:`first_outside`) are
-checked here in one pass each, and the plain batch of a learner fed rows named by position (a
-float64 array over the registered columns) is copied and checked in one call
-(:func:`positional_rows`, ``None`` for anything else): for the few rows of a small batch,
-numpy's reductions and Python's steps cost more than the pass itself. They return where the
-first bad value is, or nothing; the Python caller words the error.
+checked here in one pass each, and the plain batch (a float64 array over the registered
+columns, named by position: :func:`positional_rows`; a DataFrame's cells under its column
+names: :func:`named_rows`) is copied and checked in one call (``None`` for anything else): for
+the few rows of a small batch, numpy's reductions and Python's steps cost more than the pass
+itself. They return where the first bad value is, or nothing; the Python caller words the
+error.
 """
 
 import numpy as np
 
 from cpython.dict cimport PyDict_GetItem, PyDict_Next
-from cpython.object cimport PyObject
+from cpython.object cimport Py_EQ, PyObject, PyObject_RichCompareBool
 
 _zeros = np.zeros
 _empty = np.empty
@@ -114,30 +115,58 @@ def all_floats(list values):
     return True
 
 
-def positional_rows(X, dict columns, double limit):
-    """A C-ordered copy of the 2-D float64 array ``X`` when its columns are the registered
-    ones in order (``columns`` maps exactly the ``int`` positions ``0, 1, ...`` to themselves,
-    as rows named by position register them) and every cell is a number of magnitude at most
-    ``limit``; else ``None`` (the Python path decides and words the error)."""
+cdef checked_copy(X, double limit, bint absent):
+    """A C-ordered float64 copy of the 2-D float64 array ``X``, or ``None`` if a cell is NaN,
+    infinite or of magnitude above ``limit``; with ``absent``, NaN is an absent cell, 0 in the
+    copy."""
     if X.dtype is not _float64 or X.ndim != 2:
         return None
     cdef const double[:, :] src = X
-    cdef Py_ssize_t n = src.shape[0], d = src.shape[1], i, j, pos = 0, k = 0
-    cdef PyObject* key
-    cdef PyObject* value
+    cdef Py_ssize_t n = src.shape[0], d = src.shape[1], i, j
     cdef double v
-    if len(columns) != d:
-        return None
-    while PyDict_Next(columns, &pos, &key, &value):
-        if not PyLong_CheckExact(key) or not (<object>key) == k:  # no overflow for a huge int
-            return None
-        k += 1
     out = _empty((n, d))
     cdef double[:, ::1] dst = out
     for i in range(n):
         for j in range(d):
             v = src[i, j]
-            if not -limit <= v <= limit:  # NaN fails both
+            if -limit <= v <= limit:  # NaN fails both
+                dst[i, j] = v
+            elif absent and v != v:
+                dst[i, j] = 0.0
+            else:
                 return None
-            dst[i, j] = v
     return out
+
+
+def positional_rows(X, dict columns, double limit):
+    """A C-ordered copy of the 2-D float64 array ``X`` when its columns are the registered
+    ones in order (``columns`` maps exactly the ``int`` positions ``0, 1, ...`` to themselves,
+    as rows named by position register them) and every cell is a number of magnitude at most
+    ``limit``; else ``None`` (the Python path decides and words the error)."""
+    if X.ndim != 2 or len(columns) != X.shape[1]:
+        return None
+    cdef Py_ssize_t pos = 0, k = 0
+    cdef PyObject* key
+    cdef PyObject* value
+    while PyDict_Next(columns, &pos, &key, &value):
+        if not PyLong_CheckExact(key) or not (<object>key) == k:  # no overflow for a huge int
+            return None
+        k += 1
+    return checked_copy(X, limit, False)
+
+
+def named_rows(X, list names, dict columns, double limit):
+    """A C-ordered copy of the 2-D float64 array ``X`` (a DataFrame's cells) when its column
+    ``names`` are the registered ``columns`` in order (``names == list(columns)``, as Python
+    compares lists) and every cell is a number of magnitude at most ``limit`` or NaN (an
+    absent cell: 0 in the copy); else ``None`` (the Python path decides and words the error)."""
+    if X.ndim != 2 or len(names) != X.shape[1] or len(columns) != len(names):
+        return None
+    cdef Py_ssize_t pos = 0, k = 0
+    cdef PyObject* key
+    cdef PyObject* value
+    while PyDict_Next(columns, &pos, &key, &value):
+        if not PyObject_RichCompareBool(names[k], <object>key, Py_EQ):
+            return None
+        k += 1
+    return checked_copy(X, limit, True)

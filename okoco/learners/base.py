@@ -34,7 +34,7 @@ from okoco import persistence
 from okoco._blas import find_libraries
 from okoco._core import _encode
 from okoco._dist import gaussian
-from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, check_targets, in_row
+from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, check_targets
 from okoco._validation import Interval, Options, Protocol, check_params
 from okoco.learners._codes import compiled_kernel, compiled_loss, widened  # noqa: F401
 
@@ -210,6 +210,7 @@ class KernelLearner(base.MiniBatchRegressor):
         "_lock": "cache:lock", "_core": "cache:None",
     }
     _core: tuple | None = None  # (kernel, its compiled step object or None): _compiled_step
+    _loop_rows = 1  # batches of fewer rows take _learn_rows (row by row), others _learn_vecs
 
     def _setup(self) -> None:
         """Check the parameters, then build a fresh state (the end of every ``__init__``)."""
@@ -319,19 +320,28 @@ class KernelLearner(base.MiniBatchRegressor):
         if i >= 0:
             raise ValueError(f"row {i}: {overflow_message(self._kernel, diag[i])}")
 
+    def _learn_rows(self, V: np.ndarray, targets: list, etas: list,
+                    predict: bool) -> np.ndarray | None:
+        """Learn the validated rows in order, each by ``_learn_vec`` as ``learn_one`` does;
+        with ``predict``, return the clipped prediction of each row before it is learned."""
+        predictions = np.empty(len(targets)) if predict else None
+        i = 0
+        try:  # in_row's wording, without a call per row
+            for i in range(len(targets)):
+                if predict:
+                    z = self._predict_vec(V[i])
+                    predictions[i] = self._clip(z) if math.isfinite(z) else z
+                self._learn_vec(V[i], targets[i], etas[i])
+                self.n_seen += 1
+                self._cache = None
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"row {i}: {error}") from None
+        return predictions
+
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
                     predict: bool) -> np.ndarray | None:
-        """Learn the validated rows in order; with ``predict``, return the clipped prediction
-        of each row before it is learned (a learner with a compiled loop overrides this)."""
-        predictions = np.empty(len(targets)) if predict else None
-        for i, (target, eta) in enumerate(zip(targets, etas)):
-            if predict:
-                z = in_row(i, self._predict_vec, V[i])
-                predictions[i] = self._clip(z) if math.isfinite(z) else z
-            in_row(i, self._learn_vec, V[i], target, eta)
-            self.n_seen += 1
-            self._cache = None
-        return predictions
+        """A batch of ``_loop_rows`` rows or more: a compiled loop where a learner has one."""
+        return self._learn_rows(V, targets, etas, predict)
 
     def predict_learn_many(self, X, y) -> np.ndarray:
         """Test-then-train over the rows of a DataFrame or a 2-D array: each row's prediction
@@ -358,9 +368,10 @@ class KernelLearner(base.MiniBatchRegressor):
         V, new = self._features.encode_many(X, arrays=False)
         targets = check_targets(y, V.shape[0], self._loss)
         first = self.n_seen + 1
-        etas = [self._step(t) for t in range(first, first + len(targets))]
+        etas = list(map(self._step, range(first, first + len(targets))))
         kernel = self._kernel
-        self._fix_default_kernel(V.shape[1])
+        if not self.n_seen:  # the call only acts before the first learn
+            self._fix_default_kernel(V.shape[1])
         try:
             self._check_rows(V)
         except BaseException:
@@ -368,7 +379,9 @@ class KernelLearner(base.MiniBatchRegressor):
             raise
         # learn_many's caller: past _learn_batch, learn_many and the lock's wrapper
         self._watch_target_scale(math.fsum(map(abs, targets)), len(targets), stacklevel=5)
-        predictions = self._learn_vecs(V, targets, etas, predict)
+        # a short batch row by row, as learn_one (a compiled loop's set-up costs more)
+        learn = self._learn_rows if len(targets) < self._loop_rows else self._learn_vecs
+        predictions = learn(V, targets, etas, predict)
         self._features.add(new)
         return predictions
 

@@ -87,6 +87,8 @@ class FunctionalGD(KernelLearner):
         "budget": [None, Interval(Integral, 1, None, closed="left")],
     }
 
+    _loop_rows = SMALL_BATCH  # fewer rows: row by row, each one compiled step
+
     _saved_state = {"eta": "str|number", "lam": "number", "budget": "int|none",
                     "_store": "obj:Rows as store"}
 
@@ -131,11 +133,9 @@ class FunctionalGD(KernelLearner):
                     predict: bool) -> np.ndarray | None:
         """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
         each row), for the kernels and losses it knows."""
-        if len(targets) < SMALL_BATCH:
-            return super()._learn_vecs(V, targets, etas, predict)  # row by row
         spec, loss = compiled_kernel(self._kernel), compiled_loss(self._loss)
         if spec is None or loss is None:
-            return super()._learn_vecs(V, targets, etas, predict)
+            return self._learn_rows(V, targets, etas, predict)
         store = self._store
         store.make_room(len(targets), V.shape[1])
         V = widened(V, store.d)

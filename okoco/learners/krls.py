@@ -110,6 +110,8 @@ class KRLS(KernelLearner):
         "alpha": ALD._parameter_constraints["alpha"],
     }
 
+    _loop_rows = SMALL_BATCH  # fewer rows: row by row, each one compiled step
+
     _saved_state = {"nu": "number", "max_size": "int|none", "alpha": "number",
                     "_store": "obj:Rows as store", "_ald": "obj:ALD as ald",
                     "_w": "array(>=ald.size) float64 as weights",
@@ -232,8 +234,8 @@ class KRLS(KernelLearner):
         factor's drift check, a value to word an error about) takes ``_learn_vec``."""
         spec = compiled_kernel(self._kernel)
         rows = len(targets)
-        if spec is None or rows < SMALL_BATCH:
-            return super()._learn_vecs(V, targets, etas, predict)  # row by row
+        if spec is None:
+            return self._learn_rows(V, targets, etas, predict)
         ald, store, chol = self._ald, self._store, self._ald.cholesky
         room = rows if ald.max_size is None else max(0, min(rows, ald.max_size - ald.size))
         store.make_room(room, V.shape[1])
