@@ -438,7 +438,7 @@ class Floors:
         return {**parts, "total": sum(parts.values())}
 
 
-def _floor_parts(learner: str, t: int, m: int) -> list[tuple[str, str, int, int]]:
+def _floor_parts(learner: str, t: int, m: int) -> list[tuple[str, str, int, float]]:
     """The floor of one step of ``learner`` (``FLOOR_DEFINITIONS``): ``(part, primitive,
     size, times)`` for each part, at ``t`` points seen and ``m`` in the dictionary (for
     FunctionalGD the terms kept, ``t`` without a budget)."""
@@ -529,8 +529,9 @@ def threading_costs(budget_s: float = 0.05, loaded: bool = False) -> list[dict]:
 
 #: The BLAS work a windowed step cannot avoid (issue 28's floor, FLOOR_DEFINITIONS, is the
 #: unbounded step's): the kernel rows at the input and at the point that leaves, the products
-#: with the window's inverses by one triangle and their rank-two updates (a new atom in and
-#: the oldest out in one pass), one of each for KONS, two for Sketched-KONS (its KORS's too).
+#: with the window's inverses by one triangle and their two rank-one changes a step (a new
+#: atom in, the oldest out), applied 16 of a sign at a time by one rank-16 update; one inverse
+#: for KONS, two for Sketched-KONS (its KORS's too).
 WINDOW_FLOORS = {
     "KONS window": "2 expansion(W) + symv(m) + syrk16(m) / 8: the kernel rows over the W "
                    "points of the window at the input and at the point that leaves, one product "
