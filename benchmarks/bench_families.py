@@ -256,13 +256,40 @@ def record_pool(stream: str, task: str, loader, n: int, window: int = DEFAULT_WI
     return out
 
 
-def _combine(p, safe, ssum, fast, fsum, slack, loss, lo, hi):
-    """``Auto._combine`` for every subset at once (``p``: (B, N) predictions)."""
-    s = (safe * p).sum(1) / ssum
-    f = (fast * p).sum(1) / fsum
-    worst = np.maximum(loss.value(lo, f) - loss.value(lo, s), loss.value(hi, f) - loss.value(hi, s))
-    share = np.where(worst <= slack, 1.0, slack / np.where(worst > 0, worst, 1.0))
-    return s + share * (f - s)
+class Recorded:
+    """A recorded stream (:func:`record_pool`'s layout) decoded for an offline mixture:
+    ``Q`` / ``P`` each expert's prediction before its learn and the one it learned with (the
+    scaled targets' units), the targets ``y``, the scaling that maps a prediction back to the
+    targets' units (``mean0``, ``std0``), the scaled targets ``ys`` the losses are of, the loss
+    and its exp-concavity ``rate``, and ``[lo, hi]``, the targets the guarantee covers."""
+
+    def __init__(self, rec: np.ndarray, task: str, C: float = 3.0):
+        k = (rec.shape[1] - 5) // 2
+        self.Q, self.P = rec[:, :k], rec[:, k:2 * k]
+        self.y, self.mean0, self.std0, mean1, std1 = rec[:, 2 * k:].T
+        self.binary = task == "binary"
+        self.loss = losses.Logistic() if self.binary else losses.Squared()
+        self.rate = self.loss.exp_concavity(C)
+        self.ys = self.y if self.binary else \
+            np.where(std1 > 0, (self.y - mean1) / np.where(std1 > 0, std1, 1.0), 0.0)
+        self.lo, self.hi = (-1.0, 1.0) if self.binary else (-C, C)
+
+    def error(self, t: int, own: np.ndarray) -> np.ndarray:
+        """The error of predicting ``own`` at step ``t``: a miss by ``BinaryClassifier``'s rule
+        (positive iff sigmoid(own) > 1 - sigmoid(own)), or the absolute error in the targets'
+        units."""
+        if self.binary:
+            proba = 1.0 / (1.0 + np.exp(-own))
+            return (proba > 1.0 - proba) != (self.y[t] > 0)
+        return np.abs(self.mean0[t] + self.std0[t] * own - self.y[t])
+
+    def share(self, s: np.ndarray, f: np.ndarray, room: np.ndarray) -> np.ndarray:
+        """``Auto._spend``: the share of the way from ``s`` to ``f`` whose worst-case excess loss
+        over the covered targets ``room`` affords, in ``[0, 1]``."""
+        loss, lo, hi = self.loss, self.lo, self.hi
+        worst = np.maximum(loss.value(lo, f) - loss.value(lo, s), loss.value(hi, f)
+                           - loss.value(hi, s))
+        return np.where(worst <= room, 1.0, room / np.where(worst > 0, worst, 1.0))
 
 
 def mixture_error(rec: np.ndarray, task: str, subsets: np.ndarray, fast_rate: float = 1.0,
@@ -270,35 +297,31 @@ def mixture_error(rec: np.ndarray, task: str, subsets: np.ndarray, fast_rate: fl
     """The error (MAE, or 1 - accuracy) ``Auto`` would have had on the recorded stream with the
     experts ``subsets[b]`` (indices into the recorded pool), for every row ``b`` at once: the
     same arithmetic as ``Auto``'s ``_mix``, ``_share`` and ``_learn_vec``."""
-    k = (rec.shape[1] - 5) // 2
-    Q, P = rec[:, :k][:, subsets], rec[:, k:2 * k][:, subsets]  # (T, B, N): predicted, learned
-    y, mean0, std0, mean1, std1 = rec[:, 2 * k:].T
-    binary = task == "binary"
-    loss = losses.Logistic() if binary else losses.Squared()
-    rate = loss.exp_concavity(C)
-    ys = y if binary else np.where(std1 > 0, (y - mean1) / np.where(std1 > 0, std1, 1.0), 0.0)
-    lo, hi = (-1.0, 1.0) if binary else (-C, C)
+    r = Recorded(rec, task, C)
+    Q, P = r.Q[:, subsets], r.P[:, subsets]  # (T, B, N): predicted, learned
     B, N = subsets.shape
     L, R, A = np.zeros((B, N)), np.zeros((B, N)), np.zeros(B)
     err = np.zeros(B)
+
+    def combine(p, safe, ssum, fast, fsum, slack):
+        """``Auto._combine`` for every subset at once (``p``: (B, N) predictions)."""
+        s = (safe * p).sum(1) / ssum
+        f = (fast * p).sum(1) / fsum
+        return s + r.share(s, f, slack) * (f - s)
+
     for t in range(P.shape[0]):
         low, rlow = L.min(1, keepdims=True), R.min(1, keepdims=True)
-        safe = np.exp(-rate * (L - low))
+        safe = np.exp(-r.rate * (L - low))
         fast = np.exp(-fast_rate * (R - rlow))
         ssum, fsum = safe.sum(1), fast.sum(1)
-        slack = np.maximum(low[:, 0] - np.log(ssum / N) / rate - A, 0.0)
-        mixing = (safe, ssum, fast, fsum, slack, loss, lo, hi)
-        own = _combine(Q[t], *mixing)
-        if binary:  # BinaryClassifier's rule: positive iff sigmoid(own) > 1 - sigmoid(own)
-            proba = 1.0 / (1.0 + np.exp(-own))
-            err += (proba > 1.0 - proba) != (y[t] > 0)
-        else:
-            err += np.abs(mean0[t] + std0[t] * own - y[t])
+        slack = np.maximum(low[:, 0] - np.log(ssum / N) / r.rate - A, 0.0)
+        mixing = (safe, ssum, fast, fsum, slack)
+        err += r.error(t, combine(Q[t], *mixing))
         p = P[t]
-        lp = loss.value(ys[t], p)
+        lp = r.loss.value(r.ys[t], p)
         L += lp
         R = fast_discount * R + lp
-        A += loss.value(ys[t], _combine(p, *mixing))
+        A += r.loss.value(r.ys[t], combine(p, *mixing))
     return err / P.shape[0]
 
 

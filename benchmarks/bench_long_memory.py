@@ -589,27 +589,28 @@ def _summary(rows: dict, key) -> dict:
             "worse_than_kons_2pct": sum(q > 1.02 for q in to_default)}
 
 
-def best_pairs(fam: dict, count: int = 5) -> list[str]:
-    """The pairs of candidates whose addition to the five scores best on the training
-    families (most streams within 3% of the best KONS setting, then the lowest geo-mean)."""
+def _best(fam: dict, kind: str, count: int) -> list[str]:
+    """The ``count`` sets of a family table's ``kind`` ("pairs", "swaps") that score best on
+    the training families (most streams within 3% of the best KONS setting, then the lowest
+    geo-mean)."""
     rows = fam.get("training", {})
-    if not rows or "pairs" not in next(iter(rows.values())):
+    if not rows or kind not in next(iter(rows.values())):
         return []
-    pairs = next(iter(rows.values()))["pairs"]
-    scored = [(_summary(rows, lambda r, p=p: r["pairs"][p]), p) for p in pairs]
+    sets = next(iter(rows.values()))[kind]
+    scored = [(_summary(rows, lambda r, p=p: r[kind][p]), p) for p in sets]
     scored.sort(key=lambda t: (-t[0]["within_3pct"], t[0]["geo_mean"]))
     return [p for _, p in scored[:count]]
+
+
+def best_pairs(fam: dict, count: int = 5) -> list[str]:
+    """The pairs of candidates whose addition to the five scores best on the training
+    families."""
+    return _best(fam, "pairs", count)
 
 
 def best_swaps(fam: dict, count: int = 5) -> list[str]:
     """As :func:`best_pairs`, for a candidate in place of one of the five."""
-    rows = fam.get("training", {})
-    if not rows or "swaps" not in next(iter(rows.values())):
-        return []
-    swaps = next(iter(rows.values()))["swaps"]
-    scored = [(_summary(rows, lambda r, p=p: r["swaps"][p]), p) for p in swaps]
-    scored.sort(key=lambda t: (-t[0]["within_3pct"], t[0]["geo_mean"]))
-    return [p for _, p in scored[:count]]
+    return _best(fam, "swaps", count)
 
 
 def families_table(fam: dict, names: list[str]) -> str:

@@ -48,6 +48,7 @@ import numpy as np
 from benchmarks import bench_defaults, bench_families
 from benchmarks.bench_families import (
     POOL,
+    Recorded,
     held_out_families,
     kons_names,
     record_pool,
@@ -61,7 +62,6 @@ from benchmarks.bench_long_memory import (
     record_auto_experts,
     record_expert,
 )
-from okoco import losses
 from okoco.learners.auto import DEFAULT_WINDOW, EXPERTS, LONG_MEMORY
 
 RESULTS = Path(__file__).resolve().parent / "results" / "mixing.json"
@@ -221,16 +221,10 @@ def mix_errors(rec: np.ndarray, task: str, rules: list[Rule], C: float = 3.0,
     ``trace``, also a dict of each rule's mean share ``lambda`` of the way to the fast average,
     its ``regret`` (its loss minus the best expert's, per step: the quantity the mixture's
     guarantee bounds) and the best expert's loss per step."""
-    k = (rec.shape[1] - 5) // 2
-    Q, P = rec[:, :k], rec[:, k:2 * k]
-    y, mean0, std0, mean1, std1 = rec[:, 2 * k:].T
-    binary = task == "binary"
-    loss = losses.Logistic() if binary else losses.Squared()
-    eta = loss.exp_concavity(C)
-    ys = y if binary else np.where(std1 > 0, (y - mean1) / np.where(std1 > 0, std1, 1.0), 0.0)
-    lo, hi = (-1.0, 1.0) if binary else (-C, C)
-    B, N = len(rules), k
-    spend = np.array([r.spend for r in rules])
+    r = Recorded(rec, task, C)
+    Q, P = r.Q, r.P
+    B, N = len(rules), Q.shape[1]
+    spend = np.array([rule.spend for rule in rules])
     fast_weights = FastWeights(rules, N)
     L = np.zeros(N)  # the guaranteed side: the same for every rule (but its own loss A)
     A, err, lam = np.zeros(B), np.zeros(B), np.zeros(B)
@@ -238,28 +232,21 @@ def mix_errors(rec: np.ndarray, task: str, rules: list[Rule], C: float = 3.0,
     def combine(p, safe, fast, slack):
         s = safe @ p
         f = fast @ p
-        worst = np.maximum(loss.value(lo, f) - loss.value(lo, s), loss.value(hi, f)
-                           - loss.value(hi, s))
-        room = spend * slack
-        share = np.where(worst <= room, 1.0, room / np.where(worst > 0, worst, 1.0))
+        share = r.share(s, f, spend * slack)
         return s + share * (f - s), share
 
     for t in range(P.shape[0]):
         low = L.min()
-        safe = np.exp(-eta * (L - low))
+        safe = np.exp(-r.rate * (L - low))
         ssum = safe.sum()
-        slack = np.maximum(low - math.log(ssum / N) / eta - A, 0.0)
+        slack = np.maximum(low - math.log(ssum / N) / r.rate - A, 0.0)
         safe = safe / ssum
         fast = fast_weights.weights()
         own, share = combine(Q[t], safe, fast, slack)
         lam += share
-        if binary:  # BinaryClassifier's rule: positive iff sigmoid(own) > 1 - sigmoid(own)
-            proba = 1.0 / (1.0 + np.exp(-own))
-            err += (proba > 1.0 - proba) != (y[t] > 0)
-        else:
-            err += np.abs(mean0[t] + std0[t] * own - y[t])
-        lp = loss.value(np.full(N, ys[t]), P[t])
-        A += loss.value(np.full(B, ys[t]), combine(P[t], safe, fast, slack)[0])
+        err += r.error(t, own)
+        lp = r.loss.value(np.full(N, r.ys[t]), P[t])
+        A += r.loss.value(np.full(B, r.ys[t]), combine(P[t], safe, fast, slack)[0])
         L = L + lp
         fast_weights.update(lp)
     T = P.shape[0]

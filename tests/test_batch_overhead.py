@@ -339,6 +339,21 @@ def test_positional_rows_copies_plain_batches_and_declines_the_rest():
         assert _encode.positional_rows(other, columns, MAX_ABS_VALUE) is None
 
 
+def assert_as_general_path(fm, X, compiled: str, monkeypatch):
+    """``fm.encode_many(X)`` gives what it gives with the compiled copy ``compiled`` declining
+    every batch (the general path): the same values and new columns, or the same error."""
+    for arrays in (False, True):
+        got = outcome(fm.encode_many, X, arrays=arrays)
+        with monkeypatch.context() as patch:
+            patch.setattr(_encode, compiled, lambda *args: None)
+            expected = outcome(fm.encode_many, X, arrays=arrays)
+        if got[0] == "ok" and expected[0] == "ok":
+            np.testing.assert_array_equal(got[1][0], expected[1][0])
+            assert list(got[1][1]) == list(expected[1][1])
+        else:
+            assert got == expected
+
+
 @pytest.mark.parametrize("mode", [None, "dict", "array"])
 def test_arrays_by_position_encode_as_the_general_path(mode, monkeypatch):
     """The compiled copy of a plain batch (``positional_rows``) gives what the general path
@@ -352,16 +367,7 @@ def test_arrays_by_position_encode_as_the_general_path(mode, monkeypatch):
         X = rng.normal(size=(rng.integers(1, 6), 3))
         if rng.random() < 0.3:
             X[rng.integers(X.shape[0]), rng.integers(3)] = rng.choice(BAD)
-        for arrays in (False, True):
-            got = outcome(fm.encode_many, X, arrays=arrays)
-            with monkeypatch.context() as patch:
-                patch.setattr(_encode, "positional_rows", lambda *args: None)
-                expected = outcome(fm.encode_many, X, arrays=arrays)
-            if got[0] == "ok" and expected[0] == "ok":
-                np.testing.assert_array_equal(got[1][0], expected[1][0])
-                assert list(got[1][1]) == list(expected[1][1])
-            else:
-                assert got == expected
+        assert_as_general_path(fm, X, "positional_rows", monkeypatch)
 
 
 def registered(names):
@@ -453,16 +459,7 @@ def test_frames_encode_as_the_general_path(mode, monkeypatch):
             frame = frame.astype("Float64")
         elif kind == 3:
             frame = frame.astype(object)
-        for arrays in (False, True):
-            got = outcome(fm.encode_many, frame, arrays=arrays)
-            with monkeypatch.context() as patch:
-                patch.setattr(_encode, "named_rows", lambda *args: None)
-                expected = outcome(fm.encode_many, frame, arrays=arrays)
-            if got[0] == "ok" and expected[0] == "ok":
-                np.testing.assert_array_equal(got[1][0], expected[1][0])
-                assert list(got[1][1]) == list(expected[1][1])
-            else:
-                assert got == expected
+        assert_as_general_path(fm, frame, "named_rows", monkeypatch)
 
 
 class Poisoned:

@@ -68,23 +68,32 @@ def known_row(dict x, dict columns, Py_ssize_t width, double limit):
     return out
 
 
+cdef Py_ssize_t copy_cells(const double[:, :] src, double[:, :] dst, double limit,
+                           bint absent) noexcept:
+    """Copy ``src`` into ``dst`` (the same array: in place) up to its first cell, row by row,
+    that is NaN, infinite or of magnitude above ``limit``, and return that cell as
+    ``i * columns + j``, or ``-1`` if there is none. With ``absent``, NaN is an absent cell
+    instead: it is not bad, and it is 0 in ``dst``."""
+    cdef Py_ssize_t i, j, n = src.shape[0], d = src.shape[1]
+    cdef double v
+    for i in range(n):
+        for j in range(d):
+            v = src[i, j]
+            if -limit <= v <= limit:  # NaN fails both
+                dst[i, j] = v
+            elif absent and v != v:
+                dst[i, j] = 0.0
+            else:
+                return i * d + j
+    return -1
+
+
 def first_bad_cell(double[:, :] values, double limit, bint absent):
     """The first cell of ``values``, row by row, that is NaN, infinite or of magnitude above
     ``limit``, as ``i * columns + j``; ``-1`` if there is none. With ``absent``, NaN is an
     absent cell instead: it is not bad, and it is set to 0 in place (on the way: the cells
     after a bad one are left as they were)."""
-    cdef Py_ssize_t i, j, n = values.shape[0], d = values.shape[1]
-    cdef double v
-    for i in range(n):
-        for j in range(d):
-            v = values[i, j]
-            if -limit <= v <= limit:  # NaN fails both
-                continue
-            if absent and v != v:
-                values[i, j] = 0.0
-                continue
-            return i * d + j
-    return -1
+    return copy_cells(values, values, limit, absent)
 
 
 def first_outside(const double[:] values, double low, double high):
@@ -121,21 +130,8 @@ cdef checked_copy(X, double limit, bint absent):
     copy."""
     if X.dtype is not _float64 or X.ndim != 2:
         return None
-    cdef const double[:, :] src = X
-    cdef Py_ssize_t n = src.shape[0], d = src.shape[1], i, j
-    cdef double v
-    out = _empty((n, d))
-    cdef double[:, ::1] dst = out
-    for i in range(n):
-        for j in range(d):
-            v = src[i, j]
-            if -limit <= v <= limit:  # NaN fails both
-                dst[i, j] = v
-            elif absent and v != v:
-                dst[i, j] = 0.0
-            else:
-                return None
-    return out
+    out = _empty(X.shape)
+    return None if copy_cells(X, out, limit, absent) >= 0 else out
 
 
 def positional_rows(X, dict columns, double limit):
