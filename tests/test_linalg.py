@@ -8,6 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
+from okoco._core import _slots
 from okoco.linalg import IncrementalCholesky, PackedSymmetric, SlotInverse, cholesky_rank_one
 
 
@@ -389,7 +390,8 @@ def test_slot_inverse_follows_a_sliding_window_against_dense_inverses(flush):
         P = copy.deepcopy(inverse).inverse()[np.ix_(order, order)]
         np.testing.assert_allclose(P, dense, rtol=1e-9, atol=1e-10)
     assert inverse.size == ring - 1
-    assert most == (0 if flush else 16)  # the subtractions filled their block, then went in
+    # the subtractions filled their block, then went in
+    assert most == (0 if flush else _slots.PENDING_ROWS // 2)
 
 
 @pytest.mark.parametrize("atoms", [6, 3])
@@ -507,6 +509,7 @@ def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms, every)
 
     first._source, second._source = first_matrix, second_matrix
     applied = {id(first): 0, id(second): 0}  # blocks of pending terms that went into P
+    full = _slots.PENDING_ROWS // 2  # a block's terms
     for t in range(60):
         slot = t % ring
         n = min(t + 1, ring)
@@ -534,7 +537,7 @@ def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms, every)
                 else np.zeros(3, dtype=np.intp)
             mods = inverse._mods
             inverse.append(key, a, M[t, t] - column @ a, column, M[t, t], size)
-            if before[0] == 16 and inverse._mods == mods + 1:  # a full block, no refresh
+            if before[0] == full and inverse._mods == mods + 1:  # a full block, no refresh
                 assert inverse._pending_terms[0] == 1  # went into P: this append is pending
                 applied[id(inverse)] += 1
         held[slot], second_slot[slot] = t, mine
@@ -552,7 +555,7 @@ def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms, every)
             np.testing.assert_allclose(inverse.solve(v), expected, rtol=1e-8, atol=1e-10)
     assert first.n_refreshes > 0 and second.n_refreshes > 0
     assert atoms is None or first.P.shape[0] == ring  # grew from 3 (by 16, to the ring's 9)
-    assert (applied[id(first)] > 0 and applied[id(second)] > 0) == (every > 16)
+    assert (applied[id(first)] > 0 and applied[id(second)] > 0) == (every > full)
 
 
 def test_slot_inverse_refresh_of_a_numerically_singular_matrix_is_finite():

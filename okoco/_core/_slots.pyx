@@ -35,6 +35,9 @@ from okoco._core._linalg cimport window_clear, window_column, window_symv, windo
 cdef enum:
     TERMS = 16  # pending terms of each sign before they are applied to P
 
+#: The rows of ``SlotInverse._pending``: the additions' block, then the subtractions'.
+PENDING_ROWS = 2 * TERMS
+
 
 cdef inline double* data(double[:, ::1] P, bint upper) noexcept nogil:
     """Where the triangle of P starts: the array's data, or its second column (upper)."""

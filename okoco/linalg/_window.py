@@ -67,7 +67,7 @@ class SlotInverse:
                     "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]",
                     "atoms": "opt int[1,]|none", "_outer": "opt array(*) intp|none as outer",
                     "_keeps_m": "opt bool as keeps_m", "_upper": "opt bool as upper",
-                    "_pending": "opt array(32, *) float64|none as pending",
+                    "_pending": f"opt array({_slots.PENDING_ROWS}, *) float64|none as pending",
                     "_pending_terms": "opt array(3) intp|none as pending_terms",
                     "_held_slots": "cache:None",
                     "_partner": "cache:None", "_source": "cache:None", "_due": "cache:None"}
