@@ -45,8 +45,7 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-import numpy as np
-
+from okoco._core import _loss
 from okoco._validation import Interval, check_param
 
 __all__ = ["Loss", "Squared", "Logistic", "SquaredHinge"]
@@ -81,7 +80,24 @@ class Loss:
         """Raise ``ValueError`` if ``y`` is outside the loss's domain (any real by default)."""
 
 
-class Squared(Loss):
+class _Compiled(Loss):
+    """A built-in loss: its value and derivatives are the compiled core's (``_losses.pxd``,
+    their one definition, which okoco's compiled steps use too), on scalars or broadcast
+    arrays. A subclass names its code in ``_code``."""
+
+    _code: int
+
+    def value(self, y, z):
+        return _loss.evaluate(self._code, _loss.VALUE, y, z)
+
+    def derivative(self, y, z):
+        return _loss.evaluate(self._code, _loss.DERIVATIVE, y, z)
+
+    def second_derivative(self, y, z):
+        return _loss.evaluate(self._code, _loss.SECOND_DERIVATIVE, y, z)
+
+
+class Squared(_Compiled):
     r"""Squared loss :math:`\ell(z) = (y - z)^2`.
 
     :math:`\sigma = 1/(2(C+Y)^2)` and :math:`L = 2(C+Y)` for :math:`|y| \le Y`; with
@@ -94,21 +110,7 @@ class Squared(Loss):
     4.0
     """
 
-    def value(self, y, z):
-        if type(y) is float and type(z) is float:  # a replay's step: no array round trip
-            residual = y - z
-            return residual * residual  # what numpy's ** 2 computes (a square is one product)
-        return (np.asarray(y, dtype=float) - z) ** 2
-
-    def derivative(self, y, z):
-        if type(z) is float:  # a learner's step: no array round trip
-            return 2.0 * (z - y)
-        return 2.0 * (np.asarray(z, dtype=float) - y)
-
-    def second_derivative(self, y, z):
-        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
-            return 2.0
-        return np.full(np.broadcast(np.asarray(y), np.asarray(z)).shape, 2.0)[()]
+    _code = _loss.SQUARED
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)
@@ -135,7 +137,7 @@ def _check_label(y) -> None:
         )
 
 
-class Logistic(Loss):
+class Logistic(_Compiled):
     r"""Logistic loss :math:`\ell(z) = \log(1 + e^{-yz})`, :math:`y \in \{-1, +1\}`.
 
     :math:`\sigma = e^{-C}` (from :math:`\ell'' \ge e^C/(1+e^C)^2` and
@@ -150,23 +152,7 @@ class Logistic(Loss):
     0.25
     """
 
-    def value(self, y, z):
-        return np.logaddexp(0.0, -np.asarray(y, dtype=float) * z)
-
-    def derivative(self, y, z):
-        # -y * sigmoid(-y z), with the exponent clipped for stability at large |z|
-        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
-            return -y / (1.0 + math.exp(min(max(y * z, -700.0), 700.0)))
-        y = np.asarray(y, dtype=float)
-        return -y / (1.0 + np.exp(np.clip(y * z, -700, 700)))
-
-    def second_derivative(self, y, z):
-        # p (1 - p) with p = sigmoid(y z), the same for both labels since y^2 = 1
-        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
-            p = 1.0 / (1.0 + math.exp(-min(max(y * z, -700.0), 700.0)))
-            return p * (1.0 - p)
-        p = 1.0 / (1.0 + np.exp(-np.clip(np.asarray(y, dtype=float) * z, -700, 700)))
-        return p * (1.0 - p)
+    _code = _loss.LOGISTIC
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         return math.exp(-_check_C(C))
@@ -184,7 +170,7 @@ class Logistic(Loss):
         _check_label(y)
 
 
-class SquaredHinge(Loss):
+class SquaredHinge(_Compiled):
     r"""Squared hinge loss :math:`\ell(z) = \max(0, 1 - yz)^2`, :math:`y \in \{-1, +1\}`.
 
     :math:`\sigma = 1/(2(1+C)^2)` for :math:`C \le 1` and
@@ -200,20 +186,7 @@ class SquaredHinge(Loss):
     0.027778
     """
 
-    def value(self, y, z):
-        return np.maximum(0.0, 1.0 - np.asarray(y, dtype=float) * z) ** 2
-
-    def derivative(self, y, z):
-        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
-            return -2.0 * y * max(0.0, 1.0 - y * z)
-        y = np.asarray(y, dtype=float)
-        return -2.0 * y * np.maximum(0.0, 1.0 - y * z)
-
-    def second_derivative(self, y, z):
-        # 2 inside the margin (y z < 1), 0 on the flat part and at the kink (one-sided value)
-        if type(y) is float and type(z) is float:  # a learner's step: no array round trip
-            return 2.0 if y * z < 1.0 else 0.0
-        return np.where(np.asarray(y, dtype=float) * z < 1.0, 2.0, 0.0)[()]
+    _code = _loss.SQUARED_HINGE
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)

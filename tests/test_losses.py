@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from scipy.special import expit
 
 from okoco import losses
 
@@ -132,3 +133,42 @@ def test_exp_concavity_makes_exp_minus_eta_loss_concave_and_is_tight(C):
             g = np.exp(-1.2 * eta * loss.value(y, z))  # a larger rate breaks concavity
             worst.append(np.diff(g, 2).max())
         assert max(worst) > 0, loss
+
+
+# Closed forms written here, independently of okoco (numpy's and SciPy's functions), for the one
+# compiled definition of each loss that the classes and the compiled steps share.
+CLOSED_FORMS = {
+    losses.Squared: (lambda y, z: (y - z) ** 2, lambda y, z: 2 * (z - y),
+                     lambda y, z: np.full(np.broadcast(y, z).shape, 2.0)),
+    losses.Logistic: (lambda y, z: np.logaddexp(0, -y * z),
+                      lambda y, z: -y * expit(-y * z),
+                      lambda y, z: expit(y * z) * expit(-y * z)),
+    losses.SquaredHinge: (lambda y, z: np.maximum(0, 1 - y * z) ** 2,
+                          lambda y, z: -2 * y * np.maximum(0, 1 - y * z),
+                          lambda y, z: np.where(y * z < 1, 2.0, 0.0)),
+}
+
+
+@pytest.mark.parametrize("cls", list(CLOSED_FORMS))
+def test_compiled_losses_equal_their_closed_forms(cls):
+    """Value, derivative and curvature against the textbook formulas, over labels or targets
+    and predictions from moderate to extreme (broadcast: a column of targets, a row of
+    predictions), as arrays and as scalars."""
+    loss = cls()
+    y = (np.array([-1.0, 1.0]) if cls is not losses.Squared
+         else np.array([-250.0, -1.0, 0.0, 0.3, 7.5]))[:, None]
+    z = np.concatenate([np.linspace(-5, 5, 41), [-800.0, -30.0, 30.0, 800.0, 0.0]])[None, :]
+    for name, form in zip(("value", "derivative", "second_derivative"), CLOSED_FORMS[cls]):
+        got = getattr(loss, name)(y, z)
+        assert got.shape == (y.shape[0], z.shape[1])
+        np.testing.assert_allclose(got, form(y, z), rtol=1e-12, atol=1e-300, err_msg=name)
+        scalars = [[getattr(loss, name)(float(a), float(b)) for b in z[0]] for a in y[:, 0]]
+        np.testing.assert_array_equal(scalars, got)
+
+
+def test_the_compiled_steps_know_each_loss_by_its_class_code():
+    """One list of codes: the compiled steps code a loss by the class's ``_code``."""
+    from okoco.learners._codes import compiled_loss
+
+    assert [compiled_loss(cls()) for cls in CLOSED_FORMS] == [0, 1, 2]
+    assert compiled_loss(type("Mine", (losses.Squared,), {})()) is None  # a user's subclass

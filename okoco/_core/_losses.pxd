@@ -1,14 +1,34 @@
-# The losses with a compiled form, coded by okoco.learners (_codes._LOSS_CODES), and the
-# clipped projection of the papers, as inline functions: every compiled step cimports them
-# from here (the Python forms: okoco.losses).
+# The losses, and the clipped projection of the papers, as inline functions: their one
+# definition. Every compiled step cimports them from here; okoco.losses's classes call them
+# through okoco._core._loss (each class carries its code, one of the enum below).
 
-from libc.math cimport exp
+from libc.math cimport exp, log1p
 
 
 cdef enum:
     SQUARED = 0
     LOGISTIC = 1
     SQUARED_HINGE = 2
+
+
+cdef inline double value(int loss, double y, double z) noexcept nogil:
+    """The loss of the prediction z for the target y (okoco.losses)."""
+    cdef double r, yz
+    if loss == SQUARED:
+        r = y - z
+        return r * r
+    yz = y * z
+    if loss == LOGISTIC:
+        # log(1 + e^{-yz}), as numpy's logaddexp(0, -yz) computes it
+        if yz == 0.0:
+            return log1p(1.0)
+        if yz > 0.0:
+            return log1p(exp(-yz))
+        if yz < 0.0:
+            return -yz + log1p(exp(yz))
+        return yz  # NaN
+    r = 1.0 - yz
+    return r * r if r > 0.0 else 0.0
 
 
 cdef inline double derivative(int loss, double y, double z) noexcept nogil:
@@ -30,9 +50,10 @@ cdef inline double second_derivative(int loss, double y, double z) noexcept nogi
         return 2.0
     yz = y * z
     if loss == LOGISTIC:
-        yz = -700.0 if yz < -700.0 else (700.0 if yz > 700.0 else yz)
-        p = 1.0 / (1.0 + exp(-yz))
-        return p * (1.0 - p)
+        # p (1 - p) with p = sigmoid(yz), as e / (1 + e)^2 with e = exp(-|yz|): no
+        # cancellation in 1 - p at large |yz|
+        p = exp(-(yz if yz > 0.0 else -yz))
+        return p / ((1.0 + p) * (1.0 + p))
     return 2.0 if yz < 1.0 else 0.0
 
 

@@ -13,7 +13,7 @@ from okoco import losses as _losses
 # Python path, with the same results.
 _KERNEL_CODES = {_kernels.RBF: 0, _kernels.Laplacian: 1, _kernels.Linear: 2,
                  _kernels.Polynomial: 3}
-_LOSS_CODES = {_losses.Squared: 0, _losses.Logistic: 1, _losses.SquaredHinge: 2}
+_LOSS_CODES = {cls: cls._code for cls in (_losses.Squared, _losses.Logistic, _losses.SquaredHinge)}
 
 
 def compiled_kernel(kernel) -> tuple | None:

@@ -1,0 +1,78 @@
+"""The compiled losses (``_losses.pxd``, their one definition) for Python callers: the classes
+of ``okoco.losses`` evaluate their value and derivatives here, on scalars or broadcast arrays.
+"""
+
+import numpy as np
+
+from okoco._core._losses cimport (
+    LOGISTIC as _LOGISTIC,
+    SQUARED as _SQUARED,
+    SQUARED_HINGE as _SQUARED_HINGE,
+    clip_excess as _clip_excess,
+    derivative,
+    second_derivative,
+    value,
+)
+
+# the codes of the losses (the enum of _losses.pxd) and of what to evaluate
+SQUARED, LOGISTIC, SQUARED_HINGE = _SQUARED, _LOGISTIC, _SQUARED_HINGE
+cdef enum:
+    _VALUE = 0
+    _DERIVATIVE = 1
+    _SECOND_DERIVATIVE = 2
+VALUE, DERIVATIVE, SECOND_DERIVATIVE = _VALUE, _DERIVATIVE, _SECOND_DERIVATIVE
+
+
+cdef inline double _at(int loss, int order, double y, double z) noexcept nogil:
+    if order == _VALUE:
+        return value(loss, y, z)
+    if order == _DERIVATIVE:
+        return derivative(loss, y, z)
+    return second_derivative(loss, y, z)
+
+
+def evaluate(int loss, int order, y, z):
+    """``order`` (``VALUE``, ``DERIVATIVE`` or ``SECOND_DERIVATIVE``) of the loss coded ``loss``
+    at targets ``y`` and predictions ``z``: a float for two real scalars, else an array of
+    their broadcast shape (a numpy scalar for 0-d inputs)."""
+    cdef bint y_scalar = isinstance(y, (float, int)), z_scalar = isinstance(z, (float, int))
+    if y_scalar and z_scalar:
+        return _at(loss, order, y, z)
+    if y_scalar or z_scalar:  # a scalar against an array: no broadcast copy
+        array = np.ascontiguousarray(y if z_scalar else z, dtype=float)
+        out = np.empty(array.shape)
+        _against_scalar(loss, order, float(z if z_scalar else y), array.reshape(-1),
+                        out.reshape(-1), z_scalar)
+        return out[()]
+    Y, Z = np.asarray(y, dtype=float), np.asarray(z, dtype=float)
+    if Y.shape != Z.shape:
+        Y, Z = np.broadcast_arrays(Y, Z)
+    out = np.empty(Y.shape)
+    _pairwise(loss, order, np.ascontiguousarray(Y).reshape(-1),
+              np.ascontiguousarray(Z).reshape(-1), out.reshape(-1))
+    return out[()]
+
+
+cdef void _against_scalar(int loss, int order, double scalar, const double[::1] values,
+                          double[::1] out, bint values_are_targets) noexcept:
+    cdef Py_ssize_t i
+    with nogil:
+        if values_are_targets:
+            for i in range(out.shape[0]):
+                out[i] = _at(loss, order, values[i], scalar)
+        else:
+            for i in range(out.shape[0]):
+                out[i] = _at(loss, order, scalar, values[i])
+
+
+cdef void _pairwise(int loss, int order, const double[::1] ys, const double[::1] zs,
+                    double[::1] out) noexcept:
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(out.shape[0]):
+            out[i] = _at(loss, order, ys[i], zs[i])
+
+
+def clip_excess(double z, double C):
+    """The paper's :math:`h(z)`: how far ``z`` lies outside ``[-C, C]`` (signed), else 0."""
+    return _clip_excess(z, C)
