@@ -10,6 +10,7 @@ import numpy as np
 
 from libc.math cimport sqrt
 
+from okoco._core._leverage cimport kors_probability
 from okoco._core._linalg cimport dot
 from okoco._core._slots cimport append_to, solve_into
 
@@ -40,12 +41,7 @@ def inverse_step(kors, const double[::1] k_col, double k_diag, double u):
             w[slots[j]] = sqrt(weights[j]) * k_col[j]
         solve_into(window, &w[0], &w[n], n, &w[2 * n])
         hv = dot(<int>n, &w[n], &w[0])
-    q = k_diag - hv
-    q = (q if q > 0.0 else 0.0) / alpha
-    tau = (1.0 + eps) * q / (1.0 + q)
-    p = beta * tau
-    p = 1.0 if p > 1.0 else p
-    p = p_min if p_min > p else p
+    p = kors_probability(k_diag, hv, alpha, eps, beta, p_min, &q, &tau)
     if not u < p:
         return False, q, tau, p, -1
     free = np.ones(n + 1, dtype=bool)
