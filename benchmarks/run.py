@@ -1,6 +1,7 @@
-"""The command: ``python -m benchmarks [--quick] [options]`` from the repository root, and
-``python -m benchmarks report [--json FILE] [--docs PAGE] [--plots]``: the page from the stored
-results, nothing measured.
+"""The command: ``python -m benchmarks [--quick] [options]`` from the repository root.
+
+``python -m benchmarks report [--json FILE] [--docs PAGE] [--plots]`` writes the page from the
+stored results, measuring nothing.
 
 Runs every learner of :func:`benchmarks.learners.entries` on every stream of
 :data:`benchmarks.data.SPECS` (the cached-only ones when cached), one after the other in one
@@ -255,7 +256,9 @@ def _mb(b) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0],
+                                epilog="python -m benchmarks report [--json FILE] [--docs PAGE] "
+                                       "[--plots]: the page from stored results, nothing run")
     p.add_argument("--quick", action="store_true",
                    help="small prefixes, one setting per learner; writes under "
                         "benchmarks/results/quick/ (under a minute)")
