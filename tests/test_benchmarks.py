@@ -488,3 +488,18 @@ def test_multiclass_benchmark_scores_okoco_and_river_alike():
         "okoco MulticlassClassifier(kons-squared)", "river OvR(BinaryClassifier(kons-squared))"]
     for _, accuracy, _, mib in table:
         assert 0.8 < float(accuracy) <= 1.0 and float(mib) > 0
+
+
+def test_pros_scaling_records_each_mark_in_a_process_of_its_own():
+    """``bench_pros``'s scaling run on 1,500 steps: a record at t = 1,000 and at the end, each
+    with a positive time per step and the learner's dictionary held to its budget; a failing
+    learner raises in the parent instead of hanging."""
+    pros = importlib.import_module("benchmarks.bench_pros")
+    X, y = pros.random_rbf(1500)
+    run = pros.in_child(pros.run_scaling, f"CON-KONS(max_size={pros.BUDGET})", X, y, 60.0, 500)
+    assert run["completed"] and [r["t"] for r in run["records"]] == [1000, 1500]
+    for r in run["records"]:
+        assert r["us_per_step"] > 0 and 0 < r["size"] <= pros.BUDGET
+        assert 0.5 < r["accuracy"] <= 1.0  # RandomRBF is learnable well above chance
+    with pytest.raises(RuntimeError, match="run_scaling"):
+        pros.in_child(pros.run_scaling, "no such learner", X, y, 60.0, 500)
