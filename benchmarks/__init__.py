@@ -2,11 +2,11 @@
 
 Run from the repository root (needs the ``bench`` extra: ``pip install -e ".[bench]"``)::
 
-    python -m benchmarks            # the full suite (2-4 minutes on 2 cores)
+    python -m benchmarks            # the full suite (about 13 minutes on 2 cores)
     python -m benchmarks --quick    # a smoke run on small prefixes (under a minute)
+    python -m benchmarks report     # docs/benchmarks.md from the stored results
 
-It writes the results as JSON, a Markdown page with the tables and PNG plots; see
-``benchmarks/README.md`` and ``python -m benchmarks --help``.
+See ``benchmarks/README.md`` for the other scripts and ``python -m benchmarks --help``.
 
 Modules: :mod:`benchmarks.data` (streams), :mod:`benchmarks.learners` (okoco and peer
 drivers), :mod:`benchmarks.measure` (timed runs, memory, floors, machine),

@@ -1,24 +1,19 @@
-"""The compiled core's figures (issue 28), in one run, at the default BLAS threading.
+"""The compiled core's figures, in one run, at the default BLAS threading.
 
 - ``steps``: each learner's ``predict_one`` + ``learn_one`` at t = 1,000 and 10,000 against its
   floor at the same t and dictionary size (``measure.step_times``: the window replayed on
   copies of the learner, each replay followed by a round of the floor's primitives, the
   quietest pair kept), on the synthetic Phishing-like stream of the suite;
-- ``cli``: ``okoco replay trump-approval -l krls``, µs per sample as the command prints it
-  (fresh processes);
 - ``arrays``: test-then-train over a whole dataset through the dict protocol (``predict_one``
   + ``learn_one`` per row) against the array path (``predict_learn_many`` on the arrays, the
   compiled loop), the same standardized rows, the predictions compared;
-- ``protocol``: the river dict protocol of one predict + learn, on a stream of distinct dicts
-  (``FeatureMap.encode`` of a new row for ``predict_one``, of the same row again for
-  ``learn_one``: the cache, and ``check_target``), in µs per row;
 - ``one_row``: ``learn_many`` on one row (a DataFrame, and a 2-D array of the same columns)
   against ``learn_one`` on the same row, at t = 800; and the DataFrame's floor: pandas' two
-  calls that any reading of it makes (``columns.tolist()``, ``to_numpy()``), then ``learn_one``;
-- ``build``: the extension's build time (``python setup.py build_ext --force`` in a copy of
-  the sources) and the size of the built modules.
+  calls that any reading of it makes (``columns.tolist()``, ``to_numpy()``), then ``learn_one``.
 
-Run: ``python -m benchmarks.bench_core [--only steps,protocol,cli,arrays,one_row,build]
+``okoco replay`` as a user runs it: ``benchmarks.bench_cli``.
+
+Run: ``python -m benchmarks.bench_core [--only steps,arrays,one_row]
 [--learners FunctionalGD,KRLS] [--loaded]``; ``--loaded`` keeps one busy process beside the run
 (a Python loop on one core). The machine's load (``os.getloadavg``) is printed before and
 after.
@@ -27,26 +22,19 @@ after.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import os
-import re
-import resource
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def steps(names=("FunctionalGD", "KRLS", "SketchedKONS", "KONS")) -> list[dict]:
     from benchmarks import measure
-    from okoco.learners.kons import DEFAULT_MAX_SIZE
+    from okoco.learners import KONS
 
+    window_size = KONS().max_size  # the points in the defaults' window
     floors = measure.Floors()
     rows = []
     for name in names:
@@ -59,7 +47,7 @@ def steps(names=("FunctionalGD", "KRLS", "SketchedKONS", "KONS")) -> list[dict]:
                          "cpu_us": mark["cpu_us"], "median_us": mark["median_us"]})
             window = f"{name} window"
             if window in measure.WINDOW_FLOORS:  # the windowed step's own BLAS work
-                W = min(mark["t"], DEFAULT_MAX_SIZE)  # the points in the defaults' window
+                W = min(mark["t"], window_size)
                 rows[-1]["window_floor_us"] = floors.of(window, W, mark["m"],
                                                         measure.STEP_FLOOR_D)["total"]
             extra = (f", window floor {rows[-1]['window_floor_us']:.1f} us -> "
@@ -70,41 +58,6 @@ def steps(names=("FunctionalGD", "KRLS", "SketchedKONS", "KONS")) -> list[dict]:
                   f" us  floor {floor['total']:8.1f} us  -> {rows[-1]['multiple']:.2f}x  "
                   f"(median step {mark['median_us']:.1f} us{extra})", flush=True)
     return rows
-
-
-def protocol(n: int = 2000, repeats: int = 7) -> dict:
-    from benchmarks import measure
-    from okoco import losses
-    from okoco._input import FeatureMap, check_target
-
-    rows, y, _ = measure.step_floor_stream(n)
-    fm, loss = FeatureMap(), losses.Squared()
-    fm.add(fm.encode(rows[0], arrays=False)[1])
-    encode = fm.encode
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for x, target in zip(rows, y):
-            encode(x, arrays=False)  # predict_one
-            check_target(target, loss)  # learn_one: the target, then the row again (cached)
-            encode(x, arrays=False)
-        best = min(best, time.perf_counter() - start)
-    us = 1e6 * best / n
-    print(f"  dict protocol (encode, cache, target check) per predict + learn: {us:.2f} us",
-          flush=True)
-    return {"us": us}
-
-
-def cli(runs: int = 5) -> list[float]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = []
-    for _ in range(runs):
-        text = subprocess.run([sys.executable, "-m", "okoco.cli", "replay", "trump-approval",
-                               "-l", "krls"], capture_output=True, text=True, env=env,
-                              check=True, cwd=ROOT).stdout
-        out.append(float(re.search(r"\(([\d.]+) us/sample\)", text).group(1)))
-    print(f"  okoco replay trump-approval -l krls: {sorted(out)} us/sample", flush=True)
-    return out
 
 
 def _standardized(name: str):
@@ -224,48 +177,26 @@ def one_row(t: int = 800, calls: int = 20) -> list[dict]:
     return out
 
 
-def build() -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "src"
-        shutil.copytree(ROOT / "okoco" / "_core", src / "okoco" / "_core",
-                        ignore=shutil.ignore_patterns("*.c", "*.so"))
-        for name in ("setup.py", "pyproject.toml", "README.md"):
-            shutil.copy(ROOT / name, src / name)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace", "--force"],
-                       cwd=src, check=True, capture_output=True)
-        seconds = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        size = sum(p.stat().st_size for p in (src / "okoco" / "_core").glob("*.so"))
-    print(f"  build_ext (cythonize + compile 3 modules): {seconds:.1f} s wall, {cpu:.1f} s CPU; "
-          f"modules {size / 1e6:.2f} MB", flush=True)
-    return {"seconds": seconds, "cpu_seconds": cpu, "bytes": size}
+def main(argv=None) -> dict:
+    from benchmarks import measure
 
-
-def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", default="steps,protocol,cli,arrays,one_row,build")
+    p.add_argument("--only", default="steps,arrays,one_row")
     p.add_argument("--learners", default="FunctionalGD,KRLS,SketchedKONS,KONS",
                    help="the learners of the steps part")
     p.add_argument("--loaded", action="store_true", help="one busy process beside the run")
-    args = p.parse_args()
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.loaded else None
-    try:
-        print(f"load average before: {os.getloadavg()}" + (" (one busy process beside)"
-                                                           if busy else ""), flush=True)
+    args = p.parse_args(argv)
+    parts = {"steps": lambda: steps(tuple(args.learners.split(","))), "arrays": arrays,
+             "one_row": one_row}
+    out = {}
+    with measure.busy_process() if args.loaded else contextlib.nullcontext():
+        print(f"load average before: {os.getloadavg()}"
+              + (" (one busy process beside)" if args.loaded else ""), flush=True)
         for part in args.only.split(","):
             print(f"{part}:", flush=True)
-            if part == "steps":
-                steps(tuple(args.learners.split(",")))
-            else:
-                globals()[part]()
+            out[part] = parts[part]()
         print(f"load average after: {os.getloadavg()}", flush=True)
-    finally:
-        if busy is not None:
-            busy.kill()
-            busy.wait()
+    return out
 
 
 if __name__ == "__main__":

@@ -13,8 +13,7 @@ the same okoco learner ``L``: ``KONS()`` (the squared loss: ``MulticlassClassifi
 default, whose classes share one preconditioner), ``Auto()`` (the squared loss: one mixture
 whose experts each share one preconditioner among the classes, the CLI's default on a
 multiclass task), and KONS, FunctionalGD and Auto with the logistic loss (one preconditioner
-per class); the default with the other start of a new class
-(the target -1 before it was first seen); one ``BinaryClassifier(KONS())`` on the first label
+per class); one ``BinaryClassifier(KONS())`` on the first label
 against the rest (the cost of one learner); river's ``ARFClassifier``, ``KNNClassifier`` and
 ``HoeffdingTreeClassifier`` at their defaults, and a multinomial prototype
 (:class:`SoftmaxFGD`: functional gradient descent on the softmax loss, one coefficient vector
@@ -26,14 +25,15 @@ Run: ``python -m benchmarks.bench_multiclass [--only NAME ...] [--sets NAME ...]
 above and N - 1 shuffles of it, seeds 1 to N - 1, accuracy and time averaged); prints a
 markdown table of accuracy and µs/sample: the process's CPU time of the whole pass divided by
 the samples (BLAS threads included), which a machine shared with other jobs inflates less than
-the wall time, printed after it in parentheses, and the MiB of numpy arrays in use as a
-replay's summary counts them (summed over the classes' learners, every array once).
+the wall time, printed after it in parentheses, and the model's size after the pass as
+``pickle`` writes it (MiB): the same public measure for okoco's and river's models.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import time
 
 import numpy as np
@@ -50,7 +50,6 @@ from river import (
 )
 
 from okoco import kernels, losses
-from okoco.evaluate._probe import _find, _nbytes
 from okoco.learners import KONS, Auto, BinaryClassifier, FunctionalGD, MulticlassClassifier
 
 
@@ -133,21 +132,11 @@ class SoftmaxFGD(base.Classifier):
         self._n = min(self._added, self.budget)
 
 
-def _starting_at_minus_one() -> MulticlassClassifier:
-    """The shared squared-loss form whose new class learned the target -1 (not 0, the
-    default) before it was first seen: the other exact choice, to measure which is better."""
-    model = MulticlassClassifier(KONS())
-    model._shared._start = "rest"
-    return model
-
-
 ONE = "one BinaryClassifier(kons-squared), first label vs rest (binary accuracy)"
 
 
 def models() -> dict[str, callable]:
     out = {}
-    out["okoco MulticlassClassifier(kons-squared), new class starts at -1"] = (
-        _starting_at_minus_one)
     notes = {"kons-squared": ") (the default, MulticlassClassifier()",
              "auto-squared": ") (the CLI's default, MulticlassClassifier(Auto())",
              "auto": ") (the CLI's default before the shared Auto"}
@@ -167,21 +156,8 @@ def models() -> dict[str, callable]:
 
 
 def _mib(model) -> str:
-    """MiB of the numpy arrays in use, counted as a replay's summary counts them (okoco's
-    probe, spare capacity left out) from each class's learner and then the wrapper, every array
-    once (the classes of ``MulticlassClassifier(KONS)`` share their points); river's own models
-    hold Python objects: not counted."""
-    last = list(model.steps.values())[-1]
-    if isinstance(last, multiclass.OneVsRestClassifier):
-        parts = list(last.classifiers.values())
-    elif isinstance(last, MulticlassClassifier):
-        parts = [*last.learners, last]
-    elif isinstance(last, BinaryClassifier):
-        parts = [last]
-    else:
-        return "-"
-    seen: set = set()  # each part from its core, as the summary starts from the model's core
-    return f"{sum(_nbytes(_find(p, 'dictionary_size') or p, seen=seen) for p in parts) / 2**20:.2f}"
+    """The model's size as ``pickle`` writes it, in MiB."""
+    return f"{len(pickle.dumps(model)) / 2**20:.2f}"
 
 
 def _orders(data: list, n: int) -> list[list]:
@@ -203,19 +179,20 @@ def _run(data: list, make, repeat: int) -> tuple:
     return acc, us, wall, model
 
 
-def main() -> None:
+def main(argv=None) -> list[list[str]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="substrings of the model names to run")
     parser.add_argument("--sets", nargs="*", help="data sets to run (default: all three)")
     parser.add_argument("--repeat", type=int, default=1, help="passes per cell (least time)")
     parser.add_argument("--orders", type=int, default=1,
                         help="orders of each set (the fixed one, then shuffles): means")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sets = {k: v for k, v in data_sets().items() if not args.sets or k in args.sets}
     print(f"load {os.getloadavg()[0]:.2f} at start; {args.orders} order(s) of each set")
     print("| model | " + " | ".join(f"{n} acc. | CPU (wall) µs/sample | MiB" for n in sets)
           + " |")
     print("|---|" + "---|---|---|" * len(sets))
+    table = []
     for label, make in models().items():
         if args.only and not any(s in label for s in args.only):
             continue
@@ -228,7 +205,9 @@ def main() -> None:
             model = runs[0][3]  # the memory of the first order's model
             cells += [f"{acc:.4f}", f"{us:,.0f} ({wall:,.0f})", _mib(model)]
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+        table.append([label, *cells])
     print(f"load {os.getloadavg()[0]:.2f} at end")
+    return table
 
 
 if __name__ == "__main__":

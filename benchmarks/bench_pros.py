@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import multiprocessing as mp
 import os
 import pickle
 import platform
@@ -150,23 +149,13 @@ def run_scaling(name: str, X: np.ndarray, y: np.ndarray, cap: float, window: int
             "elapsed_s": time.perf_counter() - start}
 
 
-def _child(conn, fn, args):
-    try:
-        conn.send(fn(*args))
-    except BaseException as error:  # the parent re-raises it instead of waiting forever
-        conn.send(RuntimeError(f"{fn.__name__}{args[:1]} failed: {error!r}"))
-    conn.close()
-
-
 def in_child(fn, *args) -> dict:
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, fn, args))
-    proc.start()
-    out = parent.recv()
-    proc.join()
-    if isinstance(out, BaseException):
-        raise out
+    """``fn(*args)`` in a forked process of its own (``measure.in_child``); raises its error."""
+    from benchmarks import measure
+
+    out = measure.in_child(lambda: fn(*args), use_fork=True)
+    if set(out) == {"error"}:
+        raise RuntimeError(f"{fn.__name__}{args[:1]} failed:\n{out['error']}")
     return out
 
 

@@ -1,7 +1,8 @@
 """From the JSON results to the published page: best settings, ratios, targets, tables, plots.
 
-Everything here reads only the results dictionary, so ``python -m benchmarks --report-only``
-rebuilds the page and the plots from a saved JSON file.
+Everything here reads only the results dictionary, so ``python -m benchmarks report`` rebuilds
+``docs/benchmarks.md`` from the stored ``benchmarks/results/benchmarks.json`` (and
+``tests/test_benchmarks.py`` checks that the published page is exactly that).
 """
 
 from __future__ import annotations
@@ -276,21 +277,32 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def markdown(results: dict, plots: dict[str, str]) -> str:
+#: the plots of the page (``make_plots`` writes them beside it): title -> path from the page
+PLOTS = {"Online accuracy or error against time per sample": "benchmarks/tradeoff.png",
+         "Per-step time against t (triangles: each okoco learner's floor)":
+             "benchmarks/scaling.png",
+         "Progressive validation over the stream": "benchmarks/curves.png"}
+
+
+def markdown(results: dict) -> str:
     m = results["machine"]
     lines = [
         "# Benchmarks",
         "",
         "okoco's learners against the online learners people use today, measured side by side "
         "in one run: the same streams, in the same order, in the same process, on the same "
-        "machine. This page is generated from the suite's JSON output; rerun it with",
+        "machine. This page is generated from the suite's stored results "
+        "(`benchmarks/results/benchmarks.json`); from the repository root,",
         "",
         "```bash",
         'pip install -e ".[bench]"',
-        "python -m benchmarks            # full run (2-4 min on 2 cores); --quick: under a minute",
+        "python -m benchmarks --loaded   # measure again (13 min on 2 cores); --quick: a minute",
+        "python -m benchmarks report     # this page from the stored results",
         "```",
         "",
-        "from the repository root (see `benchmarks/README.md`). The results below come from:",
+        "`benchmarks/README.md` lists the other benchmark scripts (the compiled core's step "
+        "against its floor, long streams, multiclass, PROS-N-KONS, distributed, the defaults "
+        "study) and their stored results. The results below come from:",
         "",
         f"- **mode**: `{results['mode']}`, command `{results['command'].strip()}`, "
         f"started {results['started']}, took {_f(results.get('duration_s'), '.0f')} s"
@@ -325,11 +337,9 @@ def markdown(results: dict, plots: dict[str, str]) -> str:
     lines += _datasets(results)
     lines += _floors(results)
     lines += _step_floors(results)
-    if plots:
-        lines += ["", "## Plots", ""]
-        for title, path in plots.items():
-            lines += [f"### {title}", "", f"![{title}]({path})", ""]
-    lines += _all_runs(results)
+    lines += ["", "## Plots", ""]
+    for title, path in PLOTS.items():
+        lines += [f"### {title}", "", f"![{title}]({path})", ""]
     if results.get("skipped") or results.get("notes"):
         lines += ["", "## Skipped and notes", ""]
         lines += [f"- {s['dataset']}: {s['reason']}" for s in results.get("skipped", [])]
@@ -423,15 +433,6 @@ def _threads(results: dict) -> list[str]:
         lines.append("- **loaded µs/sample** (`--loaded`): the same best setting timed again at "
                      "the default threading with one busy process (`while True: pass`) beside "
                      "the suite: a laptop or a shared server.")
-    rows = results.get("threading") or []
-    if rows:
-        loaded = any("loaded_us" in r for r in rows)
-        header = ["call", "default threads µs", "one thread µs"] + (
-            ["default threads, loaded µs"] if loaded else [])
-        lines += ["", "Per-call cost of the mechanism and of what it avoids (same run):", ""]
-        lines += _table(header, [
-            [r["call"], _f(r["default_us"], ".2f"), _f(r["one_thread_us"], ".2f")]
-            + ([_f(r.get("loaded_us"), ".2f")] if loaded else []) for r in rows])
     return lines + [""]
 
 
@@ -608,22 +609,6 @@ def _step_floors(results: dict) -> list[str]:
         "per step (the process's, over the same steps) does not.", ""]
 
 
-def _all_runs(results: dict) -> list[str]:
-    lines = ["## Every setting", "",
-             "All runs of the grid; the tables above keep each learner's best.", ""]
-    rows = []
-    for r in results["runs"]:
-        if r["status"] != "ok":
-            rows.append([r["dataset"], r["learner"], _params(r["params"]), "failed", "–", "–"])
-            continue
-        metric = (f"acc {r['accuracy']:.4f}" if r["metric"] == "accuracy"
-                  else f"RMSE {_f(r['rmse'], '.4g')}")
-        rows.append([r["dataset"], r["learner"], _params(r["params"]), metric,
-                     _f(r["us_per_sample"], ".1f"), _mb(r.get("peak_bytes"))])
-    return lines + _table(["dataset", "learner", "setting", "online metric", "µs/sample",
-                           "peak MB"], rows) + [""]
-
-
 # -- plots ----------------------------------------------------------------------------------------
 
 
@@ -748,11 +733,12 @@ def make_plots(results: dict, folder: Path) -> dict[str, str]:
     return out
 
 
-def write(results: dict, docs: Path, plots: bool = True) -> Path:
-    """``docs/benchmarks.md`` and (unless ``plots=False``) ``docs/benchmarks/*.png``."""
-    docs = Path(docs)
-    docs.mkdir(parents=True, exist_ok=True)
-    made = make_plots(results, docs / "benchmarks") if plots else {}
-    page = docs / "benchmarks.md"
-    page.write_text(markdown(results, made), encoding="utf-8")
+def write(results: dict, page: Path, plots: bool = True) -> Path:
+    """The Markdown ``page`` and (unless ``plots=False``) its plots, under ``benchmarks/``
+    beside it."""
+    page = Path(page)
+    page.parent.mkdir(parents=True, exist_ok=True)
+    if plots:
+        make_plots(results, page.parent / "benchmarks")
+    page.write_text(markdown(results), encoding="utf-8")
     return page

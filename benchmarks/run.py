@@ -1,11 +1,15 @@
 """The command: ``python -m benchmarks [--quick] [options]`` from the repository root.
 
+``python -m benchmarks report [--json FILE] [--docs PAGE] [--plots]`` writes the page from the
+stored results, measuring nothing.
+
 Runs every learner of :func:`benchmarks.learners.entries` on every stream of
 :data:`benchmarks.data.SPECS` (the cached-only ones when cached), one after the other in one
 process (each run in a forked child, for its peak memory), then writes
 
 - the JSON results (``benchmarks/results/benchmarks.json``; ``--json``),
-- the Markdown page and its PNG plots (``docs/benchmarks.md``, ``docs/benchmarks/``; ``--docs``).
+- the Markdown page and its PNG plots (``docs/benchmarks.md``, ``docs/benchmarks/``; ``--docs``
+  names the page).
 
 ``--quick`` runs small prefixes with one setting per learner and writes under
 ``benchmarks/results/quick/`` instead, leaving the published page alone.
@@ -252,7 +256,9 @@ def _mb(b) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0],
+                                epilog="python -m benchmarks report [--json FILE] [--docs PAGE] "
+                                       "[--plots]: the page from stored results, nothing run")
     p.add_argument("--quick", action="store_true",
                    help="small prefixes, one setting per learner; writes under "
                         "benchmarks/results/quick/ (under a minute)")
@@ -265,28 +271,40 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="comma-separated: run only learners whose name contains one of these")
     p.add_argument("--json", type=Path, default=None, help="where to write the JSON results")
     p.add_argument("--docs", type=Path, default=None,
-                   help="folder for benchmarks.md and the plots (benchmarks/*.png)")
+                   help="the Markdown page to write (its plots go to benchmarks/*.png beside it)")
     p.add_argument("--loaded", action="store_true",
                    help="also time every best setting with one busy process beside the suite")
     p.add_argument("--no-memory", action="store_true",
                    help="run in-process, without forking (no peak-memory figures)")
     p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
-    p.add_argument("--report-only", action="store_true",
-                   help="rewrite the Markdown page and plots from an existing JSON file")
     return p.parse_args(argv)
 
 
-def main(argv=None) -> dict:
+def report_page(argv=None) -> str:
+    """``python -m benchmarks report``: the page from the stored results (nothing measured);
+    returns its text. ``--plots`` draws its PNGs again too (needs matplotlib)."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks report",
+                                description="docs/benchmarks.md from the stored results")
+    p.add_argument("--json", type=Path, default=ROOT / "benchmarks/results/benchmarks.json")
+    p.add_argument("--docs", type=Path, default=ROOT / "docs/benchmarks.md",
+                   help="the page to write")
+    p.add_argument("--plots", action="store_true", help="draw the plots again beside the page")
+    args = p.parse_args(argv)
+    results = report.summarize(json.loads(args.json.read_text(encoding="utf-8")))
+    page = report.write(results, args.docs, plots=args.plots)
+    log(f"wrote {page} from {args.json}")
+    return page.read_text(encoding="utf-8")
+
+
+def main(argv=None) -> dict | str:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["report"]:
+        return report_page(argv[1:])
     args = parse_args(argv)
     sub = Path("benchmarks/results/quick") if args.quick else Path("benchmarks/results")
     json_path = args.json or ROOT / sub / "benchmarks.json"
-    docs = args.docs or (ROOT / sub if args.quick else ROOT / "docs")
-    if args.report_only:
-        results = report.summarize(json.loads(Path(json_path).read_text()))  # targets anew
-        Path(json_path).write_text(json.dumps(report.clean(results), indent=1))
-        report.write(results, docs, plots=not args.no_plots)
-        log(f"wrote {docs / 'benchmarks.md'}")
-        return results
+    docs = args.docs or (ROOT / sub / "benchmarks.md" if args.quick
+                         else ROOT / "docs" / "benchmarks.md")
 
     names = args.datasets.split(",") if args.datasets else list(data.SPECS)
     unknown = [n for n in names if n not in data.SPECS]
@@ -300,7 +318,7 @@ def main(argv=None) -> dict:
     results = {
         "schema": SCHEMA,
         "mode": "quick" if args.quick else "full",
-        "command": "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m benchmarks " + " ".join(argv),
         "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": measure.machine(),
         "blas_threads": "default",  # headline figures; "one_thread" and "loaded" re-time them
@@ -310,7 +328,6 @@ def main(argv=None) -> dict:
     }
     floors = measure.Floors(budget_s=0.01 if args.quick else 0.05)
     learners.preload()
-    results["threading"] = measure.threading_costs(0.01 if args.quick else 0.05, args.loaded)
     for name in names:
         stream = data.load_stream(name, n=args.n, quick=args.quick)
         if isinstance(stream, str):
@@ -340,7 +357,7 @@ def main(argv=None) -> dict:
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(report.clean(results), indent=1))
     report.write(results, docs, plots=not args.no_plots)
-    log(f"wrote {json_path} and {Path(docs) / 'benchmarks.md'} "
+    log(f"wrote {json_path} and {docs} "
         f"in {results['duration_s']:.0f} s")
     return results
 

@@ -10,6 +10,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 import okoco
 
 if sys.version_info >= (3, 11):
@@ -55,3 +57,25 @@ def test_no_function_level_okoco_imports_without_a_reason():
                         "# deferred:"):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []
+
+
+def _guide_layers() -> list[set[str]]:
+    """The layers of docs/architecture.md's table, top to bottom, as sets of module names."""
+    page = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    layers = []
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            names = re.findall(r"`([\w.]+)`", line.split("|")[1])
+            layers.append({n if n.startswith("okoco") else f"okoco.{n}" for n in names})
+    return layers
+
+
+def test_the_architecture_guide_lists_the_contracts_layers_in_order():
+    if tomllib is None:  # pragma: no cover
+        pytest.skip("tomllib needs Python 3.11")
+    text = (ROOT.parent / "pyproject.toml").read_text()
+    contracts = tomllib.loads(text)["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    contract = [{m.strip(" ()") for m in layer.split("|")} for layer in layers]
+    assert _guide_layers() == contract
