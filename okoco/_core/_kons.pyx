@@ -150,7 +150,7 @@ cdef class KONSCore(StepCore):
         cdef const double[::1] k = analysis[0], e = analysis[2]
         cdef double kappa = analysis[1], ybar = analysis[4], hh = analysis[6]
         cdef double alpha = learner.alpha, C = learner.C
-        cdef double excess, yhat, gdot, weight, d_t, s, shift = 0.0, level, worst, total
+        cdef double excess, yhat, gdot, weight, d_t, s, shift = 0.0, level, worst, total, noise
         cdef double ee = -1.0
         cdef Py_ssize_t n = e.shape[0], i
         excess = clip_excess(ybar, C)
@@ -189,7 +189,13 @@ cdef class KONSCore(StepCore):
         if not (fabs(d_t) <= self.max_d and isfinite(worst)
                 and isfinite(d_t * d_t * kappa + alpha)):
             return None
-        return s, shift, yhat, gdot, weight, d_t, (y - yhat) ** 2 / (s + 0.5 * alpha)
+        noise = (y - yhat) * (y - yhat) / (s + 0.5 * alpha)
+        # the running statistics stay finite (their terms' bounds, as KONS._check_step)
+        if not isfinite(learner.noise_scale_sum + learner.rg_sum
+                        + learner.online_effective_dimension + noise + (gdot * gdot + weight)
+                        * s / (alpha + <double>learner._least_coin * weight * s)):
+            return None
+        return s, shift, yhat, gdot, weight, d_t, noise
 
     # -- the step ---------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import math
 import numbers
 import threading
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from river import base
@@ -54,6 +54,16 @@ def overflow_message(kernel, value) -> str:
     return (f"a value of the step is not a number (NaN; the prediction at hand is {value!r}): "
             f"the kernel {kernel!r} or the loss returned NaN, or float64 overflowed inside "
             "them; check a custom kernel or loss, or scale the features")
+
+
+def overflow_target_message(y: float, prediction: float) -> str:
+    """Why a step is refused whose running statistics (the noise scale of
+    ``predict_one(x, with_dist=True)``, the regret terms) would overflow float64: the target
+    lies too far from the prediction for the predictive spread."""
+    return (f"the target {y!r} lies {abs(y - prediction):.3g} from the prediction "
+            f"{prediction:.3g}: learning it would overflow the learner's running statistics "
+            "(the noise scale of with_dist, the regret sums) in float64; rescale the targets "
+            "(e.g. river's TargetStandardScaler)")
 
 
 def one_at_a_time(method):
@@ -162,6 +172,10 @@ KERNEL = Protocol("an okoco kernel (callable, with a diag method)", "diag", call
 LOSS = Protocol("an okoco loss (with a derivative method)", "derivative")
 # C: squares of C must not overflow, nor 1/C^2 (a step size, a rate): C = 5e-324 divided by 0
 BOUND = Interval(Real, 1.0 / MAX_ABS_VALUE, MAX_ABS_VALUE)
+#: The most points a learner may keep (``max_size``, ``budget``): far beyond any memory, and
+#: within the compiled core's index type (``Py_ssize_t``), which a larger size would overflow.
+MAX_POINTS = 10**15
+SIZE = Interval(Integral, 1, MAX_POINTS)
 ETA = [Options({"exp-concave", "sqrt"}, "a policy name"),
        Interval(Real, 0, None, closed="neither"), "callable"]
 ETA_HESSIAN = [Options({"exp-concave", "hessian", "sqrt"}, "a policy name"), *ETA[1:]]
@@ -257,7 +271,9 @@ class KernelLearner(base.MiniBatchRegressor):
         the learner's own predictive variance (``docs/guide/intervals.md``), as river's
         ``BayesianLinearRegression`` gives; learners without one raise ``TypeError``.
         A prediction that overflows (features too large for the kernel) raises ``ValueError``
-        instead of returning NaN or a silently clipped infinity.
+        instead of returning NaN or a silently clipped infinity; so does a predictive variance
+        that overflows (errors learned too large for float64 at ``x``): the distribution's
+        sigma is always finite.
         """
         v = self._features.encode(x, arrays=False)[0]
         z = self._predict_vec(v)
@@ -265,7 +281,11 @@ class KernelLearner(base.MiniBatchRegressor):
             raise ValueError(overflow_message(self._kernel, z))
         if not with_dist:
             return self._clip(z)
-        return gaussian(self._clip(z), self._predictive_variance(v))
+        variance = self._predictive_variance(v)
+        if not math.isfinite(variance):
+            raise ValueError(f"the predictive variance at x is {variance!r}: the errors learned "
+                             "are too large for float64 at this point; rescale the targets")
+        return gaussian(self._clip(z), variance)
 
     def _predictive_variance(self, v: np.ndarray) -> float:
         """The variance of ``predict_one(x, with_dist=True)`` at the encoded row ``v``."""

@@ -31,7 +31,7 @@ follow-the-leader kernel ridge regression, ``k^T (K + (alpha/2) I)^{-1} y`` over
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 
@@ -41,7 +41,14 @@ from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners._codes import compiled_kernel, compiled_loss
-from okoco.learners.base import ETA_HESSIAN, KernelLearner, clip_excess, overflow_message
+from okoco.learners.base import (
+    ETA_HESSIAN,
+    SIZE,
+    KernelLearner,
+    clip_excess,
+    overflow_message,
+    overflow_target_message,
+)
 from okoco.linalg import IncrementalCholesky, SlotInverse
 
 __all__ = ["KONS", "SketchedKONS"]
@@ -170,13 +177,16 @@ class KONS(KernelLearner):
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "eta": ETA_HESSIAN,
-        "max_size": [None, Interval(Integral, 1, None, closed="left")],
+        "max_size": [None, SIZE],
     }
 
     _hessian_step = True  # eta="hessian" is a policy here
     # Whether a point outside the preconditioner (z_t = 0) whose coefficient is 0 is left out
     # of the store: it adds nothing to any later prediction (see SketchedKONS).
     _drops_null_points = False
+    # The least coin z_t a step can draw (KONS: always 1); the check of the running
+    # statistics bounds their terms with it before the coin is drawn.
+    _least_coin = 1
     # What a model saved before the window (no max_size in its state) reads: the unbounded
     # learner (okoco.persistence rebuilds a nested learner from its saved state alone).
     max_size = None
@@ -356,8 +366,10 @@ class KONS(KernelLearner):
         """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""
 
     def _check_step(self, y: float, eta: float | None, analysis) -> tuple:
-        """The step's scalars from :meth:`_analyse`'s ``analysis``; raises, before any state
-        changes, if the step would store non-finite numbers (``Auto`` checks every expert's
+        """The step's scalars from :meth:`_analyse`'s ``analysis``; raises ``ValueError``, before
+        any state changes, if the step would store non-finite numbers, in the model or in its
+        running statistics (``noise_scale_sum``, ``rg_sum``, ``online_effective_dimension``:
+        a target too far from the prediction for its spread; ``Auto`` checks every expert's
         step before it applies any)."""
         core = self._window_core()
         if core is not None:  # the compiled check; None: the error is worded below
@@ -402,7 +414,14 @@ class KONS(KernelLearner):
                 f"the target {y!r} gives the loss derivative {gdot:g} at the prediction {yhat:g},"
                 " too large for a second-order step; rescale the targets"
             )
-        noise = (y - yhat) ** 2 / (s + 0.5 * alpha)  # the a-priori error over its spread
+        error = y - yhat
+        noise = error * error / (s + 0.5 * alpha)  # the a-priori error over its spread
+        # the running statistics grow by noise and (gdot^2 + weight) s / (alpha + z weight s)
+        # (rg_sum's and online_effective_dimension's terms) at most, z the least coin
+        if not math.isfinite(self.noise_scale_sum + self.rg_sum + self.online_effective_dimension
+                             + noise + (gdot * gdot + weight) * s
+                             / (alpha + self._least_coin * weight * s)):
+            raise ValueError(overflow_target_message(y, yhat))
         return s, shift, yhat, gdot, weight, d_t, noise
 
     def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:

@@ -81,6 +81,7 @@ class SketchedKONS(KONS):
     }
 
     _drops_null_points = True
+    _least_coin = 0  # a point KORS does not keep
 
     _saved_state = {"eps": "number", "beta": "number", "p_min": "number",
                     "seed": "int|none|rng", "_kors": "obj:KORS as kors"}
