@@ -1,13 +1,15 @@
-"""What the numerical guard of KONS and Sketched-KONS costs per step (issue 32: <= 2%).
+"""What the numerical guard of KONS and Sketched-KONS costs per step (issues 32 and 40: <= 2%).
 
     python -m benchmarks.bench_guard                  # phishing and trump-approval, 9 repeats
     python -m benchmarks.bench_guard --repeat 21 --n 600
 
-The guard lives in ``okoco.learners.kons``'s ``KONS._check_step``: at every step one product
+The guard lives in ``KONS._check_step`` (``okoco.learners._newton``; the windowed learners run
+its compiled form, ``okoco._core._kons.KONSCore.check``): at every step one product
 and one comparison (``d_t^2 kappa * _MIN_RIDGE_RATIO > alpha``; past it, a dot ``|e|^2`` and a
 comparison of ``s_t`` with its rounding level), and, only at a step whose prediction lies
-outside ``[-C, C]``, the same dot to bound the projection's divisor. Three variants, switched
-inside this process only:
+outside ``[-C, C]``, the same dot to bound the projection's divisor; since issue 40, the sum
+of the running statistics and a bound of the step's terms (a few products, one comparison).
+Three variants, switched inside this process only:
 
 ``on``
     as shipped;
@@ -101,8 +103,11 @@ def _replay(make, rows) -> tuple[float, float, int]:
 
 
 def guard_cost(streams, repeat: int, n: int | None) -> None:
-    from okoco.learners import KONS, SketchedKONS, kons
+    import sys
 
+    from okoco.learners import KONS, SketchedKONS
+
+    kons = sys.modules[KONS._check_step.__module__]  # the module whose constants it reads
     shipped, guarded = kons._MIN_RIDGE_RATIO, KONS._check_step
     makers = {"KONS": KONS, "SketchedKONS": lambda: SketchedKONS(seed=0)}
     for stream in streams:

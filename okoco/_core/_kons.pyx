@@ -1,4 +1,4 @@
-"""KONS's windowed step (okoco.learners.kons), one compiled call per phase.
+"""KONS's windowed step (okoco.learners._newton), one compiled call per phase.
 
 A windowed KONS (KONS and Sketched-KONS at their defaults, Auto's experts) keeps its
 preconditioner by its inverse over the slots of its store's ring (okoco.linalg.SlotInverse:
@@ -10,7 +10,8 @@ call, on views of those buffers and of the store's fields (``d``, ``c``, ``Kc``,
 - ``analyse`` / ``analyse_row``: the kernel row (or the one given), ``e = d k``, ``h = P e``,
   ``e^T P e`` and the prediction ``ybar``, as ``(k, kappa, e, h, ybar, kc, hh)``;
 - ``check``: the step's scalars ``(s, shift, yhat, gdot, weight, d_t, noise)``, or ``None``
-  where the Python step must word an error (nothing changed);
+  where the Python step must word an error (nothing changed): a value that is not finite, a
+  pivot lost to rounding, or running statistics that would overflow;
 - ``apply``: the coefficient, the running ``K c``, the store's slot, the statistics and the
   new atom's bordering of ``P`` (as ``SlotInverse.append``);
 - ``forget``: the oldest point out of the window (``K c``, and its atom out of ``P``, as
@@ -20,7 +21,7 @@ Buffers grow in Python (the learner's ``_make_room``) before the compiled code w
 them; ``check`` leaves the wording of an error, and a loss without a compiled form, to the
 Python ``KONS._check_step``. The learner runs the phases inside one one-thread BLAS scope
 (okoco._blas.scipy_one_thread). The unbounded learner (a Cholesky factor, no window) keeps its
-Python step in okoco.learners.kons.
+Python step in okoco.learners._newton.
 """
 
 import numpy as np
