@@ -326,7 +326,9 @@ class KONS(KernelLearner):
         of the follow-the-leader kernel ridge regression KONS then is, with noise ratio
         :math:`\alpha/2`. The scale :math:`\hat\tau^2 = (1 + \sum_u (y_u - \hat y_u)^2 /
         (s_u + \alpha/2)) / (1 + t)` is estimated online from the a-priori errors (one unit
-        pseudo-observation keeps it above 0).
+        pseudo-observation keeps it above 0). The sum stays finite by refusal: a step whose
+        term would make it overflow float64 (a target ~1e150 from the prediction, a spread
+        ~1e-8) raises ``ValueError`` and changes nothing (:meth:`_check_step`).
         """
         kappa, hh = analysis[1], analysis[6]
         scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
