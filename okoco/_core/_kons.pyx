@@ -1,4 +1,4 @@
-"""KONS's windowed step (okoco.learners.kons), one compiled call per phase.
+"""KONS's windowed step (okoco.learners._newton), one compiled call per phase.
 
 A windowed KONS (KONS and Sketched-KONS at their defaults, Auto's experts) keeps its
 preconditioner by its inverse over the slots of its store's ring (okoco.linalg.SlotInverse:
@@ -10,7 +10,8 @@ call, on views of those buffers and of the store's fields (``d``, ``c``, ``Kc``,
 - ``analyse`` / ``analyse_row``: the kernel row (or the one given), ``e = d k``, ``h = P e``,
   ``e^T P e`` and the prediction ``ybar``, as ``(k, kappa, e, h, ybar, kc, hh)``;
 - ``check``: the step's scalars ``(s, shift, yhat, gdot, weight, d_t, noise)``, or ``None``
-  where the Python step must word an error (nothing changed);
+  where the Python step must word an error (nothing changed): a value that is not finite, a
+  pivot lost to rounding, or running statistics that would overflow;
 - ``apply``: the coefficient, the running ``K c``, the store's slot, the statistics and the
   new atom's bordering of ``P`` (as ``SlotInverse.append``);
 - ``forget``: the oldest point out of the window (``K c``, and its atom out of ``P``, as
@@ -20,7 +21,7 @@ Buffers grow in Python (the learner's ``_make_room``) before the compiled code w
 them; ``check`` leaves the wording of an error, and a loss without a compiled form, to the
 Python ``KONS._check_step``. The learner runs the phases inside one one-thread BLAS scope
 (okoco._blas.scipy_one_thread). The unbounded learner (a Cholesky factor, no window) keeps its
-Python step in okoco.learners.kons.
+Python step in okoco.learners._newton.
 """
 
 import numpy as np
@@ -150,7 +151,7 @@ cdef class KONSCore(StepCore):
         cdef const double[::1] k = analysis[0], e = analysis[2]
         cdef double kappa = analysis[1], ybar = analysis[4], hh = analysis[6]
         cdef double alpha = learner.alpha, C = learner.C
-        cdef double excess, yhat, gdot, weight, d_t, s, shift = 0.0, level, worst, total
+        cdef double excess, yhat, gdot, weight, d_t, s, shift = 0.0, level, worst, total, noise
         cdef double ee = -1.0
         cdef Py_ssize_t n = e.shape[0], i
         excess = clip_excess(ybar, C)
@@ -189,7 +190,13 @@ cdef class KONSCore(StepCore):
         if not (fabs(d_t) <= self.max_d and isfinite(worst)
                 and isfinite(d_t * d_t * kappa + alpha)):
             return None
-        return s, shift, yhat, gdot, weight, d_t, (y - yhat) ** 2 / (s + 0.5 * alpha)
+        noise = (y - yhat) * (y - yhat) / (s + 0.5 * alpha)
+        # the running statistics stay finite (their terms' bounds, as KONS._check_step)
+        if not isfinite(learner.noise_scale_sum + learner.rg_sum
+                        + learner.online_effective_dimension + noise + (gdot * gdot + weight)
+                        * s / (alpha + <double>learner._least_coin * weight * s)):
+            return None
+        return s, shift, yhat, gdot, weight, d_t, noise
 
     # -- the step ---------------------------------------------------------------------------
 

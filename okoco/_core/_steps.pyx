@@ -115,6 +115,12 @@ cdef bint analyse(const Kernel* k, Py_ssize_t m, const double* L, const double* 
     return True
 
 
+cdef inline double noise_term(double error, double delta, double noise_ratio) noexcept nogil:
+    """KRLS's term of its noise scale: the a-priori error over its predictive spread,
+    e^2 / (max(delta, 0) + nu') (okoco.learners.krls.KRLS._noise_term)."""
+    return error * error / ((delta if delta > 0.0 else 0.0) + noise_ratio)
+
+
 cdef void weights_step(double* P, int m, bint dense, const double* h, double* w, double error,
                        double* u) noexcept nogil:
     """KRLS's step when the point does not join: u = M h, s = 1 / (1 + h.u),
@@ -133,26 +139,29 @@ def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
              double nu, Py_ssize_t max_size, double alpha, double C,
              const double[:, ::1] V, const double[::1] y, Py_ssize_t begin,
              double[::1] predictions, object g_buffer, double[::1] h, double noise_ratio,
-             double[::1] noise):
+             double noise_sum):
     """KRLS's test-then-train over rows ``begin ..`` of ``V`` (okoco.learners.krls), on its
     buffers (every one with room for ``min(m + len(V), max_size)`` atoms): the store's rows
     and norms, the ALD factor ``L`` of the stored Gram ``A`` with its residuals, indices and
     weights, ``w`` and ``M`` (``P``, packed unless ``dense``). ``C`` is NaN for no clipping,
     ``max_size`` 0 for none.
 
+    ``noise_sum`` is the learner's running noise scale, to which each row's term is added.
+
     Stops before a row that needs the Python step: a point that joins while ``M`` is dense
-    (bordering reallocates it) or when the factor's drift check is due, or a value that is
-    not finite. Returns ``(row, m, ops, n_clamped, seen, status, m_last, delta, added,
-    pivot)``: the row it stopped at (``len(V)`` at the end), the new sizes and counters, and
+    (bordering reallocates it) or when the factor's drift check is due, a value that is
+    not finite, or a term that would make ``noise_sum`` overflow (the Python step refuses
+    it). Returns ``(row, m, ops, n_clamped, seen, status, m_last, delta, added, pivot,
+    noise_sum)``: the row it stopped at (``len(V)`` at the end), the new sizes and counters,
     the last row's analysis (its ``g`` and ``h`` over ``m_last`` atoms are left in ``g``,
-    ``h``).
+    ``h``) and the new noise scale.
     """
     cdef Kernel k = make_kernel(kernel)
     cdef double[::1] g = g_buffer
     cdef Py_ssize_t ld = data.shape[1], t = begin, rows = V.shape[0], j, off, m_last = m
     cdef int d = <int>V.shape[1], clamped, n_clamped = 0, status = OK
     cdef double out[3]
-    cdef double delta = float("nan"), pivot = float("nan"), schur, l, error
+    cdef double delta = float("nan"), pivot = float("nan"), schur, l, error, noise
     cdef bint added = False
     cdef double* u = <double*>malloc((m + rows + 1) * sizeof(double))
     if u == NULL:
@@ -169,10 +178,14 @@ def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
             if added and (dense or ops + 1 >= (m + 1 if m + 1 > min_check else min_check)):
                 status = PYTHON_STEP
                 break
-            predictions[t] = out[2] if C != C else clip(out[2], C)
             error = y[t] - out[2]
             # the a-priori error over its predictive spread: KRLS's online noise scale
-            noise[t] = error * error / ((out[1] if out[1] > 0.0 else 0.0) + noise_ratio)
+            noise = noise_term(error, out[1], noise_ratio)
+            if not isfinite(noise_sum + noise):  # refused by the Python step
+                status = PYTHON_STEP
+                break
+            noise_sum += noise
+            predictions[t] = out[2] if C != C else clip(out[2], C)
             if added:
                 # the factor: bordered with [h, sqrt(schur)] (A with [g, k(x, x) + alpha])
                 memcpy(&A[start(m)], &g[0], m * sizeof(double))
@@ -207,7 +220,7 @@ def krls_run(tuple kernel, double[:, ::1] data, double[::1] sq, Py_ssize_t m,
             seen += 1
             t += 1
     free(u)
-    return t, m, ops, n_clamped, seen, status, m_last, delta, added, pivot
+    return t, m, ops, n_clamped, seen, status, m_last, delta, added, pivot, noise_sum
 
 
 # ------------------------------------------------------------------------------ step objects
@@ -424,18 +437,21 @@ cdef class KRLSStep(StepCore):
 
     def learn(self, learner, const double[:] v, double y, Py_ssize_t seen):
         """The step of a point that does not join (``M``, ``w``, the noise scale and the ALD's
-        record of the row); returns ``OK``, or ``JOINS`` (nothing changed) for the Python step."""
-        cdef double error, delta
+        record of the row); returns ``OK``, or ``JOINS`` (nothing changed) for the Python step
+        (which also refuses a term that would make the noise scale overflow)."""
+        cdef double error, delta, noise_sum
         cdef Py_ssize_t m
         self.analyse(learner, v, seen)
         m, delta = self.n, self.out[1]
         if not self.ok or (delta > self.nu and not (self.max_size > 0 and m >= self.max_size)):
             return JOINS
         error = y - self.out[2]
+        noise_sum = learner.noise_scale_sum + noise_term(error, delta, self.noise_ratio)
+        if not isfinite(noise_sum):
+            return JOINS
         if m:
             weights_step(&self.P[0], <int>m, self.dense, &self.h[0], &self.w[0], error, self.u)
-        learner.noise_scale_sum += error * error / ((delta if delta > 0.0 else 0.0)
-                                                    + self.noise_ratio)
+        learner.noise_scale_sum = noise_sum
         learner.last_residual = delta
         ald = learner._ald
         ald._column_mode = True

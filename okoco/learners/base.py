@@ -2,9 +2,10 @@ r"""The small base every okoco learner stands on.
 
 It owns what the papers leave implicit: the river ``dict`` boundary (features appear and
 vanish, missing = 0), input validation that leaves the state untouched on error, the clipped
-projection :math:`h(z) = \mathrm{sign}(z)\max(|z| - C, 0)`, the step-size policy and the seeded
-random generator. A learner subclass declares its parameters in ``_parameter_constraints``
-(checked by :func:`okoco._validation.check_params`), assigns them in ``__init__`` and calls
+projection :math:`h(z) = \mathrm{sign}(z)\max(|z| - C, 0)`, the step-size policy
+(``StepSize``, in ``okoco.learners._step_size``) and the seeded random generator. A learner
+subclass declares its parameters in ``_parameter_constraints`` (checked by
+:func:`okoco._validation.check_params`), assigns them in ``__init__`` and calls
 :meth:`KernelLearner._setup`; it implements three abstract methods:
 
 ``_reset_state()``
@@ -20,10 +21,9 @@ from __future__ import annotations
 import abc
 import functools
 import math
-import numbers
 import threading
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from river import base
@@ -35,8 +35,9 @@ from okoco._blas import find_libraries
 from okoco._core import _encode
 from okoco._dist import gaussian
 from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, check_targets
-from okoco._validation import Interval, Options, Protocol, check_params
+from okoco._validation import Interval, Protocol, check_params
 from okoco.learners._codes import compiled_kernel, compiled_loss, widened  # noqa: F401
+from okoco.learners._step_size import ETA, ETA_HESSIAN, StepSize  # noqa: F401
 
 __all__ = ["KernelLearner", "StepSize", "clip_excess"]
 
@@ -54,6 +55,16 @@ def overflow_message(kernel, value) -> str:
     return (f"a value of the step is not a number (NaN; the prediction at hand is {value!r}): "
             f"the kernel {kernel!r} or the loss returned NaN, or float64 overflowed inside "
             "them; check a custom kernel or loss, or scale the features")
+
+
+def overflow_target_message(y: float, prediction: float) -> str:
+    """Why a step is refused whose running statistics (the noise scale of
+    ``predict_one(x, with_dist=True)``, the regret terms) would overflow float64: the target
+    lies too far from the prediction for the predictive spread."""
+    return (f"the target {y!r} lies {abs(y - prediction):.3g} from the prediction "
+            f"{prediction:.3g}: learning it would overflow the learner's running statistics "
+            "(the noise scale of with_dist, the regret sums) in float64; rescale the targets "
+            "(e.g. river's TargetStandardScaler)")
 
 
 def one_at_a_time(method):
@@ -83,88 +94,15 @@ def clip_excess(z: float, C: float) -> float:
     return 0.0
 
 
-class StepSize:
-    r"""Resolve an ``eta`` parameter into :math:`\eta_t`, ``t = 1, 2, ...``.
-
-    ``"exp-concave"``
-        :math:`\eta_t = \sigma`, the loss's curvature on :math:`[-C, C]` (Theorem 1);
-    ``"sqrt"``
-        :math:`\eta_t = 1/(L C \sqrt t)` with :math:`L` the loss's Lipschitz constant;
-    ``"hessian"`` (only where the learner passes ``hessian=True``)
-        :math:`\eta_t \dot g_t^2 = \ell''(\hat y_t)`, known only after the prediction: the
-        call returns ``None`` and the learner uses ``loss.second_derivative`` as the weight
-        :math:`\eta_t \dot g_t^2` itself, so :math:`\dot g_t = 0` needs no division;
-    a positive float
-        constant;
-    a callable
-        :math:`\eta_t` = ``eta(t)``, checked to be finite and positive at every step.
-
-    Examples
-    --------
-    >>> from okoco.losses import Squared
-    >>> StepSize("exp-concave", Squared(), C=1.0)(7)
-    0.125
-    >>> StepSize("sqrt", Squared(), C=1.0)(4)
-    0.125
-    >>> StepSize("hessian", Squared(), C=1.0, hessian=True)(4) is None
-    True
-    """
-
-    #: Saved state (okoco.persistence).
-    _saved_state = {"eta": "str|number", "decreasing": "bool", "_scale": "opt float as sqrt_scale",
-                    "_const": "opt float as constant"}
-
-    def __init__(self, eta, loss, C: float, *, hessian: bool = False):
-        self.eta = eta
-        self.decreasing = False
-        if isinstance(eta, str):
-            if eta == "hessian" and hessian:
-                if not callable(getattr(loss, "second_derivative", None)):
-                    raise TypeError(f"eta='hessian' needs loss.second_derivative: {loss!r}")
-            elif eta == "exp-concave":
-                sigma = loss.curvature(C, None)
-                if not sigma > 0:
-                    raise ValueError(
-                        f"eta='exp-concave' needs a curved loss, but {loss!r} has sigma = "
-                        f"{sigma!r} on [-C, C]; use eta='sqrt' or a number"
-                    )
-                self._const = float(sigma)
-            elif eta == "sqrt":
-                self._scale = 1.0 / (loss.lipschitz(C, None) * C)
-                self.decreasing = True
-            else:
-                names = "'exp-concave', 'hessian', 'sqrt'" if hessian else "'exp-concave', 'sqrt'"
-                raise ValueError(f"unknown eta policy {eta!r}; use {names}, a number or a callable")
-        elif callable(eta):
-            self.decreasing = True
-        elif isinstance(eta, numbers.Real) and not isinstance(eta, bool):
-            if not (math.isfinite(eta) and eta > 0):
-                raise ValueError(f"eta must be finite and > 0, got {eta!r}")
-            self._const = float(eta)
-        else:
-            raise TypeError(f"eta must be a policy name, a number or a callable, got {eta!r}")
-
-    def __call__(self, t: int) -> float | None:
-        if self.eta == "hessian":
-            return None
-        if isinstance(self.eta, str):
-            return self._const if self.eta == "exp-concave" else self._scale / math.sqrt(t)
-        if callable(self.eta):
-            value = self.eta(t)
-            if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
-                raise ValueError(f"eta({t}) returned {value!r}; it must be finite and > 0")
-            return float(value)
-        return self._const
-
-
 #: Constraints shared by the learners' parameters (see okoco._validation).
 KERNEL = Protocol("an okoco kernel (callable, with a diag method)", "diag", callable_object=True)
 LOSS = Protocol("an okoco loss (with a derivative method)", "derivative")
 # C: squares of C must not overflow, nor 1/C^2 (a step size, a rate): C = 5e-324 divided by 0
 BOUND = Interval(Real, 1.0 / MAX_ABS_VALUE, MAX_ABS_VALUE)
-ETA = [Options({"exp-concave", "sqrt"}, "a policy name"),
-       Interval(Real, 0, None, closed="neither"), "callable"]
-ETA_HESSIAN = [Options({"exp-concave", "hessian", "sqrt"}, "a policy name"), *ETA[1:]]
+#: The most points a learner may keep (``max_size``, ``budget``): far beyond any memory, and
+#: within the compiled core's index type (``Py_ssize_t``), which a larger size would overflow.
+MAX_POINTS = 10**15
+SIZE = Interval(Integral, 1, MAX_POINTS)
 
 
 def _is_regression(loss) -> bool:
@@ -257,7 +195,9 @@ class KernelLearner(base.MiniBatchRegressor):
         the learner's own predictive variance (``docs/guide/intervals.md``), as river's
         ``BayesianLinearRegression`` gives; learners without one raise ``TypeError``.
         A prediction that overflows (features too large for the kernel) raises ``ValueError``
-        instead of returning NaN or a silently clipped infinity.
+        instead of returning NaN or a silently clipped infinity; so does a predictive variance
+        that overflows (errors learned too large for float64 at ``x``): the distribution's
+        sigma is always finite.
         """
         v = self._features.encode(x, arrays=False)[0]
         z = self._predict_vec(v)
@@ -265,7 +205,11 @@ class KernelLearner(base.MiniBatchRegressor):
             raise ValueError(overflow_message(self._kernel, z))
         if not with_dist:
             return self._clip(z)
-        return gaussian(self._clip(z), self._predictive_variance(v))
+        variance = self._predictive_variance(v)
+        if not math.isfinite(variance):
+            raise ValueError(f"the predictive variance at x is {variance!r}: the errors learned "
+                             "are too large for float64 at this point; rescale the targets")
+        return gaussian(self._clip(z), variance)
 
     def _predictive_variance(self, v: np.ndarray) -> float:
         """The variance of ``predict_one(x, with_dist=True)`` at the encoded row ``v``."""
@@ -301,7 +245,10 @@ class KernelLearner(base.MiniBatchRegressor):
 
         The whole batch is validated before anything is learned: its cells, its targets, the
         step sizes and every row's ``k(x, x)`` (a row whose features overflow the kernel fails
-        the batch, naming the row). Nothing is copied: the rows are then learned in order.
+        the batch, naming the row). Nothing is copied: the rows are then learned in order; a
+        row whose step is refused (``ValueError`` naming it, as ``learn_one`` would refuse it)
+        stops the batch with the rows before it learned, exactly as a batch of those rows alone
+        would have left the learner, and changes nothing itself.
         """
         self._learn_batch(X, y, predict=False)
 
@@ -377,11 +324,22 @@ class KernelLearner(base.MiniBatchRegressor):
         except BaseException:
             self._kernel = kernel
             raise
+        seen, scale = self.n_seen, (self._abs_target_sum, self._warned_unscaled)
         # learn_many's caller: past _learn_batch, learn_many and the lock's wrapper
         self._watch_target_scale(math.fsum(map(abs, targets)), len(targets), stacklevel=5)
         # a short batch row by row, as learn_one (a compiled loop's set-up costs more)
         learn = self._learn_rows if len(targets) < self._loop_rows else self._learn_vecs
-        predictions = learn(V, targets, etas, predict)
+        try:
+            predictions = learn(V, targets, etas, predict)
+        except BaseException:  # a row refused: the rows before it stay learned, no more
+            learned = self.n_seen - seen
+            if learned:
+                self._features.add(new)
+                self._abs_target_sum = scale[0] + math.fsum(map(abs, targets[:learned]))
+            else:
+                self._kernel = kernel
+                self._abs_target_sum, self._warned_unscaled = scale
+            raise
         self._features.add(new)
         return predictions
 

@@ -4,7 +4,7 @@ Learning with Kernels")."""
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from okoco._validation import Interval
 from okoco.kernels import self_similarity
 from okoco.learners.base import (
     ETA,
+    SIZE,
     SMALL_BATCH,
     KernelLearner,
     clip_excess,
@@ -84,7 +85,7 @@ class FunctionalGD(KernelLearner):
     _parameter_constraints = {
         "eta": ETA,
         "lam": [Interval(Real, 0, None, closed="left")],
-        "budget": [None, Interval(Integral, 1, None, closed="left")],
+        "budget": [None, SIZE],
     }
 
     _loop_rows = SMALL_BATCH  # fewer rows: row by row, each one compiled step

@@ -13,10 +13,12 @@ from okoco.dictionary import ALD
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners.base import (
     BOUND,
+    SIZE,
     SMALL_BATCH,
     KernelLearner,
     compiled_kernel,
     overflow_message,
+    overflow_target_message,
     widened,
 )
 from okoco.linalg import PackedSymmetric
@@ -106,7 +108,7 @@ class KRLS(KernelLearner):
     _parameter_constraints = {
         "C": [None, BOUND],
         "nu": ALD._parameter_constraints["nu"],
-        "max_size": ALD._parameter_constraints["max_size"],
+        "max_size": [None, SIZE],
         "alpha": ALD._parameter_constraints["alpha"],
     }
 
@@ -184,6 +186,10 @@ class KRLS(KernelLearner):
         that ridge, each term has expectation :math:`\tau^2`), with one unit pseudo-observation
         so that it is never 0 (a first target predicted exactly). The spread costs nothing more
         than the prediction: ``delta`` comes from the prediction's own solve.
+
+        The sum stays finite by refusal: a step whose term would make it overflow float64 (a
+        target of ~1e150 against a spread :math:`\delta + \nu'` of ~1e-12) raises
+        ``ValueError`` and changes nothing (:meth:`_noise_term`).
         """
         delta = self._analyse(v)[3]
         scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
@@ -205,6 +211,7 @@ class KRLS(KernelLearner):
         chol = ald.cholesky
         m = ald.size
         g, kxx, h, delta, prediction = self._analyse(v)
+        noise = self._noise_term(y, prediction, delta)  # raises before any change
         # the factor may be refreshed by the check of the append: keep the one w, M refer to
         before = chol.factor() if delta > ald.nu and chol.check_due() else None
         refreshes = chol.n_refreshes
@@ -225,13 +232,25 @@ class KRLS(KernelLearner):
             s = 1.0 / (1.0 + h.dot(u))
             self._M.rank_one(-s, u)
             self._w[:m] += (s * (y - prediction)) * u
-        self.noise_scale_sum += (y - prediction) ** 2 / (max(delta, 0.0) + self._noise_ratio)
+        self.noise_scale_sum += noise
+
+    def _noise_term(self, y: float, prediction: float, delta: float) -> float:
+        r"""The step's term :math:`e^2 / (\delta + \nu')` of the noise scale (the a-priori
+        error over its spread, see :meth:`_predictive_variance`); raises ``ValueError`` if the
+        running sum would not be finite, before anything changes."""
+        error = y - prediction
+        noise = error * error / (max(delta, 0.0) + self._noise_ratio)
+        if not math.isfinite(self.noise_scale_sum + noise):
+            raise ValueError(overflow_target_message(y, prediction))
+        return noise
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
                     predict: bool) -> np.ndarray | None:
         """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
         each row); a row the loop cannot take (a point joining while ``M`` is still dense, the
-        factor's drift check, a value to word an error about) takes ``_learn_vec``."""
+        factor's drift check, a value to word an error about, a step to refuse) takes
+        ``_learn_vec``, which raises before changing anything if it refuses the row (the rows
+        before it stay learned)."""
         spec = compiled_kernel(self._kernel)
         rows = len(targets)
         if spec is None:
@@ -241,7 +260,7 @@ class KRLS(KernelLearner):
         store.make_room(room, V.shape[1])
         V = widened(V, store.d)
         y = np.asarray(targets, dtype=float)
-        predictions, noise = np.empty(rows), np.zeros(rows)
+        predictions = np.empty(rows)
         ald._column_mode = True  # KRLS feeds the ALD kernel columns (update_column)
         first, t = self.n_seen, 0
         while t < rows:
@@ -254,14 +273,13 @@ class KRLS(KernelLearner):
             self._M.reserve(top)
             g, h = np.empty(top), np.empty(top)
             (stop, size, chol._ops_since_check, clamped, ald.n_seen, status, m_last, delta,
-             added, pivot) = _steps.krls_run(
+             added, pivot, self.noise_scale_sum) = _steps.krls_run(
                 spec, store.data, store._sq, m, chol._L, chol._A, chol._ops_since_check,
                 chol._MIN_CHECK_PERIOD, chol.min_pivot, ald._residuals, ald._indices,
                 ald._weights, ald.n_seen, self._w, self._M._storage(), self._M.is_dense,
                 float(ald.nu), ald.max_size or 0, float(ald.alpha),
                 math.nan if self.C is None else float(self.C), V, y, t, predictions, g, h,
-                self._noise_ratio, noise)
-            self.noise_scale_sum += float(noise[t:stop].sum())
+                self._noise_ratio, self.noise_scale_sum)
             chol._m = ald._size = self._M._m = store.n = size
             chol.n_clamped += clamped
             store.n_added += size - m

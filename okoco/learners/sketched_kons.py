@@ -1,6 +1,7 @@
 """Sketched-KONS (Calandriello, Lazaric & Valko, ICML 2017, Algorithm 3): KONS whose
 preconditioner keeps only the points KORS samples; the shared core is
-:mod:`okoco.learners.kons`, which re-exports :class:`SketchedKONS`."""
+:mod:`okoco.learners._newton` (KONS), and :mod:`okoco.learners.kons` re-exports
+:class:`SketchedKONS` (its public and saved path)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import numpy as np
 
 from okoco._input import reserve
 from okoco.dictionary import KORS
+from okoco.learners._newton import DEFAULT_MAX_SIZE, KONS
 from okoco.learners.base import overflow_message
-from okoco.learners.kons import DEFAULT_MAX_SIZE, KONS
 from okoco.linalg import SlotInverse
 
 __all__ = ["SketchedKONS"]
@@ -81,6 +82,7 @@ class SketchedKONS(KONS):
     }
 
     _drops_null_points = True
+    _least_coin = 0  # a point KORS does not keep
 
     _saved_state = {"eps": "number", "beta": "number", "p_min": "number",
                     "seed": "int|none|rng", "_kors": "obj:KORS as kors"}
