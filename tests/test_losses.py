@@ -172,3 +172,13 @@ def test_the_compiled_steps_know_each_loss_by_its_class_code():
 
     assert [compiled_loss(cls()) for cls in CLOSED_FORMS] == [0, 1, 2]
     assert compiled_loss(type("Mine", (losses.Squared,), {})()) is None  # a user's subclass
+
+
+def test_clip_excess_is_the_distance_to_the_interval_signed():
+    """The papers' h(z) = z - clip(z, -C, C), the one compiled definition the steps share."""
+    from okoco.learners.base import clip_excess
+
+    z = np.concatenate([np.linspace(-5, 5, 101), [-1.0, 1.0, 0.0, -np.inf, np.inf]])
+    got = [clip_excess(float(v), 1.0) for v in z]
+    np.testing.assert_array_equal(got, np.where(np.abs(z) > 1, z - np.clip(z, -1, 1), 0.0))
+    assert all(type(v) is float for v in got)

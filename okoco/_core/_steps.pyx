@@ -21,6 +21,7 @@ from okoco._core._kernels cimport (
     make_kernel,
     self_similarity,
 )
+from okoco._core._leverage cimport kors_probability
 from okoco._core._linalg cimport axpy, dot
 from okoco._core._losses cimport LOGISTIC, SQUARED, clip, clip_excess, derivative
 
@@ -472,9 +473,9 @@ def kors_score(const double[::1] weights, const double[::1] k_col, const double[
                double k_diag, double alpha, double eps, double beta, double p_min,
                double[::1] a, double[::1] h):
     """KORS's estimate of a point (Calandriello et al. 2017, Eq. 4) against ``m = len(k_col)``
-    atoms: ``a = sqrt(w) * k_col``, ``h = L^{-1} a`` (into ``a`` and ``h``), the regularized
-    residual ``q = max(k_diag - h.h, 0) / alpha``, ``tau = (1 + eps) q / (1 + q)`` and the
-    inclusion probability ``p = max(min(beta tau, 1), p_min)``. Returns ``(q, tau, p)``."""
+    atoms: ``a = sqrt(w) * k_col``, ``h = L^{-1} a`` (into ``a`` and ``h``) and Eq. 4's
+    probability from the explained part ``h.h`` (``_leverage.kors_probability``). Returns
+    ``(q, tau, p)``."""
     cdef Py_ssize_t m = k_col.shape[0], j
     cdef double q, tau, p
     with nogil:
@@ -483,10 +484,6 @@ def kors_score(const double[::1] weights, const double[::1] k_col, const double[
         if m:
             memcpy(&h[0], &a[0], m * sizeof(double))
             tp_half_solve(&L[0], <int>m, &h[0])
-        q = k_diag - dot(<int>m, &h[0] if m else NULL, &h[0] if m else NULL)
-        q = (q if q > 0.0 else 0.0) / alpha
-        tau = (1.0 + eps) * q / (1.0 + q)
-        p = beta * tau
-        p = 1.0 if p > 1.0 else p
-        p = p_min if p_min > p else p
+        p = kors_probability(k_diag, dot(<int>m, &h[0] if m else NULL, &h[0] if m else NULL),
+                             alpha, eps, beta, p_min, &q, &tau)
     return q, tau, p

@@ -33,6 +33,7 @@ from okoco import losses as _losses
 from okoco import persistence
 from okoco._blas import find_libraries
 from okoco._core import _encode
+from okoco._core._loss import clip_excess  # noqa: F401  (the papers' h(z), compiled)
 from okoco._dist import gaussian
 from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, check_targets
 from okoco._validation import Interval, Protocol, check_params
@@ -78,20 +79,6 @@ def one_at_a_time(method):
 
     return serialized
 
-
-def clip_excess(z: float, C: float) -> float:
-    """The paper's :math:`h(z)`: how far ``z`` lies outside ``[-C, C]`` (signed), else 0.
-
-    Examples
-    --------
-    >>> clip_excess(1.5, 1.0), clip_excess(-3.0, 1.0), clip_excess(0.2, 1.0)
-    (0.5, -2.0, 0.0)
-    """
-    if z > C:
-        return z - C
-    if z < -C:
-        return z + C
-    return 0.0
 
 
 #: Constraints shared by the learners' parameters (see okoco._validation).
