@@ -180,9 +180,9 @@ class FeatureMap:
         Nothing is registered; pass the names to :meth:`add` once the row is accepted. With
         ``arrays=False`` only dicts are rows (the river learners).
         """
-        if isinstance(x, dict):
+        if isinstance(x, (dict, Mapping)):  # a dict first: the ABC's check costs more
             return self._encode_dict(x)
-        if not arrays or isinstance(x, (str, bytes, Mapping)) or x is None:
+        if not arrays or isinstance(x, (str, bytes)) or x is None:
             kind = "a dict of features" if not arrays else "a dict or a 1-D array of numbers"
             raise TypeError(f"x must be {kind}, got {type(x).__name__}")
         if self.mode == "dict":
@@ -196,7 +196,7 @@ class FeatureMap:
         vec = _numbers(raw[None, :], range(d), absent=False, rows=False)[0]
         return vec, NewColumns(() if self.mode == "array" else range(d), "array")
 
-    def _encode_dict(self, x: dict) -> tuple[np.ndarray, list]:
+    def _encode_dict(self, x: Mapping) -> tuple[np.ndarray, list]:
         if self.mode == "array":
             raise TypeError("this object was fed arrays; got a dict")
         width = len(self.columns)

@@ -35,15 +35,21 @@ cdef extern from "Python.h":
     void PyErr_Clear()
 
 
-def known_row(dict x, dict columns, Py_ssize_t width, double limit):
-    """The vector of ``x`` over the ``width`` known columns (its missing features 0), or
-    ``None`` if a key has no column or a value is not a ``float`` / ``int`` (``bool`` is
-    not) of magnitude at most ``limit`` (NaN and infinities are not)."""
+def known_row(x, dict columns, Py_ssize_t width, double limit):
+    """The vector of the mapping ``x`` over the ``width`` known columns (its missing features
+    0), or ``None`` if a key has no column or a value is not a ``float`` / ``int`` (``bool``
+    is not) of magnitude at most ``limit`` (NaN and infinities are not).
+
+    A plain ``dict`` is read in place; any other mapping (an ``OrderedDict``, a
+    ``defaultdict``, a ``Mapping`` that is no dict) is read through ``dict(x)``, which takes
+    its own ``items`` (a subclass may override them)."""
     cdef Py_ssize_t pos = 0, col
     cdef PyObject* key
     cdef PyObject* value
     cdef PyObject* found
     cdef double number
+    if type(x) is not dict:
+        x = dict(x)
     out = _zeros(width)
     cdef double[::1] vec = out
     while PyDict_Next(x, &pos, &key, &value):
