@@ -157,11 +157,12 @@ def positional_rows(X, dict columns, double limit):
     return checked_copy(X, limit, False)
 
 
-def named_rows(X, list names, dict columns, double limit):
+def named_rows(X, list names, dict columns, double limit, bint absent=True):
     """A C-ordered copy of the 2-D float64 array ``X`` (a DataFrame's cells) when its column
     ``names`` are the registered ``columns`` in order (``names == list(columns)``, as Python
-    compares lists) and every cell is a number of magnitude at most ``limit`` or NaN (an
-    absent cell: 0 in the copy); else ``None`` (the Python path decides and words the error)."""
+    compares lists) and every cell is a number of magnitude at most ``limit`` (or, with
+    ``absent``, NaN: an absent cell, 0 in the copy); else ``None`` (the Python path decides
+    and words the error). ``okoco._input`` passes ``absent=False``: NaN is refused there."""
     if X.ndim != 2 or len(names) != X.shape[1] or len(columns) != len(names):
         return None
     cdef Py_ssize_t pos = 0, k = 0
@@ -171,4 +172,4 @@ def named_rows(X, list names, dict columns, double limit):
         if not PyObject_RichCompareBool(names[k], <object>key, Py_EQ):
             return None
         k += 1
-    return checked_copy(X, limit, True)
+    return checked_copy(X, limit, absent)
