@@ -271,6 +271,15 @@ class IntervalRegressor(base.Wrapper, base.Regressor):
         "spread": ["boolean"],
     }
 
+    #: Saved state (okoco.persistence; the load helper registers the class): the calibration,
+    #: whether the regressor gives a spread (None: not asked yet) and the running sums.
+    _saved_state = {"regressor": "obj|river", "coverage": "number", "gamma": "number",
+                    "window": "int[1,]|none", "spread": "bool",
+                    "calibrator": "obj:AdaptiveConformal", "_normal_quantile":
+                    "float as normal_quantile", "_with_dist": "bool|none as with_dist",
+                    "_n_finite": "int[0,] as n_finite", "_width_sum": "float as width_sum",
+                    "_score_sum": "float as score_sum", "_lock": "cache:lock"}
+
     def __init__(self, regressor: base.Regressor, coverage: float = 0.9, gamma: float = 0.02,
                  window: int | None = 1000, spread: bool = True):
         self.regressor = regressor
