@@ -76,6 +76,7 @@ import threading
 from numbers import Integral, Real
 from statistics import NormalDist
 
+import numpy as np
 from river import base, linear_model, proba
 
 from okoco._checks import check_target
@@ -203,8 +204,16 @@ class AdaptiveConformal:
     def update(self, score: float, missed: bool) -> None:
         """Record the new score ``|y - yhat| / sigma`` and whether ``y`` fell outside its interval.
 
-        Raises ``ValueError`` for a score that is negative or NaN (nothing is changed then).
+        A score is a real number (``TypeError`` for a string, bytes, a bool or ``None``, as a
+        learner refuses them as targets), ``>= 0`` and not NaN (``ValueError``; ``inf`` is a
+        score: a target no finite interval covers); ``missed`` a bool. Nothing is changed by a
+        refused call.
         """
+        if isinstance(score, (bool, np.bool_)) or not isinstance(score, Real):
+            raise TypeError(f"a conformity score must be a real number, got {score!r} "
+                            f"({type(score).__name__})")
+        if not isinstance(missed, (bool, np.bool_)):
+            raise TypeError(f"missed must be a bool, got {missed!r} ({type(missed).__name__})")
         score = float(score)
         if not score >= 0.0:
             raise ValueError(f"a conformity score must be >= 0, got {score!r}")
@@ -271,6 +280,10 @@ class IntervalRegressor(base.Wrapper, base.Regressor):
         "spread": ["boolean"],
     }
 
+    # The lock is a slot, not state: ``vars()`` (what a replay checkpoint captures of a target
+    # wrapper, okoco.persistence._checkpoints) never holds it; pickles leave it out too.
+    __slots__ = ("_lock",)
+
     #: Saved state (okoco.persistence; the load helper registers the class): the calibration,
     #: whether the regressor gives a spread (None: not asked yet) and the running sums.
     _saved_state = {"regressor": "obj|river", "coverage": "number", "gamma": "number",
@@ -298,9 +311,7 @@ class IntervalRegressor(base.Wrapper, base.Regressor):
         self._lock = threading.Lock()  # one call at a time, as the learners (one_at_a_time)
 
     def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_lock", None)  # a copy gets a lock of its own
-        return state
+        return self.__dict__.copy()  # without the lock (a slot): a copy gets a lock of its own
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)

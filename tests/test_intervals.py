@@ -298,3 +298,19 @@ def test_the_wrapper_is_locked_and_pickles_without_its_lock():
     assert hasattr(wrapper._lock, "acquire")
     copy = pickle.loads(pickle.dumps(wrapper))
     assert copy._lock is not wrapper._lock and "_lock" not in wrapper.__getstate__()
+
+
+@pytest.mark.parametrize(("score", "missed", "error"), [
+    ("1.5", False, TypeError), (True, False, TypeError), (b"1", False, TypeError),
+    (None, False, TypeError), (1.0, "no", TypeError), (1.0, 1, TypeError),
+    (-0.5, False, ValueError), (float("nan"), False, ValueError)])
+def test_the_calibrator_refuses_what_is_no_score_and_changes_nothing(score, missed, error):
+    # before: float("1.5") and float(True) were taken as scores
+    calibrator = AdaptiveConformal()
+    calibrator.update(0.5, False)
+    state = pickle.dumps(calibrator)
+    with pytest.raises(error):
+        calibrator.update(score, missed)
+    assert pickle.dumps(calibrator) == state
+    calibrator.update(math.inf, np.bool_(True))  # no finite interval covered it: a score
+    assert calibrator.n_missed == 1
