@@ -36,6 +36,7 @@ from okoco.learners import (
     MulticlassClassifier,
     SketchedKONS,
 )
+from okoco.preprocessing import TargetStandardScaler
 from okoco.regret import KernelRidge, RegretTracker
 
 LEARNERS = {
@@ -57,7 +58,8 @@ MULTICLASS = {
 CLASSIFIERS = {**MULTICLASS,
                "binary": lambda: BinaryClassifier(KONS(loss=losses.Logistic()))}
 WRAPPERS = {"interval-krls": lambda: IntervalRegressor(KRLS()),
-            "interval-fgd": lambda: IntervalRegressor(FunctionalGD())}
+            "interval-fgd": lambda: IntervalRegressor(FunctionalGD()),
+            "target-scaler": lambda: TargetStandardScaler(KONS())}
 ALL = {**LEARNERS, **CLASSIFIERS, **WRAPPERS}
 
 
