@@ -318,3 +318,12 @@ def test_a_renamed_or_missing_column_in_predict_many_is_a_new_or_absent_feature(
     np.testing.assert_array_equal(model.predict_many(missing).to_numpy(),
                                   model.predict_many(pd.DataFrame([{"a": 0.3, "b": 0.0},
                                                                    {"a": -0.1, "b": 0.0}])))
+
+
+def test_pos_label_follows_the_label_rule():
+    # before: BinaryClassifier(pos_label=([1],)) was accepted, and no label could ever match it
+    with pytest.raises(TypeError, match=r"pos_label must be None or a single hashable label"):
+        BinaryClassifier(pos_label=([1],))
+    with pytest.raises(ValueError, match="pos_label"):
+        BinaryClassifier(pos_label=math.nan)
+    assert BinaryClassifier(pos_label="yes").pos_label == "yes"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Hashable
 
 import numpy as np
 from river import base
@@ -19,17 +18,24 @@ __all__ = ["BinaryClassifier"]
 
 
 class _Label:
-    """The constraint on a class label: hashable, and equal to itself (NaN never is, so it could
-    never be matched or predicted)."""
+    """The constraint on a class label (``pos_label``): the classifiers' one rule,
+    ``okoco._checks.check_label`` (a single hashable value, equal to itself: NaN never is, so
+    it could never be matched or predicted)."""
 
     def accepts_type(self, value) -> bool:
-        return isinstance(value, Hashable)
+        try:
+            check_label(value)
+        except TypeError:
+            return value is None  # None is "not given" (the parameter's other option)
+        except ValueError:
+            pass  # a NaN: the right type, refused by convert
+        return True
 
     def convert(self, value):
         return value if value == value else None
 
     def __str__(self) -> str:
-        return "a hashable label equal to itself"
+        return "a single hashable label equal to itself"
 
 
 LABEL = _Label()
