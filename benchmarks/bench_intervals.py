@@ -13,14 +13,22 @@ Gaussian, uncalibrated. Then the cost of ``predict_one(x, with_dist=True)`` rela
     python -m benchmarks.bench_intervals            # all five streams
     python -m benchmarks.bench_intervals --streams sinc friedman
     python -m benchmarks.bench_intervals --models "PROSNKONS()" "CONKONS()"
+    python -m benchmarks.bench_intervals --duplicates    # only the duplicated-point table
+
+``--duplicates``: the stream of issue 40 (every other sample one fixed point and target, the
+others a noisy sine, 2,000 samples, no scaling), the finite recursion of
+``AdaptiveConformal(finite=True)`` (what ``IntervalRegressor`` uses) against Gibbs & Candès's
+(``finite=False``): infinite intervals after the first 100 steps, coverage, mean finite width.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 
+import numpy as np
 from river import linear_model, neighbors, preprocessing
 
 from okoco import datasets
@@ -93,14 +101,56 @@ def dist_cost(make, stream: str = "friedman", calls: int = 300) -> float:
     return timed(with_dist=True) / timed()
 
 
+def duplicated(n: int = 2000, seed: int = 0):
+    """Every other sample the point {a: 0.5, b: 0.1} with target 1, else a noisy sine."""
+    rng = np.random.default_rng(seed)
+    for t in range(n):
+        if t % 2:
+            yield {"a": 0.5, "b": 0.1}, 1.0
+        else:
+            v = rng.normal(size=2)
+            yield {"a": float(v[0]), "b": float(v[1])}, float(np.sin(v[0]) + 0.1 * rng.normal())
+
+
+def run_duplicates(make, finite: bool, only_duplicates: bool) -> dict:
+    wrapper = IntervalRegressor(make(), coverage=0.9)
+    wrapper.calibrator.finite = finite
+    infinite = 0
+    stream = [({"a": 0.5}, 1.0)] * 2000 if only_duplicates else duplicated()
+    for t, (x, y) in enumerate(stream):
+        low, high = wrapper.predict_one(x, with_interval=True)
+        infinite += t >= 100 and not math.isfinite(high - low)
+        wrapper.learn_one(x, y)
+    return {"infinite": infinite, "coverage": wrapper.coverage_seen, "width": wrapper.mean_width}
+
+
+def duplicates_table(models: dict) -> None:
+    print("| stream | model | recursion | infinite after step 100 | coverage | mean width |")
+    print("|---|---|---|---|---|---|")
+    for stream, only in (("one point repeated", True), ("every other sample", False)):
+        for name, make in models.items():
+            if name.startswith("river"):
+                continue
+            for finite in (False, True):
+                r = run_duplicates(make, finite, only)
+                print(f"| {stream} | {name} | {'finite' if finite else 'paper'} | "
+                      f"{r['infinite']} | {r['coverage']:.3f} | {r['width']:.4f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", nargs="+", default=STREAMS)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS),
                         metavar="MODEL", help="names as in the table (default: all)")
+    parser.add_argument("--duplicates", action="store_true",
+                        help="only the duplicated-point table (issue 40)")
     args = parser.parse_args(argv)
     models = {name: MODELS[name] for name in args.models}
     print(f"load average {os.getloadavg()[0]:.2f}")
+    if args.duplicates:
+        duplicates_table(models)
+        print(f"load average {os.getloadavg()[0]:.2f}")
+        return
     print("| stream | model | own spread | coverage | mean width | interval score | µs/sample |")
     print("|---|---|---|---|---|---|---|")
     for stream in args.streams:

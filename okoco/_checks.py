@@ -7,6 +7,9 @@ regret tracker read their input through it):
   float value. ``None``, strings, bytes, complex numbers, ``Decimal`` and containers are a
   ``TypeError``; NaN, infinities and magnitudes above ``1e150`` (whose square overflows float64)
   are a ``ValueError``.
+- A class label (:func:`check_label`) is one hashable value equal to itself: ``None``, a
+  container (a list, a tuple, a set, an array) or anything unhashable is a ``TypeError``; NaN
+  (a float NaN, numpy's) is a ``ValueError``.
 - A batch that fails names its row (:func:`in_row`), and :func:`undo_on_error` restores an
   object's attributes when a batch fails part way (a batch is all or nothing).
 """
@@ -17,11 +20,12 @@ import contextlib
 import copy
 import math
 import numbers
+from collections.abc import Collection, Hashable
 
 import numpy as np
 
-__all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "check_array", "in_row",
-           "undo_on_error"]
+__all__ = ["MAX_ABS_VALUE", "check_value", "check_target", "check_label", "check_array",
+           "in_row", "undo_on_error"]
 
 # Values beyond this cannot be squared in float64; a kernel would silently return inf/NaN.
 MAX_ABS_VALUE = 1e150
@@ -40,8 +44,15 @@ def _huge(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+#: What to do with a missing value (one rule in dicts, arrays and DataFrames: okoco._input).
+_MISSING = ("leave the feature out of a dict (an absent feature is 0), or impute it "
+            "(e.g. river's preprocessing.StatImputer; X.fillna(0) for a DataFrame)")
+
+
 def _bad_value(name, value) -> Exception:
     """The error for a feature value that is not a usable number (one wording everywhere)."""
+    if type(value).__name__ == "NAType":  # pandas' NA: a missing number, as NaN
+        return ValueError(f"feature {name!r} is <NA>, a missing value; {_MISSING}")
     if isinstance(value, (bool, np.bool_, np.timedelta64, np.datetime64)) or \
             not isinstance(value, numbers.Real):
         # numpy's timedelta64 is registered as an integer, but a duration is no feature value
@@ -55,6 +66,8 @@ def _bad_value(name, value) -> Exception:
     except Exception as error:  # a number type whose float() itself fails
         return TypeError(f"feature {name!r} = {_huge(value)} ({type(value).__name__}) has no "
                          f"float value (float() raised {type(error).__name__}: {error})")
+    if number != number:
+        return ValueError(f"feature {name!r} is not finite (nan), a missing value; {_MISSING}")
     if not math.isfinite(number):
         return ValueError(f"feature {name!r} is not finite ({number!r}); impute or drop "
                           "non-finite values")
@@ -72,7 +85,8 @@ def check_value(name, value) -> float:
     >>> check_value("price", float("nan"))
     Traceback (most recent call last):
     ...
-    ValueError: feature 'price' is not finite (nan); impute or drop non-finite values
+    ValueError: feature 'price' is not finite (nan), a missing value; leave the feature out of
+    a dict (an absent feature is 0), or impute it (...)
     """
     if type(value) is float and -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
         return value  # the common case, without the checks below (NaN fails the comparison)
@@ -125,6 +139,48 @@ def check_target(y, loss=None, what: str = "the target") -> float:
     if check is not None:
         check(y)
     return y
+
+
+def check_label(y) -> None:
+    """Raise unless ``y`` can be a class label of a classifier (one rule for every okoco
+    classifier): a single hashable value equal to itself.
+
+    ``None`` is river's "no label"; a container (a tuple, a list, a set, an array) is not a
+    single value, and one holding a NaN or a list could never be matched again; NaN never
+    equals itself, so two NaN labels would be two classes. ``str``, ``bytes``, numbers, bools,
+    numpy scalars, enums and other hashable single values are labels.
+
+    Examples
+    --------
+    >>> check_label("yes"), check_label(3), check_label(True)
+    (None, None, None)
+    >>> check_label(([1],))
+    Traceback (most recent call last):
+    ...
+    TypeError: a label must be a single hashable value (a str, int, bool, ...), got ([1],) (tuple)
+    >>> check_label(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: the label nan cannot be a class: it is not equal to itself
+    """
+    kind = type(y)
+    if kind is str or kind is int or kind is bool:  # the common labels, without the checks
+        return
+    if y is None:
+        raise TypeError("a label cannot be None; use a str, int or bool for each class")
+    if kind is not float and (isinstance(y, Collection) and not isinstance(y, (str, bytes))
+                              or not isinstance(y, Hashable)):
+        raise TypeError(f"a label must be a single hashable value (a str, int, bool, ...), "
+                        f"got {_huge(y)} ({kind.__name__})")
+    try:
+        hash(y)
+        equal = bool(y == y)
+    except Exception as error:  # a hash or a comparison that fails: no usable label
+        raise TypeError(f"a label must be a single hashable value (a str, int, bool, ...), "
+                        f"got {_huge(y)} ({kind.__name__}): {type(error).__name__}: "
+                        f"{error}") from None
+    if not equal:
+        raise ValueError(f"the label {_huge(y)} cannot be a class: it is not equal to itself")
 
 
 def check_array(X, what: str = "X") -> np.ndarray:

@@ -11,8 +11,13 @@ state changes**, a batch included (a bad cell fails the whole batch, naming its 
   float value. ``None``, strings, bytes, complex numbers, ``Decimal`` and containers are a
   ``TypeError``; NaN, infinities and magnitudes above ``1e150`` (whose square overflows float64)
   are a ``ValueError``.
-- A batch is a 2-D array, a list of rows or a DataFrame (NaN / ``None`` in a DataFrame mean
-  "absent from that row", as when it is built from dicts; in an array NaN is an error).
+- A batch is a 2-D array, a list of rows or a DataFrame, each cell checked as a dict's value.
+- **One rule for missing values** (``docs/guide/reliability.md``): a feature is absent from a
+  row only when a dict leaves its key out (it is 0 then); a missing *value* (NaN, pandas'
+  ``NA``, ``None``) is refused wherever it is, a dict's value, an array's cell or a DataFrame's
+  cell, naming its row and feature, and nothing is learned (NaN and ``NA`` a ``ValueError``,
+  ``None`` a ``TypeError``; pandas stores a numeric column's missing cell as NaN). A DataFrame
+  whose missing cells mean "absent" says so with ``X.fillna(0)``.
 
 Buffers grow by capacity doubling (:func:`reserve`, :class:`Rows`), never ``np.append`` per step.
 """
@@ -180,9 +185,9 @@ class FeatureMap:
         Nothing is registered; pass the names to :meth:`add` once the row is accepted. With
         ``arrays=False`` only dicts are rows (the river learners).
         """
-        if isinstance(x, dict):
+        if isinstance(x, (dict, Mapping)):  # a dict first: the ABC's check costs more
             return self._encode_dict(x)
-        if not arrays or isinstance(x, (str, bytes, Mapping)) or x is None:
+        if not arrays or isinstance(x, (str, bytes)) or x is None:
             kind = "a dict of features" if not arrays else "a dict or a 1-D array of numbers"
             raise TypeError(f"x must be {kind}, got {type(x).__name__}")
         if self.mode == "dict":
@@ -196,7 +201,7 @@ class FeatureMap:
         vec = _numbers(raw[None, :], range(d), absent=False, rows=False)[0]
         return vec, NewColumns(() if self.mode == "array" else range(d), "array")
 
-    def _encode_dict(self, x: dict) -> tuple[np.ndarray, list]:
+    def _encode_dict(self, x: Mapping) -> tuple[np.ndarray, list]:
         if self.mode == "array":
             raise TypeError("this object was fed arrays; got a dict")
         width = len(self.columns)
@@ -235,9 +240,9 @@ class FeatureMap:
     def encode_many(self, X, *, arrays: bool = True) -> tuple[np.ndarray, list]:
         """Validated ``(n, width + new)`` matrix of a batch, and the new feature names.
 
-        ``X`` is a DataFrame (columns are feature names, NaN/``None`` = absent), a 2-D array
-        (positions are features; with ``arrays=False`` its columns are named 0, 1, ...), or a
-        list of dicts. Nothing is registered; a bad cell raises naming its row and feature.
+        ``X`` is a DataFrame (columns are feature names; NaN, ``NA`` or ``None`` refused), a
+        2-D array (positions are features; with ``arrays=False`` its columns are named 0, 1,
+        ...), or a list of dicts. Nothing is registered; a bad cell raises naming its row and feature.
         """
         if type(X) is np.ndarray:  # the common batches first: no attribute probing
             if not arrays and self.mode != "array":  # columns named by position: one pass
@@ -255,7 +260,7 @@ class FeatureMap:
             # the common frame in one pass: the registered columns in order (registered names
             # are neither duplicate nor NaN: the check below cannot fail) and float64 cells
             if self.mode != "array":
-                values = _encode.named_rows(raw, names, self.columns, MAX_ABS_VALUE)
+                values = _encode.named_rows(raw, names, self.columns, MAX_ABS_VALUE, False)
                 if values is not None:
                     return values, []
             if len(set(names)) != len(names) or _encode.has_nan_name(names):
@@ -264,7 +269,7 @@ class FeatureMap:
                                  "each feature needs one column")
             if raw.dtype.kind not in "biuf":
                 numeric = all(getattr(dtype, "kind", "O") in "biuf" for dtype in X.dtypes)
-                # nullable dtypes (Int64, boolean, Float64): <NA> is an absent cell, like NaN
+                # nullable dtypes (Int64, boolean, Float64): <NA> is missing, refused as NaN
                 raw = X.to_numpy(dtype=float, na_value=np.nan) if numeric else \
                     X.to_numpy(dtype=object)
         elif type(X) is not np.ndarray:
@@ -279,8 +284,7 @@ class FeatureMap:
         if named and self.mode == "array":
             raise TypeError("this object was fed arrays; got named columns")
         names = names if is_frame else list(range(raw.shape[1]))
-        # absent cells (a frame's NaN) are 0 in the values
-        values = _cells(raw, names, absent=is_frame)
+        values = _cells(raw, names, absent=False)  # missing cells are refused (module doc)
         if not named:
             return values, NewColumns(() if self.mode == "array" else names, "array")
         if names == list(self.columns):  # the registered columns, in order: no reordering

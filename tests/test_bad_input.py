@@ -159,8 +159,8 @@ def test_a_third_label_and_odd_labels():
     with pytest.raises(TypeError, match="label cannot be None"):
         model.learn_one({"a": 0.1}, None)
     # NaN never equals itself: a NaN label can never be matched again, so it is refused
-    # as a new class once two labels are known
-    with pytest.raises(ValueError, match="third class"):
+    # (okoco._checks.check_label: the classifiers' one rule)
+    with pytest.raises(ValueError, match="not equal to itself"):
         model.learn_one({"a": 0.1}, float("nan"))
     assert_unchanged(model, snap)
     # a bad feature in a classifier's row leaves the label list alone too
@@ -349,7 +349,7 @@ TARGET_BATCHES = [  # bad targets of a good batch (learners' learn_many)
 LABELS = [  # bad labels of a BinaryClassifier that has seen 'yes' and 'no'
     ("third-class", "maybe", ValueError, "'maybe' is a third class"),
     ("None", None, TypeError, "label cannot be None"),
-    ("nan-third-class", float("nan"), ValueError, "third class"),
+    ("nan-label", float("nan"), ValueError, "not equal to itself"),
     ("list", ["yes"], TypeError, "hashable"),
     ("dict", {"y": 1}, TypeError, "hashable"),
     ("array", np.array([1]), TypeError, "hashable"),
@@ -713,12 +713,19 @@ def test_dataframes_with_duplicate_column_names_are_refused():
     assert model.n_seen == 0
 
 
-def test_a_nullable_int64_na_is_an_absent_feature():
+def test_a_nullable_int64_na_is_a_missing_value_refused_as_nan():
+    # one rule for missing values (okoco._input): a frame's <NA> is refused as a dict's NaN
+    # or <NA> is; filled, it is the absent feature of a dict without its key
     import pandas as pd
 
     frame = pd.DataFrame({"a": pd.array([1, None, 3], dtype="Int64"), "b": [0.5, 1.5, -1.0]})
     model, reference = KONS(), KONS()
-    model.learn_many(frame, [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="row 1: feature 'a' is not finite \\(nan\\), a missing"):
+        model.learn_many(frame, [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="feature 'a' is <NA>, a missing value"):
+        model.learn_one({"a": pd.NA, "b": 0.5}, 0.1)
+    assert model.n_seen == 0
+    model.learn_many(frame.fillna(0), [0.1, 0.2, 0.3])
     for x, y in [({"a": 1.0, "b": 0.5}, 0.1), ({"b": 1.5}, 0.2), ({"a": 3.0, "b": -1.0}, 0.3)]:
         reference.learn_one(x, y)
     assert model.predict_one({"a": 2.0, "b": 0.0}) == reference.predict_one({"a": 2.0, "b": 0.0})

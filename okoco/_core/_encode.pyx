@@ -35,15 +35,21 @@ cdef extern from "Python.h":
     void PyErr_Clear()
 
 
-def known_row(dict x, dict columns, Py_ssize_t width, double limit):
-    """The vector of ``x`` over the ``width`` known columns (its missing features 0), or
-    ``None`` if a key has no column or a value is not a ``float`` / ``int`` (``bool`` is
-    not) of magnitude at most ``limit`` (NaN and infinities are not)."""
+def known_row(x, dict columns, Py_ssize_t width, double limit):
+    """The vector of the mapping ``x`` over the ``width`` known columns (its missing features
+    0), or ``None`` if a key has no column or a value is not a ``float`` / ``int`` (``bool``
+    is not) of magnitude at most ``limit`` (NaN and infinities are not).
+
+    A plain ``dict`` is read in place; any other mapping (an ``OrderedDict``, a
+    ``defaultdict``, a ``Mapping`` that is no dict) is read through ``dict(x)``, which takes
+    its own ``items`` (a subclass may override them)."""
     cdef Py_ssize_t pos = 0, col
     cdef PyObject* key
     cdef PyObject* value
     cdef PyObject* found
     cdef double number
+    if type(x) is not dict:
+        x = dict(x)
     out = _zeros(width)
     cdef double[::1] vec = out
     while PyDict_Next(x, &pos, &key, &value):
@@ -151,11 +157,12 @@ def positional_rows(X, dict columns, double limit):
     return checked_copy(X, limit, False)
 
 
-def named_rows(X, list names, dict columns, double limit):
+def named_rows(X, list names, dict columns, double limit, bint absent=True):
     """A C-ordered copy of the 2-D float64 array ``X`` (a DataFrame's cells) when its column
     ``names`` are the registered ``columns`` in order (``names == list(columns)``, as Python
-    compares lists) and every cell is a number of magnitude at most ``limit`` or NaN (an
-    absent cell: 0 in the copy); else ``None`` (the Python path decides and words the error)."""
+    compares lists) and every cell is a number of magnitude at most ``limit`` (or, with
+    ``absent``, NaN: an absent cell, 0 in the copy); else ``None`` (the Python path decides
+    and words the error). ``okoco._input`` passes ``absent=False``: NaN is refused there."""
     if X.ndim != 2 or len(names) != X.shape[1] or len(columns) != len(names):
         return None
     cdef Py_ssize_t pos = 0, k = 0
@@ -165,4 +172,4 @@ def named_rows(X, list names, dict columns, double limit):
         if not PyObject_RichCompareBool(names[k], <object>key, Py_EQ):
             return None
         k += 1
-    return checked_copy(X, limit, True)
+    return checked_copy(X, limit, absent)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Hashable
 
 import numpy as np
 from river import base
 
 from okoco import losses, persistence
+from okoco._checks import check_label, in_row
 from okoco._validation import Protocol, check_params
 from okoco.learners.base import one_at_a_time
 from okoco.learners.fgd import FunctionalGD
@@ -18,17 +18,24 @@ __all__ = ["BinaryClassifier"]
 
 
 class _Label:
-    """The constraint on a class label: hashable, and equal to itself (NaN never is, so it could
-    never be matched or predicted)."""
+    """The constraint on a class label (``pos_label``): the classifiers' one rule,
+    ``okoco._checks.check_label`` (a single hashable value, equal to itself: NaN never is, so
+    it could never be matched or predicted)."""
 
     def accepts_type(self, value) -> bool:
-        return isinstance(value, Hashable)
+        try:
+            check_label(value)
+        except TypeError:
+            return value is None  # None is "not given" (the parameter's other option)
+        except ValueError:
+            pass  # a NaN: the right type, refused by convert
+        return True
 
     def convert(self, value):
         return value if value == value else None
 
     def __str__(self) -> str:
-        return "a hashable label equal to itself"
+        return "a single hashable label equal to itself"
 
 
 LABEL = _Label()
@@ -39,6 +46,10 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     Two labels are mapped to :math:`\pm1` and the wrapped learner learns them as targets,
     so use a classification loss (``Logistic`` or ``SquaredHinge``) for a proper classifier.
+
+    A label is a single hashable value equal to itself (``okoco._checks.check_label``):
+    ``None``, containers (``([1],)``, a list, an array) and unhashable values are a
+    ``TypeError``, NaN a ``ValueError``, and a refused label changes nothing.
 
     Which label is :math:`+1`: ``pos_label`` if given; otherwise ``True`` (or ``1``) when the
     labels are booleans or 0/1 and ±1 integers, else the first label seen. The other label seen
@@ -138,19 +149,13 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     def _sign(self, y, labels: list | None = None) -> float:
         labels = self._labels if labels is None else labels
-        if y is None:  # river's "no label": it could never be predicted
-            raise TypeError("a label cannot be None; use a str, int or bool for each class")
-        if not LABEL.accepts_type(y):
-            raise TypeError(f"a label must be hashable (a str, int, bool, ...), got {y!r} "
-                            f"({type(y).__name__})")
-        if y in labels:  # a label seen before: it was checked then
+        check_label(y)  # the classifiers' one rule (None, containers, NaN: okoco._checks)
+        if y in labels:
             return 1.0 if y == self._pair(labels)[1] else -1.0
         if len(labels) >= 2:
             raise ValueError(
                 f"label {y!r} is a third class; this BinaryClassifier has seen {labels!r}"
             )
-        if LABEL.convert(y) is None:
-            raise ValueError(f"the label {y!r} cannot be a class: it is not equal to itself")
         _, pos = self._pair_of([*labels, y])
         return 1.0 if y == pos else -1.0
 
@@ -198,8 +203,8 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
     def learn_many(self, X, y, **kwargs) -> None:
         """``learn_one`` over the rows of a DataFrame or 2-D array and their labels, in order.
 
-        Every label is checked first: a third class raises ``ValueError`` and nothing is
-        learned.
+        Every label is checked first: a bad label or a third class raises naming its row,
+        and nothing is learned.
 
         Examples
         --------
@@ -214,8 +219,8 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
         """
         labels = list(self._labels)
         signs = []
-        for label in (y.tolist() if hasattr(y, "tolist") else list(y)):
-            signs.append(self._sign(label, labels))
+        for i, label in enumerate(y.tolist() if hasattr(y, "tolist") else list(y)):
+            signs.append(in_row(i, self._sign, label, labels))
             if label not in labels:
                 labels.append(label)
         self.learner.learn_many(X, np.asarray(signs))

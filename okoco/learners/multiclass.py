@@ -41,18 +41,22 @@ and target).
 
 from __future__ import annotations
 
+import threading
+from numbers import Integral
+
 import numpy as np
 from river import base
 
 from okoco import kernels as _kernels
 from okoco import losses, persistence
+from okoco._checks import check_label, in_row
 from okoco._input import FeatureMap, reserve
-from okoco._validation import Protocol, check_params
+from okoco._validation import Interval, Protocol, check_params
 from okoco.learners._multiclass_auto import SharedSquaredAuto
 from okoco.learners._multiclass_auto import shares_preconditioner as _auto_shares
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import ExpertRows, SharedPoints
-from okoco.learners.binary import LABEL
+from okoco.learners.base import one_at_a_time
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS
 
@@ -113,11 +117,32 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     arithmetic is still that of a standalone KONS learning its :math:`\pm 1` targets, with its
     own preconditioner).
 
+    **Labels** follow the classifiers' one rule (``okoco._checks.check_label``): a single
+    hashable value equal to itself. ``None``, containers (``([1],)``, a list, an array) and
+    unhashable values are a ``TypeError``, NaN a ``ValueError``; a refused label changes
+    nothing.
+
+    **Threads.** One call at a time (a lock, as the learners have): from several threads the
+    state is that of some sequential order of the calls.
+
+    **Memory per class** (``benchmarks/bench_multiclass_memory.py``: tracemalloc, 600 samples
+    of 3 classes, then a new class at every sample): with one preconditioner for all classes
+    a class adds :math:`O(W)`, two columns over the window's :math:`W + 1` slots (the default
+    ``KONS()``: 8 KiB a class at :math:`W = 500`; ``Auto()``: 40 KiB, one pair per expert);
+    any other learner keeps a whole learner per class, and a ``KONS`` with another loss or
+    step its own :math:`(W+1) \times (W+1)` preconditioner: 2.07 MiB a class at
+    :math:`W = 500` for ``KONS(loss=Logistic())`` (``FunctionalGD``: 8 KiB). Hence
+    ``max_classes`` (500: at most about 1 GiB for a per-class ``KONS`` at its default window,
+    6 MiB for the default): a label beyond it is refused with a ``ValueError`` saying so.
+
     Parameters
     ----------
     learner
         An okoco regressor, the template of every class's learner; ``None`` means ``KONS()``
         (the squared loss: one preconditioner for all classes).
+    max_classes
+        The most classes kept (``None``: no bound); a new label beyond it is refused, and
+        changes nothing.
 
     Attributes
     ----------
@@ -146,9 +171,11 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     _parameter_constraints = {
         "learner": [None, Protocol("an okoco regressor (with learn_one and predict_one)",
                                    "learn_one", "predict_one")],
+        "max_classes": [None, Interval(Integral, 1, None, closed="left")],
     }
 
-    _saved_state = {"learner": "obj", "classes": "list[plain]", "learners": "list[obj]",
+    _saved_state = {"learner": "obj", "max_classes": "opt int[1,]|none",
+                    "_lock": "cache:lock", "classes": "list[plain]", "learners": "list[obj]",
                     "n_seen": "int[0,]", "_features": "obj:FeatureMap as features",
                     "_points": "obj:SharedPoints|none as points",
                     "_shared": "opt obj:SharedSquaredKONS,SharedSquaredAuto|none as shared"}
@@ -156,12 +183,15 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
     # the classes' one preconditioner (squared-loss KONS), or one per expert (squared-loss
     # Auto); files before it hold None
     _shared = None
+    max_classes = None  # files before it: no bound
 
-    def __init__(self, learner=None):
+    def __init__(self, learner=None, max_classes: int | None = 500):
         self.learner = learner
+        self.max_classes = max_classes
         check_params(self)
         if learner is None:  # chosen by measurement: see the module's docstring
             self.learner = KONS()
+        self._lock = threading.Lock()  # one call at a time, as the learners (one_at_a_time)
         self.classes: list = []
         self.learners: list = []
         self.n_seen = 0
@@ -202,7 +232,17 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     def save(self, path, *, compress: bool = False):
         """Save the classifier and its learners to one ``.npz`` file (see :func:`okoco.load`)."""
-        return persistence.save(self, path, compress=compress)
+        with self._lock:  # not in the middle of another thread's step
+            return persistence.save(self, path, compress=compress)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_lock", None)  # a copy gets a lock of its own
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     @property
     def dictionary_size(self) -> int:
@@ -216,12 +256,14 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     # -- classes --------------------------------------------------------------------------
 
-    def _check_label(self, y) -> None:
-        if not LABEL.accepts_type(y):
-            raise TypeError(f"a label must be hashable (a str, int, bool, ...), got {y!r} "
-                            f"({type(y).__name__})")
-        if LABEL.convert(y) is None and y is not None:
-            raise ValueError(f"the label {y!r} cannot be a class: it is not equal to itself")
+    def _check_room(self, y, known: int) -> None:
+        """Refuse ``y`` as class ``known + 1`` beyond ``max_classes``."""
+        if self.max_classes is not None and known >= self.max_classes:
+            raise ValueError(
+                f"the label {y!r} would be class {known + 1}, beyond max_classes="
+                f"{self.max_classes}; raise max_classes (each class of "
+                f"{type(self.learner).__name__} adds its own state: see the class's "
+                "docstring, memory per class) or merge rare labels")
 
     def _new_learner(self):
         learner = self.learner.clone()
@@ -279,20 +321,36 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     # -- river protocol -------------------------------------------------------------------
 
+    @one_at_a_time
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
+        return self._predict_proba_one(x)
+
+    def _predict_proba_one(self, x: dict) -> dict:
         if not self.classes:
             return {}
         return dict(zip(self.classes, self._proba(self._scores(x)).tolist()))
 
+    @one_at_a_time
     def predict_one(self, x: dict, **kwargs):
+        return self._predict_one(x)
+
+    def _predict_one(self, x: dict):
         if not self.classes:
             return None
         return self.classes[int(np.argmax(self._scores(x)))]
 
+    @one_at_a_time
     def learn_one(self, x: dict, y, **kwargs) -> None:
-        self._check_label(y)
+        """One step of every class (``+1`` for ``y``'s, ``-1`` for the others); a new label is
+        a new class. A bad ``x`` or ``y`` raises before anything changes."""
+        self._learn_one(x, y)
+
+    def _learn_one(self, x: dict, y) -> None:
+        check_label(y)
         self._features.encode(x, arrays=False)  # a bad row raises here, before any change
         added = y not in self.classes
+        if added:
+            self._check_room(y, len(self.classes))
         if self._shared is not None:
             self._learn_one_shared(x, y, added)
             return
@@ -358,21 +416,47 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
 
     # -- mini-batches ---------------------------------------------------------------------
 
+    @one_at_a_time
     def learn_many(self, X, y, **kwargs) -> None:
-        """``learn_one`` over the rows of a DataFrame or 2-D array and their labels, in order."""
-        rows = _rows(X)
+        """``learn_one`` over the rows of a DataFrame, a 2-D array or a list of dicts and their
+        labels, in order.
+
+        The whole batch is checked first, as the learners check theirs: every cell (the one
+        input rule, ``docs/guide/reliability.md``), every label, the number of classes and
+        every row's ``k(x, x)``; the first bad one raises naming its row, and nothing is
+        learned. (A step the learners refuse for a numerical reason found only while learning,
+        e.g. ``KONS``'s guard, raises naming its row too, the rows before it learned.)
+        """
+        rows = self._checked_rows(X)
         labels = y.tolist() if hasattr(y, "tolist") else list(y)
         if len(labels) != len(rows):
             raise ValueError(f"X has {len(rows)} rows but y has {len(labels)} labels")
-        for label in labels:
-            self._check_label(label)
-        for row, label in zip(rows, labels):
-            self.learn_one(row, label)
+        classes = set()
+        known = len(self.classes)
+        for i, label in enumerate(labels):
+            in_row(i, check_label, label)
+            if label not in self.classes and label not in classes:
+                in_row(i, self._check_room, label, known + len(classes))
+                classes.add(label)
+        for i, (row, label) in enumerate(zip(rows, labels)):
+            in_row(i, self._learn_one, row, label)
 
+    def _checked_rows(self, X) -> list[dict]:
+        """The rows of a batch as dicts, once every cell (``FeatureMap.encode_many``: the
+        first bad one raises naming its row) and every row's ``k(x, x)`` (the template
+        learner's check, where it has one) passed."""
+        V, _ = self._features.encode_many(X, arrays=False)
+        check_rows = getattr(self.learner, "_check_rows", None)
+        if check_rows is not None:
+            check_rows(V)
+        return _rows(X)
+
+    @one_at_a_time
     def predict_proba_many(self, X, **kwargs):
-        """Class probabilities of each row: a DataFrame for a DataFrame, else ``{label: array}``."""
-        rows = _rows(X)
-        probas = [self.predict_proba_one(row) for row in rows]
+        """Class probabilities of each row: a DataFrame for a DataFrame, else ``{label: array}``;
+        the batch's cells are checked first (a bad one raises naming its row)."""
+        rows = self._checked_rows(X)
+        probas = [in_row(i, self._predict_proba_one, row) for i, row in enumerate(rows)]
         cols = {c: np.array([p.get(c, 0.0) for p in probas]) for c in self.classes}
         if hasattr(X, "iloc"):
             import pandas as pd  # optional dependency, only present with a DataFrame input
@@ -380,10 +464,13 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
             return pd.DataFrame(cols, index=X.index)
         return cols
 
+    @one_at_a_time
     def predict_many(self, X, **kwargs):
-        """The predicted label of each row (a Series for a DataFrame), as ``predict_one``."""
-        rows = _rows(X)
-        out = np.array([self.predict_one(row) for row in rows], dtype=object)
+        """The predicted label of each row (a Series for a DataFrame), as ``predict_one``; the
+        batch's cells are checked first (a bad one raises naming its row)."""
+        rows = self._checked_rows(X)
+        out = np.array([in_row(i, self._predict_one, row) for i, row in enumerate(rows)],
+                       dtype=object)
         if hasattr(X, "iloc"):
             import pandas as pd
 
