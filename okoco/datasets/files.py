@@ -12,11 +12,19 @@ CSV rules
   Without a header, a feature is named ``x<column index>``.
 * **Missing values** (an empty field, ``nan``, ``NA``, ``N/A``, ``null``, ``?``):
   ``na="error"`` (default) raises a ``ValueError`` naming the line and the column;
-  ``na="drop"`` drops the row.
+  ``na="drop"`` drops the row; ``na="absent"`` leaves the cell out of its sample, river's
+  convention for a missing feature (the row's dict lacks that key: okoco's learners read it as
+  0, which after online standardisation is the running mean of its column, and for a text
+  column no category). A missing target is never learned: an error, or the row dropped.
 * **Non-numeric features**: ``non_numeric="error"`` (default) raises a ``ValueError`` naming the
   line, the column and the value; ``non_numeric="drop"`` drops every column that holds a
-  non-numeric value (the names are kept in ``dataset.info["dropped_columns"]``). Infinite values
-  are always an error. No categorical encoding is attempted: encode them before, on purpose.
+  non-numeric value (the names are kept in ``dataset.info["dropped_columns"]``);
+  ``non_numeric="encode"`` keeps such a column as text (its values are strings, named with
+  their number of distinct values in ``dataset.info["text_columns"]``) for an encoder in the
+  model's pipeline, such as :func:`okoco.preprocessing.encode_text` (the ``okoco`` command
+  line's default). Infinite values are always an error.
+* **Every bad cell at once**: the whole file is checked before the error is raised, which names
+  every bad cell (the first few, and how many more) and each remedy once.
 * **Targets**: numeric targets with two distinct values make a ``"binary"`` task, other numeric
   targets ``"regression"``, non-numeric targets (class names) ``"binary"`` or ``"multiclass"``;
   pass ``task=`` to override (for example ``task="multiclass"`` for integer class codes).
@@ -111,20 +119,22 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
     task
         ``"regression"``, ``"binary"``, ``"multiclass"``, or ``None`` to infer it.
     na
-        ``"error"`` or ``"drop"`` (the row) for missing values.
+        ``"error"``, ``"drop"`` (the row) or ``"absent"`` (the cell left out of its sample)
+        for missing feature values.
     non_numeric
-        ``"error"`` or ``"drop"`` (the column) for non-numeric feature values. With the default
-        target, dropping a column of text labels (every value text, at most 20 distinct values
-        and at most half as many as rows) is refused: that column is most likely the target,
-        so name the target explicitly.
+        ``"error"``, ``"drop"`` (the column) or ``"encode"`` (the column kept as text, for an
+        encoder) for non-numeric feature values. With the default target, dropping a column of
+        text labels (every value text, at most 20 distinct values and at most half as many as
+        rows) is refused: that column is most likely the target, so name the target
+        explicitly.
     name
         Dataset name; default the file name.
 
     Raises
     ------
     ValueError
-        On a bad value, naming the file, the line number (1-based, as an editor shows it) and
-        the column.
+        On bad values, naming the file and every bad cell: its line number (1-based, as an
+        editor shows it) and its column.
 
     Examples
     --------
@@ -134,11 +144,15 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
     >>> ds = load_csv(p, target="y")
     >>> ds, ds.take(1)
     (Dataset(name='data.csv', n=3, d=2, task='regression'), [({'a': 1.0, 'b': 2.0}, 0.5)])
+    >>> _ = open(p, "w").write("city,b,y\\nParis,,0.5\\nLyon,4,1.5\\n")
+    >>> ds = load_csv(p, na="absent", non_numeric="encode")
+    >>> ds.take(2), ds.info["text_columns"]
+    ([({'city': 'Paris'}, 0.5), ({'city': 'Lyon', 'b': 4.0}, 1.5)], {'city': 2})
     """
-    if na not in ("error", "drop"):
-        raise ValueError(f"na must be 'error' or 'drop', got {na!r}")
-    if non_numeric not in ("error", "drop"):
-        raise ValueError(f"non_numeric must be 'error' or 'drop', got {non_numeric!r}")
+    if na not in ("error", "drop", "absent"):
+        raise ValueError(f"na must be 'error', 'drop' or 'absent', got {na!r}")
+    if non_numeric not in ("error", "drop", "encode"):
+        raise ValueError(f"non_numeric must be 'error', 'drop' or 'encode', got {non_numeric!r}")
     if task is not None and task not in TASKS:
         raise ValueError(f"task must be one of {TASKS} or None, got {task!r}")
     where = str(path)
@@ -204,31 +218,28 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
     t %= width
     feats = [j for j in range(width) if j != t]
 
-    dropped: list[str] = []
+    text = [j for j in feats if non_numeric != "error" and any(
+        _number(r[j]) is None and not _is_na(r[j]) for _, r in rows)]
+    labels = next((columns[j] for j in text if implicit_target and non_numeric == "drop"
+                   and _looks_like_labels([r[j] for _, r in rows])), None)
+    if labels is not None:
+        raise ValueError(
+            f"{where}: column {labels!r} holds text labels and non_numeric='drop' would drop "
+            f"it while the target defaults to the last column {columns[t]!r}; name the "
+            f"target: target={labels!r} (okoco replay: -t {labels}), or "
+            f"target={columns[t]!r} to keep it"
+        )
+    dropped = [columns[j] for j in text] if non_numeric == "drop" else []
     if non_numeric == "drop":
-        keep = []
-        for j in feats:
-            if any(_number(r[j]) is None and not _is_na(r[j]) for _, r in rows):
-                dropped.append(columns[j])
-            else:
-                keep.append(j)
-        feats = keep
-        labels = next((c for c in dropped if implicit_target and _looks_like_labels(
-            [r[columns.index(c)] for _, r in rows])), None)
-        if labels is not None:
-            raise ValueError(
-                f"{where}: column {labels!r} holds text labels and non_numeric='drop' would drop "
-                f"it while the target defaults to the last column {columns[t]!r}; name the "
-                f"target: target={labels!r} (okoco replay: -t {labels}), or "
-                f"target={columns[t]!r} to keep it"
-            )
-
+        feats = [j for j in feats if j not in text]
+    kept_text = set() if non_numeric == "drop" else set(text)
     numeric_target = task == "regression" or all(
         _number(r[t]) is not None or _is_na(r[t]) for _, r in rows
     )
+    problems = _Problems(where)
     X_rows, targets = [], []
     for ln, fields in rows:
-        values = []
+        values: list[Any] = []
         skip = False
         for j in feats + [t]:
             field = fields[j]
@@ -236,37 +247,43 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
                 if na == "drop":
                     skip = True
                     break
-                raise ValueError(
-                    f"{where}, line {ln}: missing value (NaN) in column {columns[j]!r}; "
-                    "use na='drop' to skip such rows (okoco replay: -d na=drop)"
-                )
-            if j == t and not numeric_target:
+                if na == "absent" and j != t:
+                    values.append(None)
+                    continue
+                problems.add(ln, f"missing value (NaN) in column {columns[j]!r}",
+                             "use na='drop' to skip such rows or na='absent' to leave such "
+                             "cells out of their sample (okoco replay: -d na=drop)"
+                             if j != t else "use na='drop' to skip such rows (okoco replay: "
+                             "-d na=drop)")
+                values.append(None)
+                continue
+            if j in kept_text or (j == t and not numeric_target):
                 values.append(field.strip())
                 continue
             v = _number(field)
             if v is None:
                 what = "target" if j == t else "feature"
-                raise ValueError(
-                    f"{where}, line {ln}: non-numeric {what} value {field.strip()!r} in column "
-                    f"{columns[j]!r}" + (f"; if it is the target, name it: target="
-                                         f"{columns[j]!r} (okoco replay: -t {columns[j]}); to "
-                                         "drop non-numeric columns: non_numeric='drop' (-d "
-                                         "non_numeric=drop)" if j != t else "")
-                )
-            if not np.isfinite(v):
-                raise ValueError(
-                    f"{where}, line {ln}: non-finite value {field.strip()!r} in column "
-                    f"{columns[j]!r}"
-                )
+                problems.add(ln, f"non-numeric {what} value {field.strip()!r} in column "
+                             f"{columns[j]!r}", key=columns[j], hint=(
+                                 f"if it is the target, name it: target={columns[j]!r} (okoco "
+                                 f"replay: -t {columns[j]}); to encode text columns: "
+                                 "non_numeric='encode', to drop them: non_numeric='drop' (-d "
+                                 "non_numeric=drop)" if j != t else None))
+            elif not np.isfinite(v):
+                problems.add(ln, f"non-finite value {field.strip()!r} in column "
+                             f"{columns[j]!r}")
             values.append(v)
         if not skip:
             X_rows.append(values[:-1])
             targets.append(values[-1])
+    problems.check()
     if not X_rows:
         raise ValueError(f"{where}: no rows left after dropping rows with missing values")
     if not feats:
         raise ValueError(f"{where}: no numeric feature column left")
-    X = np.asarray(X_rows, dtype=np.float64).reshape(len(X_rows), len(feats))
+    mixed = bool(kept_text) or any(v is None for row in X_rows for v in row)
+    X = (np.array(X_rows, dtype=object) if mixed
+         else np.asarray(X_rows, dtype=np.float64)).reshape(len(X_rows), len(feats))
     y = np.asarray(targets)
     task = task or infer_task(y)
     if task != "regression" and not numeric_target:
@@ -276,8 +293,52 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
         name or Path(path).name, task, X=X, y=y, feature_names=[columns[j] for j in feats],
         description=f"CSV file {where}",
         info={"path": where, "target": columns[t], "dropped_columns": dropped,
-              "n_dropped_rows": len(rows) - len(X_rows)},
+              "text_columns": {columns[j]: len({r[j].strip() for _, r in rows
+                                                if not _is_na(r[j])})
+                               for j in feats if j in kept_text},
+              "n_dropped_rows": len(rows) - len(X_rows),
+              "n_absent_cells": sum(v is None for row in X_rows for v in row)},
     )
+
+
+class _Problems:
+    """The bad cells of a file, gathered over the whole file and reported in one error: each
+    with its line, then each distinct hint once."""
+
+    #: Cells named in the message; the others are counted.
+    SHOWN = 8
+
+    def __init__(self, where: str):
+        self.where = where
+        self.cells: list[str] = []
+        self.hints: dict[str, None] = {}
+        self.repeats: dict[str, list] = {}  # key -> [index in cells, cells counted]
+
+    def add(self, line: int, message: str, hint: str | None = None, *,
+            key: str | None = None) -> None:
+        """One bad cell; the cells of one ``key`` (a text column) are named once, counted."""
+        if hint:
+            self.hints[hint] = None
+        if key is not None and key in self.repeats:
+            self.repeats[key][1] += 1
+            return
+        if key is not None:
+            self.repeats[key] = [len(self.cells), 1]
+        self.cells.append(f"line {line}: {message}")
+
+    def check(self) -> None:
+        """Raise the ``ValueError`` naming every bad cell (the first :attr:`SHOWN` of them)."""
+        for index, count in self.repeats.values():
+            if count > 1:
+                self.cells[index] += f" (and {count - 1} more cells of that column)"
+        if not self.cells:
+            return
+        hints = "".join(f"; {h}" for h in self.hints)
+        if len(self.cells) == 1:
+            raise ValueError(f"{self.where}, {self.cells[0]}{hints}")
+        more = len(self.cells) - self.SHOWN
+        shown = "; ".join(self.cells[:self.SHOWN]) + (f"; and {more} more" if more > 0 else "")
+        raise ValueError(f"{self.where}: {len(self.cells)} bad cells: {shown}{hints}")
 
 
 def _looks_like_labels(values: list[str]) -> bool:

@@ -21,13 +21,18 @@ Examples
 """
 
 from okoco.experiment._build import (
+    CSV_DEFAULTS,
+    POSITIVE_WORDS,
+    binary_labels,
     build_model,
     describe,
     load_dataset,
     make_kernel,
     make_metrics,
     note_leader,
+    positive_label,
     shuffled,
+    text_encoding,
 )
 from okoco.experiment._names import (
     KERNELS,
@@ -47,4 +52,5 @@ UserError.__module__ = __name__  # users meet it as okoco.experiment.UserError
 __all__ = ["UserError", "name_key", "resolve", "learner_registry", "KERNELS", "LOSSES", "METRICS",
            "REGRESSION_METRICS", "parameters", "make_kernel", "build_model", "load_dataset",
            "shuffled", "make_metrics", "RunSpec", "Checkpoint", "run", "run_one", "describe",
-           "note_leader"]
+           "note_leader", "positive_label", "binary_labels", "text_encoding", "POSITIVE_WORDS",
+           "CSV_DEFAULTS"]
