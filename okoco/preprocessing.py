@@ -32,7 +32,7 @@ from river import base, compose, stats
 from okoco import persistence
 from okoco._dist import gaussian
 
-__all__ = ["StandardScaler", "TargetStandardScaler", "encode_text", "MAX_ONE_HOT",
+__all__ = ["StandardScaler", "TargetStandardScaler", "SelectPresent", "encode_text", "MAX_ONE_HOT",
            "HASHED_FEATURES"]
 
 #: A text column with at most this many distinct values is one-hot encoded; a column with
@@ -182,6 +182,21 @@ class TargetStandardScaler(compose.TargetTransformRegressor):
         return dict(state)
 
 
+class SelectPresent(compose.Select):
+    """river's ``compose.Select`` for samples that may lack a selected feature: the selected
+    features present in ``x`` (river's raises ``KeyError`` on an absent one, river's
+    convention for a missing value).
+
+    Examples
+    --------
+    >>> SelectPresent("city", "street").transform_one({"city": "Lyon", "m2": 40.0})
+    {'city': 'Lyon'}
+    """
+
+    def transform_one(self, x: dict) -> dict:
+        return {i: x[i] for i in self.keys if i in x}
+
+
 def encode_text(one_hot=(), hashed=(), *, scale: bool = True,
                 n_features: int = HASHED_FEATURES, seed: int = 0):
     r"""The pipeline step for samples with text features: river's encoders for the text
@@ -189,8 +204,8 @@ def encode_text(one_hot=(), hashed=(), *, scale: bool = True,
 
     It is river's own idiom, a union of three branches::
 
-        (Select(*one_hot) | OneHotEncoder())
-        + (Select(*hashed) | FeatureHasher(n_features, seed=seed))
+        (SelectPresent(*one_hot) | OneHotEncoder())
+        + (SelectPresent(*hashed) | FeatureHasher(n_features, seed=seed))
         + (Discard(*one_hot, *hashed) | StandardScaler())
 
     ``river.preprocessing.OneHotEncoder`` gives each value of a column a feature
@@ -201,7 +216,8 @@ def encode_text(one_hot=(), hashed=(), *, scale: bool = True,
     The okoco command line encodes a column with at most :data:`MAX_ONE_HOT` distinct values
     one-hot and hashes the others. A feature absent from a sample (river's convention for a
     missing value, see :func:`okoco.datasets.load_csv`'s ``na="absent"``) sets no category and
-    is 0 after scaling: the running mean of its column.
+    is 0 after scaling: the running mean of its column (:class:`SelectPresent` is river's
+    ``Select`` for such samples).
 
     Parameters
     ----------
@@ -234,9 +250,9 @@ def encode_text(one_hot=(), hashed=(), *, scale: bool = True,
     numeric = compose.Discard(*one_hot, *hashed)
     branches = [numeric | StandardScaler() if scale else numeric]
     if one_hot:
-        branches.append(compose.Select(*one_hot) | river_preprocessing.OneHotEncoder())
+        branches.append(SelectPresent(*one_hot) | river_preprocessing.OneHotEncoder())
     if hashed:
-        branches.append(compose.Select(*hashed)
+        branches.append(SelectPresent(*hashed)
                         | river_preprocessing.FeatureHasher(n_features=n_features, seed=seed))
     return compose.TransformerUnion(*branches)
 

@@ -338,7 +338,7 @@ def _empty_result(spec: Any, ds: Any, learner: str):
 # -- commands -------------------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(short_help="Replay a dataset through one learner, test-then-train.")
 def replay(
     dataset: str = typer.Argument(..., metavar="DATASET",
                                   help="a built-in dataset name (see `okoco datasets`) or a "

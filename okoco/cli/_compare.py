@@ -40,7 +40,7 @@ from okoco.cli._report import _print_table
 COMPARED_BY_DEFAULT = (DEFAULT_LEARNER, "kons", "fgd")
 
 
-@app.command()
+@app.command(short_help="Compare learners on a dataset over seeds.")
 def compare(
     dataset: str = typer.Argument(..., metavar="DATASET",
                                   help="a built-in dataset name or a file"),
