@@ -224,3 +224,11 @@ def test_help_lists_whole_descriptions():
         text = CliRunner().invoke(app, ["--help"], env={"COLUMNS": str(width)}).output
         commands = text.split("Commands:")[1]
         assert "..." not in commands
+
+
+def test_checkpoints_of_text_columns_are_refused_in_one_line(tmp_path):
+    path = houses(tmp_path / "houses.csv", n=30)
+    line = error_line(run("replay", path, "-t", "price", "--checkpoint",
+                          str(tmp_path / "c.ckpt.npz")))
+    assert "cannot hold the encoders of text columns yet ('city')" in line
+    assert not (tmp_path / "c.ckpt.npz").exists()

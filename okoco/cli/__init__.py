@@ -61,7 +61,7 @@ _API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs
         "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
         "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
         "_note_leader", "read_metadata", "resolve", "RunSpec", "Checkpoint", "run",
-        "name_key", "text_encoding", "MAX_ONE_HOT")
+        "name_key", "text_encoding", "MAX_ONE_HOT", "refuse_checkpoint_of_text")
 
 
 def _load_api() -> None:
@@ -69,7 +69,7 @@ def _load_api() -> None:
     global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
     global learner_registry, load_dataset, _kernel, _metrics, _parameters
     global read_metadata, _note_leader, resolve, RunSpec, Checkpoint, run, name_key
-    global text_encoding, MAX_ONE_HOT
+    global text_encoding, MAX_ONE_HOT, refuse_checkpoint_of_text
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
     # deferred: scipy and river take about a second to import (see the note above _API)
@@ -90,6 +90,7 @@ def _load_api() -> None:
     _note_leader, resolve = experiment.note_leader, experiment.resolve
     name_key = experiment.name_key
     text_encoding, MAX_ONE_HOT = experiment.text_encoding, preprocessing.MAX_ONE_HOT
+    refuse_checkpoint_of_text = experiment.refuse_checkpoint_of_text
 
 
 def __getattr__(name: str) -> Any:
@@ -420,9 +421,11 @@ def replay(
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
         ds = load_dataset(dataset, target=target, data_params=dict(spec.data_params), seed=seed,
                           shuffle=shuffle)
-        _note_columns(ds, quiet or as_json)
         _intervals_fit(interval, ds)
         ckpt = _checkpoint_path(checkpoint, checkpoint_every, resume, output)
+        if ckpt is not None:
+            refuse_checkpoint_of_text(ds)
+        _note_columns(ds, quiet or as_json)
         n = len(ds) if max_samples is None else min(len(ds), max_samples)
         if not (quiet or as_json):
             _warn_long_stream(name, spec.params, n)

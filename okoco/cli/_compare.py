@@ -34,7 +34,7 @@ from okoco.cli._options import (
     _SCALE_TARGET,
     _TARGET,
 )
-from okoco.cli._report import _print_table
+from okoco.cli._report import _label_rule, _print_table
 
 #: The learners ``compare`` runs when no -l is given: replay's default and two of its experts.
 COMPARED_BY_DEFAULT = (DEFAULT_LEARNER, "kons", "fgd")
@@ -179,11 +179,17 @@ def compare(
             cli.atomic_write(output, write)
         if plot is not None:
             cli.plot_runs(runs, plot)
+        first = next(rs for rs in runs.values() if rs)[0].meta
+        labels = {k: first[k] for k in ("pos_label", "pos_rule") if k in first}
         if as_json:
             typer.echo(json.dumps(cli.to_json_ready({"dataset": dataset, "metric": main,
-                                                     "seeds": seeds, "summary": table})))
+                                                     "seeds": seeds, **labels,
+                                                     "summary": table})))
         else:
             _print_table(table, cols, quiet)
+            if labels:
+                typer.echo(f"positive label {labels['pos_label']!r} "
+                           f"({_label_rule(labels['pos_rule'])})")
         if failed:
             raise typer.Exit(code=1)
 

@@ -121,9 +121,13 @@ def _label_lines(result: Any) -> list[tuple[str, str]]:
     """A binary task's positive class, and the rule that chose it."""
     if "pos_label" not in result.meta:
         return []
-    rule = result.meta.get("pos_rule", "")
-    how = rule if rule == "named with --pos-label" else f"{rule}; name it with --pos-label"
-    return [("positive", f"{result.meta['pos_label']!r} ({how})")]
+    return [("positive", f"{result.meta['pos_label']!r} "
+                         f"({_label_rule(result.meta.get('pos_rule', ''))})")]
+
+
+def _label_rule(rule: str) -> str:
+    """How the positive label was chosen, and how to choose another."""
+    return rule if rule == "named with --pos-label" else f"{rule}; name it with --pos-label"
 
 
 def _interval_lines(result: Any) -> list[tuple[str, str]]:
