@@ -232,3 +232,19 @@ def test_checkpoints_of_text_columns_are_refused_in_one_line(tmp_path):
                           str(tmp_path / "c.ckpt.npz")))
     assert "cannot hold the encoders of text columns yet ('city')" in line
     assert not (tmp_path / "c.ckpt.npz").exists()
+
+
+def test_pos_label_is_refused_on_a_dask_cluster(tmp_path):
+    path = churn(tmp_path / "w.csv", n=20)
+    line = error_line(run("compare", path, "-t", "churn", "-l", "fgd", "--pos-label", "no",
+                          "--scheduler", "local"))
+    assert "--pos-label does not reach a Dask cluster's runs yet" in line
+
+
+@pytest.mark.slow
+def test_compare_on_dask_gives_the_kernel_to_the_learners_that_take_one():
+    args = ["compare", "sinc", "-d", "n=60", "-l", "auto", "-l", "kons", "--gamma", "0.5", "-p",
+            "alpha=0.5", "--json"]
+    here = json.loads(run(*args).stdout)["summary"]
+    there = json.loads(run(*args, "--scheduler", "local", "--workers", "1").stdout)["summary"]
+    assert [r["MAE"]["mean"] for r in here] == [r["MAE"]["mean"] for r in there]

@@ -392,7 +392,9 @@ def replay(
     Each sample is predicted, scored, then learned (progressive validation, as river's
     progressive_val_score). Features are standardised online by default (--no-scale to turn
     off) and, for regression, targets too (--no-scale-target); binary tasks go through
-    BinaryClassifier with the logistic loss.
+    BinaryClassifier with the logistic loss. A CSV's text columns are one-hot encoded (hashed
+    above 64 values), its missing cells left out of their samples (-d non_numeric=..., -d
+    na=...); binary labels become True, the positive class (--pos-label), and False.
 
     Example: okoco replay trump-approval -l kons -p alpha=0.5 --output run.json
     \f

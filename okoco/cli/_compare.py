@@ -227,10 +227,23 @@ def _compare_on_dask(base: Any, learner: list[str], seeds: int, shared: dict[str
     # deferred: okoco.distributed imports Dask, an optional dependency slow to import
     from okoco import distributed
 
+    if base.pos_label is not None:
+        raise cli.UserError("--pos-label does not reach a Dask cluster's runs yet; run without "
+                            "--scheduler (the positive label is then inferred the same way)")
     kernel = cli._kernel(base.kernel, base.gamma, base.degree, base.coef0, base.normalize)
+    learners: Any = learner
+    if kernel is not None:  # the kernel goes to the learners that take one (Auto picks its own)
+        registry = cli.learner_registry()
+        learners = {}
+        for name in learner:
+            accepted = cli._parameters(registry[name])
+            learners[name] = {k: v for k, v in {**shared, "kernel": kernel}.items()
+                              if k in accepted}
+        kernel, shared = None, {}
     try:
         res = distributed.grid(
-            learner, [(base.dataset, dict(base.data_params))], params=[shared], seeds=seeds,
+            learners, [(base.dataset, dict(base.data_params))], params=[shared] if shared else None,
+            seeds=seeds,
             kernel=kernel, loss=base.loss, C=base.C, metrics=list(base.metrics),
             max_samples=base.max_samples, checkpoints=base.checkpoints, scale=base.scale,
             scale_target=base.scale_target, shuffle=base.shuffle, target=base.target,
