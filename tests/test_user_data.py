@@ -207,6 +207,15 @@ def test_ctrl_c_before_the_first_sample_exits_130(monkeypatch):
     assert result.exit_code == 130, result.output
     assert "interrupted after 0 of 20 samples" in result.stderr
     assert "MAE         -" in result.stdout
+    # a Ctrl-C before the replay has begun (building the model): the same empty summary
+    import okoco.cli
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(okoco.cli, "run", stopped)
+    result = run("replay", "sinc", "-d", "n=20", "-m", "rmse")
+    assert result.exit_code == 130 and "RMSE        -" in result.stdout, result.output
 
 
 def test_quiet_silences_the_learners_warnings(tmp_path):

@@ -61,7 +61,7 @@ _API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs
         "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
         "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
         "_note_leader", "read_metadata", "resolve", "RunSpec", "Checkpoint", "run",
-        "name_key", "text_encoding", "MAX_ONE_HOT", "refuse_checkpoint_of_text")
+        "name_key", "text_encoding", "MAX_ONE_HOT", "refuse_checkpoint_of_text", "ReplayResult")
 
 
 def _load_api() -> None:
@@ -69,7 +69,7 @@ def _load_api() -> None:
     global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
     global learner_registry, load_dataset, _kernel, _metrics, _parameters
     global read_metadata, _note_leader, resolve, RunSpec, Checkpoint, run, name_key
-    global text_encoding, MAX_ONE_HOT, refuse_checkpoint_of_text
+    global text_encoding, MAX_ONE_HOT, refuse_checkpoint_of_text, ReplayResult
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
     # deferred: scipy and river take about a second to import (see the note above _API)
@@ -77,7 +77,7 @@ def _load_api() -> None:
 
     DownloadError = datasets.DownloadError
     atomic_write, to_json_ready = _io.atomic_write, _io.to_json_ready
-    plot_runs = evaluate.plot_runs
+    plot_runs, ReplayResult = evaluate.plot_runs, evaluate.ReplayResult
     read_metadata = persistence.read_metadata
     # Building a run from names lives one layer down, shared with okoco.distributed.
     KERNELS, LOSSES, METRICS = experiment.KERNELS, experiment.LOSSES, experiment.METRICS
@@ -328,8 +328,6 @@ def _one_learner(learner: Sequence[str]) -> str:
 
 def _empty_result(spec: Any, ds: Any, learner: str):
     """The result of a run stopped before its first sample: no rows, its metrics named."""
-    from okoco.evaluate import ReplayResult
-
     metrics = [type(m).__name__ for m in _metrics(list(spec.metrics), ds.task)]
     return ReplayResult({"t": [], **{m: [] for m in metrics}}, metrics,
                         {"dataset": ds.name, "learner": learner, "model": learner,

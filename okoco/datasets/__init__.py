@@ -9,7 +9,8 @@ and ``to_arrays() -> (X, y, feature_names)``; the two views agree exactly.
   optionally ``.gz``/``.bz2``/``.xz``), with keyword arguments passed on to the loader.
 * Built-in: river's bundled datasets and scikit-learn's (:mod:`okoco.datasets.river_sk`).
 * Synthetic, reproducible by ``seed`` (:mod:`okoco.datasets.synthetic`).
-* Files (:mod:`okoco.datasets.files`): :func:`load_csv`, :func:`load_svmlight`, :func:`load_mat`.
+* Files: :func:`load_csv` (:mod:`okoco.datasets.csv_file`), :func:`load_svmlight` and
+  :func:`load_mat` (:mod:`okoco.datasets.files`).
 * Benchmarks downloaded once into a cache (:mod:`okoco.datasets.remote`).
 
 Examples
@@ -36,7 +37,8 @@ from typing import Any, NamedTuple
 
 from okoco.datasets import synthetic
 from okoco.datasets.base import TASKS, Dataset
-from okoco.datasets.files import load_csv, load_mat, load_svmlight, looks_like_svmlight
+from okoco.datasets.csv_file import load_csv
+from okoco.datasets.files import load_mat, load_svmlight, looks_like_svmlight
 from okoco.datasets.remote import (
     REMOTE,
     ChecksumError,
