@@ -257,3 +257,9 @@ def test_compare_on_dask_gives_the_kernel_to_the_learners_that_take_one():
     here = json.loads(run(*args).stdout)["summary"]
     there = json.loads(run(*args, "--scheduler", "local", "--workers", "1").stdout)["summary"]
     assert [r["MAE"]["mean"] for r in here] == [r["MAE"]["mean"] for r in there]
+
+
+def test_pos_label_for_a_regression_is_refused_before_any_note(tmp_path):
+    result = run("replay", houses(tmp_path / "h.csv", n=20), "-t", "price", "--pos-label", "yes")
+    assert error_line(result) == ("error: --pos-label names the positive class of a binary task; "
+                                  "'h.csv' is a regression task")

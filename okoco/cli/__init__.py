@@ -61,7 +61,8 @@ _API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs
         "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
         "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
         "_note_leader", "read_metadata", "resolve", "RunSpec", "Checkpoint", "run",
-        "name_key", "text_encoding", "MAX_ONE_HOT", "refuse_checkpoint_of_text", "ReplayResult")
+        "name_key", "text_encoding", "MAX_ONE_HOT", "refuse_checkpoint_of_text", "ReplayResult",
+        "check_pos_label")
 
 
 def _load_api() -> None:
@@ -69,7 +70,7 @@ def _load_api() -> None:
     global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
     global learner_registry, load_dataset, _kernel, _metrics, _parameters
     global read_metadata, _note_leader, resolve, RunSpec, Checkpoint, run, name_key
-    global text_encoding, MAX_ONE_HOT, refuse_checkpoint_of_text, ReplayResult
+    global text_encoding, MAX_ONE_HOT, refuse_checkpoint_of_text, ReplayResult, check_pos_label
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
     # deferred: scipy and river take about a second to import (see the note above _API)
@@ -91,6 +92,7 @@ def _load_api() -> None:
     name_key = experiment.name_key
     text_encoding, MAX_ONE_HOT = experiment.text_encoding, preprocessing.MAX_ONE_HOT
     refuse_checkpoint_of_text = experiment.refuse_checkpoint_of_text
+    check_pos_label = experiment.check_pos_label
 
 
 def __getattr__(name: str) -> Any:
@@ -422,6 +424,7 @@ def replay(
         ds = load_dataset(dataset, target=target, data_params=dict(spec.data_params), seed=seed,
                           shuffle=shuffle)
         _intervals_fit(interval, ds)
+        check_pos_label(ds, pos_label)
         ckpt = _checkpoint_path(checkpoint, checkpoint_every, resume, output)
         if ckpt is not None:
             refuse_checkpoint_of_text(ds)

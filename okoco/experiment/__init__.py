@@ -45,7 +45,14 @@ from okoco.experiment._names import (
     parameters,
     resolve,
 )
-from okoco.experiment._run import Checkpoint, RunSpec, refuse_checkpoint_of_text, run, run_one
+from okoco.experiment._run import (
+    Checkpoint,
+    RunSpec,
+    check_pos_label,
+    refuse_checkpoint_of_text,
+    run,
+    run_one,
+)
 
 UserError.__module__ = __name__  # users meet it as okoco.experiment.UserError
 
@@ -53,4 +60,4 @@ __all__ = ["UserError", "name_key", "resolve", "learner_registry", "KERNELS", "L
            "REGRESSION_METRICS", "parameters", "make_kernel", "build_model", "load_dataset",
            "shuffled", "make_metrics", "RunSpec", "Checkpoint", "run", "run_one", "describe",
            "note_leader", "positive_label", "binary_labels", "text_encoding", "POSITIVE_WORDS",
-           "CSV_DEFAULTS", "refuse_checkpoint_of_text"]
+           "CSV_DEFAULTS", "refuse_checkpoint_of_text", "check_pos_label"]

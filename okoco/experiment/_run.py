@@ -22,7 +22,8 @@ from okoco.experiment._build import (
 )
 from okoco.experiment._names import UserError, learner_registry, resolve
 
-__all__ = ["RunSpec", "Checkpoint", "run", "run_one", "refuse_checkpoint_of_text"]
+__all__ = ["RunSpec", "Checkpoint", "run", "run_one", "refuse_checkpoint_of_text",
+           "check_pos_label"]
 
 
 _NAME = Protocol("a name (str)", "lower")
@@ -172,9 +173,7 @@ def run(spec: RunSpec, checkpoint: Checkpoint | None = None, *, data: Any = None
     ds = data if data is not None else load_dataset(
         spec.dataset, target=spec.target, data_params=dict(spec.data_params), seed=spec.seed,
         shuffle=spec.shuffle)
-    if spec.pos_label is not None and ds.task != "binary":
-        raise UserError(f"--pos-label names the positive class of a binary task; "
-                        f"{ds.name!r} is a {ds.task} task")
+    check_pos_label(ds, spec.pos_label)
     labels = {}
     if ds.task == "binary":
         ds, pos, rule = binary_labels(ds, spec.pos_label)
@@ -218,6 +217,13 @@ def run(spec: RunSpec, checkpoint: Checkpoint | None = None, *, data: Any = None
                     meta=meta, same_run=_same_run_facts(spec, meta), **files)
     note_leader(result, core)
     return result
+
+
+def check_pos_label(ds, pos_label) -> None:
+    """A :class:`UserError` for a positive label named for a task that is not binary."""
+    if pos_label is not None and ds.task != "binary":
+        raise UserError(f"--pos-label names the positive class of a binary task; "
+                        f"{ds.name!r} is a {ds.task} task")
 
 
 def refuse_checkpoint_of_text(ds) -> None:
