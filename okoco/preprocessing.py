@@ -32,7 +32,15 @@ from river import base, compose, stats
 from okoco import persistence
 from okoco._dist import gaussian
 
-__all__ = ["StandardScaler", "TargetStandardScaler"]
+__all__ = ["StandardScaler", "TargetStandardScaler", "SelectPresent", "encode_text", "MAX_ONE_HOT",
+           "HASHED_FEATURES"]
+
+#: A text column with at most this many distinct values is one-hot encoded; a column with
+#: more is hashed (:func:`encode_text`).
+MAX_ONE_HOT = 64
+
+#: The buckets a hashed text column is folded into (:func:`encode_text`).
+HASHED_FEATURES = 64
 
 
 class StandardScaler(base.Transformer):
@@ -172,6 +180,81 @@ class TargetStandardScaler(compose.TargetTransformRegressor):
     def _state_from_river(cls, state: dict) -> dict:
         """The attributes of a wrapper resumed from a checkpoint written with river's."""
         return dict(state)
+
+
+class SelectPresent(compose.Select):
+    """river's ``compose.Select`` for samples that may lack a selected feature: the selected
+    features present in ``x`` (river's raises ``KeyError`` on an absent one, river's
+    convention for a missing value).
+
+    Examples
+    --------
+    >>> SelectPresent("city", "street").transform_one({"city": "Lyon", "m2": 40.0})
+    {'city': 'Lyon'}
+    """
+
+    def transform_one(self, x: dict) -> dict:
+        return {i: x[i] for i in self.keys if i in x}
+
+
+def encode_text(one_hot=(), hashed=(), *, scale: bool = True,
+                n_features: int = HASHED_FEATURES, seed: int = 0):
+    r"""The pipeline step for samples with text features: river's encoders for the text
+    columns, :class:`StandardScaler` for the numeric ones.
+
+    It is river's own idiom, a union of three branches::
+
+        (SelectPresent(*one_hot) | OneHotEncoder())
+        + (SelectPresent(*hashed) | FeatureHasher(n_features, seed=seed))
+        + (Discard(*one_hot, *hashed) | StandardScaler())
+
+    ``river.preprocessing.OneHotEncoder`` gives each value of a column a feature
+    ``"<column>_<value>"`` equal to 1; a value first met online gets its feature then (a
+    kernel learner reads a feature it has not seen before as 0 in the samples it holds).
+    ``river.preprocessing.FeatureHasher`` folds the ``"<column>=<value>"`` tokens of
+    high-cardinality columns into ``n_features`` signed buckets, so their width stays bounded.
+    The okoco command line encodes a column with at most :data:`MAX_ONE_HOT` distinct values
+    one-hot and hashes the others. A feature absent from a sample (river's convention for a
+    missing value, see :func:`okoco.datasets.load_csv`'s ``na="absent"``) sets no category and
+    is 0 after scaling: the running mean of its column (:class:`SelectPresent` is river's
+    ``Select`` for such samples).
+
+    Parameters
+    ----------
+    one_hot, hashed
+        The text columns to one-hot encode and to hash.
+    scale
+        Standardise the other (numeric) features online; else pass them as they are.
+    n_features, seed
+        The hashing buckets and the hash's seed (fixed: the same tokens land in the same
+        buckets from run to run).
+
+    Examples
+    --------
+    >>> from okoco.learners import Auto
+    >>> from okoco.preprocessing import encode_text
+    >>> model = encode_text(["city"]) | Auto()
+    >>> for i in range(30):
+    ...     model.learn_one({"city": "Paris" if i % 3 else "Lyon", "m2": 20.0 + i},
+    ...                     5000.0 * (20 + i) * (2 if i % 3 else 1))
+    >>> model.predict_one({"city": "Lyon", "m2": 40.0}) < model.predict_one(
+    ...     {"city": "Paris", "m2": 40.0})
+    True
+    >>> sorted(encode_text(["city"]).transform_one({"city": "Nice", "m2": 1.0}))
+    ['city_Nice', 'm2']
+    """
+    # deferred: river.preprocessing takes about a second to import (see the module note)
+    from river import preprocessing as river_preprocessing
+
+    one_hot, hashed = list(one_hot), list(hashed)
+    numeric = compose.Discard(*one_hot, *hashed)
+    branches = [numeric | StandardScaler() if scale else numeric]
+    if one_hot:
+        branches.append(SelectPresent(*one_hot) | river_preprocessing.OneHotEncoder())
+    if hashed:
+        branches.append(SelectPresent(*hashed)
+                        | river_preprocessing.FeatureHasher(n_features=n_features, seed=seed))
+    return compose.TransformerUnion(*branches)
 
 
 persistence.register(StandardScaler)

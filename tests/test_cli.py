@@ -70,7 +70,8 @@ def test_auto_is_the_same_learner_by_default_by_name_and_in_compare():
     assert compared["summary"][0]["MAE"]["mean"] == default["metrics"]["MAE"]
     plain = run("replay", "sinc", "-d", "n=50", "-l", "fgd")
     assert "learner     fgd (FunctionalGD())" in plain.stdout  # the class defaults
-    assert "unknown kernel 'rfb' in 'rbf+rfb'" in error_line(run("replay", "sinc", "-k", "rbf+rfb"))
+    assert "unknown kernel 'rfb' in 'rbf+rfb'" in error_line(
+        run("replay", "sinc", "-l", "kons", "-k", "rbf+rfb"))
 
 
 def test_learners_lists_the_exact_model_each_name_runs():
@@ -95,14 +96,19 @@ def test_replay_text_summary():
 
 
 def test_summary_says_what_scales_the_targets():
-    """--no-scale-target drops the pipeline's target scaler, but Auto standardizes its targets
-    itself: the summary reports what the run did, not the flag."""
+    """--no-scale-target drops the pipeline's target scaler and tells Auto, which standardizes
+    its targets itself, not to (it changed nothing before: the summary said "standardised")."""
     def scaling(*args):
         result = run("replay", "sinc", "-d", "n=30", *args)
         assert result.exit_code == 0, result.stderr
         return next(line for line in result.stdout.splitlines() if line.startswith("scaling"))
 
-    assert scaling("--no-scale-target").endswith("targets standardised online")
+    assert scaling().endswith("targets standardised online")
+    assert scaling("--no-scale-target").endswith("targets raw")
+    default = json.loads(run("replay", "sinc", "-d", "n=60", "--json").stdout)["metrics"]
+    raw = json.loads(run("replay", "sinc", "-d", "n=60", "--json", "--no-scale-target").stdout)
+    learner = run("replay", "sinc", "-d", "n=60", "--no-scale-target").stdout
+    assert raw["metrics"] != default and "Auto(scale_target=False)" in learner
     assert scaling("--no-scale-target", "-p", "scale_target=false").endswith("targets raw")
     assert scaling("-l", "kons", "--no-scale-target").endswith("targets raw")
 
@@ -227,8 +233,8 @@ def test_help_documents_preprocessing():
         (["replay", "sinc", "-p", "alpha"], "must look like key=value"),
         (["replay", "sinc", "-l", "kons", "-p", "alpha=-1"], "alpha must be a real number > 0"),
         (["replay", "sinc", "-p", "kernel=rbf"], "set kernel with --kernel"),
-        (["replay", "sinc", "-k", "sigmoid"], "unknown kernel 'sigmoid'"),
-        (["replay", "sinc", "-k", "rbf", "--degree", "3"], "takes no --degree"),
+        (["replay", "sinc", "-l", "kons", "-k", "sigmoid"], "unknown kernel 'sigmoid'"),
+        (["replay", "sinc", "-l", "kons", "-k", "rbf", "--degree", "3"], "takes no --degree"),
         (["replay", "sinc", "--gamma", "-1"], "gamma"),
         (["replay", "sinc", "--loss", "hinge"], "unknown loss 'hinge'"),
         (["replay", "sinc", "--loss", "logistic"], "regression task"),
@@ -252,9 +258,11 @@ def test_user_errors_exit_2_with_one_line(args, message):
 
 def test_file_errors_name_the_line(csv_file):
     bad = csv_file("a,b,y\n1,2,0.5\n3,x,1.5\n5,6,2.5\n")
-    assert "line 3" in error_line(run("replay", bad)) and "'x'" in error_line(run("replay", bad))
+    strict = ("-d", "non_numeric=error")
+    assert "line 3" in error_line(run("replay", bad, *strict))
+    assert "'x'" in error_line(run("replay", bad, *strict))
     nan = csv_file("a,b,y\n1,2,0.5\n3,nan,1.5\n5,6,2.5\n", "nan.csv")
-    assert "line 3" in error_line(run("replay", nan))
+    assert run("replay", nan, "-q").exit_code == 0  # the cell is left out of its sample
     assert "line 3" in error_line(run("replay", nan, "-d", "na=error"))
     assert run("replay", nan, "-d", "na=drop", "-q").exit_code == 0
     missing_target = csv_file("a,b\n1,2\n", "t.csv")
@@ -301,8 +309,9 @@ def test_kernel_sums_and_products_on_the_command_line():
     assert ("Sum(left=RBF(gamma=0.5), right=Product(left=Linear(), right=Laplacian(gamma=0.5)))"
             in result.stdout)
     assert "kernel 'linear+linear' takes no --gamma" in error_line(
-        run("replay", "sinc", "-k", "linear+linear", "--gamma", "1"))
-    assert "unknown kernel 'rfb' in 'rbf+rfb'" in error_line(run("replay", "sinc", "-k", "rbf+rfb"))
+        run("replay", "sinc", "-l", "kons", "-k", "linear+linear", "--gamma", "1"))
+    assert "unknown kernel 'rfb' in 'rbf+rfb'" in error_line(
+        run("replay", "sinc", "-l", "kons", "-k", "rbf+rfb"))
 
 
 # -- a new user's first hour: long streams, Ctrl-C, rough edges ---------------------------------
@@ -312,16 +321,19 @@ def test_long_stream_note_once_for_growing_learners_only(monkeypatch):
     import okoco.cli
 
     monkeypatch.setattr(okoco.cli, "LONG_STREAM", 100)
-    noted = run("replay", "sinc", "-d", "n=150", "-l", "kons")
+    # only a learner configured to keep every sample is named: KONS and FunctionalGD are
+    # bounded at their defaults (max_size=500, budget=1000), which the note said they were not
+    noted = run("replay", "sinc", "-d", "n=150", "-l", "kons", "-p", "max_size=None")
     assert noted.exit_code == 0
     notes = [line for line in noted.stderr.splitlines() if line.startswith("note:")]
-    assert len(notes) == 1 and "kons" in notes[0] and "150 samples" in notes[0]
-    assert "-l sketched-kons" in notes[0]
-    for args in (["-l", "fgd", "-p", "budget=50"], ["-l", "krls"], [],
-                 ["-l", "kons", "-n", "99"], ["-l", "kons", "--json"]):
+    assert len(notes) == 1 and "kons with max_size=None" in notes[0] and "150 samples" in notes[0]
+    assert "-p max_size=500" in notes[0]
+    for args in (["-l", "fgd", "-p", "budget=50"], ["-l", "krls"], [], ["-l", "kons"],
+                 ["-l", "fgd"], ["-l", "kons", "-p", "max_size=None", "-n", "99"],
+                 ["-l", "kons", "-p", "max_size=None", "--json"]):
         quiet = run("replay", "sinc", "-d", "n=150", *args)
         assert quiet.exit_code == 0 and "note:" not in quiet.stderr, args
-    fgd = run("replay", "sinc", "-d", "n=150", "-l", "fgd").stderr
+    fgd = run("replay", "sinc", "-d", "n=150", "-l", "fgd", "-p", "budget=None").stderr
     notes = [line for line in fgd.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and "-p budget=1000" in notes[0] and "-l fgd" not in notes[0]
 
@@ -381,8 +393,12 @@ def test_binary_task_with_a_squared_loss_only_learner_suggests_the_loss():
 def test_csv_string_labels_point_to_the_target_option(csv_file):
     rows = "".join(f"{'cat' if i % 2 else 'dog'},{i},{i * 3 % 7}\n" for i in range(30))
     path = csv_file("label,a,b\n" + rows, "labels.csv")
-    line = error_line(run("replay", path))
+    line = error_line(run("replay", path, "-d", "non_numeric=error"))
     assert "-t label" in line and "non_numeric='drop'" in line
+    # encoded by default, the run says so, names the target and how to choose another
+    encoded = run("replay", path)
+    assert encoded.exit_code == 0 and "text columns encoded: one-hot 'label'" in encoded.stderr
+    assert "the target is 'b' (choose it with -t COLUMN)" in encoded.stderr
     # following the drop hint must not silently regress b on a
     line = error_line(run("replay", path, "-d", "non_numeric=drop"))
     assert "'label' holds text labels" in line and "-t label" in line
@@ -508,7 +524,8 @@ def test_a_directory_is_not_a_dataset_and_names_get_one_rule(tmp_path):
     assert "is a directory" in error_line(run("replay", str(tmp_path)))
     assert "did you mean 'bananas'" in error_line(run("replay", "bananass"))
     assert "did you mean 'kons'" in error_line(run("replay", "sinc", "-l", "kosn"))
-    assert "did you mean 'linear'" in error_line(run("replay", "sinc", "-k", "rbf+lnear"))
+    assert "did you mean 'linear'" in error_line(
+        run("replay", "sinc", "-l", "kons", "-k", "rbf+lnear"))
     assert "did you mean 'squared'" in error_line(run("replay", "sinc", "--loss", "sqared"))
     upper = json.loads(run("replay", "sinc", "-d", "n=30", "-l", "KONS", "--json").stdout)
     lower = json.loads(run("replay", "sinc", "-d", "n=30", "-l", "kons", "--json").stdout)
@@ -575,6 +592,45 @@ def _interval_figures(n: int, coverage: float):
     return inside / n, sum(widths) / len(widths), sum(scores) / len(scores)
 
 
+def _recent_interval_figures(n: int, coverage: float, last: int = 500):
+    """Median width and mean Winkler score of the finite intervals of the last ``last`` samples,
+    recomputed in a plain loop as in _interval_figures."""
+    import math
+    import statistics
+
+    from okoco import datasets, preprocessing
+    from okoco.intervals import IntervalRegressor
+    from okoco.learners import KRLS
+
+    model = IntervalRegressor(preprocessing.TargetStandardScaler(
+        preprocessing.StandardScaler() | KRLS(C=3.0)), coverage=coverage)
+    widths, scores = [], []
+    for t, (x, y) in enumerate(datasets.load("sinc", n=n, seed=0)):
+        low, high = model.predict_one(x, with_interval=True)
+        if t >= n - last and math.isfinite(high - low):
+            miss = max(low - y, 0.0) + max(y - high, 0.0)
+            widths.append(high - low)
+            scores.append(high - low + 2 / (1 - coverage) * miss)
+        model.learn_one(x, y)
+    return statistics.median(widths), sum(scores) / len(scores)
+
+
+def test_interval_width_and_score_past_the_warm_up():
+    """The summary's width and score are those of the last 500 intervals (median width), so
+    the first, widest intervals cannot dominate them; the means over all stay beside them,
+    labelled."""
+    median, score = _recent_interval_figures(700, 0.9)
+    out = json.loads(run("replay", "sinc", "-l", "krls", "-d", "n=700", "--interval", "0.9",
+                         "--json").stdout)
+    assert out["recent_samples"] == 500
+    assert out["median_width"] == pytest.approx(median, rel=1e-12)
+    assert out["recent_interval_score"] == pytest.approx(score, rel=1e-12)
+    text = run("replay", "sinc", "-l", "krls", "-d", "n=700", "--interval", "0.9").stdout
+    width = next(line for line in text.splitlines() if line.startswith("width"))
+    assert width.startswith(f"width       {median:.6g} (median of the last 500 intervals")
+    assert "warm-up included" in width
+
+
 def test_replay_interval_reports_coverage_width_and_score(tmp_path):
     coverage, width, score = _interval_figures(400, 0.9)
     out = run("replay", "sinc", "-l", "krls", "-d", "n=400", "--interval", "0.9", "--json",
@@ -639,18 +695,18 @@ def test_compare_interval_ranks_by_interval_score(tmp_path):
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     table = doc["summary"]
-    scores = [row["interval_score"]["mean"] for row in table]
+    scores = [row["recent_interval_score"]["mean"] for row in table]
     assert scores == sorted(scores) and {row["learner"] for row in table} == {"fgd", "krls"}
     krls = next(row for row in table if row["learner"] == "krls")
-    assert krls["interval_score"]["mean"] == pytest.approx(_interval_figures(300, 0.9)[2],
-                                                           rel=1e-12)
+    assert krls["recent_interval_score"]["mean"] == pytest.approx(
+        _recent_interval_figures(300, 0.9)[1], rel=1e-12)
     assert "int. score" in result.stdout and "coverage" in result.stdout
     csv_out = run("compare", "sinc", "-l", "krls", "-d", "n=300", "--interval", "0.9",
                   "--output", str(tmp_path / "cmp.csv"), "-q")
     assert csv_out.exit_code == 0, csv_out.output
     with open(tmp_path / "cmp.csv") as f:
         (row,) = list(csv.DictReader(f))
-    assert float(row["interval_score"]) == krls["interval_score"]["mean"]
+    assert float(row["recent_interval_score"]) == krls["recent_interval_score"]["mean"]
     assert float(row["coverage"]) == krls["coverage"]["mean"]
     # sorted the other way by a column where larger is better
     r2 = run("compare", "sinc", "-l", "fgd", "-l", "krls", "-d", "n=300", "-m", "r2", "--sort",

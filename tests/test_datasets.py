@@ -121,8 +121,8 @@ def test_unknown_dataset_parameters_are_named():
 def test_csv_text_label_column_is_not_dropped_silently(tmp_path):
     rows = "".join(f"{'cat' if i % 2 else 'dog'},{i},{i % 5}\n" for i in range(12))
     p = write(tmp_path, "l.csv", "label,a,b\n" + rows)
-    with pytest.raises(ValueError, match=r"column 'label'; if it is the target, name it: "
-                                         r"target='label'"):
+    with pytest.raises(ValueError, match=r"column 'label' \(and 11 more cells of that column\); "
+                                         r"if it is the target, name it: target='label'"):
         load_csv(p)
     with pytest.raises(ValueError, match=r"'label' holds text labels .* last column 'b'"):
         load_csv(p, non_numeric="drop")

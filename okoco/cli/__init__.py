@@ -21,6 +21,7 @@ import ast
 import math
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from okoco.cli._options import (
     _MAX_SAMPLES,
     _METRIC,
     _NORMALIZE,
+    _POS_LABEL,
     _SCALE,
     _SCALE_TARGET,
     _TARGET,
@@ -59,7 +61,8 @@ _API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs
         "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
         "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
         "_note_leader", "read_metadata", "resolve", "RunSpec", "Checkpoint", "run",
-        "name_key")
+        "name_key", "text_encoding", "MAX_ONE_HOT", "refuse_checkpoint_of_text", "ReplayResult",
+        "check_pos_label")
 
 
 def _load_api() -> None:
@@ -67,14 +70,15 @@ def _load_api() -> None:
     global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
     global learner_registry, load_dataset, _kernel, _metrics, _parameters
     global read_metadata, _note_leader, resolve, RunSpec, Checkpoint, run, name_key
+    global text_encoding, MAX_ONE_HOT, refuse_checkpoint_of_text, ReplayResult, check_pos_label
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
     # deferred: scipy and river take about a second to import (see the note above _API)
-    from okoco import _io, datasets, evaluate, experiment, persistence
+    from okoco import _io, datasets, evaluate, experiment, persistence, preprocessing
 
     DownloadError = datasets.DownloadError
     atomic_write, to_json_ready = _io.atomic_write, _io.to_json_ready
-    plot_runs = evaluate.plot_runs
+    plot_runs, ReplayResult = evaluate.plot_runs, evaluate.ReplayResult
     read_metadata = persistence.read_metadata
     # Building a run from names lives one layer down, shared with okoco.distributed.
     KERNELS, LOSSES, METRICS = experiment.KERNELS, experiment.LOSSES, experiment.METRICS
@@ -86,6 +90,9 @@ def _load_api() -> None:
     RunSpec, Checkpoint, run = experiment.RunSpec, experiment.Checkpoint, experiment.run
     _note_leader, resolve = experiment.note_leader, experiment.resolve
     name_key = experiment.name_key
+    text_encoding, MAX_ONE_HOT = experiment.text_encoding, preprocessing.MAX_ONE_HOT
+    refuse_checkpoint_of_text = experiment.refuse_checkpoint_of_text
+    check_pos_label = experiment.check_pos_label
 
 
 def __getattr__(name: str) -> Any:
@@ -102,11 +109,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   pretty_exceptions_enable=False)
 
 
-#: Learners that store every sample unless told otherwise (cost per step and memory grow with
-#: t), the parameter that bounds them, and what to suggest instead.
-GROWING_COST = {"kons": (None, "-l sketched-kons, or -l fgd -p budget=1000"),
-                "fgd": ("budget", "-p budget=1000")}
-#: A stream is long from this many samples on: KONS then holds a (t x t) factor of 100 MB.
+#: The parameters that bound a learner's memory (the points it keeps), what to suggest when
+#: one is set to None (no bound), and the learners whose memory is bounded by none.
+GROWTH_BOUNDS = ("max_size", "budget")
+#: A stream is long from this many samples on: an unbounded KONS then holds a (t x t) factor
+#: of 100 MB.
 LONG_STREAM = 5000
 
 
@@ -172,11 +179,15 @@ def _output_kind(path: Path | None, allowed: tuple[str, ...], what: str) -> str 
     return kind
 
 
-def _guard(body: Callable[[], None]) -> None:
-    """Run a command body; user errors become one line on stderr and exit code 2."""
+def _guard(body: Callable[[], None], quiet: bool = False) -> None:
+    """Run a command body; user errors become one line on stderr and exit code 2. ``quiet``
+    (-q: errors only) silences the learners' warnings too."""
     _load_api()
     try:
-        body()
+        with warnings.catch_warnings():
+            if quiet:
+                warnings.simplefilter("ignore", UserWarning)
+            body()
     except UserError as error:
         _fail(str(error))
     except (FileNotFoundError, IsADirectoryError, DownloadError) as error:
@@ -200,7 +211,8 @@ def _spec(dataset: str, learner: str, *, kernel: str, gamma: float | None, degre
           coef0: float | None, normalize: bool, loss: str | None, C: float,
           params: dict[str, Any], metric: list[str], max_samples: int | None, checkpoints: int,
           scale: bool, scale_target: bool, seed: int | None, shuffle: bool,
-          target: str | None, data_params: dict[str, Any], interval: float | None = None):
+          target: str | None, data_params: dict[str, Any], interval: float | None = None,
+          pos_label: str | None = None):
     """The run the options describe (a :class:`okoco.experiment.RunSpec`), the options named as
     the user typed them when one is wrong."""
     if not (math.isfinite(C) and C > 0):
@@ -211,12 +223,12 @@ def _spec(dataset: str, learner: str, *, kernel: str, gamma: float | None, degre
         raise UserError(f"--checkpoints must be >= 1, got {checkpoints}")
     if interval is not None and not 0.0 < interval < 1.0:
         raise UserError(f"--interval is a coverage in (0, 1), such as 0.9; got {interval}")
-    return RunSpec(dataset, learner, params=params, kernel=kernel.lower(), gamma=gamma,
+    return RunSpec(dataset, learner, params=params, kernel=(kernel or "rbf").lower(), gamma=gamma,
                    degree=degree, coef0=coef0, normalize=normalize,
                    loss=None if loss is None else loss.lower(), C=C, metrics=tuple(metric),
                    max_samples=max_samples, checkpoints=checkpoints, scale=scale,
                    scale_target=scale_target, seed=seed, shuffle=shuffle, target=target,
-                   data_params=data_params, interval=interval)
+                   data_params=data_params, interval=interval, pos_label=pos_label)
 
 
 def _checkpoint_path(checkpoint: Path | None, every: int | None, resume: bool,
@@ -234,15 +246,27 @@ def _checkpoint_path(checkpoint: Path | None, every: int | None, resume: bool,
     return checkpoint
 
 
+def _growth(learner: str, params: dict[str, Any]) -> str | None:
+    """The bounding parameter left at None (no bound) by the learner as configured: its
+    default merged with ``-p``; ``None`` when the learner's memory is bounded."""
+    accepted = _parameters(learner_registry()[learner])
+    for bound in GROWTH_BOUNDS:
+        if bound in accepted and params.get(bound, accepted[bound].default) is None:
+            return bound
+    return None
+
+
 def _warn_long_stream(learner: str, params: dict[str, Any], n: int | None) -> None:
-    """Say once, before a long replay of a learner that keeps every sample, what bounds it."""
-    if learner not in GROWING_COST or n is None or n < LONG_STREAM:
+    """Say once, before a long replay of a learner configured to keep every sample, what
+    bounds it (learners bounded by default are not named)."""
+    bound = _growth(learner, params)
+    if bound is None or n is None or n < LONG_STREAM:
         return
-    bound, cure = GROWING_COST[learner]
-    if bound is not None and params.get(bound) is not None:
-        return
-    typer.echo(f"note: {learner} keeps every sample, so its cost per step and memory grow with "
-               f"t ({n:,} samples here); for a bounded cost use {cure}", err=True)
+    default = _parameters(learner_registry()[learner])[bound].default
+    cure = f"-p {bound}={default}" if default is not None else f"-p {bound}=500"
+    typer.echo(f"note: {learner} with {bound}=None keeps every sample, so its cost per step "
+               f"and memory grow with t ({n:,} samples here); for a bounded cost use {cure}",
+               err=True)
 
 
 def _warn_empty_sketch(learner: str, params: dict[str, Any]) -> None:
@@ -259,24 +283,70 @@ def _intervals_fit(interval: float | None, ds: Any) -> None:
                         "task (for classifiers use --metric logloss)")
 
 
-def _note_dropped_columns(ds: Any, quiet: bool) -> None:
+def _note_columns(ds: Any, quiet: bool) -> None:
+    """Say what happened to a CSV's columns and cells: dropped, encoded, absent."""
     info = getattr(ds, "info", None)
-    dropped = info.get("dropped_columns") if isinstance(info, dict) else None
-    if dropped and not quiet:
-        typer.echo(f"note: dropped non-numeric columns {', '.join(map(repr, dropped))}; the "
-                   f"target is {info.get('target')!r} (choose it with -t COLUMN)", err=True)
+    if quiet or not isinstance(info, dict):
+        return
+    target = f"the target is {info.get('target')!r} (choose it with -t COLUMN)"
+    dropped = info.get("dropped_columns")
+    if dropped:
+        typer.echo(f"note: dropped non-numeric columns {', '.join(map(repr, dropped))}; "
+                   f"{target}", err=True)
+    text = info.get("text_columns")
+    if text:
+        one_hot, hashed = text_encoding(text)
+        parts = ([f"one-hot {', '.join(map(repr, one_hot))}"] if one_hot else []) + (
+            [f"hashed {', '.join(map(repr, hashed))} (more than {MAX_ONE_HOT} values)"]
+            if hashed else [])
+        typer.echo(f"note: text columns encoded: {'; '.join(parts)}; {target}", err=True)
+    absent = info.get("n_absent_cells")
+    if absent:
+        typer.echo(f"note: {absent:,} missing cells are left out of their samples (0 after "
+                   "scaling: the column's running mean; -d na=drop skips their rows, -d "
+                   "na=error refuses them)", err=True)
+
+
+def _refuse_unused(learners: Sequence[str], kernel_options: dict[str, Any]) -> None:
+    """Refuse kernel options when no learner run takes a kernel (Auto picks its own)."""
+    given = [flag for flag, value in kernel_options.items() if value not in (None, False)]
+    if given and not any("kernel" in _parameters(learner_registry()[name])
+                         for name in learners):
+        one = len(learners) == 1
+        raise UserError(f"{'learner' if one else 'learners'} {', '.join(learners)} "
+                        f"{'picks its' if one else 'pick their'} own kernels, so "
+                        f"{'/'.join(given)} would have no effect; drop it, or choose a learner "
+                        "with a kernel (-l kons, -l fgd, ...)")
+
+
+def _one_learner(learner: Sequence[str]) -> str:
+    """replay's -l: one name (the default learner when none is given); twice is refused."""
+    if len(learner) > 1:
+        raise UserError(f"replay runs one learner, but -l is given {len(learner)} times "
+                        f"({', '.join(learner)}); to run several: okoco compare "
+                        + " ".join(f"-l {name}" for name in learner))
+    return resolve("learner", learner[0] if learner else DEFAULT_LEARNER, learner_registry())
+
+
+def _empty_result(spec: Any, ds: Any, learner: str):
+    """The result of a run stopped before its first sample: no rows, its metrics named."""
+    metrics = [type(m).__name__ for m in _metrics(list(spec.metrics), ds.task)]
+    return ReplayResult({"t": [], **{m: [] for m in metrics}}, metrics,
+                        {"dataset": ds.name, "learner": learner, "model": learner,
+                         "interrupted": True})
 
 
 # -- commands -------------------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(short_help="Replay a dataset through one learner, test-then-train.")
 def replay(
     dataset: str = typer.Argument(..., metavar="DATASET",
                                   help="a built-in dataset name (see `okoco datasets`) or a "
                                   "file: .csv/.tsv, svmlight/LIBSVM, .mat"),
-    learner: str = typer.Option(None, "--learner", "-l", metavar="NAME", show_default=False,
-                                help=_LEARNER_HELP + _DEFAULT_LEARNER_HELP),
+    learner: list[str] = typer.Option([], "--learner", "-l", metavar="NAME",
+                                      show_default=False,
+                                      help=_LEARNER_HELP + _DEFAULT_LEARNER_HELP),
     loss: str = _LOSS,
     kernel: str = _KERNEL,
     gamma: float = _GAMMA,
@@ -291,6 +361,7 @@ def replay(
     data_param: list[str] = _DATA_PARAM,
     target: str = _TARGET,
     metric: list[str] = _METRIC,
+    pos_label: str = _POS_LABEL,
     seed: int = typer.Option(0, "--seed", "-s", help="seed of the learner (if it has one), "
                              "of synthetic data and of --shuffle (as compare's first run)"),
     shuffle: bool = typer.Option(False, "--shuffle", help="replay the samples in a random order"),
@@ -321,7 +392,9 @@ def replay(
     Each sample is predicted, scored, then learned (progressive validation, as river's
     progressive_val_score). Features are standardised online by default (--no-scale to turn
     off) and, for regression, targets too (--no-scale-target); binary tasks go through
-    BinaryClassifier with the logistic loss.
+    BinaryClassifier with the logistic loss. A CSV's text columns are one-hot encoded (hashed
+    above 64 values), its missing cells left out of their samples (-d non_numeric=..., -d
+    na=...); binary labels become True, the positive class (--pos-label), and False.
 
     Example: okoco replay trump-approval -l kons -p alpha=0.5 --output run.json
     \f
@@ -337,20 +410,25 @@ def replay(
     """
 
     def body() -> None:
-        name = resolve("learner", learner or DEFAULT_LEARNER, learner_registry())
+        name = _one_learner(learner)
+        _refuse_unused([name], {"-k": kernel, "--gamma": gamma, "--degree": degree,
+                                "--coef0": coef0, "--normalize": normalize})
         spec = _spec(dataset, name, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
                      normalize=normalize, loss=loss, C=C, params=_pairs(param, "parameter"),
                      metric=metric, max_samples=max_samples, checkpoints=checkpoints,
                      scale=scale, scale_target=scale_target, seed=seed, shuffle=shuffle,
                      target=target, data_params=_pairs(data_param, "dataset parameter"),
-                     interval=interval)
+                     interval=interval, pos_label=pos_label)
         out_kind = _output_kind(output, ("json", "csv"), "--output")
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
         ds = load_dataset(dataset, target=target, data_params=dict(spec.data_params), seed=seed,
                           shuffle=shuffle)
-        _note_dropped_columns(ds, quiet or as_json)
         _intervals_fit(interval, ds)
+        check_pos_label(ds, pos_label)
         ckpt = _checkpoint_path(checkpoint, checkpoint_every, resume, output)
+        if ckpt is not None:
+            refuse_checkpoint_of_text(ds)
+        _note_columns(ds, quiet or as_json)
         n = len(ds) if max_samples is None else min(len(ds), max_samples)
         if not (quiet or as_json):
             _warn_long_stream(name, spec.params, n)
@@ -368,8 +446,8 @@ def replay(
         except KeyboardInterrupt as stop:
             # okoco.evaluate.replay attaches the curves up to the last sample it finished.
             result = getattr(stop, "result", None)
-            if result is None:
-                raise
+            if result is None:  # before the replay began: an empty summary
+                result = _empty_result(spec, ds, name)
             typer.echo(f"interrupted after {result.n_samples:,} of {n:,} samples"
                        + ("" if quiet else "; the summary so far:"), err=True)
             interrupted = True
@@ -386,7 +464,7 @@ def replay(
         if interrupted:
             raise typer.Exit(code=130)
 
-    _guard(body)
+    _guard(body, quiet or as_json)
 
 
 def _show_version(value: bool) -> None:

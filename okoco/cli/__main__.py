@@ -1,5 +1,6 @@
-"""``python -m okoco.cli``: the ``okoco`` command."""
+"""``python -m okoco.cli``: the ``okoco`` command (importing this module runs nothing)."""
 
 from okoco.cli import app
 
-app()
+if __name__ == "__main__":
+    app()

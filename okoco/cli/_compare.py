@@ -14,7 +14,8 @@ from typing import Any
 import typer
 
 import okoco.cli as cli  # the command-line API, bound on first use (see okoco.cli._load_api)
-from okoco.cli import _guard, _output_kind, _pairs, _progress, _spec, app
+from okoco.cli import _guard, _output_kind, _pairs, _progress, _refuse_unused, _spec, app
+from okoco.cli._defaults import DEFAULT_LEARNER
 from okoco.cli._options import (
     _CHECKPOINTS,
     _COEF0,
@@ -28,19 +29,26 @@ from okoco.cli._options import (
     _MAX_SAMPLES,
     _METRIC,
     _NORMALIZE,
+    _POS_LABEL,
     _SCALE,
     _SCALE_TARGET,
     _TARGET,
 )
-from okoco.cli._report import _print_table
+from okoco.cli._report import _label_rule, _print_table
+
+#: The learners ``compare`` runs when no -l is given: replay's default and two of its experts.
+COMPARED_BY_DEFAULT = (DEFAULT_LEARNER, "kons", "fgd")
 
 
-@app.command()
+@app.command(short_help="Compare learners on a dataset over seeds.")
 def compare(
     dataset: str = typer.Argument(..., metavar="DATASET",
                                   help="a built-in dataset name or a file"),
-    learner: list[str] = typer.Option(["fgd", "kons"], "--learner", "-l", metavar="NAME",
-                                      help=_LEARNER_HELP + "; repeatable"),
+    learner: list[str] = typer.Option([], "--learner", "-l", metavar="NAME",
+                                      show_default=False,
+                                      help=_LEARNER_HELP + "; repeatable [default: "
+                                      + ", ".join(COMPARED_BY_DEFAULT) + ": replay's "
+                                      "default learner and two of its experts]"),
     seeds: int = typer.Option(1, "--seeds", help="runs per learner, seeds 0..N-1 (learner seed, "
                               "synthetic data seed and --shuffle order)"),
     loss: str = _LOSS,
@@ -56,6 +64,7 @@ def compare(
     data_param: list[str] = _DATA_PARAM,
     target: str = _TARGET,
     metric: list[str] = _METRIC,
+    pos_label: str = _POS_LABEL,
     shuffle: bool = typer.Option(False, "--shuffle", help="each seed replays its own order"),
     max_samples: int = _MAX_SAMPLES,
     checkpoints: int = _CHECKPOINTS,
@@ -101,19 +110,22 @@ def compare(
         if seeds < 1:
             raise cli.UserError(f"--seeds must be >= 1, got {seeds}")
         registry = cli.learner_registry()
-        names = [cli.resolve("learner", name, registry) for name in learner]
+        names = [cli.resolve("learner", name, registry)
+                 for name in learner or COMPARED_BY_DEFAULT]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice and not (quiet or as_json):
             typer.echo(f"note: -l {twice[0]} is given more than once; each learner runs once "
                        "(use --seeds N for repeated runs)", err=True)
         chosen = list(dict.fromkeys(names))
+        _refuse_unused(chosen, {"-k": kernel, "--gamma": gamma, "--degree": degree,
+                                "--coef0": coef0, "--normalize": normalize})
         shared = _pairs(param, "parameter")
         dparams = _pairs(data_param, "dataset parameter")
         base = _spec(dataset, chosen[0], kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
                      normalize=normalize, loss=loss, C=C, params={}, metric=metric,
                      max_samples=max_samples, checkpoints=checkpoints, scale=scale,
                      scale_target=scale_target, seed=0, shuffle=shuffle, target=target,
-                     data_params=dparams, interval=interval)
+                     data_params=dparams, interval=interval, pos_label=pos_label)
         out_kind = _output_kind(output, ("json", "csv"), "--output")
         _output_kind(plot, ("png", "pdf", "svg"), "--plot")
         runs: dict[str, list] = {name: [] for name in chosen}
@@ -126,24 +138,21 @@ def compare(
                 ds = cli.load_dataset(dataset, target=target, data_params=dparams, seed=seed,
                                   shuffle=shuffle)
                 for name in chosen:
-                    accepted = cli._parameters(registry[name])
-                    spec = dataclasses.replace(
-                        base, learner=name, seed=seed,
-                        params={k: v for k, v in shared.items() if k in accepted})
+                    spec = _learner_spec(base, name, seed, shared, registry)
                     result = cli.run(spec, data=ds, progress=_progress(quiet) and not as_json)
                     runs[name].append(result)
         unused = [k for k in shared if not any(k in cli._parameters(registry[n]) for n in chosen)]
         if unused:
             raise cli.UserError(f"no learner takes parameter {unused[0]!r}")
-        main = next(rs for rs in runs.values() if rs)[0].metrics[0]
-        cols = [main, *(("coverage", "mean_width", "interval_score") if interval is not None
-                        else ()),
+        measured = next(rs for rs in runs.values() if rs)[0].metrics
+        main = measured[0]
+        cols = [*measured, *(INTERVAL_FIGURES if interval is not None else ()),
                 "cumulative_loss", "regret", "us_per_sample", "dictionary_size", "memory_bytes"]
         table = []
         for name, rs in runs.items():
             row: dict[str, Any] = {"learner": name, "runs": len(rs)}
             for col in cols:
-                values = np.array([r.final.get(col, math.nan) for r in rs], dtype=float)
+                values = np.array([_final(r, col) for r in rs], dtype=float)
                 ok = values[np.isfinite(values)]
                 row[col] = {"mean": float(ok.mean()) if ok.size else math.nan,
                             "std": float(ok.std()) if ok.size else math.nan}
@@ -164,21 +173,51 @@ def compare(
                 for n, rs in runs.items():
                     for seed, r in enumerate(rs):
                         w.writerow([n, r.meta.get("seed", seed), r.n_samples,
-                                    *("" if not np.isfinite(r.final.get(c, math.nan)) else
-                                      r.final[c] for c in cols)])
+                                    *("" if not np.isfinite(_final(r, c)) else
+                                      _final(r, c) for c in cols)])
 
             cli.atomic_write(output, write)
         if plot is not None:
             cli.plot_runs(runs, plot)
+        first = next(rs for rs in runs.values() if rs)[0].meta
+        labels = {k: first[k] for k in ("pos_label", "pos_rule") if k in first}
         if as_json:
             typer.echo(json.dumps(cli.to_json_ready({"dataset": dataset, "metric": main,
-                                                     "seeds": seeds, "summary": table})))
+                                                     "seeds": seeds, **labels,
+                                                     "summary": table})))
         else:
             _print_table(table, cols, quiet)
+            if labels:
+                typer.echo(f"positive label {labels['pos_label']!r} "
+                           f"({_label_rule(labels['pos_rule'])})")
         if failed:
             raise typer.Exit(code=1)
 
-    _guard(body)
+    _guard(body, quiet or as_json)
+
+
+#: The interval columns of the table: the coverage over the run, the median width and the
+#: mean interval score of the last intervals (past the warm-up, see okoco.evaluate.replay).
+INTERVAL_FIGURES = ("coverage", "median_width", "recent_interval_score")
+
+
+def _final(result: Any, col: str) -> float:
+    """A run's final value of a table column (NaN when it has none)."""
+    if col in ("median_width", "recent_interval_score"):
+        recent = result.meta.get("recent_intervals") or {}
+        return recent.get(col.removeprefix("recent_"), math.nan)
+    value = result.final.get(col, math.nan)
+    return math.nan if value is None else value
+
+
+def _learner_spec(base: Any, name: str, seed: int, shared: dict[str, Any], registry: dict):
+    """The run of learner ``name``: the parameters it takes, and the kernel options only if
+    it takes a kernel (Auto picks its own)."""
+    accepted = cli._parameters(registry[name])
+    kernel = {} if "kernel" in accepted else {"kernel": "rbf", "gamma": None, "degree": None,
+                                              "coef0": None, "normalize": False}
+    return dataclasses.replace(base, learner=name, seed=seed, **kernel,
+                               params={k: v for k, v in shared.items() if k in accepted})
 
 
 def _compare_on_dask(base: Any, learner: list[str], seeds: int, shared: dict[str, Any],
@@ -188,10 +227,23 @@ def _compare_on_dask(base: Any, learner: list[str], seeds: int, shared: dict[str
     # deferred: okoco.distributed imports Dask, an optional dependency slow to import
     from okoco import distributed
 
+    if base.pos_label is not None:
+        raise cli.UserError("--pos-label does not reach a Dask cluster's runs yet; run without "
+                            "--scheduler (the positive label is then inferred the same way)")
     kernel = cli._kernel(base.kernel, base.gamma, base.degree, base.coef0, base.normalize)
+    learners: Any = learner
+    if kernel is not None:  # the kernel goes to the learners that take one (Auto picks its own)
+        registry = cli.learner_registry()
+        learners = {}
+        for name in learner:
+            accepted = cli._parameters(registry[name])
+            learners[name] = {k: v for k, v in {**shared, "kernel": kernel}.items()
+                              if k in accepted}
+        kernel, shared = None, {}
     try:
         res = distributed.grid(
-            learner, [(base.dataset, dict(base.data_params))], params=[shared], seeds=seeds,
+            learners, [(base.dataset, dict(base.data_params))], params=[shared] if shared else None,
+            seeds=seeds,
             kernel=kernel, loss=base.loss, C=base.C, metrics=list(base.metrics),
             max_samples=base.max_samples, checkpoints=base.checkpoints, scale=base.scale,
             scale_target=base.scale_target, shuffle=base.shuffle, target=base.target,
@@ -219,9 +271,12 @@ def _rank_key(sort: str, cols: list[str], interval: float | None):
     """The key that orders the compare table by column ``sort`` (a column name, any spelling
     of :func:`okoco.experiment.name_key`), learners without a value last."""
     names = {cli.name_key(c.lower()): c for c in cols}
+    if "median_width" in cols:  # the table's width and score are those past the warm-up
+        names.update({"interval-score": "recent_interval_score", "width": "median_width",
+                      "mean-width": "median_width"})
     key = cli.name_key(sort.lower())
     if key not in names:
-        if key in ("coverage", "mean-width", "interval-score"):
+        if key in ("coverage", "mean-width", "width", "median-width", "interval-score"):
             raise cli.UserError(f"--sort {sort!r} needs --interval")
         raise cli.UserError(f"--sort {sort!r} is not a column; choose from {', '.join(names)}")
     col = names[key]
@@ -232,6 +287,6 @@ def _rank_key(sort: str, cols: list[str], interval: float | None):
             return True, 0.0
         if col == "coverage":
             return False, abs(value - interval)
-        return False, -value if key in _LARGER_IS_BETTER else value
+        return False, -value if cli.name_key(col.lower()) in _LARGER_IS_BETTER else value
 
     return rank

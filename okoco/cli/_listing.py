@@ -17,7 +17,7 @@ from okoco.cli._defaults import DEFAULT_LEARNER
 from okoco.cli._report import _fmt, _summary
 
 
-@app.command("datasets")
+@app.command("datasets", short_help="List the built-in datasets.")
 def datasets_cmd(
     as_json: bool = typer.Option(False, "--json", help="print JSON on stdout"),
 ) -> None:
@@ -61,7 +61,7 @@ def _runs(name: str) -> dict[str, str]:
     for task in _TASKS:
         try:
             _, core = cli.build_model(name, task, loss=None, kernel=cli._kernel("rbf"), C=3.0,
-                                      params={}, seed=0, scale=False, scale_target=False)
+                                      params={}, seed=0, scale=False, scale_target=True)
         except cli.UserError as error:
             out[task] = f"not available: {error}"
             continue
@@ -81,7 +81,7 @@ def _learner_rows() -> list[dict[str, Any]]:
     return rows
 
 
-@app.command("learners")
+@app.command("learners", short_help="List the learners and their defaults.")
 def learners_cmd(
     as_json: bool = typer.Option(False, "--json", help="print JSON on stdout"),
 ) -> None:

@@ -18,7 +18,8 @@ _LEARNER_HELP = "learner: " + ", ".join(["auto", "fgd", "kons", "sketched-kons",
 _DEFAULT_LEARNER_HELP = f" [default: {DEFAULT_LEARNER}, see `okoco learners`]"
 
 
-_KERNEL_HELP = "rbf, laplacian, polynomial or linear, or a sum/product such as rbf+linear"
+_KERNEL_HELP = ("rbf, laplacian, polynomial or linear, or a sum/product such as rbf+linear "
+                "[default: rbf; not for auto, which picks its own kernels]")
 
 
 _GAMMA_HELP = "kernel scale [default: RBF/Laplacian 1/d at the first sample]"
@@ -34,7 +35,9 @@ _NORMALIZE_HELP = "normalise the kernel, k(x,x)=1"
 
 
 _DATA_PARAM_HELP = ("dataset parameter, key=value, repeatable (synthetic: n, noise, ...; CSV: "
-                    "header, delimiter, na=drop, ...)")
+                    "header, delimiter, na=absent|drop|error [default absent: a missing cell "
+                    "is left out of its sample], non_numeric=encode|drop|error [default "
+                    "encode: text columns one-hot encoded, or hashed above 64 values])")
 
 
 _METRIC_HELP = ("mae, mse, rmse, r2, accuracy, f1, logloss, rocauc; repeatable [default: mae; "
@@ -51,7 +54,8 @@ _SCALE_HELP = ("standardise features online (StandardScaler: running mean and va
                "river's; each sample is scaled before the learner sees it)")
 
 
-_SCALE_TARGET_HELP = ("regression: standardise targets online (TargetStandardScaler, as river's); "
+_SCALE_TARGET_HELP = ("regression: standardise targets online (TargetStandardScaler, as river's; "
+                      "auto does it itself: --no-scale-target gives it scale_target=False); "
                       "metrics are still reported on the original scale")
 
 
@@ -61,7 +65,7 @@ _LOSS = typer.Option(None, "--loss", help="squared, logistic or squared-hinge "
                      "[default: squared; logistic for binary tasks]")
 
 
-_KERNEL = typer.Option("rbf", "--kernel", "-k", help=_KERNEL_HELP)
+_KERNEL = typer.Option(None, "--kernel", "-k", show_default=False, help=_KERNEL_HELP)
 
 
 _GAMMA = typer.Option(None, "--gamma", help=_GAMMA_HELP)
@@ -100,5 +104,12 @@ _SCALE_TARGET = typer.Option(True, "--scale-target/--no-scale-target", help=_SCA
 
 _INTERVAL = typer.Option(None, "--interval", metavar="COVERAGE",
                          help="regression: wrap the model in okoco.intervals.IntervalRegressor "
-                         "(adaptive conformal inference) and report the online coverage, mean "
-                         "width and mean interval score of its COVERAGE intervals (e.g. 0.9)")
+                         "(adaptive conformal inference) and report the online coverage of its "
+                         "COVERAGE intervals (e.g. 0.9), and the median width and mean interval "
+                         "score of the last 500 (past the warm-up)")
+
+
+_POS_LABEL = typer.Option(None, "--pos-label", metavar="LABEL",
+                          help="binary tasks: the positive class that F1, LogLoss and ROCAUC "
+                          "score [default: True, the larger number, a yes/true word, else the "
+                          "less frequent label]")

@@ -20,10 +20,15 @@ def _num(v: float) -> str:
 
 
 def _fmt(value: Any, digits: int = 6) -> str:
+    """A figure as the summary prints it: ``-`` when there is none, never ``-0``.
+
+    >>> _fmt(-0.0), _fmt(float("nan")), _fmt(0.123456789)
+    ('0', '-', '0.123457')
+    """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, float):
-        return f"{value:.{digits}g}"
+        return f"{value + 0.0:.{digits}g}"  # + 0.0: -0.0 (river's ROCAUC at 0) prints as 0
     return str(value)
 
 
@@ -42,9 +47,11 @@ def _print_json_summary(ds: Any, learner: str, result: Any, output: Path | None,
     final = result.final
     summary = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
                "n_samples": result.n_samples,
-               "metrics": {m: final[m] for m in result.metrics},
-               **{k: final[k] for k in ("cumulative_loss", "regret", "dictionary_size",
-                                        "us_per_sample", "elapsed_s", "memory_bytes")},
+               "metrics": {m: final.get(m) for m in result.metrics},
+               **({"pos_label": result.meta["pos_label"]} if "pos_label" in result.meta
+                  else {}),
+               **{k: final.get(k) for k in ("cumulative_loss", "regret", "dictionary_size",
+                                            "us_per_sample", "elapsed_s", "memory_bytes")},
                **_interval_summary(result),
                "output": None if output is None else str(output),
                "plot": None if plot is None else str(plot), "interrupted": interrupted}
@@ -58,16 +65,20 @@ def _interval_summary(result: Any) -> dict:
     """The interval figures of a run with ``--interval`` (nothing otherwise)."""
     if "coverage" not in result.columns:
         return {}
-    final = result.final
-    return {"interval": result.meta.get("interval"), "coverage": final["coverage"],
-            "mean_width": final["mean_width"], "interval_score": final["interval_score"]}
+    final, recent = result.final, result.meta.get("recent_intervals") or {}
+    return {"interval": result.meta.get("interval"), "coverage": final.get("coverage"),
+            "recent_samples": recent.get("samples"),
+            "median_width": recent.get("median_width"),
+            "recent_interval_score": recent.get("interval_score"),
+            "mean_width": final.get("mean_width"),
+            "interval_score": final.get("interval_score")}
 
 
 def _first_loss_note(result: Any) -> str:
     """Say so when the first sample, predicted before any target was seen (0 on the targets'
     scale), makes most of the cumulative loss: then the sum does not describe the run."""
-    first, total = result.meta.get("first_loss"), result.final["cumulative_loss"]
-    if first is None or not (total > 0 and first > 0.5 * total):
+    first, total = result.meta.get("first_loss"), result.final.get("cumulative_loss")
+    if first is None or total is None or not (total > 0 and first > 0.5 * total):
         return ""
     rest = (total - first) / max(result.n_samples - 1, 1)
     return (f" ({_num(first)} of it from sample 1, predicted before any target was seen; "
@@ -83,18 +94,20 @@ def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target
     scaled = ("features standardised online" if scale else "features raw") + (
         ("; targets standardised online" if scale_target else "; targets raw")
         if ds.task == "regression" else "")
+    elapsed = final.get("elapsed_s", 0.0)
     lines = [
         ("dataset", f"{ds.name} ({result.n_samples} samples, d={ds.d}, {ds.task})"),
         ("learner", f"{learner} ({result.meta['model']})"),
         *((("leader", result.meta["leader"]),) if "leader" in result.meta else ()),
         ("scaling", scaled),
-        *((m, _fmt(final[m])) for m in result.metrics),
+        *_label_lines(result),
+        *((m, _fmt(final.get(m))) for m in result.metrics),
         *_interval_lines(result),
-        ("cum. loss", _fmt(final["cumulative_loss"]) + _first_loss_note(result)),
-        ("dictionary", _fmt(final["dictionary_size"], 12).removesuffix(".0")),
-        ("time", f"{final['elapsed_s']:.2f} s "
-                 f"({1e6 * final['elapsed_s'] / max(result.n_samples, 1):.1f} us/sample)"),
-        ("memory", _bytes(final["memory_bytes"]) + " (learner arrays in use)"),
+        ("cum. loss", _fmt(final.get("cumulative_loss")) + _first_loss_note(result)),
+        ("dictionary", _fmt(final.get("dictionary_size"), 12).removesuffix(".0")),
+        ("time", f"{elapsed:.2f} s "
+                 f"({1e6 * elapsed / max(result.n_samples, 1):.1f} us/sample)"),
+        ("memory", _bytes(final.get("memory_bytes")) + " (learner arrays in use)"),
     ]
     if output is not None:
         lines.append(("output", str(output)))
@@ -104,16 +117,33 @@ def _print_summary(ds: Any, learner: str, result: Any, scale: bool, scale_target
         typer.echo(f"{key:<11} {value}")
 
 
+def _label_lines(result: Any) -> list[tuple[str, str]]:
+    """A binary task's positive class, and the rule that chose it."""
+    if "pos_label" not in result.meta:
+        return []
+    return [("positive", f"{result.meta['pos_label']!r} "
+                         f"({_label_rule(result.meta.get('pos_rule', ''))})")]
+
+
+def _label_rule(rule: str) -> str:
+    """How the positive label was chosen, and how to choose another."""
+    return rule if rule == "named with --pos-label" else f"{rule}; name it with --pos-label"
+
+
 def _interval_lines(result: Any) -> list[tuple[str, str]]:
+    """Coverage over the run; width and score over the last intervals, past the warm-up
+    (whose first, widest intervals would dominate a mean), the means over all beside them."""
     figures = _interval_summary(result)
     if not figures:
         return []
-    asked = figures["interval"]
+    asked, recent = figures["interval"], figures["recent_samples"]
+    last = f"the last {recent:,} intervals" if recent else "the last intervals"
     return [("coverage", _fmt(figures["coverage"], 4)
              + ("" if asked is None else f" of targets inside their {asked:.0%} interval")),
-            ("width", _fmt(figures["mean_width"]) + " (mean, targets' scale)"),
-            ("int. score", _fmt(figures["interval_score"]) + " (mean interval score, lower is "
-                                                             "better)")]
+            ("width", _fmt(figures["median_width"]) + f" (median of {last}, targets' scale; "
+             f"mean of all finite ones {_fmt(figures['mean_width'])}, warm-up included)"),
+            ("int. score", _fmt(figures["recent_interval_score"]) + f" (mean interval score of "
+             f"{last}, lower is better; all: {_fmt(figures['interval_score'])})")]
 
 
 def _print_table(table: list[dict], cols: list[str], quiet: bool) -> None:
@@ -121,7 +151,8 @@ def _print_table(table: list[dict], cols: list[str], quiet: bool) -> None:
     from rich.table import Table
 
     heads = {"cumulative_loss": "cum. loss", "us_per_sample": "µs/sample",
-             "mean_width": "width", "interval_score": "int. score",
+             "median_width": "width (median, last)", "recent_interval_score":
+             "int. score (last)",
              "dictionary_size": "dictionary", "memory_bytes": "memory (KiB)"}
     shown = [c for c in cols if any(math.isfinite(r[c]["mean"]) for r in table)]
     t = Table(box=None, header_style="bold")

@@ -9,7 +9,8 @@ and ``to_arrays() -> (X, y, feature_names)``; the two views agree exactly.
   optionally ``.gz``/``.bz2``/``.xz``), with keyword arguments passed on to the loader.
 * Built-in: river's bundled datasets and scikit-learn's (:mod:`okoco.datasets.river_sk`).
 * Synthetic, reproducible by ``seed`` (:mod:`okoco.datasets.synthetic`).
-* Files (:mod:`okoco.datasets.files`): :func:`load_csv`, :func:`load_svmlight`, :func:`load_mat`.
+* Files: :func:`load_csv` (:mod:`okoco.datasets.csv_file`), :func:`load_svmlight` and
+  :func:`load_mat` (:mod:`okoco.datasets.files`).
 * Benchmarks downloaded once into a cache (:mod:`okoco.datasets.remote`).
 
 Examples
@@ -36,7 +37,8 @@ from typing import Any, NamedTuple
 
 from okoco.datasets import synthetic
 from okoco.datasets.base import TASKS, Dataset
-from okoco.datasets.files import load_csv, load_mat, load_svmlight, looks_like_svmlight
+from okoco.datasets.csv_file import load_csv
+from okoco.datasets.files import load_mat, load_svmlight, looks_like_svmlight
 from okoco.datasets.remote import (
     REMOTE,
     ChecksumError,
@@ -54,6 +56,7 @@ __all__ = [
     "load",
     "available",
     "load_csv",
+    "file_loader",
     "load_svmlight",
     "load_mat",
     "load_river",
@@ -193,19 +196,41 @@ def load(name_or_path: str | os.PathLike, **kwargs: Any) -> Dataset:
             f"unknown dataset {str(name_or_path)!r} and no such file; {hint}known datasets: "
             + ", ".join(sorted(_all_names()))
         )
+    loader = file_loader(path)
+    if loader is load_csv and _kind(path) == ".tsv":
+        kwargs.setdefault("delimiter", "\t")
+    what = {load_mat: "a .mat file", load_csv: "a CSV file", load_svmlight: "an svmlight file"}
+    return _call(loader, what[loader], kwargs, path)
+
+
+def _kind(path: Path) -> str:
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz"):
         suffixes = suffixes[:-1]
-    kind = suffixes[-1] if suffixes else ""
+    return suffixes[-1] if suffixes else ""
+
+
+def file_loader(path: str | os.PathLike) -> Callable[..., Dataset]:
+    """The loader :func:`load` reads an existing file with: :func:`load_mat`,
+    :func:`load_svmlight` or :func:`load_csv` (the default), by suffix and content.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "a.csv")
+    >>> _ = open(p, "w").write("a,y\\n1,2\\n")
+    >>> file_loader(p).__name__
+    'load_csv'
+    """
+    path = Path(path)
+    kind = _kind(path)
     if kind == ".mat":
-        return _call(load_mat, "a .mat file", kwargs, path)
+        return load_mat
     if kind in _CSV_SUFFIXES:
-        if kind == ".tsv":
-            kwargs.setdefault("delimiter", "\t")
-        return _call(load_csv, "a CSV file", kwargs, path)
+        return load_csv
     if kind in _SVM_SUFFIXES or looks_like_svmlight(path):
-        return _call(load_svmlight, "an svmlight file", kwargs, path)
-    return _call(load_csv, "a CSV file", kwargs, path)
+        return load_svmlight
+    return load_csv
 
 
 def _call(loader: Callable[..., Dataset], what: str, kwargs: dict[str, Any],

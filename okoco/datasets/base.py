@@ -38,7 +38,9 @@ class Dataset:
         ``"regression"``, ``"binary"`` or ``"multiclass"``.
     X
         Features, a float ``(n, d)`` array or a ``scipy.sparse`` matrix (sparse rows iterate as
-        dicts holding only their stored entries). Give either ``X`` and ``y`` or ``loader``.
+        dicts holding only their stored entries), or an object array of numbers, strings (text
+        features, for an encoder) and ``None`` (a cell absent from its row's dict, river's
+        convention for a missing feature). Give either ``X`` and ``y`` or ``loader``.
     y
         Targets, length ``n``.
     feature_names
@@ -110,6 +112,8 @@ class Dataset:
 
             X = sp.csr_matrix(X, dtype=np.float64)
             X.sort_indices()
+        elif isinstance(X, np.ndarray) and X.dtype == object:
+            X = _mixed(X)
         else:
             X = np.asarray(X, dtype=np.float64)
             if X.ndim == 1:
@@ -159,6 +163,13 @@ class Dataset:
         return _is_sparse(self._X)
 
     @property
+    def is_mixed(self) -> bool:
+        """Whether some cells are text or absent (an object array, see :class:`Dataset`).
+        Loads the data."""
+        self._ensure()
+        return isinstance(self._X, np.ndarray) and self._X.dtype == object
+
+    @property
     def feature_names(self) -> list[str]:
         """The ``d`` feature names, in column order. Loads the data."""
         self._ensure()
@@ -172,7 +183,10 @@ class Dataset:
         X, y, names = self._X, self._y, self._names
         assert y is not None and names is not None
         targets = y.tolist()  # Python scalars of the array's kind (float, int, bool, str)
-        if isinstance(X, np.ndarray):
+        if isinstance(X, np.ndarray) and X.dtype == object:  # text and absent cells
+            for row, target in zip(X.tolist(), targets, strict=True):
+                yield {k: v for k, v in zip(names, row) if v is not None}, target
+        elif isinstance(X, np.ndarray):
             # every row has len(names) values (_set checks the width): zip(..., strict=True)
             # would check it again on each row, adding half the cost of making the dict
             for row, target in zip(X.tolist(), targets, strict=True):
@@ -190,7 +204,8 @@ class Dataset:
         return self.n
 
     def to_arrays(self, sparse: bool = False) -> tuple[Any, np.ndarray, list[str]]:
-        """Return ``(X, y, feature_names)``; ``X`` is a float64 ``(n, d)`` array (a copy).
+        """Return ``(X, y, feature_names)``; ``X`` is a float64 ``(n, d)`` array (a copy; an
+        object array for a dataset with text or absent cells, see :attr:`is_mixed`).
 
         Parameters
         ----------
@@ -274,6 +289,19 @@ def tidy_labels(y: np.ndarray, task: str) -> np.ndarray:
     if y.dtype.kind == "f" and y.size and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
         return y.astype(np.int64)
     return y
+
+
+def _mixed(X: np.ndarray) -> np.ndarray:
+    """An object array of features: numbers as floats, text as ``str``, ``None`` kept."""
+    if X.ndim == 1:
+        X = X.reshape(-1, 1)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got shape {X.shape}")
+    out = np.empty(X.shape, dtype=object)
+    for index, v in np.ndenumerate(X):
+        v = v if v is None or isinstance(v, str) else float(v)
+        out[index] = None if v != v else v  # NaN: absent, as None
+    return out
 
 
 def _is_sparse(X: Any) -> bool:

@@ -169,7 +169,11 @@ _SAME_RUN = ("dataset", "metrics", "learner", "interval")
 
 def _same_run(path: Any, fingerprint: dict, progress: dict) -> None:
     saved = progress.get("fingerprint") or {}
-    diff = [k for k in _SAME_RUN if saved.get(k) != fingerprint.get(k)]
+    # the caller's own facts (replay's same_run), compared where the file records them
+    extra = [k for k in fingerprint.get("same_run", {}) if k in saved.get("same_run", {})]
+    saved = {**saved, **saved.get("same_run", {})}
+    fingerprint = {**fingerprint, **fingerprint.get("same_run", {})}
+    diff = [k for k in (*_SAME_RUN, *extra) if saved.get(k) != fingerprint.get(k)]
     if diff:
         what = ", ".join(f"{k} {_plain(saved.get(k))}, not {_plain(fingerprint.get(k))}"
                          for k in diff)
@@ -226,6 +230,7 @@ def replay(
     checkpoint_every: int | None = None,
     resume: bool = False,
     on_resume: Any = None,
+    same_run: Mapping[str, Any] | None = None,
 ) -> ReplayResult:
     r"""Test-then-train ``learner`` over ``data``; record the curves at checkpoints.
 
@@ -288,6 +293,10 @@ def replay(
     on_resume
         Called with the number of samples done once a checkpoint is restored (the CLI says
         "resuming" then, not before the checkpoint is found to fit).
+    same_run
+        Further facts a resumed checkpoint must share with this run, by name (JSON values;
+        :func:`okoco.experiment.run` gives the learner's parameters, the dataset's options,
+        the scaling): a checkpoint that records another value is refused, naming the fact.
 
     Returns
     -------
@@ -327,7 +336,8 @@ def replay(
     curves = _Curves(learner, metric_list, names, regret)
     fingerprint = {"dataset": data_name, "n": n, "metrics": names, "checkpoints": points,
                    "max_samples": max_samples, "learner": _describe(learner),
-                   "interval": None if curves.interval is None else curves.interval.coverage}
+                   "interval": None if curves.interval is None else curves.interval.coverage,
+                   "same_run": dict(same_run or {})}
     if checkpoint is not None:
         if curves.interval is not None:
             _register_intervals()
@@ -412,8 +422,28 @@ def _result(curves: _Curves, data_name: str, learner: Any, meta: Mapping | None,
     band = curves.band_meta()
     if band is not None:
         info["band"] = band
+        recent = _recent_intervals(band, curves.interval.coverage)
+        if recent is not None:
+            info["recent_intervals"] = recent
     info.update(meta or {})
     return ReplayResult(curves.columns, curves.names, info)
+
+
+def _recent_intervals(band: dict, coverage: float) -> dict | None:
+    """The intervals of the last samples, which the warm-up cannot dominate: their number,
+    the median width of the finite ones and their mean interval score (``None`` if none is
+    finite yet)."""
+    # deferred: a band exists only for a model with intervals, which loaded okoco.intervals
+    from okoco.intervals import interval_score
+
+    finite = [(y, low, high) for y, low, high in zip(band["y"], band["low"], band["high"])
+              if math.isfinite(low) and math.isfinite(high)]
+    if not finite:
+        return None
+    return {"samples": len(finite),
+            "median_width": float(np.median([high - low for _, low, high in finite])),
+            "interval_score": float(np.mean([interval_score(y, low, high, coverage)
+                                             for y, low, high in finite]))}
 
 
 #: replay's arguments, declared as the classes declare their parameters (one validator).

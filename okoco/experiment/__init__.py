@@ -21,13 +21,18 @@ Examples
 """
 
 from okoco.experiment._build import (
+    CSV_DEFAULTS,
+    POSITIVE_WORDS,
+    binary_labels,
     build_model,
     describe,
     load_dataset,
     make_kernel,
     make_metrics,
     note_leader,
+    positive_label,
     shuffled,
+    text_encoding,
 )
 from okoco.experiment._names import (
     KERNELS,
@@ -40,11 +45,19 @@ from okoco.experiment._names import (
     parameters,
     resolve,
 )
-from okoco.experiment._run import Checkpoint, RunSpec, run, run_one
+from okoco.experiment._run import (
+    Checkpoint,
+    RunSpec,
+    check_pos_label,
+    refuse_checkpoint_of_text,
+    run,
+    run_one,
+)
 
 UserError.__module__ = __name__  # users meet it as okoco.experiment.UserError
 
 __all__ = ["UserError", "name_key", "resolve", "learner_registry", "KERNELS", "LOSSES", "METRICS",
            "REGRESSION_METRICS", "parameters", "make_kernel", "build_model", "load_dataset",
            "shuffled", "make_metrics", "RunSpec", "Checkpoint", "run", "run_one", "describe",
-           "note_leader"]
+           "note_leader", "positive_label", "binary_labels", "text_encoding", "POSITIVE_WORDS",
+           "CSV_DEFAULTS", "refuse_checkpoint_of_text", "check_pos_label"]

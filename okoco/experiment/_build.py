@@ -8,6 +8,7 @@ import inspect
 from collections.abc import Sequence
 from functools import reduce
 from operator import add, mul
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,18 @@ from okoco.experiment._names import (
 from okoco.learners import BinaryClassifier, MulticlassClassifier
 
 __all__ = ["make_kernel", "build_model", "load_dataset", "shuffled", "make_metrics",
-           "note_leader", "describe"]
+           "note_leader", "describe", "positive_label", "binary_labels", "text_encoding",
+           "POSITIVE_WORDS", "CSV_DEFAULTS"]
+
+#: The CSV options (:func:`okoco.datasets.load_csv`) of a run unless its dataset options say
+#: otherwise: text columns kept as text (encoded in the model's pipeline, see
+#: :func:`build_model`), a missing feature cell left out of its sample (0 after online
+#: standardisation: its column's running mean); a row whose target is missing is an error.
+CSV_DEFAULTS = {"non_numeric": "encode", "na": "absent"}
+
+#: Labels taken as the positive class by name (any case) when a binary task's labels are
+#: text, by the rule of :func:`positive_label`.
+POSITIVE_WORDS = ("1", "+1", "true", "t", "yes", "y", "positive", "pos")
 
 
 def make_kernel(name: str, gamma: float | None = None, degree: int | None = None,
@@ -80,11 +92,21 @@ def make_kernel(name: str, gamma: float | None = None, degree: int | None = None
 
 
 def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float,
-                params: dict[str, Any], seed: int | None, scale: bool, scale_target: bool):
+                params: dict[str, Any], seed: int | None, scale: bool, scale_target: bool,
+                text_columns: dict[str, int] | None = None):
     """The model the CLI replays: ``TargetStandardScaler(StandardScaler() | learner)``.
 
     Each wrapper is optional (``scale_target``, ``scale``). The scalers are okoco's
     (:mod:`okoco.preprocessing`: river's numbers, without importing ``river.preprocessing``).
+    With ``text_columns`` (a text column's name and its number of distinct values, as
+    :func:`okoco.datasets.load_csv` gives them in ``info["text_columns"]``), the first step is
+    :func:`okoco.preprocessing.encode_text` instead of the scaler: river's ``OneHotEncoder``
+    for a column of at most :data:`okoco.preprocessing.MAX_ONE_HOT` values, river's
+    ``FeatureHasher`` for the others (see :func:`text_encoding`).
+
+    An option the learner has no use for is refused, not ignored: a kernel for a learner that
+    picks its own (``Auto``), ``scale_target=False`` is given to a learner that standardizes
+    its targets itself (``Auto(scale_target=False)``).
 
     Binary tasks wrap the learner in :class:`okoco.BinaryClassifier`, multiclass tasks in
     :class:`okoco.MulticlassClassifier` (one-vs-rest); both default to the logistic loss, but a
@@ -118,6 +140,13 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     kwargs = dict(params)
     if "kernel" in accepted:
         kwargs["kernel"] = kernel
+    elif kernel is not None:
+        raise UserError(f"learner {name!r} takes no kernel (it chooses its own); drop "
+                        "-k/--gamma/--degree/--coef0/--normalize, or choose a learner with a "
+                        "kernel (-l kons, fgd, ...)")
+    if (task == "regression" and "scale_target" in accepted and not scale_target
+            and "scale_target" not in kwargs):
+        kwargs["scale_target"] = False  # Auto standardizes its targets unless told not to
     kwargs["C"] = C
     # a multiclass task keeps the learner's own loss when its classes then share one
     # preconditioner (KONS's and Auto's squared loss: MulticlassClassifier(KONS()), as in Python)
@@ -140,19 +169,104 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
         learner = cls(**kwargs)
     except (TypeError, ValueError) as error:
         if loss_defaulted and _builds(cls, {**kwargs, "loss": losses.Squared()}):
-            raise UserError(f"learner {name!r} cannot use the logistic loss binary tasks get by "
-                            "default; add --loss squared (it then regresses the ±1 labels)"
+            raise UserError(f"learner {name!r} cannot use the logistic loss {task} tasks get "
+                            "by default; add --loss squared (it then regresses the ±1 labels"
+                            + (")" if task == "binary" else " of each class, one-vs-rest)")
                             ) from None
         raise UserError(f"learner {name!r}: {error}") from None
     if task == "binary":
         learner = BinaryClassifier(learner)
     elif task == "multiclass":
         learner = MulticlassClassifier(learner)
-    model = preprocessing.StandardScaler() | learner if scale else learner
+    if text_columns:
+        one_hot, hashed = text_encoding(text_columns)
+        model = preprocessing.encode_text(one_hot, hashed, scale=scale) | learner
+    else:
+        model = preprocessing.StandardScaler() | learner if scale else learner
     # a learner that standardizes its targets itself (Auto) is not wrapped a second time
     if task == "regression" and scale_target and not getattr(learner, "scale_target", False):
         model = preprocessing.TargetStandardScaler(model)
     return model, learner
+
+
+def text_encoding(text_columns: dict[str, int]) -> tuple[list[str], list[str]]:
+    """The text columns to one-hot encode and those to hash: a column of at most
+    :data:`okoco.preprocessing.MAX_ONE_HOT` distinct values is one-hot encoded.
+
+    Examples
+    --------
+    >>> text_encoding({"city": 12, "street": 4000})
+    (['city'], ['street'])
+    """
+    one_hot = [c for c, k in text_columns.items() if k <= preprocessing.MAX_ONE_HOT]
+    return one_hot, [c for c in text_columns if c not in one_hot]
+
+
+def positive_label(labels: Sequence, pos_label: Any = None) -> tuple[Any, str]:
+    """The positive class of a binary task's ``labels``, and the rule that chose it.
+
+    ``pos_label`` names it (compared as text: ``"1"`` names the label ``1``). Otherwise:
+    ``True`` for boolean labels; the larger of two numbers (1 of 0/1 and of -1/1); for text,
+    the one label that is a yes/true word (:data:`POSITIVE_WORDS`, any case), else the less
+    frequent label (the event a binary task usually predicts; on a tie, the last in sorted
+    order).
+
+    Examples
+    --------
+    >>> positive_label(["no", "yes", "no"])
+    ('yes', 'a yes/true word')
+    >>> positive_label(["stay", "churn", "stay"])
+    ('churn', 'the less frequent label')
+    >>> positive_label([0, 1, 1])
+    (1, 'the larger label')
+    >>> positive_label(["no", "yes"], pos_label="no")
+    ('no', 'named with --pos-label')
+    """
+    values, counts = np.unique(np.asarray(labels), return_counts=True)
+    found = values.tolist()
+    if len(found) > 2:
+        raise UserError(f"a binary task has two labels, but these are {len(found)}: "
+                        f"{', '.join(map(repr, found[:10]))}; drop task=binary to run it as "
+                        "multiclass")
+    if pos_label is not None:
+        named = [v for v in found if v == pos_label or str(v) == str(pos_label).strip()]
+        if not named:
+            raise UserError(f"--pos-label {pos_label!r} is not a label of this dataset; its "
+                            f"labels are {', '.join(map(repr, found))}")
+        return named[0], "named with --pos-label"
+    if values.dtype.kind == "b":
+        return True, "True"
+    if values.dtype.kind in "iuf":
+        return found[-1], "the larger label"
+    words = [v for v in found if str(v).strip().lower() in POSITIVE_WORDS]
+    if len(words) == 1:
+        return words[0], "a yes/true word"
+    rarest = min(range(len(found)), key=lambda i: (counts[i], -i))
+    return found[rarest], "the less frequent label"
+
+
+def binary_labels(ds, pos_label: Any = None):
+    """A binary dataset with labels ``True`` (the positive class of :func:`positive_label`)
+    and ``False``, river's convention, which its F1, LogLoss and ROCAUC count on; and the
+    positive label with its rule. A dataset whose labels are booleans already is returned as
+    it is (``pos_label`` may then name ``True`` or ``False``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.datasets import Dataset
+    >>> ds = Dataset("churn", "binary", X=np.eye(3), y=np.array(["no", "yes", "no"]))
+    >>> relabelled, pos, rule = binary_labels(ds)
+    >>> [y for _, y in relabelled], pos, rule
+    ([False, True, False], 'yes', 'a yes/true word')
+    """
+    X, y, names = ds.to_arrays(sparse=getattr(ds, "is_sparse", False))
+    pos, rule = positive_label(y, pos_label)
+    if y.dtype.kind == "b" and pos is True:
+        return ds, pos, rule
+    info = {**getattr(ds, "info", {}), "positive_label": pos}
+    return datasets.Dataset(ds.name, ds.task, X=X, y=y == pos, feature_names=names,
+                            description=ds.description, info=info), pos, rule
 
 
 def _shares_classes(cls: type, kwargs: dict[str, Any]) -> bool:
@@ -174,6 +288,9 @@ def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any
                  seed: int | None, shuffle: bool):
     """Load DATASET (name or path) with the CLI's options; shuffle the order with ``seed``.
 
+    A CSV file is read with :data:`CSV_DEFAULTS` unless ``data_params`` says otherwise: text
+    columns kept for the model's encoder, a missing cell left out of its sample.
+
     A synthetic generator that takes a ``seed`` gets this one unless ``data_params`` sets it.
     The rows are read here, so that a replay's time per sample does not count reading the file.
 
@@ -194,6 +311,9 @@ def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any
     is_file = key not in {r.name for r in datasets.available()}
     if target is not None and not is_file:
         raise UserError(f"--target applies to CSV files, not to the built-in {dataset!r}")
+    if is_file and Path(dataset).is_file() and datasets.file_loader(dataset) is datasets.load_csv:
+        for option, value in CSV_DEFAULTS.items():
+            kwargs.setdefault(option, value)
     ds = datasets.load(dataset, **kwargs)
     return (shuffled(ds, seed) if shuffle else ds).read()
 
@@ -212,7 +332,7 @@ def shuffled(ds, seed: int | None):
     X, y, names = ds.to_arrays(sparse=getattr(ds, "is_sparse", False))
     order = np.random.default_rng(seed).permutation(X.shape[0])
     return datasets.Dataset(ds.name, ds.task, X=X[order], y=y[order], feature_names=names,
-                            description=ds.description)
+                            description=ds.description, info=getattr(ds, "info", None))
 
 
 def make_metrics(names: Sequence[str], task: str) -> list:

@@ -12,6 +12,7 @@ from typing import Any
 from okoco._validation import Interval, Protocol, check_params
 from okoco.evaluate import replay
 from okoco.experiment._build import (
+    binary_labels,
     build_model,
     describe,
     load_dataset,
@@ -21,7 +22,8 @@ from okoco.experiment._build import (
 )
 from okoco.experiment._names import UserError, learner_registry, resolve
 
-__all__ = ["RunSpec", "Checkpoint", "run", "run_one"]
+__all__ = ["RunSpec", "Checkpoint", "run", "run_one", "refuse_checkpoint_of_text",
+           "check_pos_label"]
 
 
 _NAME = Protocol("a name (str)", "lower")
@@ -58,6 +60,10 @@ class RunSpec:
     seed, shuffle, target, data_params
         The learner's (and a synthetic dataset's) seed, a shuffled order, a CSV target column,
         the dataset's parameters.
+    pos_label
+        A binary task's positive class (``None``: inferred by
+        :func:`~okoco.experiment.positive_label`); the run relabels it ``True`` and the other
+        ``False`` (:func:`~okoco.experiment.binary_labels`), so F1, LogLoss and ROCAUC score it.
     interval
         ``None``, or a coverage in ``(0, 1)``: the whole model (scalers included, so intervals
         are on the targets' own scale) is wrapped in
@@ -95,6 +101,7 @@ class RunSpec:
     target: str | None = None
     data_params: Mapping[str, Any] = field(default_factory=dict)
     interval: float | None = None
+    pos_label: Any = None
 
     _parameter_constraints = {
         "learner": [_NAME],
@@ -166,17 +173,29 @@ def run(spec: RunSpec, checkpoint: Checkpoint | None = None, *, data: Any = None
     ds = data if data is not None else load_dataset(
         spec.dataset, target=spec.target, data_params=dict(spec.data_params), seed=spec.seed,
         shuffle=spec.shuffle)
+    check_pos_label(ds, spec.pos_label)
+    labels = {}
+    if ds.task == "binary":
+        ds, pos, rule = binary_labels(ds, spec.pos_label)
+        labels = {"pos_label": pos, "pos_rule": rule}
     kernel = spec.kernel
     if isinstance(kernel, str):
         kernel = make_kernel(kernel.lower(), spec.gamma, spec.degree, spec.coef0, spec.normalize)
+    info = getattr(ds, "info", None) or {}
+    text = info.get("text_columns") or {}
+    if checkpoint is not None:
+        refuse_checkpoint_of_text(ds)
     model, core = build_model(learner, ds.task, loss=spec.loss, kernel=kernel, C=spec.C,
                               params=dict(spec.params), seed=spec.seed, scale=spec.scale,
-                              scale_target=spec.scale_target)
-    # a learner that standardizes its own targets (Auto) does so whatever --scale-target says
+                              scale_target=spec.scale_target, text_columns=text)
+    # a learner that standardizes its own targets (Auto) is told --no-scale-target too
     self_scaling = bool(getattr(core, "scale_target", False))
     meta = {"dataset": ds.name, "task": ds.task, "d": ds.d, "learner": learner,
             "model": describe(core), "seed": spec.seed, "scale_features": spec.scale,
-            "scale_target": ds.task == "regression" and (spec.scale_target or self_scaling)}
+            "scale_target": ds.task == "regression" and (spec.scale_target or self_scaling),
+            "data_params": dict(spec.data_params), "target": spec.target,
+            "shuffle": spec.shuffle, **labels,
+            **({"text_columns": dict(text)} if text else {})}
     if spec.interval is not None:
         if ds.task != "regression":
             raise UserError(f"prediction intervals need a regression dataset; {ds.name!r} is a "
@@ -195,9 +214,40 @@ def run(spec: RunSpec, checkpoint: Checkpoint | None = None, *, data: Any = None
         spec.checkpoints)
     result = replay(model, ds, metrics=make_metrics(list(spec.metrics), ds.task),
                     checkpoints=checkpoints, progress=progress, max_samples=spec.max_samples,
-                    meta=meta, **files)
+                    meta=meta, same_run=_same_run_facts(spec, meta), **files)
     note_leader(result, core)
     return result
+
+
+def check_pos_label(ds, pos_label) -> None:
+    """A :class:`UserError` for a positive label named for a task that is not binary."""
+    if pos_label is not None and ds.task != "binary":
+        raise UserError(f"--pos-label names the positive class of a binary task; "
+                        f"{ds.name!r} is a {ds.task} task")
+
+
+def refuse_checkpoint_of_text(ds) -> None:
+    """A :class:`UserError` for a dataset with text columns: their encoders (river's) are not
+    in the checkpoint files' allow-list yet."""
+    text = (getattr(ds, "info", None) or {}).get("text_columns")
+    if text:
+        raise UserError(f"checkpoint files cannot hold the encoders of text columns yet "
+                        f"({', '.join(map(repr, text))}); run without --checkpoint/--resume, "
+                        "or leave the text columns out (-d non_numeric=drop)")
+
+
+def _same_run_facts(spec: RunSpec, meta: dict) -> dict:
+    """What a checkpoint must share with the run that resumes it, besides what the replay
+    itself checks (dataset, metrics, the model's structure): the learner as built (its
+    parameters), the dataset's options and the scaling."""
+    return {"model": meta["model"], "data options": _plain_options(spec.data_params),
+            "target": spec.target, "shuffle": spec.shuffle, "seed": spec.seed,
+            "scaling": f"features {spec.scale}, targets {meta['scale_target']}",
+            "positive label": meta.get("pos_label")}
+
+
+def _plain_options(options: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(options.items())) or "none"
 
 
 def run_one(dataset, learner: str, *, options: Mapping[str, Any], seed: int | None,

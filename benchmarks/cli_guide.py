@@ -1,0 +1,170 @@
+"""The figures of the command-line guide (docs/guide/cli.md), regenerated from fresh runs.
+
+Two kinds of figures live on that page, and both come from here, never typed by hand:
+
+* **example outputs**: a ```` ```text ```` block whose first line is ``$ okoco ...``. Its other
+  lines are lines of that command's output (found by their first word), ``...`` standing for
+  lines left out; a table row's timing and memory cells (``compare``) differ from run to run and
+  are not compared.
+* **the default-learner table**, between ``<!-- quality-table -->`` and
+  ``<!-- /quality-table -->``: the final metric of every candidate of
+  :mod:`benchmarks.cli_default` on its streams.
+
+``python -m benchmarks.cli_guide`` rewrites the page (a few minutes on 2 cores: the table's
+exact KONS and Auto runs); ``--check`` only says which figures are stale (exit code 1).
+tests/test_docs.py checks the example outputs and a few cells of the table on every run, the
+whole table in its slow tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import sys
+from pathlib import Path
+
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "cli.md"
+TEXT_BLOCK = re.compile(r"^```text\n(\$ okoco .*?)^```", re.M | re.S)
+TABLE = re.compile(r"(<!-- quality-table -->\n\n)(.*?)(\n<!-- /quality-table -->)", re.S)
+#: Table columns whose cells change from run to run (left as the page has them).
+VARYING = ("µs/sample", "memory (KiB)")
+
+
+def output_of(command: str) -> str:
+    """The stdout of an ``okoco`` command line, run in this process."""
+    from typer.testing import CliRunner
+
+    from okoco.cli import app
+
+    result = CliRunner().invoke(app, shlex.split(command)[1:])
+    if result.exit_code != 0:
+        raise RuntimeError(f"{command!r} failed: {result.output}")
+    return result.stdout
+
+
+def refreshed_block(block: str) -> str:
+    """An example-output block from a fresh run of its command: the output's lines whose first
+    word the block shows, in the output's order, with ``...`` for lines left out if the block
+    leaves some out."""
+    command, *shown = block.rstrip("\n").split("\n")
+    output = output_of(command.removeprefix("$ ")).rstrip("\n").split("\n")
+    keys = {line.split()[0] for line in shown if line.split() and line.strip() != "..."}
+    elide = any(line.strip() == "..." for line in shown)
+    lines = [command]
+    for line in output:
+        if line.split() and line.split()[0] in keys:
+            lines.append(line)
+        elif elide and lines[-1] != "...":
+            lines.append("...")
+    return "\n".join(lines) + "\n"
+
+
+def stable(block: str) -> list[str]:
+    """The figures of a block that a fresh run must reproduce: every line, a table row
+    without its timing and memory cells."""
+    lines = block.rstrip("\n").split("\n")
+    header = next((line for line in lines if line.split()[:1] == ["learner"]), None)
+    if header is None:
+        return lines
+    heads = re.split(r"\s{2,}", header.strip())
+    keep = [i for i, head in enumerate(heads) if head not in VARYING]
+    out = []
+    for line in lines:
+        cells = re.split(r"\s{2,}", line.strip())
+        out.append(" | ".join(cells[i] for i in keep if i < len(cells))
+                   if len(cells) == len(heads) else line)
+    return out
+
+
+def stale_blocks(text: str) -> list[tuple[str, str]]:
+    """The example-output blocks of ``text`` whose figures a fresh run does not reproduce, as
+    (on the page, fresh) pairs."""
+    pairs = [(block, refreshed_block(block)) for block in TEXT_BLOCK.findall(text)]
+    return [(old, new) for old, new in pairs if stable(old) != stable(new)]
+
+
+def quality_table() -> str:
+    """The default-learner table: every candidate of benchmarks.cli_default on every stream."""
+    from benchmarks.cli_default import CANDIDATES, STREAMS
+
+    heads = [_candidate(learner, params) for learner, params in CANDIDATES]
+    lines = ["| dataset (samples) | metric | " + " | ".join(heads) + " |",
+             "|---|---|" + "---|" * len(heads)]
+    lines += [table_row(name) for name in STREAMS]
+    return "\n".join(lines) + "\n"
+
+
+def table_row(name: str, columns: list[int] | None = None) -> str:
+    """The table's row of stream ``name``; with ``columns`` (candidate indices), only those
+    cells are run, the others left empty."""
+    from benchmarks.cli_default import BASE, CANDIDATES
+    from okoco.experiment import load_dataset, run_one
+
+    ds = load_dataset(name, target=None, data_params={}, seed=0, shuffle=False)
+    n = min(ds.n, 5300)
+    cells = []
+    for i, (learner, params) in enumerate(CANDIDATES):
+        if columns is not None and i not in columns:
+            cells.append("")
+        elif learner in ("kons", "auto") and n > 1300:
+            cells.append("not run")
+        else:
+            r = run_one(ds, learner, options=dict(BASE, params=params, max_samples=n), seed=0)
+            cells.append(_figure(r.final[r.metrics[0]]))
+    what = f"{name} ({n})" if n == ds.n else f"{name} (first {n})"
+    metric = "MAE" if ds.task == "regression" else "accuracy"
+    cells[0] = f"**{cells[0]}**" if cells[0] else ""
+    return f"| {what} | {metric} | " + " | ".join(cells) + " |"
+
+
+def page_row(text: str, name: str) -> str:
+    """The table's row of stream ``name`` as the page has it."""
+    table = TABLE.search(text).group(2)
+    return next(line for line in table.splitlines() if line.startswith(f"| {name} ("))
+
+
+def _candidate(learner: str, params: dict) -> str:
+    if learner == "fgd" and params == {"budget": 1000, "eta": 0.2}:
+        return "**former default** (fgd, budget 1000, η 0.2)"
+    if learner == "fgd" and params:
+        return "fgd η " + str(params["eta"])
+    return f"`-l {learner}`"
+
+
+def _figure(value: float) -> str:
+    """Three significant digits (four above 0.99, where accuracies differ in the fourth)."""
+    return f"{value:#.4g}" if 0.99 < value < 1 else f"{value:#.3g}"
+
+
+def refreshed_page(text: str, table: bool = True) -> str:
+    """The guide with every example output (and the table, if ``table``) from fresh runs."""
+    text = TEXT_BLOCK.sub(lambda m: "```text\n" + refreshed_block(m.group(1)) + "```", text)
+    if table:
+        text = TABLE.sub(lambda m: m.group(1) + quality_table() + m.group(3), text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report stale figures")
+    parser.add_argument("--no-table", action="store_true",
+                        help="the example outputs only (seconds, not minutes)")
+    args = parser.parse_args(argv)
+    old = GUIDE.read_text()
+    if args.check:
+        stale = [new.split("\n")[0] for _, new in stale_blocks(old)]
+        if not args.no_table and TABLE.search(old).group(2) != quality_table():
+            stale.append("the default-learner table")
+        for what in stale:
+            print(f"stale: {what}")
+        print(f"{GUIDE}: " + ("stale figures; run python -m benchmarks.cli_guide" if stale
+                              else "every figure is current"))
+        return 1 if stale else 0
+    GUIDE.write_text(refreshed_page(old, table=not args.no_table))
+    print(f"{GUIDE}: figures rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
