@@ -13,7 +13,6 @@ LIMIT = 500
 PRIVATE_LEFT = {
     "bench_defaults.py": 1,  # Auto()._build_experts: the experts of a custom grid
     "bench_families.py": 7,  # Auto._build_experts, a KONS subclass over _analyse_now etc.
-    "bench_guard.py": 7,  # KONS._check_step and the guard's constants, switched in-process
     "bench_intervals.py": 2,  # wrapper._with_dist, model._scale
 }
 
