@@ -31,8 +31,8 @@ samples (the one-vs-rest targets of a learner that knew every class from the sta
 learns ``-1`` on every sample, and a new class would start as its copy), was less accurate:
 mean test-then-train accuracy over five orders of each stream 0.9401 against 0.9311 on wine and
 0.9524 against 0.9503 on digits (9 of 10 orders better or equal), and 0.9194 against 0.9177 on
-ImageSegments (``benchmarks/bench_multiclass.py``, rows "new class starts at -1"). Column 0 is
-kept for that comparison (one column, ``O(m)`` a step).
+ImageSegments (``benchmarks/bench_multiclass.py`` at commit 2fefa42, rows "new class starts at
+-1"). Column 0 is kept (one column, ``O(m)`` a step).
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def overflow_target_message(y: float, prediction: float) -> str:
     return (f"the target {y!r} lies {abs(y - prediction):.3g} from the prediction "
             f"{prediction:.3g}: learning it would overflow the learner's running statistics "
             "(the noise scale of with_dist, the regret sums) in float64; rescale the targets "
-            "(e.g. river's TargetStandardScaler)")
+            "(e.g. okoco.preprocessing.TargetStandardScaler)")
 
 
 def one_at_a_time(method):
@@ -371,8 +371,9 @@ class KernelLearner(base.MiniBatchRegressor):
             self._warned_unscaled = True
             warnings.warn(
                 f"the targets average |y| = {self._abs_target_sum / n:.3g}, far outside the "
-                f"predictions' range [-C, C] = [-{C:g}, {C:g}]; standardize them (river's "
-                "preprocessing.TargetStandardScaler around the model) or raise C",
+                f"predictions' range [-C, C] = [-{C:g}, {C:g}]; standardize them "
+                "(okoco.preprocessing.TargetStandardScaler around the model, which keeps "
+                "predict_one(x, with_dist=True) in the targets' units) or raise C",
                 UserWarning, stacklevel=stacklevel)
 
     def _step(self, t: int) -> float | None:
