@@ -7,7 +7,7 @@ Its own module so that it builds and changes apart from the other learners' step
 
 import numpy as np
 
-from libc.math cimport isfinite, log1p, sqrt
+from libc.math cimport fabs, isfinite, log1p, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
@@ -59,7 +59,7 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
     cdef Py_ssize_t ld = data.shape[1], t = begin, rows = V.shape[0], i, used = 0, n_coins
     cdef Py_ssize_t kors_seen = 0
     cdef int d = <int>V.shape[1], status = OK
-    cdef double kappa, ybar, excess, yhat, gdot, weight, s, residual, q, tau, p, c
+    cdef double kappa, ybar, excess, yhat, gdot, weight, s, residual, q, tau, p, c, value, big
     cdef double last_q = float("nan"), last_tau = float("nan")
     cdef double last_p = float("nan")
     n_coins = coins.shape[0]
@@ -103,6 +103,22 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
             s = s if s > 0.0 else 0.0
             if not (isfinite(ybar) and isfinite(gdot)
                     and isfinite(weight * (s + (kappa if kappa > 1.0 else 1.0) / alpha))):
+                status = PYTHON_STEP
+                break
+            # the step's new u and A^{-1}'s update finite, or the Python step refuses it
+            # (okoco.learners.embedding.OnsHead._ons_plan, the same operations)
+            q = weight * s
+            c = excess / (s if s > MIN_S else MIN_S)
+            big = 0.0
+            for i in range(m):
+                value = u[i]
+                if excess != 0.0:
+                    value = value - c * Pz[i]
+                value = value - gdot / (1.0 + q) * Pz[i]
+                if not isfinite(value):
+                    status = PYTHON_STEP
+                big = big if big >= fabs(Pz[i]) else fabs(Pz[i])
+            if status or not (isfinite(q) and isfinite(-weight / (1.0 + q) * big * big)):
                 status = PYTHON_STEP
                 break
             residual = kappa - dot(<int>m, h, h)

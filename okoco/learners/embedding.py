@@ -1,0 +1,377 @@
+r"""The Online Newton Step in an explicit embedding, and the Nyström embedding it runs in.
+
+One home for each of the two halves of PROS-N-KONS / CON-KONS (:mod:`okoco.learners.pros`),
+which ``Auto``'s dictionary experts share:
+
+- :class:`NystromEmbedding`: a KORS dictionary :math:`\mathcal I` over the unscaled kernel, the
+  bordered Cholesky factor :math:`L L^\top = K_{\mathcal I}` and the atoms' store, giving
+  :math:`z = L^{-1}k_{\mathcal I}(x)` from one kernel row per step (``O(m d + m^2)``); a point
+  that joins borders :math:`L`, which leaves the first :math:`m` coordinates of every embedding
+  unchanged and adds a last one (the point's own: its pivot).
+- :class:`OnsHead`: the primal ONS point :math:`u` and :math:`A^{-1}` (packed,
+  ``okoco.linalg.PackedSymmetric``) over such coordinates, and its step:
+
+  .. code-block:: text
+
+      ybar = z . u;  yhat = clip(ybar, -C, C);  gdot = loss'(y, yhat)
+      w = eta gdot^2 (or loss''(yhat) with eta="hessian")
+      new coordinates (an atom joined, a feature appeared):
+          u <- [u; 0],  A^{-1} <- diag(A^{-1}, 1/alpha)
+      Pz = A^{-1} z;  s = z . Pz
+      u <- u - h(ybar) Pz / s                  # oblique projection onto |z . u| <= C, A-norm
+      q = w s;  A^{-1} <- A^{-1} - w Pz Pz^T / (1 + q);  u <- u - gdot Pz / (1 + q)
+
+  planned (:meth:`OnsHead._ons_plan`, every number checked finite) before anything changes,
+  then applied (:meth:`OnsHead._ons_apply`), so that a refused step changes nothing.
+
+``PROSNKONS`` and ``CONKONS`` are one embedding and one head (mixins over their own attributes,
+so their saved files keep their layout); ``Auto`` holds one :class:`SharedEmbedding` and
+several :class:`DictionaryExpert` heads on it (different ridges), plus a :class:`LinearExpert`,
+the same head on the explicit features :math:`[1, x]`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from numbers import Real
+
+import numpy as np
+
+from okoco._input import Rows, reserve
+from okoco._validation import Interval, check_params
+from okoco.dictionary import KORS
+from okoco.learners.base import clip_excess, overflow_message
+from okoco.linalg import IncrementalCholesky, PackedSymmetric
+
+__all__ = ["NystromEmbedding", "OnsHead", "SharedEmbedding", "DictionaryExpert", "LinearExpert"]
+
+# s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never projects).
+_MIN_S = 1e-300
+# A point whose residual k(x, x) - h.h is below this fraction of k(x, x) lies in the span of the
+# dictionary to working precision: it is not offered to KORS, since as an atom it would only add
+# a coordinate made of rounding noise (amplified by 1 / pivot) to every embedding.
+_SPAN_TOL = 1e-10
+
+
+def step_message(y, gdot: float, yhat: float) -> str:
+    return (f"the target {y!r} gives the loss derivative {gdot:g} at the prediction {yhat:g}, "
+            "too large for a second-order step; rescale the targets")
+
+
+class NystromEmbedding:
+    r"""The embedding :math:`z = L^{-1}k_{\mathcal I}(x)` over a KORS dictionary (a mixin).
+
+    Its object holds ``_kernel``, ``_kors`` (``okoco.dictionary.KORS`` over the unscaled
+    kernel), ``_store`` (the atoms, ``okoco._input.Rows``), ``_embed``
+    (``okoco.linalg.IncrementalCholesky``, :math:`L L^\top = K_{\mathcal I}`) and ``max_size``
+    (``None``: no cap; once full the dictionary is frozen).
+    """
+
+    def _embedding_of(self, v: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+        """``(k, kappa, h)``: the kernel row over the atoms, ``k(v, v)`` and ``L^{-1} k``."""
+        k = self._store.kernel_row(self._kernel, v)
+        kappa = float(self._kernel.diag(v[None, :])[0])
+        if not (math.isfinite(kappa) and np.isfinite(k).all()):
+            bad = kappa if not math.isfinite(kappa) else k[~np.isfinite(k)][0]
+            raise ValueError(overflow_message(self._kernel, bad))
+        return k, kappa, self._embed.half_solve(k)
+
+    def _join_pivot(self, kappa: float, h: np.ndarray) -> float | None:
+        """The pivot the point would take as an atom (its coordinate in its own embedding),
+        or ``None`` if it cannot join: the dictionary is full, or the point lies in its span
+        to working precision."""
+        full = self.max_size is not None and self._embed.size >= self.max_size
+        residual = kappa - float(h @ h)
+        if full or not residual > _SPAN_TOL * kappa:
+            return None
+        return math.sqrt(max(residual, self._embed.min_pivot))
+
+    def _offer(self, v: np.ndarray, k: np.ndarray, kappa: float, h: np.ndarray) -> bool:
+        """KORS's coin for a point that can join (:meth:`_join_pivot`); if it lands, the point
+        becomes the last atom (``O(m^2)``). Returns whether it joined."""
+        if not self._kors.update_column(k, kappa)[0]:
+            return False
+        self._embed.append(k, kappa, half=h)
+        self._store.append(v)
+        return True
+
+
+class SharedEmbedding(NystromEmbedding):
+    r"""A :class:`NystromEmbedding` of its own, for experts that share it (``Auto``).
+
+    Parameters are those of :class:`okoco.learners.CONKONS`'s dictionary: ``kernel`` (an
+    ``okoco.kernels`` kernel), KORS's ``dictionary_alpha``, ``eps``, ``beta``, ``p_min`` and
+    ``seed``, and the cap ``max_size``.
+    """
+
+    _saved_state = {"_kernel": "kernel as kernel", "max_size": "int|none",
+                    "_kors": "obj:KORS as kors", "_store": "obj:Rows as store",
+                    "_embed": "obj:IncrementalCholesky as embedding"}
+
+    def __init__(self, kernel, dictionary_alpha: float = 1.0, eps: float = 0.5,
+                 beta: float = 3.0, p_min: float = 0.0, max_size: int | None = 500,
+                 seed: int | None = 0):
+        self._kernel = kernel
+        self.max_size = max_size
+        self._kors = KORS(kernel=None, alpha=dictionary_alpha, eps=eps, beta=beta, p_min=p_min,
+                          seed=np.random.default_rng(seed))
+        self._store = Rows()
+        self._embed = IncrementalCholesky()
+
+    @property
+    def size(self) -> int:
+        return self._embed.size
+
+    def analyse(self, v: np.ndarray) -> Embedded:
+        """The embedding of ``v`` (no state change)."""
+        k, kappa, h = self._embedding_of(v)
+        return Embedded(k, kappa, h, self._join_pivot(kappa, h))
+
+    def offer(self, v: np.ndarray, embedded: Embedded) -> None:
+        """KORS's coin for ``v`` (if it can join); records the outcome in ``embedded``."""
+        if embedded.pivot is not None:
+            embedded.joined = self._offer(v, embedded.k, embedded.kappa, embedded.h)
+
+
+class Embedded:
+    """One point's embedding by a :class:`SharedEmbedding`: ``k``, ``kappa``, ``h``, the
+    ``pivot`` it would take as an atom (``None``: it cannot join) and whether it ``joined``."""
+
+    __slots__ = ("k", "kappa", "h", "pivot", "joined")
+
+    def __init__(self, k, kappa, h, pivot):
+        self.k, self.kappa, self.h, self.pivot, self.joined = k, kappa, h, pivot, False
+
+
+class OnsHead:
+    r"""The Online Newton Step over explicit coordinates :math:`z` (a mixin; module docstring).
+
+    Its object holds ``alpha`` (:math:`A = \alpha I` on every new coordinate), ``C``, ``_u``
+    (the ONS point before the projection, in a doubling buffer), ``_P`` (:math:`A^{-1}`,
+    ``PackedSymmetric``), and the running ``online_effective_dimension``, ``log_det`` and
+    ``noise_scale_sum``.
+    """
+
+    def _ons_predict(self, z: np.ndarray) -> float:
+        """:math:`z^\\top u` over the first ``len(z)`` coordinates (the unclipped prediction)."""
+        return float(z @ self._u[: z.shape[0]])
+
+    def _ons_direction(self, z: np.ndarray) -> np.ndarray:
+        """:math:`A^{-1}z` over the head's current coordinates (``len(z)`` of them)."""
+        return self._P.matvec(z) if z.shape[0] else np.zeros(0)
+
+    def _ons_extended(self, Pz: np.ndarray, s: float, values: np.ndarray):
+        """``(Pz, s)`` of ``z`` extended by new coordinates of ``values`` (where
+        :math:`A^{-1}` is :math:`1/\\alpha` and ``u`` is 0)."""
+        scaled = values / self.alpha
+        return np.concatenate([Pz, scaled]), s + float(values @ scaled)
+
+    def _ons_gradient(self, loss, y: float, ybar: float, eta: float | None):
+        """``(excess, yhat, gdot, weight)`` of the step at the unclipped prediction ``ybar``
+        (``eta`` ``None``: the weight of :math:`zz^\\top` is ``loss''``)."""
+        excess = clip_excess(ybar, self.C)
+        yhat = ybar - excess
+        gdot = float(loss.derivative(y, yhat))
+        if eta is None:
+            weight = float(loss.second_derivative(y, yhat))
+            if not weight >= 0:
+                raise ValueError(f"loss.second_derivative returned {weight!r}; it must be >= 0")
+        else:
+            weight = eta * gdot * gdot
+        if not (math.isfinite(ybar) and math.isfinite(gdot) and math.isfinite(weight)):
+            raise ValueError(step_message(y, gdot, yhat))
+        return excess, yhat, gdot, weight
+
+    def _ons_plan(self, y, Pz: np.ndarray, s: float, excess: float, gdot: float,
+                  weight: float) -> tuple:
+        """The step's new ``u``, the coefficient of :math:`A^{-1}`'s rank-one update and
+        :math:`q = w s`, for ``Pz`` and ``s`` over ``len(Pz)`` coordinates (the head's, then
+        any new ones); raises ``ValueError`` if any number it would store is not finite."""
+        m_old, m = self._P.size, Pz.shape[0]
+        u = np.zeros(m)
+        u[:m_old] = self._u[:m_old]
+        with np.errstate(all="ignore"):  # checked below
+            if excess:
+                u -= (excess / max(s, _MIN_S)) * Pz
+            q = weight * s
+            coef = -weight / (1.0 + q)
+            u -= (gdot / (1.0 + q)) * Pz
+            big = float(np.abs(Pz).max()) if m else 0.0
+        if not (math.isfinite(q) and math.isfinite(coef * big * big) and np.isfinite(u).all()):
+            raise ValueError(step_message(y, gdot, float(u @ Pz) if m else 0.0) + (
+                f" (or alpha={self.alpha!r} is too small for float64: the step would store "
+                "non-finite numbers)"))
+        return u, coef, Pz, q
+
+    def _ons_apply(self, plan: tuple) -> None:
+        """Apply a plan of :meth:`_ons_plan` (``O(m^2)``: the rank-one update of
+        :math:`A^{-1}`), growing the head by the plan's new coordinates first."""
+        u, coef, Pz, q = plan
+        m = u.shape[0]
+        while self._P.size < m:
+            self._P.append(np.zeros(self._P.size), 1.0 / self.alpha)
+        self._u = reserve(self._u, m)
+        self._u[:m] = u
+        self._P.rank_one(coef, Pz)
+        self.online_effective_dimension += q / (1.0 + q)
+        self.log_det += math.log1p(q)
+
+    def _ons_variance(self, s: float, residual: float, n_seen: int) -> float:
+        r""":math:`\hat\tau^2(\alpha s + r + \alpha/2)`, with :math:`s = z^\top A^{-1}z`, the
+        residual :math:`r = k(x,x) - z^\top z` (0 for explicit features) and
+        :math:`\hat\tau^2 = (1 + \text{noise\_scale\_sum}) / (1 + t)`
+        (:meth:`okoco.learners.PROSNKONS._predictive_variance`)."""
+        scale = (1.0 + self.noise_scale_sum) / (1.0 + n_seen)
+        return scale * (self.alpha * s + max(residual, 0.0) + 0.5 * self.alpha)
+
+    def _ons_noise(self, y: float, yhat: float, s: float, residual: float) -> float:
+        """The a-priori error over its spread, added to ``noise_scale_sum`` by the step."""
+        return (y - yhat) ** 2 / (self.alpha * s + max(residual, 0.0) + 0.5 * self.alpha)
+
+
+class _Expert(OnsHead):
+    """An ONS head that ``Auto`` mixes: validated ``alpha`` and ``eta`` (``"hessian"`` or a
+    number), clipping to ``[-C, C]``, a lock of its own (as every learner has), and the step in
+    two halves, :meth:`_check_step` (before anything changes) and :meth:`_apply_step`."""
+
+    _parameter_constraints = {"alpha": [Interval(Real, 0, None, closed="neither")],
+                              "eta": [Interval(Real, 0, None, closed="neither"),
+                                      {"hessian"}],
+                              "C": [Interval(Real, 0, None, closed="neither")]}
+    _saved_state = {"alpha": "number", "eta": "str|number", "C": "number", "loss": "loss",
+                    "n_seen": "int[0,]", "_u": "array(>=ons_inverse.size) float64 as ons_point",
+                    "_P": "obj:PackedSymmetric as ons_inverse",
+                    "online_effective_dimension": "float", "log_det": "float",
+                    "noise_scale_sum": "float", "_lock": "cache:lock"}
+
+    def __init__(self, loss, alpha: float = 0.1, eta="hessian", C: float = 3.0):
+        self.loss = loss
+        self.alpha = alpha
+        self.eta = eta
+        self.C = C
+        check_params(self)
+        self._lock = threading.Lock()
+        self.n_seen = 0
+        self._u = np.zeros(16)
+        self._P = PackedSymmetric()
+        self.online_effective_dimension = self.log_det = self.noise_scale_sum = 0.0
+
+    def get_params(self) -> dict:
+        return {"loss": self.loss, "alpha": self.alpha, "eta": self.eta, "C": self.C}
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_lock", None)  # a copy gets a lock of its own
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def _clip(self, z: float) -> float:
+        return float(min(max(z, -self.C), self.C))
+
+    def _head_eta(self) -> float | None:
+        return None if self.eta == "hessian" else float(self.eta)
+
+    def _coordinates(self, analysis) -> tuple:
+        """``(z, new)``: the point's coordinates over the head's current ones and the values
+        of its new coordinates (none, unless the step adds some)."""
+        raise NotImplementedError
+
+    def _analysis(self, z: np.ndarray, residual: float, extra) -> list:
+        """``[z, ybar, residual, extra, Pz memo]``."""
+        return [z, self._ons_predict(z), residual, extra, None]
+
+    @staticmethod
+    def prediction(analysis) -> float:
+        return analysis[1]
+
+    def _direction_of(self, analysis) -> np.ndarray:
+        if analysis[4] is None:
+            analysis[4] = self._ons_direction(analysis[0])
+        return analysis[4]
+
+    def _variance_of(self, analysis) -> float:
+        z = analysis[0]
+        s = max(float(z @ self._direction_of(analysis)), 0.0)
+        return self._ons_variance(s, analysis[2], self.n_seen)
+
+    def _plans(self, y: float, analysis, extensions) -> tuple:
+        """The step's plan for each way the coordinates may grow (``extensions``: arrays of
+        new coordinates' values), and its noise term; every plan is checked."""
+        z, ybar, residual = analysis[0], analysis[1], analysis[2]
+        excess, yhat, gdot, weight = self._ons_gradient(self.loss, y, ybar, self._head_eta())
+        Pz = self._direction_of(analysis)
+        s = max(float(z @ Pz), 0.0)
+        plans = []
+        for values in extensions:
+            Pz_e, s_e = self._ons_extended(Pz, s, values) if values.shape[0] else (Pz, s)
+            plans.append(self._ons_plan(y, Pz_e, s_e, excess, gdot, weight))
+        return plans, self._ons_noise(y, yhat, s, residual)
+
+    def _apply_plan(self, plan, noise: float) -> None:
+        self._ons_apply(plan)
+        self.noise_scale_sum += noise
+        self.n_seen += 1
+
+
+class DictionaryExpert(_Expert):
+    r"""An ONS head on ``Auto``'s :class:`SharedEmbedding` (CON-KONS's step, the embedding
+    shared): ridge ``alpha``, step ``eta``; it grows by a zero coordinate when an atom joins."""
+
+    _saved_state = {"kernel": "kernel", "max_size": "int|none"}
+
+    def __init__(self, embedding: SharedEmbedding, loss, alpha: float = 0.1, eta="hessian",
+                 C: float = 3.0):
+        super().__init__(loss, alpha, eta, C)
+        self.kernel = embedding._kernel  # for the leader's name
+        self.max_size = embedding.max_size
+
+    def analyse(self, embedded: Embedded) -> list:
+        h = embedded.h
+        return self._analysis(h, embedded.kappa - float(h @ h), embedded)
+
+    def _check_step(self, y: float, analysis) -> tuple:
+        embedded = analysis[3]
+        grow = [np.zeros(0)] if embedded.pivot is None else \
+            [np.zeros(0), np.array([embedded.pivot])]
+        return self._plans(y, analysis, grow)
+
+    def _apply_step(self, analysis, step) -> None:
+        plans, noise = step
+        self._apply_plan(plans[1] if analysis[3].joined else plans[0], noise)
+
+    @property
+    def dictionary_size(self) -> int:
+        return self._P.size
+
+
+class LinearExpert(_Expert):
+    r"""The ONS head on the explicit features :math:`z = [1, x]` (a linear model with an
+    intercept; ``O(d^2)`` a step); a feature first seen adds a coordinate."""
+
+    kernel = "Linear()"
+    max_size = None
+    _saved_state = {}
+
+    def analyse(self, v: np.ndarray) -> list:
+        z = np.concatenate([[1.0], v])
+        m = self._P.size
+        if z.shape[0] <= m:
+            known, new = np.pad(z, (0, max(m - z.shape[0], 0))), np.zeros(0)
+        else:
+            known, new = z[:m], z[m:]
+        return self._analysis(known, 0.0, new)
+
+    def _check_step(self, y: float, analysis) -> tuple:
+        return self._plans(y, analysis, [analysis[3]])
+
+    def _apply_step(self, analysis, step) -> None:
+        plans, noise = step
+        self._apply_plan(plans[0], noise)
+
+    @property
+    def dictionary_size(self) -> int:
+        return self._P.size
