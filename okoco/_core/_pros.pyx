@@ -59,7 +59,7 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
     cdef Py_ssize_t ld = data.shape[1], t = begin, rows = V.shape[0], i, used = 0, n_coins
     cdef Py_ssize_t kors_seen = 0
     cdef int d = <int>V.shape[1], status = OK
-    cdef double kappa, ybar, excess, yhat, gdot, weight, s, residual, q, tau, p, c, value, big
+    cdef double kappa, ybar, excess, yhat, gdot, weight, s, residual, q, tau, p, c, top, big
     cdef double last_q = float("nan"), last_tau = float("nan")
     cdef double last_p = float("nan")
     n_coins = coins.shape[0]
@@ -106,19 +106,16 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
                 status = PYTHON_STEP
                 break
             # the step's new u and A^{-1}'s update finite, or the Python step refuses it
-            # (okoco.learners.embedding.OnsHead._ons_plan, the same operations)
+            # (okoco.learners.embedding.OnsHead._ons_plan: the same bound)
             q = weight * s
-            c = excess / (s if s > MIN_S else MIN_S)
+            c = excess / (s if s > MIN_S else MIN_S) if excess != 0.0 else 0.0
             big = 0.0
+            top = 0.0
             for i in range(m):
-                value = u[i]
-                if excess != 0.0:
-                    value = value - c * Pz[i]
-                value = value - gdot / (1.0 + q) * Pz[i]
-                if not isfinite(value):
-                    status = PYTHON_STEP
                 big = big if big >= fabs(Pz[i]) else fabs(Pz[i])
-            if status or not (isfinite(q) and isfinite(-weight / (1.0 + q) * big * big)):
+                top = top if top >= fabs(u[i]) else fabs(u[i])
+            if not (isfinite(1.01 * (top + (fabs(c) + fabs(gdot / (1.0 + q))) * big))
+                    and isfinite(-weight / (1.0 + q) * big * big) and isfinite(q)):
                 status = PYTHON_STEP
                 break
             residual = kappa - dot(<int>m, h, h)

@@ -8,6 +8,7 @@ from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import Auto, ExpertRows, SharedPoints
 from okoco.learners.base import KernelLearner, StepSize
 from okoco.learners.binary import BinaryClassifier
+from okoco.learners.embedding import DictionaryExpert, LinearExpert, SharedEmbedding
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.krls import KRLS
@@ -23,4 +24,4 @@ persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS,
                      BinaryClassifier, MulticlassClassifier, learner=True)
 persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, SlotInverse,
                      KORS, ALD, SharedPoints, ExpertRows, SharedSquaredKONS,
-                     SharedSquaredAuto)
+                     SharedSquaredAuto, SharedEmbedding, DictionaryExpert, LinearExpert)

@@ -63,6 +63,7 @@ from okoco._dist import gaussian
 from okoco._validation import Interval
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners.base import KernelLearner, _is_regression
+from okoco.learners.embedding import DictionaryExpert, LinearExpert, SharedEmbedding
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.shared import ExpertRows, SharedPoints
 
@@ -70,21 +71,31 @@ __all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.lear
 
 #: Auto's default window (``max_size``), chosen by measurement (docs/defaults.md).
 DEFAULT_WINDOW = 400
-#: Auto's experts, chosen by measurement (``benchmarks/bench_families.py``,
-#: ``benchmarks/bench_long_memory.py``, docs/defaults.md): ``(c, alpha, eta, share)``, a KONS
-#: with ``RBF(c/d)``, ridge ``alpha`` and step ``eta`` over the newest ``share`` of the window
-#: (an expert with a share below 1 forgets faster; with no window, ``max_size=None``, only the
-#: experts of share 1 or more are built), or ``(c, alpha, eta, share, beta)``, a Sketched-KONS
-#: (KORS's ``beta``) over ``share`` times the window: a longer memory, whose preconditioner
-#: costs only the atoms KORS keeps of it. ``"task"`` is the task's expert, :data:`TASK_EXPERTS`.
+#: Auto's windowed grid before issue 42 (the benchmarks that chose it record and compare it; a
+#: grid for ``_build_experts``): ``(c, alpha, eta, share)``, a KONS with ``RBF(c/d)``, ridge
+#: ``alpha`` and step ``eta`` over the newest ``share`` of the window (an expert with a share
+#: below 1 forgets faster; with no window, ``max_size=None``, only the experts of share 1 or more
+#: are built), or ``(c, alpha, eta, share, beta)``, a Sketched-KONS (KORS's ``beta``) over
+#: ``share`` times the window. ``"task"`` is the task's expert, :data:`TASK_EXPERTS`.
 #: The grid before the long-memory expert: ``MulticlassClassifier(Auto())``'s experts (their
-#: classes share one preconditioner, which a Sketched-KONS's sampled atoms would not).
+#: classes share one preconditioner, which a dictionary's sampled atoms would not).
 KONS_EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.5, 0.03, "hessian", 1.0),
                 (3.0, 0.1, "hessian", 1.0), (0.2, 0.1, "hessian", 0.5),
                 (0.5, 0.03, "hessian", 0.2))
 #: The long-memory expert, in place of the medium KONS over the window (the second above).
 LONG_MEMORY = (0.2, 0.03, "hessian", 2.5, 3.0)
 EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
+#: The dictionary ``Auto``'s stationary experts share (:class:`SharedEmbedding`):
+#: ``(c, dictionary_alpha, max_size)``, KORS atoms of ``RBF(c/d)`` with ridge
+#: ``dictionary_alpha``, at most ``max_size`` of them (chosen by measurement on long streams,
+#: ``benchmarks/bench_long_streams.py``, docs/guide/auto.md).
+DICTIONARY = (0.2, 1.0, 500)
+#: Auto's default experts: ``("dictionary", alpha, eta)``, an ONS head with ridge ``alpha`` on
+#: the shared dictionary (:class:`DictionaryExpert`: CON-KONS's step, remembering the whole
+#: stream through its atoms); ``("linear", alpha, eta)``, the ONS on ``[1, x]``
+#: (:class:`LinearExpert`); and forgetting KONS over short windows for drift (as above).
+DEFAULT_EXPERTS = (("dictionary", 0.1, "hessian"), ("linear", 1.0, "hessian"),
+                   *KONS_EXPERTS[3:])
 #: Regression: the steady exp-concave step (it led on trending streams); classification (labels
 #: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
 #: expert's on every classification stream measured but german (``docs/guide/auto.md``).
@@ -203,7 +214,8 @@ class Auto(ExpertMixture, KernelLearner):
                               "scale_target": ["boolean"]}
 
     _saved_state = {"fast_rate": "number", "fast_discount": "number",
-                    "experts": "list[obj:KONS,SketchedKONS]",
+                    "experts": "list[obj:KONS,SketchedKONS,DictionaryExpert,LinearExpert]",
+                    "_embedding": "opt obj:SharedEmbedding|none as embedding",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
                     "cumulative_loss": "float", "_points": "obj:SharedPoints as points",
                     "_mixture": "cache:None", "rate": "float",
@@ -235,8 +247,11 @@ class Auto(ExpertMixture, KernelLearner):
         """Whether targets are standardized inside (regression with ``scale_target``)."""
         return self.scale_target and _is_regression(self._loss)
 
+    _embedding = None  # the shared dictionary (None: no dictionary expert, or an older file)
+
     def _reset_state(self) -> None:
-        self.experts: list[KONS] = []
+        self.experts: list = []
+        self._embedding = None
         self.cumulative_losses = np.zeros(0)
         self.recent_losses = np.zeros(0)
         self.cumulative_loss = 0.0
@@ -273,7 +288,7 @@ class Auto(ExpertMixture, KernelLearner):
         ``p = sum_i w_i p_i`` the prediction, ``w`` the weights it gives the experts."""
         if not self.experts:
             return 1.0
-        analyses, preds, _ = self._analyse(v)
+        analyses, preds, _, _ = self._analyse(v)
         safe_weights, fast_weights, _ = self._mix()
         share = self._share(*self._averages(preds))
         mean = second = 0.0
@@ -296,14 +311,22 @@ class Auto(ExpertMixture, KernelLearner):
         state["_mixture"] = None  # derived from the cumulative losses
         return state
 
-    def _build_experts(self, d: int, grid=EXPERTS) -> list[KONS]:
-        """The grid as standalone KONS and Sketched-KONS (one kernel object per scale, so rows
-        can be shared; the Sketched-KONS's coins from ``seed=0``, so that ``Auto`` is
-        deterministic)."""
+    def _build_experts(self, d: int, grid=DEFAULT_EXPERTS) -> list:
+        """The grid's experts (:data:`DEFAULT_EXPERTS`, :data:`EXPERTS`): standalone KONS and
+        Sketched-KONS (one kernel object per scale, so rows can be shared; a Sketched-KONS's
+        coins from ``seed=0``, so that ``Auto`` is deterministic), and ONS heads on the shared
+        dictionary (built here, :data:`DICTIONARY`, its coins from ``seed=0``) or on ``[1, x]``."""
         g, W, kernels = 1.0 / max(d, 1), self.max_size, {}
         task = TASK_EXPERTS["regression" if _is_regression(self._loss) else "classification"]
         experts = []
         for spec in grid:
+            if spec[0] == "dictionary":
+                experts.append(DictionaryExpert(self._dictionary(g), self._loss, alpha=spec[1],
+                                                eta=spec[2], C=self.C))
+                continue
+            if spec[0] == "linear":
+                experts.append(LinearExpert(self._loss, alpha=spec[1], eta=spec[2], C=self.C))
+                continue
             c, alpha, eta, share, *sketch = task if spec == "task" else spec
             if W is None and share < 1:
                 continue
@@ -317,6 +340,14 @@ class Auto(ExpertMixture, KernelLearner):
                 experts.append(KONS(kernel=kernel, loss=self._loss, C=self.C, alpha=alpha,
                                     eta=eta, max_size=window))
         return experts
+
+    def _dictionary(self, g: float) -> SharedEmbedding:
+        """The shared dictionary of the heads (built once; uncapped with ``max_size=None``)."""
+        if self._embedding is None:
+            c, dictionary_alpha, cap = DICTIONARY
+            self._embedding = SharedEmbedding(_kernels.RBF(c * g), dictionary_alpha,
+                                              max_size=None if self.max_size is None else cap)
+        return self._embedding
 
     # -- weights --------------------------------------------------------------------------
 
@@ -334,12 +365,26 @@ class Auto(ExpertMixture, KernelLearner):
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
+        """``(analyses, predictions, Auto's prediction, the dictionary's embedding)``: one
+        kernel row per distinct kernel of the windowed experts (:class:`SharedPoints`) and one
+        over the dictionary's atoms, shared by every head on it."""
         experts = self.experts
-        rows = self._points.kernel_rows([e._kernel for e in experts], v)
-        analyses = [e._analyse_row(k, _kernels.self_similarity(e._kernel, v))
-                    for e, k in zip(experts, rows)]
-        preds = [e._clip(a[4]) for e, a in zip(experts, analyses)]
-        return analyses, preds, self._combine(preds)
+        windowed = [e._kernel for e in experts if isinstance(e, KONS)]
+        rows = iter(self._points.kernel_rows(windowed, v) if windowed else ())
+        embedded = self._embedding.analyse(v) if self._embedding is not None else None
+        analyses, preds = [], []
+        for expert in experts:
+            if isinstance(expert, KONS):
+                analysis = expert._analyse_row(next(rows),
+                                               _kernels.self_similarity(expert._kernel, v))
+                prediction = analysis[4]
+            else:
+                analysis = expert.analyse(embedded if isinstance(expert, DictionaryExpert)
+                                          else v)
+                prediction = expert.prediction(analysis)
+            analyses.append(analysis)
+            preds.append(expert._clip(prediction))
+        return analyses, preds, self._combine(preds), embedded
 
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
@@ -350,9 +395,10 @@ class Auto(ExpertMixture, KernelLearner):
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         if not self.experts:
             self.experts = self._build_experts(v.shape[0])
-            if self.max_size is not None:  # the ring holds the longest window (none stored yet)
-                self._points = SharedPoints(max(e.max_size for e in self.experts) + 1)
-            for expert in self.experts:
+            windowed = [e for e in self.experts if isinstance(e, KONS)]
+            if self.max_size is not None and windowed:  # the ring holds the longest window
+                self._points = SharedPoints(max(e.max_size for e in windowed) + 1)
+            for expert in windowed:
                 expert._store = ExpertRows(self._points)
                 if expert.max_size is not None:  # its slots are the shared ring's
                     expert._window.capacity = self._points.rows.max_size
@@ -378,18 +424,31 @@ class Auto(ExpertMixture, KernelLearner):
         return ((y - mean) / std if std > 0 else 0.0), (n, mean, m2)
 
     def _learn_scaled(self, v: np.ndarray, y: float) -> None:
-        """Every expert's step on the (standardized) target ``y``, and the weights' losses."""
+        """Every expert's step on the (standardized) target ``y``, and the weights' losses.
+
+        Every step is checked before any is taken (a refused step changes nothing); then the
+        dictionary's coin (a point that joins adds a coordinate to every head, each head
+        having planned its step for both outcomes), the steps, and the windows' forgetting."""
         experts = self.experts
-        analyses, preds, own = self._analyse(v)
-        # every expert's step is checked before any is taken: a refused step changes nothing
-        steps = [e._check_step(y, e._step(e.n_seen + 1), a) for e, a in zip(experts, analyses)]
+        analyses, preds, own, embedded = self._analyse(v)
+        steps = [e._check_step(y, e._step(e.n_seen + 1), a) if isinstance(e, KONS)
+                 else e._check_step(y, a) for e, a in zip(experts, analyses)]
         losses = self._loss.value(y, np.array([*preds, own]))  # the experts', then Auto's
+        if embedded is not None:
+            self._embedding.offer(v, embedded)
+        windowed = False
         for expert, analysis, step in zip(experts, analyses, steps):
-            expert._apply_step(v, analysis, step)
-            expert.n_seen += 1
-        self._points.append(v)
-        for expert in experts:  # each window forgets its oldest point, once v is stored
-            expert._forget_oldest()
+            if isinstance(expert, KONS):
+                expert._apply_step(v, analysis, step)
+                expert.n_seen += 1
+                windowed = True
+            else:
+                expert._apply_step(analysis, step)
+        if windowed:
+            self._points.append(v)
+            for expert in experts:  # each window forgets its oldest point, once v is stored
+                if isinstance(expert, KONS):
+                    expert._forget_oldest()
         self._record(losses[:-1], losses[-1])
 
     @classmethod

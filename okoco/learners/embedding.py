@@ -39,7 +39,7 @@ from numbers import Real
 import numpy as np
 
 from okoco._input import Rows, reserve
-from okoco._validation import Interval, check_params
+from okoco._validation import Interval, Options, check_params
 from okoco.dictionary import KORS
 from okoco.learners.base import clip_excess, overflow_message
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
@@ -52,6 +52,10 @@ _MIN_S = 1e-300
 # dictionary to working precision: it is not offered to KORS, since as an atom it would only add
 # a coordinate made of rounding noise (amplified by 1 / pivot) to every embedding.
 _SPAN_TOL = 1e-10
+
+
+_NONE = np.zeros(0)  # no new coordinate (read-only)
+_NONE.flags.writeable = False
 
 
 def step_message(y, gdot: float, yhat: float) -> str:
@@ -189,19 +193,26 @@ class OnsHead:
         :math:`q = w s`, for ``Pz`` and ``s`` over ``len(Pz)`` coordinates (the head's, then
         any new ones); raises ``ValueError`` if any number it would store is not finite."""
         m_old, m = self._P.size, Pz.shape[0]
-        u = np.zeros(m)
+        q = weight * s
+        shift = excess / max(s, _MIN_S) if excess else 0.0
+        newton = gdot / (1.0 + q)
+        coef = -weight / (1.0 + q)
+        big = float(np.abs(Pz).max()) if m else 0.0
+        top = float(np.abs(self._u[:m_old]).max()) if m_old else 0.0
+        # |u_i - shift Pz_i - newton Pz_i| <= top + (|shift| + |newton|) big: every entry of
+        # the new u is finite when this bound is (with a margin for rounding), and so is every
+        # entry of the rank-one update when coef big^2 is (|A^{-1}| <= 1 / alpha before it)
+        if not (math.isfinite(1.01 * (top + (abs(shift) + abs(newton)) * big))
+                and math.isfinite(coef * big * big) and math.isfinite(q)):
+            raise ValueError(
+                f"the target {y!r} gives the loss derivative {gdot:g}, too large for a "
+                f"second-order step at alpha={self.alpha!r} (it would store non-finite "
+                "numbers); rescale the targets or raise alpha")
+        u = np.zeros(m) if m > m_old else np.empty(m)
         u[:m_old] = self._u[:m_old]
-        with np.errstate(all="ignore"):  # checked below
-            if excess:
-                u -= (excess / max(s, _MIN_S)) * Pz
-            q = weight * s
-            coef = -weight / (1.0 + q)
-            u -= (gdot / (1.0 + q)) * Pz
-            big = float(np.abs(Pz).max()) if m else 0.0
-        if not (math.isfinite(q) and math.isfinite(coef * big * big) and np.isfinite(u).all()):
-            raise ValueError(step_message(y, gdot, float(u @ Pz) if m else 0.0) + (
-                f" (or alpha={self.alpha!r} is too small for float64: the step would store "
-                "non-finite numbers)"))
+        if excess:
+            u -= shift * Pz
+        u -= newton * Pz
         return u, coef, Pz, q
 
     def _ons_apply(self, plan: tuple) -> None:
@@ -237,7 +248,7 @@ class _Expert(OnsHead):
 
     _parameter_constraints = {"alpha": [Interval(Real, 0, None, closed="neither")],
                               "eta": [Interval(Real, 0, None, closed="neither"),
-                                      {"hessian"}],
+                                      Options({"hessian"}, "a policy name")],
                               "C": [Interval(Real, 0, None, closed="neither")]}
     _saved_state = {"alpha": "number", "eta": "str|number", "C": "number", "loss": "loss",
                     "n_seen": "int[0,]", "_u": "array(>=ons_inverse.size) float64 as ons_point",
@@ -329,14 +340,17 @@ class DictionaryExpert(_Expert):
         self.kernel = embedding._kernel  # for the leader's name
         self.max_size = embedding.max_size
 
+    def describe(self) -> str:
+        return (f"DictionaryExpert(kernel={self.kernel!r}, alpha={self.alpha:g}, "
+                f"eta={self.eta!r}, max_size={self.max_size!r})")
+
     def analyse(self, embedded: Embedded) -> list:
         h = embedded.h
         return self._analysis(h, embedded.kappa - float(h @ h), embedded)
 
     def _check_step(self, y: float, analysis) -> tuple:
         embedded = analysis[3]
-        grow = [np.zeros(0)] if embedded.pivot is None else \
-            [np.zeros(0), np.array([embedded.pivot])]
+        grow = [_NONE] if embedded.pivot is None else [_NONE, np.array([embedded.pivot])]
         return self._plans(y, analysis, grow)
 
     def _apply_step(self, analysis, step) -> None:
@@ -352,17 +366,19 @@ class LinearExpert(_Expert):
     r"""The ONS head on the explicit features :math:`z = [1, x]` (a linear model with an
     intercept; ``O(d^2)`` a step); a feature first seen adds a coordinate."""
 
-    kernel = "Linear()"
     max_size = None
     _saved_state = {}
+
+    def describe(self) -> str:
+        return f"LinearExpert(alpha={self.alpha:g}, eta={self.eta!r})"
 
     def analyse(self, v: np.ndarray) -> list:
         z = np.concatenate([[1.0], v])
         m = self._P.size
-        if z.shape[0] <= m:
-            known, new = np.pad(z, (0, max(m - z.shape[0], 0))), np.zeros(0)
-        else:
+        if z.shape[0] > m:  # features first seen now: new coordinates
             known, new = z[:m], z[m:]
+        else:  # features absent from this row are 0
+            known, new = (z if z.shape[0] == m else np.pad(z, (0, m - z.shape[0]))), _NONE
         return self._analysis(known, 0.0, new)
 
     def _check_step(self, y: float, analysis) -> tuple:
