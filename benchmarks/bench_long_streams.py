@@ -11,7 +11,8 @@ loss). Streams (river ``datasets.synth``):
   n_centroids=50)``, stationary;
 - ``hyperplane`` / ``hyperplane-drift``: ``Hyperplane(n_features=10, mag_change=0 / 0.001)``;
 - ``sea-switch``: ``ConceptDriftStream(SEA(variant=0), SEA(variant=2), position=steps/2,
-  width=50)``;
+  width=max(50, steps/100))`` (river's transition overflows ``math.exp`` farther than 700
+  widths from it);
 - ``friedman-gra``: ``FriedmanDrift(drift_type="gra", position=(steps/3, 2 steps/3))``.
 
 For each learner: the error (MAE, or the error rate) over every block of ``--block`` steps, the
@@ -63,7 +64,8 @@ def stream(name: str, steps: int, seed: int):
     elif name == "sea-switch":
         gen = synth.ConceptDriftStream(synth.SEA(variant=0, seed=seed),
                                        synth.SEA(variant=2, seed=seed + 100),
-                                       position=steps // 2, width=50, seed=seed)
+                                       position=steps // 2, width=max(50, steps // 100),
+                                       seed=seed)
     elif name == "friedman-gra":
         gen = synth.FriedmanDrift(drift_type="gra", position=(steps // 3, 2 * steps // 3),
                                   seed=seed)
@@ -94,8 +96,9 @@ def resident_mib() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def replay(model, task: str, rows, block: int) -> dict:
-    """Test-then-train: the error of every block, CPU us per step, RSS after each block."""
+def replay(model, task: str, rows, block: int, progress: bool = False) -> dict:
+    """Test-then-train: the error of every block, CPU us per step, RSS after each block
+    (each block printed as it ends with ``progress``)."""
     errors, blocks, memory, cpu, n, total = [], [], [], 0.0, 0, 0.0
     wall = time.perf_counter()
     for x, y in rows:
@@ -112,6 +115,10 @@ def replay(model, task: str, rows, block: int) -> dict:
             blocks.append(float(np.mean(errors)))
             memory.append(resident_mib())
             errors = []
+            if progress:
+                print(f"  step {n}: block error {blocks[-1]:.4f}, CPU {1e6 * cpu / n:.0f} us/step, "
+                      f"RSS {memory[-1]:.0f} MiB, wall {time.perf_counter() - wall:.0f} s",
+                      flush=True)
     if errors:
         blocks.append(float(np.mean(errors)))
         memory.append(resident_mib())
@@ -129,6 +136,7 @@ def main(argv=None) -> None:
                         help="comma-separated: auto, krls, conkons, lr")
     parser.add_argument("--tag", default="", help="a label for this okoco in the table")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
+    parser.add_argument("--progress", action="store_true", help="print every block as it ends")
     args = parser.parse_args(argv)
     task = STREAMS[args.stream]
     print(f"# okoco from {os.path.dirname(okoco.__file__)}; stream {args.stream}, "
@@ -138,7 +146,7 @@ def main(argv=None) -> None:
     for seed in (int(s) for s in args.seeds.split(",")):
         for name in args.learners.split(","):
             out = replay(learner(name, task), task, stream(args.stream, args.steps, seed),
-                         args.block)
+                         args.block, args.progress)
             out["load_end"] = os.getloadavg()[0]
             results[f"{args.tag}{name}/{seed}"] = out
             blocks = " ".join(f"{b:.4f}" for b in out["blocks"])

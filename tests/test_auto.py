@@ -54,14 +54,16 @@ class DenseLinearONS:
 
 def expert_grid(d, loss, C, window=None):
     """The documented grid, built independently of Auto (each expert with kernels of its own):
-    CON-KONS (the curvature step) with RBF(0.2/d) and ridge 0.1, its KORS dictionary of ridge
-    1 capped at 500 atoms (none without a window), coins of seed 0; the curvature ONS on
+    CON-KONS (the curvature step) with RBF(0.2/d) and with RBF(1/d), ridge 0.1, its KORS
+    dictionary of ridge 1 capped at 500 atoms (none without a window; not reached here, so the
+    swap rule never acts), coins of seed 0; the curvature ONS on
     [1, x] with ridge 1 (a dense reference); with a window, two forgetting KONS: RBF(0.2/d),
     ridge 0.1, over its newest half and RBF(0.5/d), ridge 0.03, over its newest fifth."""
     g = 1.0 / d
     cap = None if window is None else 500
-    grid = [CONKONS(kernel=kernels.RBF(0.2 * g), loss=loss, C=C, alpha=0.1,
-                    dictionary_alpha=1.0, max_size=cap, seed=0), DenseLinearONS(loss, C, 1.0)]
+    grid = [CONKONS(kernel=kernels.RBF(c * g), loss=loss, C=C, alpha=0.1,
+                    dictionary_alpha=1.0, max_size=cap, seed=0) for c in (0.2, 1.0)]
+    grid.append(DenseLinearONS(loss, C, 1.0))
     if window is not None:
         grid += [KONS(kernel=kernels.RBF(0.2 * g), loss=loss, C=C, alpha=0.1,
                       max_size=max(2, int(0.5 * window))),
@@ -201,12 +203,13 @@ def test_every_expert_computes_what_a_standalone_learner_computes(loss, window):
         model.learn_one(x, target)
         for e in alone:
             e.learn_one(x, target)
-    assert model._embedding.size == alone[0].dictionary_size > 10
+    assert [e.size for e in model._embeddings] == [a.dictionary_size for a in alone[:2]]
+    assert min(e.size for e in model._embeddings) > 10
     windowed = [e for e in model.experts if isinstance(e, KONS)]
     assert len(windowed) == (0 if window is None else 2)
     if window is not None:
         assert model._points.rows.n == int(0.5 * window) + 1  # the ring: the longest window
-    for e, a in zip(windowed, alone[2:]):
+    for e, a in zip(windowed, alone[3:]):
         assert e._store.n == model._points.rows.n and e.dictionary_size == a.dictionary_size
 
 
@@ -242,7 +245,8 @@ def test_save_load_is_exact_and_continues_identically(tmp_path):
     loaded = okoco.load(model.save(tmp_path / "auto.npz"))
     windowed = [e for e in loaded.experts if isinstance(e, KONS)]
     assert len(windowed) == 2 and all(e._store.points is loaded._points for e in windowed)
-    assert loaded._embedding.size == model._embedding.size > 0
+    assert [e.size for e in loaded._embeddings] == [e.size for e in model._embeddings]
+    assert len(loaded._embeddings) == 2 and loaded._embeddings[0].size > 0
     for x, target in rows[30:]:
         assert loaded.predict_one(x) == model.predict_one(x)
         model.learn_one(x, target)
@@ -303,7 +307,8 @@ def test_a_failed_batch_changes_nothing():
     assert model.n_seen == 10 and model._points.rows.n == 10
     assert all(e._store.points is model._points and e._store.n == 10 for e in model.experts
                if isinstance(e, KONS))
-    assert all(e.n_seen == 10 for e in model.experts) and model._embedding.size <= 10
+    assert all(e.n_seen == 10 for e in model.experts)
+    assert all(e.size <= 10 for e in model._embeddings)
     assert model.predict_one(as_dicts(X[10:11])[0]) == before
 
 
@@ -352,8 +357,9 @@ def test_leader_and_bad_parameters():
     assert model.leader == expected
     assert model.dictionary_size == best.dictionary_size > 0
     heads = [e.describe() for e in model.experts if hasattr(e, "describe")]
-    assert heads == ["DictionaryExpert(kernel=RBF(gamma=0.1), alpha=0.1, eta='hessian', "
-                     "max_size=500)", "LinearExpert(alpha=1, eta='hessian')"]
+    assert heads == [f"DictionaryExpert(kernel=RBF(gamma={gamma}), alpha=0.1, eta='hessian', "
+                     "max_size=500)" for gamma in (0.1, 0.5)] + [
+        "LinearExpert(alpha=1, eta='hessian')"]
 
     class NoRate(losses.Squared):
         exp_concavity = None
@@ -440,11 +446,12 @@ def test_the_window_bounds_memory_and_follows_a_switch():
     # the ring holds the longest window (50 points); the forgetting KONS keep their inverse
     # over slots of their own (51 and 21 for 50 and 20 points)
     assert model._points.rows.n == 51 and model._points.rows.data.shape[0] <= 102
-    head, linear, *forgetting = model.experts
+    smooth, medium, linear, *forgetting = model.experts
     assert [e._window.P.shape for e in forgetting] == [(51, 51), (21, 21)]
     assert [e.dictionary_size for e in forgetting] == [50, 20]
-    assert head.dictionary_size == model._embedding.size and linear.dictionary_size == 3
-    assert np.argmax(model.fast_weights) in (2, 3)  # a forgetting expert leads lately
+    assert [smooth.dictionary_size, medium.dictionary_size] == [
+        e.size for e in model._embeddings] and linear.dictionary_size == 3
+    assert np.argmax(model.fast_weights) in (3, 4)  # a forgetting expert leads lately
 
 
 def test_with_dist_mixes_the_experts_in_the_targets_units():
@@ -476,12 +483,13 @@ def test_the_dictionary_row_is_computed_once_per_step_for_every_head():
     X, y = bounded_stream(n=60)
     rows = list(zip(as_dicts(X), y))
     model = Auto(scale_target=False)
-    two_heads = (*DEFAULT_EXPERTS, ("dictionary", 1.0, "hessian"))
+    two_heads = (*DEFAULT_EXPERTS, ("dictionary", 0.2, 1.0, "hessian"))
     model._build_experts = lambda d: Auto._build_experts(model, d, two_heads)
     for x, target in rows[:20]:
         model.learn_one(x, target)
-    assert sum(isinstance(e, DictionaryExpert) for e in model.experts) == 2
-    store, calls = model._embedding._store, []
+    assert sum(isinstance(e, DictionaryExpert) and e.dictionary == 0
+               for e in model.experts) == 2
+    store, calls = model._embeddings[0]._store, []
     original = store.kernel_row
     store.kernel_row = lambda kernel, v: calls.append(1) or original(kernel, v)
     for x, target in rows[20:]:

@@ -106,18 +106,33 @@ class SharedEmbedding(NystromEmbedding):
 
     Parameters are those of :class:`okoco.learners.CONKONS`'s dictionary: ``kernel`` (an
     ``okoco.kernels`` kernel), KORS's ``dictionary_alpha``, ``eps``, ``beta``, ``p_min`` and
-    ``seed``, and the cap ``max_size``.
+    ``seed``, and the cap ``max_size``; and ``swap_margin``, the rule of a full dictionary:
+
+    - ``None``: frozen once full (as ``CONKONS``);
+    - a number :math:`\mu > 1`: a point whose residual :math:`k(x,x) - h^\top h` against the
+      atoms exceeds :math:`\mu` times the smallest atom residual
+      :math:`r_j = 1/[K_{\mathcal I}^{-1}]_{jj}` (atom :math:`j` against the others) replaces
+      that atom (:meth:`swap_in`; greedy maximization of :math:`\det K_{\mathcal I}`, which
+      each swap multiplies by more than :math:`\mu`, so the number of swaps on any stream is
+      at most :math:`\log_\mu(\prod_i k(x_i,x_i) / \det K_{\mathcal I})` at the fill).
+      The heads' functions are projected onto the new span (the removed atom's direction is
+      dropped) and their :math:`A` restricted to it; CON-KONS's theorem does not cover a swap.
     """
 
     _saved_state = {"_kernel": "kernel as kernel", "max_size": "int|none",
+                    "swap_margin": "number|none", "n_swaps": "int[0,]",
                     "_kors": "obj:KORS as kors", "_store": "obj:Rows as store",
-                    "_embed": "obj:IncrementalCholesky as embedding"}
+                    "_embed": "obj:IncrementalCholesky as embedding",
+                    "_inverse_diagonal": "cache:None"}
 
     def __init__(self, kernel, dictionary_alpha: float = 1.0, eps: float = 0.5,
                  beta: float = 3.0, p_min: float = 0.0, max_size: int | None = 500,
-                 seed: int | None = 0):
+                 seed: int | None = 0, swap_margin: float | None = None):
         self._kernel = kernel
         self.max_size = max_size
+        self.swap_margin = swap_margin
+        self.n_swaps = 0
+        self._inverse_diagonal = None  # diag(K_I^{-1}) once full (a cache, rebuilt on load)
         self._kors = KORS(kernel=None, alpha=dictionary_alpha, eps=eps, beta=beta, p_min=p_min,
                           seed=np.random.default_rng(seed))
         self._store = Rows()
@@ -136,6 +151,87 @@ class SharedEmbedding(NystromEmbedding):
         """KORS's coin for ``v`` (if it can join); records the outcome in ``embedded``."""
         if embedded.pivot is not None:
             embedded.joined = self._offer(v, embedded.k, embedded.kappa, embedded.h)
+
+    def atom_residuals(self) -> np.ndarray:
+        r""":math:`r_j = 1/[K_{\mathcal I}^{-1}]_{jj}`: each atom's squared distance in the
+        RKHS to the span of the others (``O(m^3)`` once, then kept by the swaps)."""
+        if self._inverse_diagonal is None or self._inverse_diagonal.shape[0] != self.size:
+            inverse = self._embed.half_solve(np.eye(self.size))  # L^{-1}
+            self._inverse_diagonal = np.einsum("ij,ij->j", inverse, inverse)
+        return 1.0 / self._inverse_diagonal
+
+    def swap_in(self, v: np.ndarray, embedded: Embedded, heads) -> int | None:
+        """The full-dictionary rule (class docstring), after the step on ``v``: if ``v``'s
+        residual exceeds ``swap_margin`` times the smallest atom residual, that atom ``j``
+        leaves (the heads rotate its direction to coordinate ``j`` and drop it,
+        ``O(m^2)`` each) and ``v`` joins as the last atom (a zero coordinate in every head).
+        Returns ``j``, or ``None`` if nothing changed."""
+        m = self.size
+        if (self.swap_margin is None or self.max_size is None or m < self.max_size
+                or embedded.joined or m < 2):
+            return None
+        residual = embedded.kappa - float(embedded.h @ embedded.h)
+        r = self.atom_residuals()
+        j = int(np.argmin(r))
+        if not residual > self.swap_margin * r[j]:
+            return None
+        rotations = drop_rotations(self._embed.factor(), j)
+        for head in heads:
+            head._ons_drop(j, rotations)
+        self._remove(j)
+        k = np.delete(embedded.k, j)
+        h = self._embed.half_solve(k)
+        pivot_sq = self._embed.append(k, embedded.kappa, half=h)
+        self._store.append(v)
+        # bordering: diag(K^{-1}) gains b^2 / s, b = K^{-1} k = L^{-T} h, and 1 / s for v
+        b = self._embed.leading_back_solve(h)
+        self._inverse_diagonal = np.append(self._inverse_diagonal + b * b / pivot_sq,
+                                           1.0 / pivot_sq)
+        for head in heads:
+            head._ons_grow(1)
+        self.n_swaps += 1
+        return j
+
+    def _remove(self, j: int) -> None:
+        """Atom ``j`` leaves the factor, the store and ``diag(K^{-1})``, ``O(m^2)``."""
+        self.atom_residuals()  # diag(K^{-1}) at hand
+        column = self._embed.solve(np.eye(self.size)[j])  # K^{-1} e_j
+        self._inverse_diagonal = np.delete(
+            self._inverse_diagonal - column * column / column[j], j)
+        self._embed.remove(j)
+        mask = np.ones(self.size + 1, dtype=bool)
+        mask[j] = False
+        self._store.keep(mask)
+
+
+def drop_rotations(L: np.ndarray, j: int) -> list:
+    r"""The Givens rotations that take coordinate ``j`` of the embedding over a factor ``L``
+    out of it: with :math:`W = [l, L_{33}]` (``l = L[j+1:, j]``, the trailing block of ``L``
+    without row ``j``), :math:`W G_0 \cdots G_{k-1} = [0, L_{33}']`, :math:`L_{33}'` the
+    trailing block of the factor without atom ``j`` (positive diagonal). Rotation ``i`` acts
+    on coordinates ``j`` and ``j + 1 + i``: ``(c, s)``, :math:`v_j \leftarrow c v_j - s
+    v_{j+1+i}`, :math:`v_{j+1+i} \leftarrow s v_j + c v_{j+1+i}` for a vector of coordinates
+    (:math:`G^	op v`). ``O(k^2)``, ``k = m - j - 1``."""
+    W = np.array(L[j + 1:, j:], dtype=float)
+    rotations = []
+    for i in range(W.shape[0]):
+        a, b = W[i, i + 1], W[i, 0]
+        r = math.hypot(a, b)
+        c, s = (1.0, 0.0) if r == 0 else (a / r, b / r)
+        first, other = W[i:, 0].copy(), W[i:, i + 1].copy()
+        W[i:, i + 1] = c * other + s * first
+        W[i:, 0] = c * first - s * other
+        rotations.append((c, s))
+    return rotations
+
+
+def rotate_coordinates(v: np.ndarray, j: int, rotations: list) -> None:
+    """Apply :func:`drop_rotations`'s rotations to the coordinates of ``v`` in place (its
+    rows: ``v`` a vector or a matrix whose rows are coordinates)."""
+    for i, (c, s) in enumerate(rotations):
+        first, other = v[j].copy(), v[j + 1 + i].copy()
+        v[j] = c * first - s * other
+        v[j + 1 + i] = s * first + c * other
 
 
 class Embedded:
@@ -227,6 +323,34 @@ class OnsHead:
         self._P.rank_one(coef, Pz)
         self.online_effective_dimension += q / (1.0 + q)
         self.log_det += math.log1p(q)
+
+    def _ons_drop(self, j: int, rotations: list) -> None:
+        r"""Coordinate ``j`` of the embedding leaves (:meth:`SharedEmbedding.swap_in`): the
+        coordinates rotate (:func:`drop_rotations`: :math:`u \leftarrow G^\top u`,
+        :math:`A^{-1} \leftarrow G^\top A^{-1} G`), then the ONS point is projected onto
+        the others (coordinate ``j`` dropped: the function projected onto the smaller span)
+        and :math:`A` restricted to them (:math:`A'^{-1}` the Schur complement of
+        :math:`A^{-1}`'s entry ``j``), ``O(m^2)``."""
+        m = self._P.size
+        u = self._u[:m].copy()
+        rotate_coordinates(u, j, rotations)
+        P = self._P.matrix()
+        rotate_coordinates(P, j, rotations)
+        P = P.T.copy()
+        rotate_coordinates(P, j, rotations)
+        keep = np.arange(m) != j
+        P = P[keep][:, keep] - np.outer(P[keep, j], P[j, keep]) / P[j, j]
+        self._P = PackedSymmetric.from_matrix(P)
+        self._u[: m - 1] = u[keep]
+        self._u[m - 1] = 0.0
+
+    def _ons_grow(self, n: int) -> None:
+        """``n`` new coordinates: ``u`` 0 and :math:`A^{-1} = 1/\alpha` on them."""
+        for _ in range(n):
+            m = self._P.size
+            self._P.append(np.zeros(m), 1.0 / self.alpha)
+            self._u = reserve(self._u, m + 1)
+            self._u[m] = 0.0
 
     def _ons_variance(self, s: float, residual: float, n_seen: int) -> float:
         r""":math:`\hat\tau^2(\alpha s + r + \alpha/2)`, with :math:`s = z^\top A^{-1}z`, the
@@ -332,13 +456,14 @@ class DictionaryExpert(_Expert):
     r"""An ONS head on ``Auto``'s :class:`SharedEmbedding` (CON-KONS's step, the embedding
     shared): ridge ``alpha``, step ``eta``; it grows by a zero coordinate when an atom joins."""
 
-    _saved_state = {"kernel": "kernel", "max_size": "int|none"}
+    _saved_state = {"kernel": "kernel", "max_size": "int|none", "dictionary": "int[0,]"}
 
     def __init__(self, embedding: SharedEmbedding, loss, alpha: float = 0.1, eta="hessian",
                  C: float = 3.0):
         super().__init__(loss, alpha, eta, C)
         self.kernel = embedding._kernel  # for the leader's name
         self.max_size = embedding.max_size
+        self.dictionary = 0  # which of its owner's dictionaries it is on
 
     def describe(self) -> str:
         return (f"DictionaryExpert(kernel={self.kernel!r}, alpha={self.alpha:g}, "
