@@ -29,14 +29,18 @@ average weighs the experts by their discounted losses :math:`R_{t,i} = \gamma R_
 
 **Experts that remember, experts that forget.** By default (:data:`DEFAULT_EXPERTS`):
 
-- a CON-KONS head on a shared KORS dictionary (:class:`SharedEmbedding`, ``RBF(0.2/d)``,
-  KORS ridge 1, at most 500 atoms, coins of ``seed=0``): the Online Newton Step in the
-  Nyström embedding :math:`z = L^{-1}k_{\mathcal I}(x)` with ridge 0.1
-  (:class:`DictionaryExpert`, exactly what ``CONKONS`` with those settings computes). The atoms
-  summarize the *whole* stream, so its error keeps falling on a long stationary stream while
-  memory and the step stay flat, :math:`O(m^2 + m d)` with :math:`m \le 500`; one kernel row
-  over the atoms a step, shared by every head on the dictionary. Once the dictionary is full it
-  is frozen (as ``CONKONS(max_size=500)``): the ONS goes on in a fixed embedding;
+- two CON-KONS heads, each on a shared KORS dictionary (:class:`SharedEmbedding`,
+  ``RBF(0.2/d)`` and ``RBF(1/d)``, KORS ridge 1, at most 500 atoms each, coins of
+  ``seed=0``): the Online Newton Step in the Nyström embedding
+  :math:`z = L^{-1}k_{\mathcal I}(x)` with ridge 0.1 (:class:`DictionaryExpert`, exactly what
+  ``CONKONS`` with those settings computes until the dictionary is full). The atoms summarize
+  the *whole* stream, so the error keeps falling on a long stationary stream while memory and
+  the step stay flat, :math:`O(m^2 + m d)` with :math:`m \le 500`; one kernel row over a
+  dictionary's atoms a step, shared by every head on it. Once a dictionary is full it is
+  frozen (as ``CONKONS(max_size=500)``; :data:`DICTIONARY`): the ONS goes on in a fixed
+  embedding. The swap rule of :class:`SharedEmbedding` (a newcomer far from the atoms
+  replaces the atom nearest the others' span) is there, tested, but off by default: its
+  rotations run in Python and cost too much at 500 atoms (docs/guide/auto.md);
 - the ONS on the explicit features :math:`[1, x]` (:class:`LinearExpert`, ridge 1,
   :math:`O(d^2)`): a linear concept is learned as a linear model learns it;
 - two KONS over short windows for drift: ``RBF(0.2/d)``, ridge 0.1, over the last
@@ -97,8 +101,10 @@ EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
 #: ``RBF(c/d)`` with ridge ``dictionary_alpha``, at most ``max_size`` of them, and the rule once
 #: full (``None``: frozen; a margin: a newcomer of residual above margin times the smallest atom
 #: residual replaces that atom), chosen by measurement on long streams
-#: (``benchmarks/bench_long_streams.py``, docs/guide/auto.md).
-DICTIONARY = (1.0, 500, 2.0)
+#: (``benchmarks/bench_long_streams.py``, docs/guide/auto.md). Frozen by default: a swap costs
+#: ~50 ms at 500 atoms (its rotations run in Python) and ``RBF(1/d)``'s dictionary on Friedman
+#: swapped on 15% of the steps after it filled.
+DICTIONARY = (1.0, 500, None)
 #: Auto's default experts: ``("dictionary", c, alpha, eta)``, an ONS head with ridge ``alpha``
 #: on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`: CON-KONS's step,
 #: remembering the whole stream through its atoms); ``("linear", alpha, eta)``, the ONS on
@@ -141,17 +147,19 @@ class Auto(ExpertMixture, KernelLearner):
     spent.
 
     The experts are built at the first learn, when ``d`` (the number of features) is known
-    (:data:`DEFAULT_EXPERTS`, module docstring): a CON-KONS head on a shared KORS dictionary
-    of at most 500 atoms of ``RBF(0.2/d)`` (remembers the whole stream), the ONS on
+    (:data:`DEFAULT_EXPERTS`, module docstring): CON-KONS heads on two shared KORS
+    dictionaries of at most 500 atoms of ``RBF(0.2/d)`` and ``RBF(1/d)`` (they remember the
+    whole stream; frozen once full), the ONS on
     ``[1, x]`` (linear concepts) and two KONS over the last ``max_size / 2`` and
     ``max_size / 5`` points (drift). Each computes exactly what a standalone ``CONKONS``, dense
     ONS or ``KONS`` with its settings computes (tests compare them step by step); they share
-    the dictionary's kernel row and the window's points. The grid was chosen by measurement on
-    long streams (``benchmarks/bench_long_streams.py``: on river's Friedman #1 the dictionary
-    expert's MAE over steps 90,000-100,000 is 0.85, against 1.09 for the windowed grid it
-    replaced, :data:`EXPERTS`) and on TrumpApproval and FriedmanDrift (the forgetting experts,
-    docs/guide/auto.md). Inputs should be standardized (river's ``StandardScaler``);
-    regression targets need not be (``scale_target``).
+    each dictionary's kernel row and the window's points. The grid was chosen by measurement
+    on long streams (``benchmarks/bench_long_streams.py``, docs/guide/auto.md: on river's
+    Friedman #1 the smooth dictionary's expert has MAE 0.85 over steps 90,000-100,000, against
+    1.09 for the windowed grid it replaced, :data:`EXPERTS`; on RandomRBF the ``RBF(1/d)``
+    dictionary's) and on TrumpApproval and FriedmanDrift (the forgetting experts). Inputs
+    should be standardized (river's ``StandardScaler``); regression targets need not be
+    (``scale_target``).
 
     Parameters
     ----------
