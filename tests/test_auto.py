@@ -14,7 +14,7 @@ from okoco.cli import app
 from okoco.intervals import IntervalRegressor
 from okoco.learners import CONKONS, KONS, Auto
 from okoco.learners.auto import DEFAULT_EXPERTS, SharedPoints
-from okoco.learners.embedding import DictionaryExpert
+from okoco.learners.ons import DictionaryExpert
 
 
 class DenseLinearONS:

@@ -6,13 +6,8 @@ import pytest
 from streams import as_dicts
 
 from okoco import kernels, losses
-from okoco.learners.embedding import (
-    DictionaryExpert,
-    LinearExpert,
-    SharedEmbedding,
-    drop_rotations,
-    rotate_coordinates,
-)
+from okoco.learners.embedding import SharedEmbedding, drop_rotations, rotate_coordinates
+from okoco.learners.ons import DictionaryExpert, LinearExpert
 
 
 def step(embedding, heads, v, y):

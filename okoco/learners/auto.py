@@ -74,8 +74,9 @@ from okoco._dist import gaussian
 from okoco._validation import Interval
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners.base import KernelLearner, _is_regression
-from okoco.learners.embedding import DictionaryExpert, LinearExpert, SharedEmbedding
+from okoco.learners.embedding import SharedEmbedding
 from okoco.learners.kons import KONS, SketchedKONS
+from okoco.learners.ons import DictionaryExpert, LinearExpert
 from okoco.learners.shared import ExpertRows, SharedPoints
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.learners.shared

@@ -40,7 +40,8 @@ from okoco.learners.base import (
     compiled_loss,
     widened,
 )
-from okoco.learners.embedding import NystromEmbedding, OnsHead
+from okoco.learners.embedding import NystromEmbedding
+from okoco.learners.ons import OnsHead
 from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
 __all__ = ["PROSNKONS", "CONKONS"]
