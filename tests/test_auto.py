@@ -12,22 +12,58 @@ from okoco import datasets as okoco_datasets
 from okoco._input import Rows
 from okoco.cli import app
 from okoco.intervals import IntervalRegressor
-from okoco.learners import KONS, Auto, SketchedKONS
-from okoco.learners.auto import SharedPoints
+from okoco.learners import CONKONS, KONS, Auto
+from okoco.learners.auto import DEFAULT_EXPERTS, SharedPoints
+from okoco.learners.ons import DictionaryExpert
+
+
+class DenseLinearONS:
+    """The Online Newton Step on ``[1, x]`` with dense matrices (features in order of first
+    appearance, 0 where absent; a new feature's coordinate starts at u = 0 and A = alpha): the
+    reference for Auto's linear expert."""
+
+    def __init__(self, loss, C, alpha):
+        self.loss, self.C, self.alpha = loss, C, alpha
+        self.names, self.u, self.A = [], np.zeros(1), alpha * np.eye(1)
+
+    def _z(self, x):
+        return np.array([1.0, *(x.get(name, 0.0) for name in self.names)])
+
+    def predict_one(self, x):
+        return float(np.clip(self._z(x) @ self.u, -self.C, self.C))
+
+    def learn_one(self, x, y):
+        for name in x:
+            if name not in self.names:
+                self.names.append(name)
+                m = len(self.u)
+                self.u = np.append(self.u, 0.0)
+                grown = self.alpha * np.eye(m + 1)
+                grown[:m, :m] = self.A
+                self.A = grown
+        z = self._z(x)
+        ybar = z @ self.u
+        excess = float(np.sign(ybar) * max(abs(ybar) - self.C, 0.0))
+        Pz = np.linalg.solve(self.A, z)
+        w = self.u - excess / (z @ Pz) * Pz
+        yhat = ybar - excess
+        gdot = float(self.loss.derivative(y, yhat))
+        self.A = self.A + float(self.loss.second_derivative(y, yhat)) * np.outer(z, z)
+        self.u = w - gdot * np.linalg.solve(self.A, z)
 
 
 def expert_grid(d, loss, C, window=None):
     """The documented grid, built independently of Auto (each expert with kernels of its own):
-    the curvature step over the window with RBF(0.2/d) and ridge 0.1 and with RBF(3/d) and
-    ridge 0.1, a Sketched-KONS with RBF(0.2/d), ridge 0.03 and beta 3 (coins of seed 0) over
-    2.5 times the window; with a window, two forgetting experts: RBF(0.2/d), ridge 0.1, over
-    its newest half and RBF(0.5/d), ridge 0.03, over its newest fifth."""
+    CON-KONS (the curvature step) with RBF(0.2/d) and with RBF(1/d), ridge 0.1, its KORS
+    dictionary of ridge 1 capped at 500 atoms (none without a window; not reached here, so the
+    swap rule never acts), coins of seed 0; the curvature ONS on
+    [1, x] with ridge 1 (a dense reference); with a window, two forgetting KONS: RBF(0.2/d),
+    ridge 0.1, over its newest half and RBF(0.5/d), ridge 0.03, over its newest fifth."""
     g = 1.0 / d
-    long = None if window is None else int(2.5 * window)
-    grid = [KONS(kernel=kernels.RBF(0.2 * g), loss=loss, C=C, alpha=0.1, max_size=window),
-            SketchedKONS(kernel=kernels.RBF(0.2 * g), loss=loss, C=C, alpha=0.03, beta=3.0,
-                         seed=0, max_size=long),
-            KONS(kernel=kernels.RBF(3 * g), loss=loss, C=C, alpha=0.1, max_size=window)]
+    cap = None if window is None else 500
+    grid = [CONKONS(kernel=kernels.RBF(c * g), loss=loss, C=C, alpha=0.1,
+                    dictionary_alpha=1.0, max_size=cap, seed=0) for c in (0.2, 1.0)]
+    grid.append(DenseLinearONS(loss, C, 1.0))
     if window is not None:
         grid += [KONS(kernel=kernels.RBF(0.2 * g), loss=loss, C=C, alpha=0.1,
                       max_size=max(2, int(0.5 * window))),
@@ -144,9 +180,11 @@ def test_regret_to_the_best_expert_is_at_most_log_n_over_eta_at_every_step(loss,
 
 @pytest.mark.parametrize("loss", [None, losses.Logistic()])
 @pytest.mark.parametrize("window", [None, 60])
-def test_every_expert_computes_what_a_standalone_kons_computes(loss, window):
-    """The shared points (a shared ring with a window) and kernel rows change no expert's
-    arithmetic (a feature that appears late exercises the padding of the stored points)."""
+def test_every_expert_computes_what_a_standalone_learner_computes(loss, window):
+    """The shared dictionary, the shared ring and kernel rows change no expert's arithmetic:
+    each head on the dictionary is CON-KONS with its settings, the linear expert the dense ONS
+    on [1, x], each windowed expert KONS (a feature that appears late exercises the padding
+    of the stored points and the linear expert's new coordinate)."""
     rng = np.random.default_rng(5)
     n = 300
     X = rng.normal(size=(n, 4))
@@ -160,16 +198,19 @@ def test_every_expert_computes_what_a_standalone_kons_computes(loss, window):
     for e in alone:
         e.learn_one(rows[0], y[0])
     for x, target in zip(rows[1:], y[1:]):
-        v = model._features.encode(x, arrays=False)[0]
-        shared = [e._clip(e._predict_vec(v)) for e in model.experts]
+        shared = model._analyse(model._features.encode(x, arrays=False)[0])[1]
         np.testing.assert_allclose(shared, [e.predict_one(x) for e in alone], rtol=0, atol=1e-9)
         model.learn_one(x, target)
         for e in alone:
             e.learn_one(x, target)
-    held = n if window is None else int(2.5 * window) + 1  # the ring: the longest window
-    assert model._points.rows.n == held
-    for e, a in zip(model.experts, alone):
-        assert e._store.n == held and e.dictionary_size == a.dictionary_size
+    assert [e.size for e in model._embeddings] == [a.dictionary_size for a in alone[:2]]
+    assert min(e.size for e in model._embeddings) > 10
+    windowed = [e for e in model.experts if isinstance(e, KONS)]
+    assert len(windowed) == (0 if window is None else 2)
+    if window is not None:
+        assert model._points.rows.n == int(0.5 * window) + 1  # the ring: the longest window
+    for e, a in zip(windowed, alone[3:]):
+        assert e._store.n == model._points.rows.n and e.dictionary_size == a.dictionary_size
 
 
 def test_shared_rows_equal_each_kernels_own_rows():
@@ -202,7 +243,10 @@ def test_save_load_is_exact_and_continues_identically(tmp_path):
     for x, target in rows[:30]:
         model.learn_one(x, target)
     loaded = okoco.load(model.save(tmp_path / "auto.npz"))
-    assert all(e._store.points is loaded._points for e in loaded.experts)  # still shared
+    windowed = [e for e in loaded.experts if isinstance(e, KONS)]
+    assert len(windowed) == 2 and all(e._store.points is loaded._points for e in windowed)
+    assert [e.size for e in loaded._embeddings] == [e.size for e in model._embeddings]
+    assert len(loaded._embeddings) == 2 and loaded._embeddings[0].size > 0
     for x, target in rows[30:]:
         assert loaded.predict_one(x) == model.predict_one(x)
         model.learn_one(x, target)
@@ -261,7 +305,10 @@ def test_a_failed_batch_changes_nothing():
     with pytest.raises(ValueError):
         model.learn_many(X[10:], [*y[10:-1], 1e200])
     assert model.n_seen == 10 and model._points.rows.n == 10
-    assert all(e._store.points is model._points and e._store.n == 10 for e in model.experts)
+    assert all(e._store.points is model._points and e._store.n == 10 for e in model.experts
+               if isinstance(e, KONS))
+    assert all(e.n_seen == 10 for e in model.experts)
+    assert all(e.size <= 10 for e in model._embeddings)
     assert model.predict_one(as_dicts(X[10:11])[0]) == before
 
 
@@ -304,9 +351,15 @@ def test_leader_and_bad_parameters():
     for x, target in zip(as_dicts(X), y):
         model.learn_one(x, target)
     best = model.experts[int(np.argmin(model.cumulative_losses))]
-    assert model.leader == (f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, "
-                            f"eta={best.eta!r}, max_size={best.max_size!r})")
-    assert model.dictionary_size == min(40, best.max_size)
+    expected = best.describe() if hasattr(best, "describe") else (
+        f"KONS(kernel={best.kernel!r}, alpha={best.alpha:g}, eta={best.eta!r}, "
+        f"max_size={best.max_size!r})")
+    assert model.leader == expected
+    assert model.dictionary_size == best.dictionary_size > 0
+    heads = [e.describe() for e in model.experts if hasattr(e, "describe")]
+    assert heads == [f"DictionaryExpert(kernel=RBF(gamma={gamma}), alpha=0.1, eta='hessian', "
+                     "max_size=500)" for gamma in (0.1, 0.5)] + [
+        "LinearExpert(alpha=1, eta='hessian')"]
 
     class NoRate(losses.Squared):
         exp_concavity = None
@@ -390,17 +443,14 @@ def test_the_window_bounds_memory_and_follows_a_switch():
     model = Auto(max_size=100, scale_target=False, C=1.0)
     for x, target in zip(as_dicts(X), y):
         model.learn_one(x, target)
-    # the ring holds the longest window, the Sketched-KONS's 250 points
-    assert model._points.rows.n == 251 and model._points.rows.data.shape[0] <= 502
-    # the shorter windows keep their inverse over slots of their own (101, 51, 21 for 100,
-    # 50, 20 points); the Sketched-KONS over fewer than its window (the most atoms it held at
-    # once, plus at most 16: KORS keeps a part of the window)
-    shapes = [e._window.P.shape for e in model.experts]
-    assert [shapes[i] for i in (0, 2, 3, 4)] == [(101, 101), (101, 101), (51, 51), (21, 21)]
-    sketch = model.experts[1]
-    assert sketch.dictionary_size < 250 and shapes[1][0] < 251
-    assert [e.dictionary_size for e in model.experts] == [100, sketch.dictionary_size, 100, 50,
-                                                         20]
+    # the ring holds the longest window (50 points); the forgetting KONS keep their inverse
+    # over slots of their own (51 and 21 for 50 and 20 points)
+    assert model._points.rows.n == 51 and model._points.rows.data.shape[0] <= 102
+    smooth, medium, linear, *forgetting = model.experts
+    assert [e._window.P.shape for e in forgetting] == [(51, 51), (21, 21)]
+    assert [e.dictionary_size for e in forgetting] == [50, 20]
+    assert [smooth.dictionary_size, medium.dictionary_size] == [
+        e.size for e in model._embeddings] and linear.dictionary_size == 3
     assert np.argmax(model.fast_weights) in (3, 4)  # a forgetting expert leads lately
 
 
@@ -415,7 +465,7 @@ def test_with_dist_mixes_the_experts_in_the_targets_units():
     dist = auto.predict_one(x, with_dist=True)
     assert dist.mu == pytest.approx(auto.predict_one(x), rel=1e-12)  # raw target units
     # the mixture's variance, in standardized units, with the weights the prediction uses
-    analyses, preds, own = auto._analyse(auto._features.encode(x, arrays=False)[0])
+    analyses, preds, own, _ = auto._analyse(auto._features.encode(x, arrays=False)[0])
     safe, fast, _ = auto._mix()
     share = auto._share(*auto._averages(preds))
     w = np.array(safe) + share * (np.array(fast) - np.array(safe))
@@ -425,3 +475,39 @@ def test_with_dist_mixes_the_experts_in_the_targets_units():
     assert dist.sigma == pytest.approx(auto.target_std * math.sqrt(mixture), rel=1e-9)
     bound = (0.9 + 0.02) / (0.02 * 400)
     assert abs(wrapper.coverage_seen - 0.9) <= bound
+
+
+def test_the_dictionary_row_is_computed_once_per_step_for_every_head():
+    """One kernel row over the dictionary's atoms per step (predict_one then learn_one on the
+    same row share it), whatever the number of heads on the dictionary."""
+    X, y = bounded_stream(n=60)
+    rows = list(zip(as_dicts(X), y))
+    model = Auto(scale_target=False)
+    two_heads = (*DEFAULT_EXPERTS, ("dictionary", 0.2, 1.0, "hessian"))
+    model._build_experts = lambda d: Auto._build_experts(model, d, two_heads)
+    for x, target in rows[:20]:
+        model.learn_one(x, target)
+    assert sum(isinstance(e, DictionaryExpert) and e.dictionary == 0
+               for e in model.experts) == 2
+    store, calls = model._embeddings[0]._store, []
+    original = store.kernel_row
+    store.kernel_row = lambda kernel, v: calls.append(1) or original(kernel, v)
+    for x, target in rows[20:]:
+        model.predict_one(x)
+        model.learn_one(x, target)
+    assert len(calls) == 40
+
+
+@pytest.mark.slow
+def test_the_dictionary_experts_keep_learning_on_a_long_stationary_stream():
+    """river's Friedman #1 (Bayes MAE 0.80), 30,000 steps: Auto's error over the last 10,000
+    is below its error over steps 10,000-20,000 (a window would be flat by then)."""
+    from river.datasets import synth
+
+    model = preprocessing.StandardScaler() | Auto()
+    errors = []
+    for x, target in synth.Friedman(seed=1).take(30_000):
+        errors.append(abs(target - model.predict_one(x)))
+        model.learn_one(x, target)
+    blocks = np.array(errors).reshape(3, -1).mean(axis=1)
+    assert blocks[2] < blocks[1] < blocks[0] and blocks[2] < 0.93

@@ -499,3 +499,35 @@ def test_a_step_after_with_dist_is_the_step_without(cls):
     np.testing.assert_array_equal(with_dist._u, plain._u)
     np.testing.assert_array_equal(with_dist._P.matrix(), plain._P.matrix())
     assert with_dist.noise_scale_sum == plain.noise_scale_sum
+
+
+def _finite_state(model):
+    m = model.dictionary_size
+    return bool(np.isfinite(model._u[:m]).all() and np.isfinite(model._P.matrix()).all())
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_tiny_ridge_never_stores_non_finite_numbers(many):
+    """Issue 40: CONKONS(alpha=1e-30) on a constant target stored NaN in a step that returned
+    normally (then refused every step, blaming the loss). Now every step either stores finite
+    numbers or is refused with a ValueError that names alpha, and a refused learn_one changes
+    nothing; learn_many (the compiled loop) hands such a row to the same refusal."""
+    model = CONKONS(alpha=1e-30, seed=0)
+    rng = np.random.default_rng(0)
+    refused = 0
+    for _ in range(60):
+        a, b = float(rng.normal()), float(rng.normal())
+        state = pickle.dumps(model)
+        try:
+            if many:
+                model.learn_many(np.array([[a, b], [b, a]]), [1.0, 1.0])
+            else:
+                model.learn_one({"a": a, "b": b}, 1.0)
+        except ValueError as error:
+            refused += 1
+            assert "alpha=1e-30" in str(error)
+            if not many:
+                assert pickle.dumps(model) == state
+        assert _finite_state(model)
+        assert math.isfinite(model.predict_one({"a": a, "b": b}))
+    assert refused and model.n_seen > 10

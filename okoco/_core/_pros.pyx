@@ -7,7 +7,7 @@ Its own module so that it builds and changes apart from the other learners' step
 
 import numpy as np
 
-from libc.math cimport isfinite, log1p, sqrt
+from libc.math cimport fabs, isfinite, log1p, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
@@ -59,7 +59,7 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
     cdef Py_ssize_t ld = data.shape[1], t = begin, rows = V.shape[0], i, used = 0, n_coins
     cdef Py_ssize_t kors_seen = 0
     cdef int d = <int>V.shape[1], status = OK
-    cdef double kappa, ybar, excess, yhat, gdot, weight, s, residual, q, tau, p, c
+    cdef double kappa, ybar, excess, yhat, gdot, weight, s, residual, q, tau, p, c, top, big
     cdef double last_q = float("nan"), last_tau = float("nan")
     cdef double last_p = float("nan")
     n_coins = coins.shape[0]
@@ -103,6 +103,19 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
             s = s if s > 0.0 else 0.0
             if not (isfinite(ybar) and isfinite(gdot)
                     and isfinite(weight * (s + (kappa if kappa > 1.0 else 1.0) / alpha))):
+                status = PYTHON_STEP
+                break
+            # the step's new u and A^{-1}'s update finite, or the Python step refuses it
+            # (okoco.learners.embedding.OnsHead._ons_plan: the same bound)
+            q = weight * s
+            c = excess / (s if s > MIN_S else MIN_S) if excess != 0.0 else 0.0
+            big = 0.0
+            top = 0.0
+            for i in range(m):
+                big = big if big >= fabs(Pz[i]) else fabs(Pz[i])
+                top = top if top >= fabs(u[i]) else fabs(u[i])
+            if not (isfinite(1.01 * (top + (fabs(c) + fabs(gdot / (1.0 + q))) * big))
+                    and isfinite(-weight / (1.0 + q) * big * big) and isfinite(q)):
                 status = PYTHON_STEP
                 break
             residual = kappa - dot(<int>m, h, h)

@@ -8,10 +8,12 @@ from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import Auto, ExpertRows, SharedPoints
 from okoco.learners.base import KernelLearner, StepSize
 from okoco.learners.binary import BinaryClassifier
+from okoco.learners.embedding import SharedEmbedding
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.krls import KRLS
 from okoco.learners.multiclass import MulticlassClassifier
+from okoco.learners.ons import DictionaryExpert, LinearExpert
 from okoco.learners.pros import CONKONS, PROSNKONS
 from okoco.linalg import IncrementalCholesky, PackedSymmetric, SlotInverse
 
@@ -23,4 +25,4 @@ persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS,
                      BinaryClassifier, MulticlassClassifier, learner=True)
 persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, SlotInverse,
                      KORS, ALD, SharedPoints, ExpertRows, SharedSquaredKONS,
-                     SharedSquaredAuto)
+                     SharedSquaredAuto, SharedEmbedding, DictionaryExpert, LinearExpert)

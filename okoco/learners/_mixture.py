@@ -89,6 +89,8 @@ class ExpertMixture:
         if not self.experts:
             return None
         best = self.experts[int(np.argmin(self.cumulative_losses))]
+        if hasattr(best, "describe"):  # an ONS head (okoco.learners.embedding)
+            return best.describe()
         # a KONS (a multiclass expert: one per class), or a Sketched-KONS (KORS's beta)
         name, beta = ("SketchedKONS", f", beta={best.beta:g}") if hasattr(best, "beta") else \
             ("KONS", "")

@@ -1,4 +1,4 @@
-r"""A learner with no parameter to choose: a few KONS experts, combined with a regret guarantee.
+r"""A learner with no parameter to choose: a few experts, combined with a regret guarantee.
 
 The experts differ in what a user would otherwise tune (the RBF scale around ``1/d``, the ridge,
 a linear part for trends, the step). Two exponentially weighted averages of their predictions
@@ -27,20 +27,31 @@ The argument holds for any :math:`\tilde y_t` chosen before :math:`y_t` is seen:
 average weighs the experts by their discounted losses :math:`R_{t,i} = \gamma R_{t-1,i} +
 \ell_t(\hat y_{t,i})`, so that it follows the expert that has led lately.
 
-The experts share one store of the points, and each distinct kernel's row is computed once per
-step (:class:`SharedPoints`); each expert's arithmetic is that of a standalone KONS (or
-Sketched-KONS).
+**Experts that remember, experts that forget.** By default (:data:`DEFAULT_EXPERTS`):
 
-**Bounded experts.** By default every expert is windowed: four KONS over the last ``max_size``
-points or fewer, two of which forget faster (they keep only the newest half and the newest
-fifth of them), so that the mixture can follow a drifting stream, and one Sketched-KONS with a
-longer memory, the last ``2.5 max_size`` points, for stationary streams (KORS keeps a part of
-them as its atoms, so its step costs about what a KONS over the shorter window does). The store
-is one ring of the longest window's points, shared by every expert. The argument above never
-used what the experts are: it holds for any experts whose predictions are made before the
-target is seen, windowed or not, so the bound :math:`\log N/\eta` to the best expert holds on
-every stream exactly as stated, against the bounded experts (what a window does to each
-expert's own regret is in :class:`KONS`, what the sketch does in :class:`SketchedKONS`).
+- two CON-KONS heads, each on a shared KORS dictionary (:class:`SharedEmbedding`,
+  ``RBF(0.2/d)`` and ``RBF(1/d)``, KORS ridge 1, at most 500 atoms each, coins of
+  ``seed=0``): the Online Newton Step in the Nyström embedding
+  :math:`z = L^{-1}k_{\mathcal I}(x)` with ridge 0.1 (:class:`DictionaryExpert`, exactly what
+  ``CONKONS`` with those settings computes until the dictionary is full). The atoms summarize
+  the *whole* stream, so the error keeps falling on a long stationary stream while memory and
+  the step stay flat, :math:`O(m^2 + m d)` with :math:`m \le 500`; one kernel row over a
+  dictionary's atoms a step, shared by every head on it. Once a dictionary is full it is
+  frozen (as ``CONKONS(max_size=500)``; :data:`DICTIONARY`): the ONS goes on in a fixed
+  embedding. The swap rule of :class:`SharedEmbedding` (a newcomer far from the atoms
+  replaces the atom nearest the others' span) is there, tested, but off by default: its
+  rotations run in Python and cost too much at 500 atoms (docs/guide/auto.md);
+- the ONS on the explicit features :math:`[1, x]` (:class:`LinearExpert`, ridge 1,
+  :math:`O(d^2)`): a linear concept is learned as a linear model learns it;
+- two KONS over short windows for drift: ``RBF(0.2/d)``, ridge 0.1, over the last
+  ``max_size / 2`` points, and ``RBF(0.5/d)``, ridge 0.03, over the last ``max_size / 5``
+  (one ring of the longer window's points, shared, each kernel's row computed once a step,
+  :class:`SharedPoints`); the faster average moves to them after a change.
+
+The argument above never used what the experts are: it holds for any experts whose predictions
+are made before the target is seen, so the bound :math:`\log N/\eta` to the best expert holds
+on every stream exactly as stated, against these bounded experts (what a frozen dictionary
+does to CON-KONS's own regret is in :class:`CONKONS`, what a window does in :class:`KONS`).
 
 **Targets in their own units.** For regression ``Auto`` standardizes the targets online (a
 running mean and standard deviation, as river's ``TargetStandardScaler``), trains and weighs
@@ -63,28 +74,45 @@ from okoco._dist import gaussian
 from okoco._validation import Interval
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners.base import KernelLearner, _is_regression
+from okoco.learners.embedding import SharedEmbedding
 from okoco.learners.kons import KONS, SketchedKONS
+from okoco.learners.ons import DictionaryExpert, LinearExpert
 from okoco.learners.shared import ExpertRows, SharedPoints
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.learners.shared
 
 #: Auto's default window (``max_size``), chosen by measurement (docs/defaults.md).
 DEFAULT_WINDOW = 400
-#: Auto's experts, chosen by measurement (``benchmarks/bench_families.py``,
-#: ``benchmarks/bench_long_memory.py``, docs/defaults.md): ``(c, alpha, eta, share)``, a KONS
-#: with ``RBF(c/d)``, ridge ``alpha`` and step ``eta`` over the newest ``share`` of the window
-#: (an expert with a share below 1 forgets faster; with no window, ``max_size=None``, only the
-#: experts of share 1 or more are built), or ``(c, alpha, eta, share, beta)``, a Sketched-KONS
-#: (KORS's ``beta``) over ``share`` times the window: a longer memory, whose preconditioner
-#: costs only the atoms KORS keeps of it. ``"task"`` is the task's expert, :data:`TASK_EXPERTS`.
+#: Auto's windowed grid before issue 42 (the benchmarks that chose it record and compare it; a
+#: grid for ``_build_experts``): ``(c, alpha, eta, share)``, a KONS with ``RBF(c/d)``, ridge
+#: ``alpha`` and step ``eta`` over the newest ``share`` of the window (an expert with a share
+#: below 1 forgets faster; with no window, ``max_size=None``, only the experts of share 1 or more
+#: are built), or ``(c, alpha, eta, share, beta)``, a Sketched-KONS (KORS's ``beta``) over
+#: ``share`` times the window. ``"task"`` is the task's expert, :data:`TASK_EXPERTS`.
 #: The grid before the long-memory expert: ``MulticlassClassifier(Auto())``'s experts (their
-#: classes share one preconditioner, which a Sketched-KONS's sampled atoms would not).
+#: classes share one preconditioner, which a dictionary's sampled atoms would not).
 KONS_EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.5, 0.03, "hessian", 1.0),
                 (3.0, 0.1, "hessian", 1.0), (0.2, 0.1, "hessian", 0.5),
                 (0.5, 0.03, "hessian", 0.2))
 #: The long-memory expert, in place of the medium KONS over the window (the second above).
 LONG_MEMORY = (0.2, 0.03, "hessian", 2.5, 3.0)
 EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
+#: The dictionaries ``Auto``'s stationary experts share (:class:`SharedEmbedding`), one per
+#: RBF scale ``c`` a grid names: ``(dictionary_alpha, max_size, swap_margin)``, KORS atoms of
+#: ``RBF(c/d)`` with ridge ``dictionary_alpha``, at most ``max_size`` of them, and the rule once
+#: full (``None``: frozen; a margin: a newcomer of residual above margin times the smallest atom
+#: residual replaces that atom), chosen by measurement on long streams
+#: (``benchmarks/bench_long_streams.py``, docs/guide/auto.md). Frozen by default: a swap costs
+#: ~50 ms at 500 atoms (its rotations run in Python) and ``RBF(1/d)``'s dictionary on Friedman
+#: swapped on 15% of the steps after it filled.
+DICTIONARY = (1.0, 500, None)
+#: Auto's default experts: ``("dictionary", c, alpha, eta)``, an ONS head with ridge ``alpha``
+#: on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`: CON-KONS's step,
+#: remembering the whole stream through its atoms); ``("linear", alpha, eta)``, the ONS on
+#: ``[1, x]`` (:class:`LinearExpert`); and forgetting KONS over short windows for drift (as
+#: above). Two scales: the smooth one led on river's Friedman, the default KONS's on RandomRBF.
+DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 1.0, 0.1, "hessian"),
+                   ("linear", 1.0, "hessian"), *KONS_EXPERTS[3:])
 #: Regression: the steady exp-concave step (it led on trending streams); classification (labels
 #: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
 #: expert's on every classification stream measured but german (``docs/guide/auto.md``).
@@ -119,19 +147,20 @@ class Auto(ExpertMixture, KernelLearner):
     plain weighted average; ``fast_rate`` and ``fast_discount`` only decide how the slack is
     spent.
 
-    The experts are built at the first learn, when ``d`` (the number of features) is known;
-    the grid (:data:`EXPERTS`) was chosen by measurement on families of river streams, many
-    seeds, drifting ones among them (``benchmarks/bench_families.py``,
-    ``benchmarks/bench_long_memory.py``, docs/defaults.md), for accuracy within a cost of about
-    3.3 experts over the whole window: ``KONS(eta="hessian")`` over the window of ``max_size``
-    points with ``RBF(0.2/d)`` and ridge 0.1 (smooth) and with ``RBF(3/d)`` and ridge 0.1
-    (narrow), ``SketchedKONS(eta="hessian", beta=3)`` with ``RBF(0.2/d)`` and ridge 0.03 over
-    ``2.5 max_size`` points (long memory; its coins from ``seed=0``); with a window, two
-    forgetting experts, the smooth one over its newest half and ``RBF(0.5/d)`` with ridge 0.03
-    over its newest fifth. They share the stored points and each kernel's row
-    (:class:`SharedPoints`); each expert computes exactly what a standalone KONS (Sketched-KONS)
-    with its settings computes. Inputs should be standardized (river's ``StandardScaler``);
-    regression targets need not be (``scale_target``).
+    The experts are built at the first learn, when ``d`` (the number of features) is known
+    (:data:`DEFAULT_EXPERTS`, module docstring): CON-KONS heads on two shared KORS
+    dictionaries of at most 500 atoms of ``RBF(0.2/d)`` and ``RBF(1/d)`` (they remember the
+    whole stream; frozen once full), the ONS on
+    ``[1, x]`` (linear concepts) and two KONS over the last ``max_size / 2`` and
+    ``max_size / 5`` points (drift). Each computes exactly what a standalone ``CONKONS``, dense
+    ONS or ``KONS`` with its settings computes (tests compare them step by step); they share
+    each dictionary's kernel row and the window's points. The grid was chosen by measurement
+    on long streams (``benchmarks/bench_long_streams.py``, docs/guide/auto.md: on river's
+    Friedman #1 the smooth dictionary's expert has MAE 0.85 over steps 90,000-100,000, against
+    1.09 for the windowed grid it replaced, :data:`EXPERTS`; on RandomRBF the ``RBF(1/d)``
+    dictionary's) and on TrumpApproval and FriedmanDrift (the forgetting experts). Inputs
+    should be standardized (river's ``StandardScaler``); regression targets need not be
+    (``scale_target``).
 
     Parameters
     ----------
@@ -151,12 +180,11 @@ class Auto(ExpertMixture, KernelLearner):
         was checked on the defaults table and on streams outside it (``docs/guide/auto.md``).
         It does not change the guarantee.
     max_size
-        The KONS experts' window: the last ``max_size`` points (at least 5; the long-memory
-        Sketched-KONS keeps ``2.5 max_size``, the ring all experts share), so that memory and
-        the step stay bounded on an unbounded stream (``O(max_size^2)`` per expert). ``None``
-        keeps every point (the two whole-window KONS and the Sketched-KONS unbounded,
-        ``O(t^2)`` per step: for short streams, or to reproduce the unbounded learners of the
-        theory). The default was chosen by measurement (docs/defaults.md).
+        The forgetting experts' window: they keep the last ``max_size / 2`` and
+        ``max_size / 5`` points (``max_size`` at least 5), ``O(max_size^2)`` each. ``None``:
+        no forgetting expert, and the dictionary has no cap (the CON-KONS of the theorem,
+        :math:`O(m^2)` per step with :math:`m` growing like the effective dimension: for
+        short streams). The default was chosen by measurement (docs/defaults.md).
     scale_target
         Regression only: standardize the targets online inside and predict in their units
         (default). ``False`` learns the targets as given (then standardize them yourself:
@@ -203,7 +231,8 @@ class Auto(ExpertMixture, KernelLearner):
                               "scale_target": ["boolean"]}
 
     _saved_state = {"fast_rate": "number", "fast_discount": "number",
-                    "experts": "list[obj:KONS,SketchedKONS]",
+                    "experts": "list[obj:KONS,SketchedKONS,DictionaryExpert,LinearExpert]",
+                    "_embeddings": "opt list[obj:SharedEmbedding] as embeddings",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
                     "cumulative_loss": "float", "_points": "obj:SharedPoints as points",
                     "_mixture": "cache:None", "rate": "float",
@@ -235,8 +264,11 @@ class Auto(ExpertMixture, KernelLearner):
         """Whether targets are standardized inside (regression with ``scale_target``)."""
         return self.scale_target and _is_regression(self._loss)
 
+    _embeddings: list = []  # the shared dictionaries (none in an older file)
+
     def _reset_state(self) -> None:
-        self.experts: list[KONS] = []
+        self.experts: list = []
+        self._embeddings = []  # the shared dictionaries, in the order the grid names them
         self.cumulative_losses = np.zeros(0)
         self.recent_losses = np.zeros(0)
         self.cumulative_loss = 0.0
@@ -273,7 +305,7 @@ class Auto(ExpertMixture, KernelLearner):
         ``p = sum_i w_i p_i`` the prediction, ``w`` the weights it gives the experts."""
         if not self.experts:
             return 1.0
-        analyses, preds, _ = self._analyse(v)
+        analyses, preds, _, _ = self._analyse(v)
         safe_weights, fast_weights, _ = self._mix()
         share = self._share(*self._averages(preds))
         mean = second = 0.0
@@ -296,14 +328,25 @@ class Auto(ExpertMixture, KernelLearner):
         state["_mixture"] = None  # derived from the cumulative losses
         return state
 
-    def _build_experts(self, d: int, grid=EXPERTS) -> list[KONS]:
-        """The grid as standalone KONS and Sketched-KONS (one kernel object per scale, so rows
-        can be shared; the Sketched-KONS's coins from ``seed=0``, so that ``Auto`` is
-        deterministic)."""
+    def _build_experts(self, d: int, grid=DEFAULT_EXPERTS) -> list:
+        """The grid's experts (:data:`DEFAULT_EXPERTS`, :data:`EXPERTS`): standalone KONS and
+        Sketched-KONS (one kernel object per scale, so rows can be shared; a Sketched-KONS's
+        coins from ``seed=0``, so that ``Auto`` is deterministic), and ONS heads on the shared
+        dictionary (built here, :data:`DICTIONARY`, its coins from ``seed=0``) or on ``[1, x]``."""
         g, W, kernels = 1.0 / max(d, 1), self.max_size, {}
         task = TASK_EXPERTS["regression" if _is_regression(self._loss) else "classification"]
         experts = []
         for spec in grid:
+            if spec[0] == "dictionary":
+                _, c, alpha, eta = spec
+                index = self._dictionary(c, g)
+                experts.append(DictionaryExpert(self._embeddings[index], self._loss,
+                                                alpha=alpha, eta=eta, C=self.C))
+                experts[-1].dictionary = index
+                continue
+            if spec[0] == "linear":
+                experts.append(LinearExpert(self._loss, alpha=spec[1], eta=spec[2], C=self.C))
+                continue
             c, alpha, eta, share, *sketch = task if spec == "task" else spec
             if W is None and share < 1:
                 continue
@@ -317,6 +360,19 @@ class Auto(ExpertMixture, KernelLearner):
                 experts.append(KONS(kernel=kernel, loss=self._loss, C=self.C, alpha=alpha,
                                     eta=eta, max_size=window))
         return experts
+
+    def _dictionary(self, c: float, g: float) -> int:
+        """The index of the shared dictionary of ``RBF(c g)``, built at its first use
+        (:data:`DICTIONARY`; uncapped with ``max_size=None``; coins of ``seed=0``)."""
+        gamma = c * g
+        for index, embedding in enumerate(self._embeddings):
+            if embedding._kernel.gamma == gamma:
+                return index
+        dictionary_alpha, cap, margin = DICTIONARY
+        self._embeddings.append(SharedEmbedding(
+            _kernels.RBF(gamma), dictionary_alpha, max_size=None if self.max_size is None
+            else cap, swap_margin=margin))
+        return len(self._embeddings) - 1
 
     # -- weights --------------------------------------------------------------------------
 
@@ -334,12 +390,26 @@ class Auto(ExpertMixture, KernelLearner):
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
+        """``(analyses, predictions, Auto's prediction, the dictionary's embedding)``: one
+        kernel row per distinct kernel of the windowed experts (:class:`SharedPoints`) and one
+        over the dictionary's atoms, shared by every head on it."""
         experts = self.experts
-        rows = self._points.kernel_rows([e._kernel for e in experts], v)
-        analyses = [e._analyse_row(k, _kernels.self_similarity(e._kernel, v))
-                    for e, k in zip(experts, rows)]
-        preds = [e._clip(a[4]) for e, a in zip(experts, analyses)]
-        return analyses, preds, self._combine(preds)
+        windowed = [e._kernel for e in experts if isinstance(e, KONS)]
+        rows = iter(self._points.kernel_rows(windowed, v) if windowed else ())
+        embedded = [embedding.analyse(v) for embedding in self._embeddings]
+        analyses, preds = [], []
+        for expert in experts:
+            if isinstance(expert, KONS):
+                analysis = expert._analyse_row(next(rows),
+                                               _kernels.self_similarity(expert._kernel, v))
+                prediction = analysis[4]
+            else:
+                analysis = expert.analyse(embedded[expert.dictionary]
+                                          if isinstance(expert, DictionaryExpert) else v)
+                prediction = expert.prediction(analysis)
+            analyses.append(analysis)
+            preds.append(expert._clip(prediction))
+        return analyses, preds, self._combine(preds), embedded
 
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
@@ -350,9 +420,10 @@ class Auto(ExpertMixture, KernelLearner):
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
         if not self.experts:
             self.experts = self._build_experts(v.shape[0])
-            if self.max_size is not None:  # the ring holds the longest window (none stored yet)
-                self._points = SharedPoints(max(e.max_size for e in self.experts) + 1)
-            for expert in self.experts:
+            windowed = [e for e in self.experts if isinstance(e, KONS)]
+            if self.max_size is not None and windowed:  # the ring holds the longest window
+                self._points = SharedPoints(max(e.max_size for e in windowed) + 1)
+            for expert in windowed:
                 expert._store = ExpertRows(self._points)
                 if expert.max_size is not None:  # its slots are the shared ring's
                     expert._window.capacity = self._points.rows.max_size
@@ -378,18 +449,35 @@ class Auto(ExpertMixture, KernelLearner):
         return ((y - mean) / std if std > 0 else 0.0), (n, mean, m2)
 
     def _learn_scaled(self, v: np.ndarray, y: float) -> None:
-        """Every expert's step on the (standardized) target ``y``, and the weights' losses."""
+        """Every expert's step on the (standardized) target ``y``, and the weights' losses.
+
+        Every step is checked before any is taken (a refused step changes nothing); then the
+        dictionary's coin (a point that joins adds a coordinate to every head, each head
+        having planned its step for both outcomes), the steps, and the windows' forgetting."""
         experts = self.experts
-        analyses, preds, own = self._analyse(v)
-        # every expert's step is checked before any is taken: a refused step changes nothing
-        steps = [e._check_step(y, e._step(e.n_seen + 1), a) for e, a in zip(experts, analyses)]
+        analyses, preds, own, embedded = self._analyse(v)
+        steps = [e._check_step(y, e._step(e.n_seen + 1), a) if isinstance(e, KONS)
+                 else e._check_step(y, a) for e, a in zip(experts, analyses)]
         losses = self._loss.value(y, np.array([*preds, own]))  # the experts', then Auto's
+        for embedding, its in zip(self._embeddings, embedded):
+            embedding.offer(v, its)
+        windowed = False
         for expert, analysis, step in zip(experts, analyses, steps):
-            expert._apply_step(v, analysis, step)
-            expert.n_seen += 1
-        self._points.append(v)
-        for expert in experts:  # each window forgets its oldest point, once v is stored
-            expert._forget_oldest()
+            if isinstance(expert, KONS):
+                expert._apply_step(v, analysis, step)
+                expert.n_seen += 1
+                windowed = True
+            else:
+                expert._apply_step(analysis, step)
+        for index, (embedding, its) in enumerate(zip(self._embeddings, embedded)):
+            # a full dictionary's rule (SharedEmbedding.swap_in), for the heads on it
+            embedding.swap_in(v, its, [e for e in experts if isinstance(e, DictionaryExpert)
+                                       and e.dictionary == index])
+        if windowed:
+            self._points.append(v)
+            for expert in experts:  # each window forgets its oldest point, once v is stored
+                if isinstance(expert, KONS):
+                    expert._forget_oldest()
         self._record(losses[:-1], losses[-1])
 
     @classmethod

@@ -1,0 +1,162 @@
+"""Long streams: error per block of steps, CPU per step and memory, test-then-train, defaults.
+
+Every learner is replayed as a user runs it with no tuning (public API only): features
+standardized online (river ``StandardScaler``), raw regression targets for ``Auto`` (it
+standardizes them inside) and a ``TargetStandardScaler`` around the other regressors, binary
+tasks through :class:`okoco.BinaryClassifier` with the logistic loss (KRLS with its own squared
+loss). Streams (river ``datasets.synth``):
+
+- ``friedman``: ``Friedman(seed=s)``, d = 10, noise N(0, 1) (Bayes MAE 0.80), stationary;
+- ``rbf``: ``RandomRBF(seed_model=s, seed_sample=s, n_classes=2, n_features=10,
+  n_centroids=50)``, stationary;
+- ``hyperplane`` / ``hyperplane-drift``: ``Hyperplane(n_features=10, mag_change=0 / 0.001)``;
+- ``sea-switch``: ``ConceptDriftStream(SEA(variant=0), SEA(variant=2), position=steps/2,
+  width=max(50, steps/100))`` (river's transition overflows ``math.exp`` farther than 700
+  widths from it);
+- ``friedman-gra``: ``FriedmanDrift(drift_type="gra", position=(steps/3, 2 steps/3))``.
+
+For each learner: the error (MAE, or the error rate) over every block of ``--block`` steps, the
+whole stream's, CPU microseconds per step (``time.process_time``, the learner's predict and
+learn only) and the process's resident memory at the end of each block (``/proc/self/statm``,
+so run one learner per process when memory matters: ``--learners auto``).
+
+Usage::
+
+    python -m benchmarks.bench_long_streams --stream friedman --steps 100000 --seeds 0
+    python -m benchmarks.bench_long_streams --stream rbf --learners auto,krls,conkons
+    cd /work/main && python /path/to/benchmarks/bench_long_streams.py ...   # another okoco
+
+Run as a module from a checkout's root to import that checkout's okoco (the header prints the
+path). Writes the figures as JSON with ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+from river import linear_model, preprocessing
+from river.datasets import synth
+
+import okoco
+from okoco import BinaryClassifier, losses
+from okoco.learners import CONKONS, KRLS, Auto
+
+STREAMS = {
+    "friedman": "regression", "rbf": "binary", "hyperplane": "binary",
+    "hyperplane-drift": "binary", "sea-switch": "binary", "friedman-gra": "regression",
+}
+
+
+def stream(name: str, steps: int, seed: int):
+    """The river generator of ``name`` (an iterator of ``(x, y)``)."""
+    if name == "friedman":
+        gen = synth.Friedman(seed=seed)
+    elif name == "rbf":
+        gen = synth.RandomRBF(seed_model=seed, seed_sample=seed, n_classes=2, n_features=10,
+                              n_centroids=50)
+    elif name in ("hyperplane", "hyperplane-drift"):
+        gen = synth.Hyperplane(seed=seed, n_features=10,
+                               mag_change=0.0 if name == "hyperplane" else 0.001)
+    elif name == "sea-switch":
+        gen = synth.ConceptDriftStream(synth.SEA(variant=0, seed=seed),
+                                       synth.SEA(variant=2, seed=seed + 100),
+                                       position=steps // 2, width=max(50, steps // 100),
+                                       seed=seed)
+    elif name == "friedman-gra":
+        gen = synth.FriedmanDrift(drift_type="gra", position=(steps // 3, 2 * steps // 3),
+                                  seed=seed)
+    else:
+        raise ValueError(f"unknown stream {name!r}; one of {', '.join(STREAMS)}")
+    return gen.take(steps)
+
+
+def learner(name: str, task: str):
+    """A learner at its defaults, as a user builds it for ``task``."""
+    scaled = preprocessing.StandardScaler
+    if task == "regression":
+        if name == "auto":
+            return scaled() | Auto()
+        if name == "lr":
+            return preprocessing.TargetStandardScaler(scaled() | linear_model.LinearRegression())
+        inner = {"krls": KRLS, "conkons": CONKONS}[name]()
+        return preprocessing.TargetStandardScaler(scaled() | inner)
+    if name == "lr":
+        return scaled() | linear_model.LogisticRegression()
+    inner = {"auto": lambda: Auto(loss=losses.Logistic()), "krls": KRLS,
+             "conkons": lambda: CONKONS(loss=losses.Logistic())}[name]()
+    return scaled() | BinaryClassifier(inner)
+
+
+def resident_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def replay(model, task: str, rows, block: int, progress: bool = False) -> dict:
+    """Test-then-train: the error of every block, CPU us per step, RSS after each block
+    (each block printed as it ends with ``progress``)."""
+    errors, blocks, memory, cpu, n, total = [], [], [], 0.0, 0, 0.0
+    wall = time.perf_counter()
+    for x, y in rows:
+        start = time.process_time()
+        pred = model.predict_one(x)
+        model.learn_one(x, y)
+        cpu += time.process_time() - start
+        err = abs(y - (pred if pred is not None else 0.0)) if task == "regression" \
+            else float(pred != y)
+        total += err
+        errors.append(err)
+        n += 1
+        if n % block == 0:
+            blocks.append(float(np.mean(errors)))
+            memory.append(resident_mib())
+            errors = []
+            if progress:
+                print(f"  step {n}: block error {blocks[-1]:.4f}, CPU {1e6 * cpu / n:.0f} us/step, "
+                      f"RSS {memory[-1]:.0f} MiB, wall {time.perf_counter() - wall:.0f} s",
+                      flush=True)
+    if errors:
+        blocks.append(float(np.mean(errors)))
+        memory.append(resident_mib())
+    return {"blocks": blocks, "error": total / max(n, 1), "us_per_step": 1e6 * cpu / max(n, 1),
+            "wall_s": time.perf_counter() - wall, "rss_mib": memory, "steps": n}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--stream", default="friedman", choices=list(STREAMS))
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--block", type=int, default=10_000)
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds")
+    parser.add_argument("--learners", default="auto,krls,conkons",
+                        help="comma-separated: auto, krls, conkons, lr")
+    parser.add_argument("--tag", default="", help="a label for this okoco in the table")
+    parser.add_argument("--out", default=None, help="write the figures as JSON here")
+    parser.add_argument("--progress", action="store_true", help="print every block as it ends")
+    args = parser.parse_args(argv)
+    task = STREAMS[args.stream]
+    print(f"# okoco from {os.path.dirname(okoco.__file__)}; stream {args.stream}, "
+          f"{args.steps} steps, blocks of {args.block}; load {os.getloadavg()[0]:.2f}",
+          flush=True)
+    results = {}
+    for seed in (int(s) for s in args.seeds.split(",")):
+        for name in args.learners.split(","):
+            out = replay(learner(name, task), task, stream(args.stream, args.steps, seed),
+                         args.block, args.progress)
+            out["load_end"] = os.getloadavg()[0]
+            results[f"{args.tag}{name}/{seed}"] = out
+            blocks = " ".join(f"{b:.4f}" for b in out["blocks"])
+            print(f"| {args.tag}{name} | {seed} | {out['error']:.4f} | {blocks} | "
+                  f"{out['us_per_step']:.0f} | {out['wall_s']:.0f} s | "
+                  f"{out['rss_mib'][0]:.0f}->{out['rss_mib'][-1]:.0f} MiB |", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"args": vars(args), "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

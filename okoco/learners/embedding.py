@@ -1,0 +1,237 @@
+r"""The Nyström embedding that the Online Newton Step (:mod:`okoco.learners.ons`) runs in.
+
+One home for each of the two halves of PROS-N-KONS / CON-KONS (:mod:`okoco.learners.pros`),
+which ``Auto``'s dictionary experts share (the embedding here, the head in
+:mod:`okoco.learners.ons`):
+
+- :class:`NystromEmbedding`: a KORS dictionary :math:`\mathcal I` over the unscaled kernel, the
+  bordered Cholesky factor :math:`L L^\top = K_{\mathcal I}` and the atoms' store, giving
+  :math:`z = L^{-1}k_{\mathcal I}(x)` from one kernel row per step (``O(m d + m^2)``); a point
+  that joins borders :math:`L`, which leaves the first :math:`m` coordinates of every embedding
+  unchanged and adds a last one (the point's own: its pivot).
+- :class:`~okoco.learners.ons.OnsHead`: the primal ONS point :math:`u` and :math:`A^{-1}` (packed,
+  ``okoco.linalg.PackedSymmetric``) over such coordinates, and its step:
+
+  .. code-block:: text
+
+      ybar = z . u;  yhat = clip(ybar, -C, C);  gdot = loss'(y, yhat)
+      w = eta gdot^2 (or loss''(yhat) with eta="hessian")
+      new coordinates (an atom joined, a feature appeared):
+          u <- [u; 0],  A^{-1} <- diag(A^{-1}, 1/alpha)
+      Pz = A^{-1} z;  s = z . Pz
+      u <- u - h(ybar) Pz / s                  # oblique projection onto |z . u| <= C, A-norm
+      q = w s;  A^{-1} <- A^{-1} - w Pz Pz^T / (1 + q);  u <- u - gdot Pz / (1 + q)
+
+  planned (``OnsHead._ons_plan``, every number checked finite) before anything changes,
+  then applied (``OnsHead._ons_apply``), so that a refused step changes nothing.
+
+``PROSNKONS`` and ``CONKONS`` are one embedding and one head (mixins over their own attributes,
+so their saved files keep their layout); ``Auto`` holds one :class:`SharedEmbedding` and
+several :class:`DictionaryExpert` heads on it (different ridges), plus a :class:`LinearExpert`,
+the same head on the explicit features :math:`[1, x]`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from okoco._input import Rows
+from okoco.dictionary import KORS
+from okoco.learners.base import overflow_message
+from okoco.linalg import IncrementalCholesky
+
+__all__ = ["NystromEmbedding", "SharedEmbedding", "Embedded", "drop_rotations",
+           "rotate_coordinates"]
+
+# A point whose residual k(x, x) - h.h is below this fraction of k(x, x) lies in the span of the
+# dictionary to working precision: it is not offered to KORS, since as an atom it would only add
+# a coordinate made of rounding noise (amplified by 1 / pivot) to every embedding.
+_SPAN_TOL = 1e-10
+
+
+def step_message(y, gdot: float, yhat: float) -> str:
+    return (f"the target {y!r} gives the loss derivative {gdot:g} at the prediction {yhat:g}, "
+            "too large for a second-order step; rescale the targets")
+
+
+class NystromEmbedding:
+    r"""The embedding :math:`z = L^{-1}k_{\mathcal I}(x)` over a KORS dictionary (a mixin).
+
+    Its object holds ``_kernel``, ``_kors`` (``okoco.dictionary.KORS`` over the unscaled
+    kernel), ``_store`` (the atoms, ``okoco._input.Rows``), ``_embed``
+    (``okoco.linalg.IncrementalCholesky``, :math:`L L^\top = K_{\mathcal I}`) and ``max_size``
+    (``None``: no cap; once full the dictionary is frozen).
+    """
+
+    def _embedding_of(self, v: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+        """``(k, kappa, h)``: the kernel row over the atoms, ``k(v, v)`` and ``L^{-1} k``."""
+        k = self._store.kernel_row(self._kernel, v)
+        kappa = float(self._kernel.diag(v[None, :])[0])
+        if not (math.isfinite(kappa) and np.isfinite(k).all()):
+            bad = kappa if not math.isfinite(kappa) else k[~np.isfinite(k)][0]
+            raise ValueError(overflow_message(self._kernel, bad))
+        return k, kappa, self._embed.half_solve(k)
+
+    def _join_pivot(self, kappa: float, h: np.ndarray) -> float | None:
+        """The pivot the point would take as an atom (its coordinate in its own embedding),
+        or ``None`` if it cannot join: the dictionary is full, or the point lies in its span
+        to working precision."""
+        full = self.max_size is not None and self._embed.size >= self.max_size
+        residual = kappa - float(h @ h)
+        if full or not residual > _SPAN_TOL * kappa:
+            return None
+        return math.sqrt(max(residual, self._embed.min_pivot))
+
+    def _offer(self, v: np.ndarray, k: np.ndarray, kappa: float, h: np.ndarray) -> bool:
+        """KORS's coin for a point that can join (:meth:`_join_pivot`); if it lands, the point
+        becomes the last atom (``O(m^2)``). Returns whether it joined."""
+        if not self._kors.update_column(k, kappa)[0]:
+            return False
+        self._embed.append(k, kappa, half=h)
+        self._store.append(v)
+        return True
+
+
+class SharedEmbedding(NystromEmbedding):
+    r"""A :class:`NystromEmbedding` of its own, for experts that share it (``Auto``).
+
+    Parameters are those of :class:`okoco.learners.CONKONS`'s dictionary: ``kernel`` (an
+    ``okoco.kernels`` kernel), KORS's ``dictionary_alpha``, ``eps``, ``beta``, ``p_min`` and
+    ``seed``, and the cap ``max_size``; and ``swap_margin``, the rule of a full dictionary:
+
+    - ``None``: frozen once full (as ``CONKONS``);
+    - a number :math:`\mu > 1`: a point whose residual :math:`k(x,x) - h^\top h` against the
+      atoms exceeds :math:`\mu` times the smallest atom residual
+      :math:`r_j = 1/[K_{\mathcal I}^{-1}]_{jj}` (atom :math:`j` against the others) replaces
+      that atom (:meth:`swap_in`; greedy maximization of :math:`\det K_{\mathcal I}`, which
+      each swap multiplies by more than :math:`\mu`, so the number of swaps on any stream is
+      at most :math:`\log_\mu(\prod_i k(x_i,x_i) / \det K_{\mathcal I})` at the fill).
+      The heads' functions are projected onto the new span (the removed atom's direction is
+      dropped) and their :math:`A` restricted to it; CON-KONS's theorem does not cover a swap.
+    """
+
+    _saved_state = {"_kernel": "kernel as kernel", "max_size": "int|none",
+                    "swap_margin": "number|none", "n_swaps": "int[0,]",
+                    "_kors": "obj:KORS as kors", "_store": "obj:Rows as store",
+                    "_embed": "obj:IncrementalCholesky as embedding",
+                    "_inverse_diagonal": "cache:None"}
+
+    def __init__(self, kernel, dictionary_alpha: float = 1.0, eps: float = 0.5,
+                 beta: float = 3.0, p_min: float = 0.0, max_size: int | None = 500,
+                 seed: int | None = 0, swap_margin: float | None = None):
+        self._kernel = kernel
+        self.max_size = max_size
+        self.swap_margin = swap_margin
+        self.n_swaps = 0
+        self._inverse_diagonal = None  # diag(K_I^{-1}) once full (a cache, rebuilt on load)
+        self._kors = KORS(kernel=None, alpha=dictionary_alpha, eps=eps, beta=beta, p_min=p_min,
+                          seed=np.random.default_rng(seed))
+        self._store = Rows()
+        self._embed = IncrementalCholesky()
+
+    @property
+    def size(self) -> int:
+        return self._embed.size
+
+    def analyse(self, v: np.ndarray) -> Embedded:
+        """The embedding of ``v`` (no state change)."""
+        k, kappa, h = self._embedding_of(v)
+        return Embedded(k, kappa, h, self._join_pivot(kappa, h))
+
+    def offer(self, v: np.ndarray, embedded: Embedded) -> None:
+        """KORS's coin for ``v`` (if it can join); records the outcome in ``embedded``."""
+        if embedded.pivot is not None:
+            embedded.joined = self._offer(v, embedded.k, embedded.kappa, embedded.h)
+
+    def atom_residuals(self) -> np.ndarray:
+        r""":math:`r_j = 1/[K_{\mathcal I}^{-1}]_{jj}`: each atom's squared distance in the
+        RKHS to the span of the others (``O(m^3)`` once, then kept by the swaps)."""
+        if self._inverse_diagonal is None or self._inverse_diagonal.shape[0] != self.size:
+            inverse = self._embed.half_solve(np.eye(self.size))  # L^{-1}
+            self._inverse_diagonal = np.einsum("ij,ij->j", inverse, inverse)
+        return 1.0 / self._inverse_diagonal
+
+    def swap_in(self, v: np.ndarray, embedded: Embedded, heads) -> int | None:
+        """The full-dictionary rule (class docstring), after the step on ``v``: if ``v``'s
+        residual exceeds ``swap_margin`` times the smallest atom residual, that atom ``j``
+        leaves (the heads rotate its direction to coordinate ``j`` and drop it,
+        ``O(m^2)`` each) and ``v`` joins as the last atom (a zero coordinate in every head).
+        Returns ``j``, or ``None`` if nothing changed."""
+        m = self.size
+        if (self.swap_margin is None or self.max_size is None or m < self.max_size
+                or embedded.joined or m < 2):
+            return None
+        residual = embedded.kappa - float(embedded.h @ embedded.h)
+        r = self.atom_residuals()
+        j = int(np.argmin(r))
+        if not residual > self.swap_margin * r[j]:
+            return None
+        rotations = drop_rotations(self._embed.factor(), j)
+        for head in heads:
+            head._ons_drop(j, rotations)
+        self._remove(j)
+        k = np.delete(embedded.k, j)
+        h = self._embed.half_solve(k)
+        pivot_sq = self._embed.append(k, embedded.kappa, half=h)
+        self._store.append(v)
+        # bordering: diag(K^{-1}) gains b^2 / s, b = K^{-1} k = L^{-T} h, and 1 / s for v
+        b = self._embed.leading_back_solve(h)
+        self._inverse_diagonal = np.append(self._inverse_diagonal + b * b / pivot_sq,
+                                           1.0 / pivot_sq)
+        for head in heads:
+            head._ons_grow(1)
+        self.n_swaps += 1
+        return j
+
+    def _remove(self, j: int) -> None:
+        """Atom ``j`` leaves the factor, the store and ``diag(K^{-1})``, ``O(m^2)``."""
+        self.atom_residuals()  # diag(K^{-1}) at hand
+        column = self._embed.solve(np.eye(self.size)[j])  # K^{-1} e_j
+        self._inverse_diagonal = np.delete(
+            self._inverse_diagonal - column * column / column[j], j)
+        self._embed.remove(j)
+        mask = np.ones(self.size + 1, dtype=bool)
+        mask[j] = False
+        self._store.keep(mask)
+
+
+def drop_rotations(L: np.ndarray, j: int) -> list:
+    r"""The Givens rotations that take coordinate ``j`` of the embedding over a factor ``L``
+    out of it: with :math:`W = [l, L_{33}]` (``l = L[j+1:, j]``, the trailing block of ``L``
+    without row ``j``), :math:`W G_0 \cdots G_{k-1} = [0, L_{33}']`, :math:`L_{33}'` the
+    trailing block of the factor without atom ``j`` (positive diagonal). Rotation ``i`` acts
+    on coordinates ``j`` and ``j + 1 + i``: ``(c, s)``, :math:`v_j \leftarrow c v_j - s
+    v_{j+1+i}`, :math:`v_{j+1+i} \leftarrow s v_j + c v_{j+1+i}` for a vector of coordinates
+    (:math:`G^	op v`). ``O(k^2)``, ``k = m - j - 1``."""
+    W = np.array(L[j + 1:, j:], dtype=float)
+    rotations = []
+    for i in range(W.shape[0]):
+        a, b = W[i, i + 1], W[i, 0]
+        r = math.hypot(a, b)
+        c, s = (1.0, 0.0) if r == 0 else (a / r, b / r)
+        first, other = W[i:, 0].copy(), W[i:, i + 1].copy()
+        W[i:, i + 1] = c * other + s * first
+        W[i:, 0] = c * first - s * other
+        rotations.append((c, s))
+    return rotations
+
+
+def rotate_coordinates(v: np.ndarray, j: int, rotations: list) -> None:
+    """Apply :func:`drop_rotations`'s rotations to the coordinates of ``v`` in place (its
+    rows: ``v`` a vector or a matrix whose rows are coordinates)."""
+    for i, (c, s) in enumerate(rotations):
+        first, other = v[j].copy(), v[j + 1 + i].copy()
+        v[j] = c * first - s * other
+        v[j + 1 + i] = s * first + c * other
+
+
+class Embedded:
+    """One point's embedding by a :class:`SharedEmbedding`: ``k``, ``kappa``, ``h``, the
+    ``pivot`` it would take as an atom (``None``: it cannot join) and whether it ``joined``."""
+
+    __slots__ = ("k", "kappa", "h", "pivot", "joined")
+
+    def __init__(self, k, kappa, h, pivot):
+        self.k, self.kappa, self.h, self.pivot, self.joined = k, kappa, h, pivot, False

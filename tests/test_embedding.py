@@ -1,0 +1,119 @@
+"""The ONS head and the shared Nyström embedding (okoco.learners.embedding): the full
+dictionary's swap against dense references, the linear expert against the dense ONS."""
+
+import numpy as np
+import pytest
+from streams import as_dicts
+
+from okoco import kernels, losses
+from okoco.learners.embedding import SharedEmbedding, drop_rotations, rotate_coordinates
+from okoco.learners.ons import DictionaryExpert, LinearExpert
+
+
+def step(embedding, heads, v, y):
+    """One step of the heads on the shared embedding, as Auto takes it."""
+    embedded = embedding.analyse(v)
+    analyses = [h.analyse(embedded) for h in heads]
+    steps = [h._check_step(y, a) for h, a in zip(heads, analyses)]
+    embedding.offer(v, embedded)
+    for head, analysis, planned in zip(heads, analyses, steps):
+        head._apply_step(analysis, planned)
+    return embedded
+
+
+def test_drop_rotations_give_the_factor_without_the_atom():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(9, 3))
+    K = kernels.RBF(0.5)(X, X)
+    L = np.linalg.cholesky(K)
+    for j in (0, 4, 8):
+        keep = np.arange(9) != j
+        reference = np.linalg.cholesky(K[np.ix_(keep, keep)])
+        W = L.T.copy()  # columns of L as rows: rotate them as coordinates
+        rotate_coordinates(W, j, drop_rotations(L, j))
+        W = W.T
+        assert np.allclose(W[keep, j], 0.0, atol=1e-12)  # coordinate j: only atom j
+        np.testing.assert_allclose(W[keep][:, keep], reference, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic()])
+def test_a_swap_projects_the_function_and_restricts_A_as_dense_references_do(loss):
+    """Once full, a newcomer of residual above twice the smallest atom residual replaces that
+    atom: every head's new function is the least-squares projection in the RKHS of its old one
+    onto the remaining atoms (plus a zero weight on the newcomer), its A^{-1} the inverse of A
+    restricted to their span, and diag(K^{-1}) the dense one."""
+    rng = np.random.default_rng(1)
+    kernel = kernels.RBF(0.5)
+    embedding = SharedEmbedding(kernel, dictionary_alpha=0.1, max_size=12, swap_margin=2.0)
+    heads = [DictionaryExpert(embedding, loss, alpha=a) for a in (0.1, 1.0)]
+    swaps = 0
+    for t in range(220):
+        v = rng.normal(size=2) * (1.0 if t < 110 else 3.0)  # a wider region after the fill
+        y = float(np.sin(v[0])) if isinstance(loss, losses.Squared) else float(np.sign(v[0]))
+        embedded = step(embedding, heads, v, y)
+        if embedding.size < embedding.max_size or embedded.joined:
+            continue
+        atoms, m = embedding._store.view().copy(), embedding.size
+        K = kernel(atoms, atoms)
+        L = np.linalg.cholesky(K)
+        coefficients = [np.linalg.solve(L.T, h._u[:m]) for h in heads]
+        inverses = [h._P.matrix() for h in heads]
+        j = embedding.swap_in(v, embedded, heads)
+        if j is None:
+            continue
+        swaps += 1
+        keep = np.arange(m) != j
+        new_atoms = embedding._store.view()
+        np.testing.assert_array_equal(new_atoms[:-1], atoms[keep])
+        np.testing.assert_array_equal(new_atoms[-1], v)
+        K_new = kernel(new_atoms, new_atoms)
+        L_new = np.linalg.cholesky(K_new)
+        M = np.linalg.solve(np.linalg.cholesky(K[np.ix_(keep, keep)]), L[keep])
+        X = rng.normal(size=(15, 2)) * 2.0
+        for head, c, P in zip(heads, coefficients, inverses):
+            projected = np.linalg.solve(K[np.ix_(keep, keep)], K[keep] @ c)
+            after = kernel(X, new_atoms) @ np.linalg.solve(L_new.T, head._u[:m])
+            np.testing.assert_allclose(after, kernel(X, atoms[keep]) @ projected, atol=1e-9)
+            assert head._u[m - 1] == 0.0 and head._P.size == m
+            restricted = np.linalg.inv(M @ np.linalg.inv(P) @ M.T)
+            np.testing.assert_allclose(head._P.matrix()[: m - 1, : m - 1], restricted,
+                                       rtol=1e-8, atol=1e-8 * np.abs(restricted).max())
+            assert head._P.matrix()[m - 1, m - 1] == 1.0 / head.alpha
+        np.testing.assert_allclose(embedding.atom_residuals(),
+                                   1.0 / np.diag(np.linalg.inv(K_new)), rtol=1e-8)
+        assert embedding.size == embedding.max_size
+    assert swaps >= 3 and embedding.n_swaps == swaps
+
+
+def test_a_frozen_dictionary_never_swaps():
+    rng = np.random.default_rng(2)
+    embedding = SharedEmbedding(kernels.RBF(0.5), max_size=5, swap_margin=None)
+    head = DictionaryExpert(embedding, losses.Squared())
+    for _ in range(100):
+        v = rng.normal(size=2) * 3
+        embedded = step(embedding, [head], v, 0.5)
+        assert embedding.swap_in(v, embedded, [head]) is None
+    assert embedding.size == 5 and embedding.n_swaps == 0
+
+
+def test_the_linear_expert_is_the_dense_ons_on_one_and_x():
+    """The head's step on [1, x] against primal ONS written with dense matrices (a feature
+    first seen later adds a coordinate at u = 0, A = alpha)."""
+    from primal import primal_ons
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 3))
+    X[:30, 2] = 0.0
+    y = np.clip(X @ [0.5, -0.3, 0.8] + 0.1 * rng.normal(size=80), -1, 1)
+    head = LinearExpert(losses.Squared(), alpha=0.5, C=1.0)
+    rows = [{k: v for k, v in x.items() if not (k == "x2" and i < 30)}
+            for i, x in enumerate(as_dicts(X))]
+    got = []
+    for x, target in zip(rows, y):
+        v = np.array([x[k] for k in ("x0", "x1", "x2") if k in x])
+        analysis = head.analyse(v)
+        got.append(head._clip(head.prediction(analysis)))
+        head._apply_step(analysis, head._check_step(float(target), analysis))
+    Phi = np.hstack([np.ones((80, 1)), X])
+    expected, _, _ = primal_ons(Phi, y, losses.Squared(), 1.0, 0.5, "hessian")
+    np.testing.assert_allclose(got, np.clip(expected, -1, 1), atol=1e-10)
