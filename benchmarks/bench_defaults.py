@@ -39,7 +39,17 @@ from river import ensemble, evaluate, forest, linear_model, metrics, neighbors, 
 from river.datasets import synth
 
 from okoco import BinaryClassifier, datasets, kernels, losses
-from okoco.learners import KONS, KRLS, Auto, FunctionalGD, SketchedKONS
+from okoco.learners import (
+    CONKONS,
+    KONS,
+    KRLS,
+    Auto,
+    DictionaryExpert,
+    FunctionalGD,
+    LinearExpert,
+    SketchedKONS,
+)
+from okoco.learners.auto import EXPERTS
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "lsokl"
 RESULTS = Path(__file__).resolve().parent / "results" / "defaults.json"
@@ -161,8 +171,8 @@ def _river_grid() -> dict:
                                               tree.HoeffdingAdaptiveTreeClassifier),
         "river ARF": _river(lambda: forest.ARFRegressor(seed=0),
                             lambda: forest.ARFClassifier(seed=0)),
-        "river EWARegressor(Auto's experts)": _river(
-            lambda d: ensemble.EWARegressor(Auto()._build_experts(d)),
+        "river EWARegressor(Auto's windowed grid)": _river(  # KONS experts: river estimators
+            lambda d: ensemble.EWARegressor(Auto()._build_experts(d, EXPERTS)),
             None),  # river has no classifier counterpart
     }
 
@@ -211,6 +221,22 @@ def replay_alternately(builds: list, task: str, rows: list) -> tuple[list, list]
     return [1e6 * t / len(rows) for t in wall], [1e6 * t / len(rows) for t in cpu]
 
 
+def standalone(expert):
+    """A learner of a loss computing what Auto's ``expert`` computes on its own: a dictionary
+    head is a CON-KONS (the shared dictionary's settings), a windowed expert a KONS; the linear
+    expert (ONS on [1, x]) has no standalone learner, and is timed as KONS with the linear
+    kernel plus a constant, over the same window as Auto's first forgetting expert."""
+    if isinstance(expert, DictionaryExpert):
+        return lambda loss: CONKONS(kernel=expert.kernel, loss=loss, C=expert.C,
+                                    alpha=expert.alpha, eta=expert.eta,
+                                    max_size=expert.max_size, seed=0)
+    if isinstance(expert, LinearExpert):
+        return lambda loss: KONS(kernel=kernels.Polynomial(degree=1, coef0=1.0), loss=loss,
+                                 C=expert.C, alpha=expert.alpha, eta=expert.eta, max_size=200)
+    return lambda loss: KONS(kernel=expert.kernel, loss=loss, C=expert.C, alpha=expert.alpha,
+                             eta=expert.eta, max_size=expert.max_size)
+
+
 def time_auto_and_leader(task: str, rows: list, repeats: int = 5) -> dict:
     """Time per sample of Auto and of a standalone KONS with the settings of the expert Auto
     ends up following, replayed alternately row by row on the same rows (best of ``repeats``
@@ -220,10 +246,7 @@ def time_auto_and_leader(task: str, rows: list, repeats: int = 5) -> dict:
     metric = metrics.MAE() if task == "regression" else metrics.Accuracy()
     evaluate.progressive_val_score(rows, model, metric)
     auto = _auto_learner(model)
-    best = auto.experts[int(auto.cumulative_losses.argmin())]
-    leader = _okoco_model(lambda loss: KONS(kernel=best.kernel, loss=loss, C=best.C,
-                                            alpha=best.alpha, eta=best.eta,
-                                            max_size=best.max_size))
+    leader = _okoco_model(standalone(auto.experts[int(auto.cumulative_losses.argmin())]))
     runs = [replay_alternately([build, leader], task, rows) for _ in range(repeats)]
     (auto_us, leader_us), (auto_cpu, leader_cpu) = (
         [min(run[kind][j] for run in runs) for j in (0, 1)] for kind in (0, 1))
@@ -313,7 +336,7 @@ def auto_paragraph(report: dict) -> str:
             near.append(s)
         if auto < min(river):
             beats.append(s)
-        other = results.get("river EWARegressor(Auto's experts)", {}).get(s)
+        other = results.get("river EWARegressor(Auto's windowed grid)", {}).get(s)
         if other is not None:
             ewa.append(auto / other[0])
     far = [s for s in streams if s not in near]

@@ -242,7 +242,8 @@ class FeatureMap:
 
         ``X`` is a DataFrame (columns are feature names; NaN, ``NA`` or ``None`` refused), a
         2-D array (positions are features; with ``arrays=False`` its columns are named 0, 1,
-        ...), or a list of dicts. Nothing is registered; a bad cell raises naming its row and feature.
+        ...), or a list of dicts. Nothing is registered; a bad cell raises naming its row and
+        feature.
         """
         if type(X) is np.ndarray:  # the common batches first: no attribute probing
             if not arrays and self.mode != "array":  # columns named by position: one pass

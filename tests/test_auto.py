@@ -511,3 +511,23 @@ def test_the_dictionary_experts_keep_learning_on_a_long_stationary_stream():
         model.learn_one(x, target)
     blocks = np.array(errors).reshape(3, -1).mean(axis=1)
     assert blocks[2] < blocks[1] < blocks[0] and blocks[2] < 0.93
+
+
+def test_with_dist_refuses_a_variance_that_overflows_in_the_targets_units():
+    """The standardized variance is finite, its value in the targets' units (times std^2) is
+    not: with_dist raises ValueError (as every learner's with_dist does) instead of returning an
+    infinite sigma, and a plain prediction still works. The running statistics are set to the
+    largest spread float64 holds (targets within 1e150 keep std^2 below 1e300 otherwise)."""
+    from okoco.learners import Auto
+
+    model = Auto()
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        x = float(rng.normal())
+        model.learn_one({"x": x}, x + rng.normal())
+    far = {"x": 40.0}  # away from the data: the standardized sigma is above 1
+    assert model.predict_one(far, with_dist=True).sigma > 1.0
+    model.target_count, model._target_m2 = 2, 1.7e308  # std^2 = 1.7e308
+    assert np.isfinite(model.predict_one(far))
+    with pytest.raises(ValueError, match="predictive variance"):
+        model.predict_one(far, with_dist=True)

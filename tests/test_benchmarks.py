@@ -296,7 +296,7 @@ def test_defaults_table_runs_and_summarises(tmp_path):
                             "--output", str(out), "--docs", str(page)])
     results = report["results"]
     assert set(results["Auto()"]) == {"sinc", "phishing"}
-    assert "sinc" in results["river EWARegressor(Auto's experts)"]
+    assert "sinc" in results["river EWARegressor(Auto's windowed grid)"]
     assert all(math.isfinite(v[0]) and v[2] == 40 for r in results.values() for v in r.values())
     text = page.read_text()
     assert "| sinc |" in text and "| phishing |" in text and "Auto()" in text

@@ -12,6 +12,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from okoco._core._kernels cimport Kernel, kernel_exp, kernel_row, make_kernel, self_similarity
+from okoco._core._leverage cimport kors_probability
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
 from okoco._core._linalg cimport dot, sym_matvec, sym_rank_one, tp_half_solve
 
@@ -25,10 +26,13 @@ cdef enum:
 #: pros_run's status when its coins ran out (draw more and call again)
 STATUS_NEED_COINS = NEED_COINS
 
-# s = z^T A^{-1} z is floored before it divides the projection; a residual below this fraction
-# of k(x, x) is not offered to KORS (okoco.learners.pros, _MIN_S and _SPAN_TOL)
+# s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never
+# projects); a point whose residual k(x, x) - h.h is below SPAN_TOL k(x, x) lies in the span of
+# the dictionary to working precision and is not offered to KORS. Their one home: the Python
+# steps (okoco.learners.ons, okoco.learners.embedding) read them from here.
 cdef double MIN_S = 1e-300
 cdef double SPAN_TOL = 1e-10
+PROJECTION_FLOOR, SPAN_TOLERANCE = MIN_S, SPAN_TOL
 
 def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_ssize_t m,
              const double[::1] L, double[::1] u, double[::1] P, bint dense,
@@ -120,8 +124,7 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
                 break
             residual = kappa - dot(<int>m, h, h)
             if not (max_size > 0 and m >= max_size) and residual > SPAN_TOL * kappa:
-                # KORS (okoco.dictionary.KORS): a = sqrt(w) k, q = max(kappa - |L_K^{-1} a|^2,
-                # 0) / alpha_K, tau = (1 + eps) q / (1 + q), p = max(min(beta tau, 1), p_min)
+                # KORS (okoco.dictionary.KORS): a = sqrt(w) k, Eq. 4 from |L_K^{-1} a|^2
                 if used == n_coins:
                     status = NEED_COINS
                     break
@@ -129,12 +132,8 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
                     a[i] = sqrt(kors_weights[i]) * g[i]
                 if m:
                     tp_half_solve(&kors_L[0], <int>m, a)
-                q = kappa - dot(<int>m, a, a)
-                q = (q if q > 0.0 else 0.0) / kors_alpha
-                tau = (1.0 + eps) * q / (1.0 + q)
-                p = beta * tau
-                p = 1.0 if p > 1.0 else p
-                p = p_min if p_min > p else p
+                p = kors_probability(kappa, dot(<int>m, a, a), kors_alpha, eps, beta, p_min, &q,
+                                     &tau)
                 if coins[used] < p:  # it joins: the Python step, with this same coin
                     status = PYTHON_STEP
                     break

@@ -298,7 +298,11 @@ class Auto(ExpertMixture, KernelLearner):
             return float(self._unscale(super().predict_one(x)))
         dist = super().predict_one(x, with_dist=True)
         std = self.target_std if self._scales and self.target_std > 0 else 1.0
-        return gaussian(float(self._unscale(dist.mu)), (std * dist.sigma) ** 2)
+        variance = std * std * dist.sigma * dist.sigma  # a product overflows to inf, ** raises
+        if not math.isfinite(variance):
+            raise ValueError(f"the predictive variance at x is {variance!r} in the targets' "
+                             "units: too large for float64; rescale the targets")
+        return gaussian(float(self._unscale(dist.mu)), variance)
 
     def _predictive_variance(self, v: np.ndarray) -> float:
         """The variance of the experts' mixture: ``sum_i w_i (sigma_i^2 + p_i^2) - p^2`` with

@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from okoco._core import _pros
 from okoco._input import Rows
 from okoco.dictionary import KORS
 from okoco.learners.base import overflow_message
@@ -47,8 +48,9 @@ __all__ = ["NystromEmbedding", "SharedEmbedding", "Embedded", "drop_rotations",
 
 # A point whose residual k(x, x) - h.h is below this fraction of k(x, x) lies in the span of the
 # dictionary to working precision: it is not offered to KORS, since as an atom it would only add
-# a coordinate made of rounding noise (amplified by 1 / pivot) to every embedding.
-_SPAN_TOL = 1e-10
+# a coordinate made of rounding noise (amplified by 1 / pivot) to every embedding (one value,
+# which the compiled loop uses too).
+_SPAN_TOL = _pros.SPAN_TOLERANCE
 
 
 def step_message(y, gdot: float, yhat: float) -> str:

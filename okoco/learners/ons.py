@@ -17,6 +17,7 @@ from numbers import Real
 
 import numpy as np
 
+from okoco._core import _pros
 from okoco._input import reserve
 from okoco._validation import Interval, Options, check_params
 from okoco.learners.base import clip_excess
@@ -25,8 +26,9 @@ from okoco.linalg import PackedSymmetric
 
 __all__ = ["OnsHead", "DictionaryExpert", "LinearExpert"]
 
-# s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never projects).
-_MIN_S = 1e-300
+# s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never projects;
+# one value, which the compiled loop uses too).
+_MIN_S = _pros.PROJECTION_FLOOR
 
 _NONE = np.zeros(0)  # no new coordinate (read-only)
 _NONE.flags.writeable = False
