@@ -47,7 +47,7 @@ from river import compose
 import okoco.learners  # noqa: F401
 import okoco.metrics  # noqa: F401
 import okoco.preprocessing  # noqa: F401
-from okoco import persistence
+from okoco import intervals, persistence
 from okoco.persistence import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -60,12 +60,19 @@ from okoco.persistence import (
     _is_wrapper,
     _load_learner,
     _read,
+    _rebuilt,
     _resolve,
     _version,
     _write,
 )
+from okoco.persistence._invariants import check_model
 
 __all__ = ["save", "load", "PIPELINE_CLASS"]
+
+# okoco's interval wrapper (rebuilt around its regressor, as the target scalers) and its
+# calibration state: a model file holds them as a replay checkpoint does
+persistence.register(intervals.IntervalRegressor, wrapper=True)
+persistence.register(intervals.AdaptiveConformal)
 
 #: The ``class`` a model file names when it holds a river pipeline or target wrapper.
 PIPELINE_CLASS = "river-model"
@@ -173,13 +180,15 @@ def _build(dec: _Decoder, tree: Any, where: str, path: Any) -> Any:
         regressor = _build(dec, tree["regressor"], f"{where}.regressor", path)
         wrapper = _resolve(tree["__wrapper__"])(regressor)
         attrs = {k: dec.decode(v, f"{where}.{k}") for k, v in tree["attrs"].items()}
-        _check_state(wrapper, set(attrs) | {"regressor", "func", "inverse_func"}, where, path)
+        rebuilt = {k for k, v in vars(wrapper).items() if _rebuilt(k, v)}
+        _check_state(wrapper, set(attrs) | rebuilt, where, path)
         wrapper.__dict__.update(attrs)
         return wrapper
     step = dec.decode(tree, where)
     cls = type(step)
     fresh = cls(**{p: getattr(step, p) for p in _init_params(cls) if hasattr(step, p)})
     _check_state(fresh, set(vars(step)), where, path)
+    check_model(step, where)
     return step
 
 

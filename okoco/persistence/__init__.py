@@ -101,6 +101,7 @@ True
 from okoco.persistence._archive import _Archive, _Damaged, _read, _write  # noqa: F401
 from okoco.persistence._checkpoints import (  # noqa: F401
     _capture,
+    _rebuilt,
     check_checkpointable,
     load_checkpoint,
     save_checkpoint,

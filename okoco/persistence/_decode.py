@@ -27,6 +27,7 @@ from okoco.persistence._format import (
     PUBLIC_NAMES_VERSION,
     _short,
 )
+from okoco.persistence._invariants import check_invariants
 from okoco.persistence._migrations import legacy_state, public_state_before_6, retired_field
 from okoco.persistence._registry import _OBJECTS, _allowed, _class_path, _resolve
 from okoco.persistence._schema import _SCALARS, _check_fields, _plausible, declared_state
@@ -176,6 +177,7 @@ class _Decoder:
                 raise ValueError(f"{where}: the attributes of a {cls.__name__} must be a mapping")
             obj = self._keep(tree, cls.__new__(cls))
             obj.__dict__.update(self.state(cls, attrs, where, depth))
+            check_invariants(obj, where)
             return obj
         raise ValueError(f"{where}: unknown entry {_short(marker)}")
 

@@ -1,0 +1,309 @@
+"""Cross-field invariants of saved state: what the fields of one object must satisfy together
+(a size against the arrays it describes, indices in range, a one-to-one column map), checked
+when a file is loaded, before the compiled core sees the object.
+
+The declarations (:data:`INVARIANTS`) are plain strings in the grammar of the shape rules of
+``_saved_state`` (the fields named as in the file, ``store.n`` for a field of a field, ``self``
+the object), extended
+to boolean expressions: comparisons (chained), ``and``, ``or``, ``not``, ``is None``, and the
+functions
+
+``len(x)``
+    a list's or mapping's length, an array's rows;
+``shape(x, i)``
+    an array's length on axis ``i``;
+``within(x, lo, hi)``
+    every entry of ``x`` (an int array, a list, or a mapping's values) in ``[lo, hi)``;
+``distinct(x)``
+    the entries of ``x`` that are ``>= 0`` all different;
+``permutation(x)``
+    the entries of ``x`` are ``0, 1, ..., len(x) - 1`` in some order;
+``held(x)``
+    how many entries of ``x`` are ``>= 0``;
+``zero_beyond(x, n, d)``
+    the rows of ``x`` from ``n`` on, and its columns from ``d`` on, all zero (spare capacity);
+``get(x, 'name')``
+    the field ``name`` of ``x``, ``None`` if ``x`` has none (a field of some classes only);
+``min``, ``max``, ``sorted``
+    as in Python; ``x[i]``, an entry of an int array at a constant index; ``a if c else b``;
+    ``in`` a tuple.
+
+A file whose object breaks one is refused with a ``ValueError`` naming the object and the
+invariant. They belong with each class's ``_saved_state``; they are kept here, by class path,
+until the classes declare them (``_saved_invariants``, read first when a class has one).
+
+Examples
+--------
+>>> from okoco.persistence._invariants import check_invariants
+>>> from okoco._input import FeatureMap
+>>> good = FeatureMap(); good.columns = {"a": 0, "b": 1}
+>>> check_invariants(good, "state.features")
+>>> bad = FeatureMap(); bad.columns = {"a": 0, "b": 0}
+>>> check_invariants(bad, "state.features")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+ValueError: state.features (FeatureMap) breaks its invariant permutation(columns): the file was ...
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from typing import Any
+
+import numpy as np
+
+from okoco.persistence._format import _MISSING
+from okoco.persistence._registry import _class_path
+
+#: Invariants by class path (see the module's docstring); a subclass has its bases' too.
+INVARIANTS: dict[str, tuple[str, ...]] = {
+    # one column per feature, no two features on one column
+    "okoco._input.FeatureMap": ("permutation(columns)",),
+    # rows beyond the n held and columns beyond the d in use are spare capacity: zeros
+    "okoco._input.Rows": ("max_size is None or n <= max_size", "zero_beyond(data, n, d)"),
+    # what the compiled core indexes P, its diagonal and the pending terms with
+    "okoco.linalg.SlotInverse": (
+        "shape(P, 0) <= shape(P, 1) <= shape(P, 0) + 1",
+        "len(diagonal) == shape(P, 0)",
+        "size <= shape(P, 0) and (capacity is None or size <= capacity)",
+        "outer is None or (len(outer) <= shape(P, 0) and distinct(outer)"
+        " and size == held(outer) and within(outer, -1, capacity or len(outer) + size + 1))",
+        "pending is None or shape(pending, 1) == shape(P, 0)",
+        # P is recomputed when they reach 16 x its slots (at least 64): never beyond
+        "modifications <= max(16 * shape(P, 0), 64)",
+        # (additions, subtractions, slots spanned): at most 16 of each sign (the pending rows)
+        "pending_terms is None or len(pending_terms) == 3 and 0 <= pending_terms[2] <= shape(P, 0)"
+        " and (pending is None and pending_terms[0] == pending_terms[1] == 0"
+        " or 0 <= pending_terms[0] <= shape(pending, 0) // 2"
+        " and 0 <= pending_terms[1] <= shape(pending, 0) // 2)",
+    ),
+    "okoco.learners._multiclass_shared.SharedSquaredKONS": ("shape(coef, 1) == shape(Kc, 1)",),
+    "okoco.learners.binary.BinaryClassifier": ("learner is not self",),
+    "okoco.learners.multiclass.MulticlassClassifier": (
+        "learner is not self",
+        "get(shared, 'coef') is None or shape(shared.coef, 1) == len(classes) + 1",
+    ),
+    "okoco.intervals.AdaptiveConformal": ("sorted_scores == sorted(recent_scores)",),
+    "okoco.learners.kons.KONS": (
+        # the window's inverse spans the store's ring
+        "window_inverse is None or get(store, 'max_size') in (None, window_inverse.capacity)",
+        "within(selected_slots, 0, max(store.n, 1))",
+        "window_inverse is None or window_inverse.size <= len(selected_slots)",
+    ),
+    "okoco.dictionary.kors.KORS": (
+        "within(indices, 0, max(n_seen, 1))",
+        "slots is None or within(slots, 0, max(len(slots), 1))",
+    ),
+    "okoco.dictionary.ald.ALD": ("within(indices, 0, max(n_seen, 1))",),
+}
+
+
+def _entries(x: Any) -> np.ndarray:
+    if isinstance(x, dict):
+        x = list(x.values())
+    array = np.asarray(x)
+    if array.dtype.kind not in "iub" and array.size:
+        raise TypeError("not integers")
+    return array.reshape(-1).astype(np.int64, copy=False)
+
+
+def _within(x: Any, lo: int, hi: int) -> bool:
+    entries = _entries(x)
+    return not entries.size or (int(entries.min()) >= lo and int(entries.max()) < hi)
+
+
+def _distinct(x: Any) -> bool:
+    entries = _entries(x)
+    held = entries[entries >= 0]
+    return np.unique(held).size == held.size
+
+
+def _permutation(x: Any) -> bool:
+    entries = _entries(x)
+    return np.array_equal(np.sort(entries), np.arange(entries.size))
+
+
+def _held(x: Any) -> int:
+    return int(np.count_nonzero(_entries(x) >= 0))
+
+
+def _zero_beyond(x: Any, rows: int, columns: int | None = None) -> bool:
+    array = np.asarray(x)
+    if array.ndim == 0 or rows < 0 or (columns is not None and columns < 0):
+        return False
+    spare = array[rows:]
+    if columns is not None and array.ndim == 2:
+        spare = np.concatenate([spare.reshape(-1), array[:rows, columns:].reshape(-1)])
+    return not np.any(spare)
+
+
+def _width(points: Any) -> int:
+    """The columns in use of stored points (``Rows``, or the rows of ``SharedPoints`` or of
+    the ``SharedPoints`` of ``ExpertRows``; 0 for none)."""
+    for name in ("points", "rows"):
+        inner = _field(points, name) if points is not None and name in (
+            f.name for f in (_declared(type(points)) or {}).values()) else None
+        if inner is not None:
+            return _width(inner)
+    return 0 if points is None else _field(points, "d")
+
+
+def _sorted(x: Any) -> list:
+    return sorted(x)
+
+
+def _length(x: Any) -> int:
+    return x.shape[0] if isinstance(x, np.ndarray) and x.ndim else len(x)
+
+
+def _shape(x: Any, axis: int) -> int:
+    return x.shape[axis] if isinstance(x, np.ndarray) and 0 <= axis < x.ndim else -1
+
+
+_FUNCTIONS = {"len": _length, "shape": _shape, "within": _within, "distinct": _distinct,
+              "permutation": _permutation, "held": _held, "min": min, "max": max,
+              "zero_beyond": _zero_beyond, "sorted": _sorted, "width": _width}
+
+
+@functools.cache
+def _parse(rule: str) -> ast.expr:
+    tree = ast.parse(rule, mode="eval").body
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and (node.func.id in _FUNCTIONS or
+                                                         node.func.id == "get")):
+                raise SyntaxError(f"unknown function in the invariant {rule!r}")
+        elif not isinstance(node, (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
+                                   ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt,
+                                   ast.GtE, ast.Is, ast.IsNot, ast.BinOp, ast.Add, ast.Sub,
+                                   ast.Mult, ast.FloorDiv, ast.Constant, ast.Name,
+                                   ast.Attribute, ast.Load, ast.Subscript, ast.In, ast.NotIn,
+                                   ast.Tuple, ast.IfExp)):
+            raise SyntaxError(f"{type(node).__name__} is not allowed in the invariant {rule!r}")
+    return tree
+
+
+def _declared(cls: type) -> dict | None:
+    from okoco.persistence._schema import declared_state
+
+    return declared_state(cls)
+
+
+def _field(owner: Any, name: str) -> Any:
+    """The saved field ``name`` of ``owner``: its declared attribute of that file name (an
+    optional one absent from the file: the class default)."""
+    fields = _declared(type(owner)) or {}
+    attr = next((f.attr for f in fields.values() if f.name == name and not f.cache), None)
+    value = getattr(owner, attr, _MISSING) if attr is not None else _MISSING
+    if value is _MISSING:
+        raise LookupError(name)
+    return value
+
+
+_OPERATORS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+              ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+              ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+              ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+              ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+              ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b if b else 0,
+              ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+
+
+def _value(node: ast.expr, obj: Any) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return obj if node.id == "self" else _field(obj, node.id)
+    if isinstance(node, ast.Attribute):
+        return _field(_value(node.value, obj), node.attr)
+    if isinstance(node, ast.Subscript):  # an entry of an int array, at a constant index
+        array, index = _value(node.value, obj), node.slice
+        if not (isinstance(index, ast.Constant) and type(index.value) is int):
+            raise SyntaxError("only constant indices")
+        return int(_entries(array)[index.value])
+    if isinstance(node, ast.Tuple):
+        return tuple(_value(e, obj) for e in node.elts)
+    if isinstance(node, ast.IfExp):
+        return _value(node.body if _value(node.test, obj) else node.orelse, obj)
+    if isinstance(node, ast.Call) and node.func.id == "get":  # get(x, 'name'): None if absent
+        owner, name = _value(node.args[0], obj), node.args[1].value
+        try:
+            return _field(owner, name)
+        except LookupError:
+            return None
+    if isinstance(node, ast.Call):
+        return _FUNCTIONS[node.func.id](*(_value(a, obj) for a in node.args))
+    if isinstance(node, ast.BoolOp):  # as Python's: the deciding operand
+        for operand in node.values:
+            value = _value(operand, obj)
+            if bool(value) is isinstance(node.op, ast.Or):
+                break
+        return value
+    if isinstance(node, ast.UnaryOp):
+        value = _value(node.operand, obj)
+        return not value if isinstance(node.op, ast.Not) else -value
+    if isinstance(node, ast.BinOp):
+        return _OPERATORS[type(node.op)](_value(node.left, obj), _value(node.right, obj))
+    left = _value(node.left, obj)
+    for op, right_node in zip(node.ops, node.comparators):
+        right = _value(right_node, obj)
+        if not _OPERATORS[type(op)](left, right):
+            return False
+        left = right
+    return True
+
+
+#: Invariants of a learner that encodes its own rows (the object a file holds, a pipeline's
+#: step, a BinaryClassifier's learner): a feature for every column of its stored points (it
+#: may know more: a point not stored). The KONS experts of Auto and the class learners of a
+#: MulticlassClassifier leave their feature maps to the wrapper, which encodes for them.
+MODEL_INVARIANTS: dict[str, tuple[str, ...]] = {
+    "okoco.learners.kons.KONS": ("store.d <= len(features.columns)",),
+    "okoco.learners.fgd.FunctionalGD": ("store.d <= len(features.columns)",),
+    "okoco.learners.krls.KRLS": ("store.d <= len(features.columns)",),
+    "okoco.learners.pros.PROSNKONS": ("store.d <= len(features.columns)",),
+    "okoco.learners.auto.Auto": ("width(points) <= len(features.columns)",),
+    "okoco.learners.multiclass.MulticlassClassifier": (
+        "max(width(points), width(get(shared, 'points'))) <= len(features.columns)",),
+    "okoco.learners.binary.BinaryClassifier": (),  # its learner's (below)
+}
+
+#: The wrappers whose inner learner encodes its own rows, by class path: that attribute.
+_ENCODES_FOR_ITSELF = {"okoco.learners.binary.BinaryClassifier": "learner"}
+
+
+def check_model(obj: Any, where: str) -> None:
+    """:func:`check_invariants` of a model's top learner as well (:data:`MODEL_INVARIANTS`)."""
+    path = _class_path(type(obj))
+    _check_rules(obj, MODEL_INVARIANTS.get(path, ()), where)
+    inner = _ENCODES_FOR_ITSELF.get(path)
+    if inner is not None:
+        check_model(getattr(obj, inner), f"{where}.{inner}")
+
+
+def invariants_of(cls: type) -> tuple[str, ...]:
+    """The invariants of ``cls``'s saved state: its own ``_saved_invariants`` and those
+    :data:`INVARIANTS` holds for it and its bases."""
+    rules: list = []
+    for klass in reversed(cls.__mro__):
+        rules.extend(vars(klass).get("_saved_invariants", ()))
+        rules.extend(INVARIANTS.get(_class_path(klass), ()))
+    return tuple(rules)
+
+
+def check_invariants(obj: Any, where: str) -> None:
+    """Raise ``ValueError`` naming the first invariant of ``obj``'s class that it breaks (an
+    invariant that cannot be evaluated, a field of the wrong kind or missing, is broken)."""
+    _check_rules(obj, invariants_of(type(obj)), where)
+
+
+def _check_rules(obj: Any, rules: tuple[str, ...], where: str) -> None:
+    for rule in rules:
+        try:
+            ok = bool(_value(_parse(rule), obj))
+        except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError):
+            ok = False
+        if not ok:
+            raise ValueError(f"{where} ({type(obj).__name__}) breaks its invariant {rule}: the "
+                             "file was edited or is damaged")
