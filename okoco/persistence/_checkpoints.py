@@ -22,7 +22,7 @@ _LOCKS = (type(threading.Lock()), type(threading.RLock()))
 
 def _rebuilt(name: str, value: Any) -> bool:
     """Whether a wrapper's attribute ``name`` is rebuilt by its constructor, not saved."""
-    return name in _REBUILT or isinstance(value, _LOCKS)
+    return name in _REBUILT or isinstance(value, _LOCKS) or name == "_lock"
 
 
 def _capture(enc: _Encoder, obj: Any, where: str) -> Any:

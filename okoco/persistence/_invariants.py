@@ -61,7 +61,9 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
     # one column per feature, no two features on one column
     "okoco._input.FeatureMap": ("permutation(columns)",),
     # rows beyond the n held and columns beyond the d in use are spare capacity: zeros
-    "okoco._input.Rows": ("max_size is None or n <= max_size", "zero_beyond(data, n, d)"),
+    # a ring's rows: every row appended is held until the ring is full
+    "okoco._input.Rows": ("max_size is None or n <= max_size and (n == max_size or n_added == n)",
+                          "zero_beyond(data, n, d)"),
     # what the compiled core indexes P, its diagonal and the pending terms with
     "okoco.linalg.SlotInverse": (
         "shape(P, 0) <= shape(P, 1) <= shape(P, 0) + 1",
@@ -85,7 +87,10 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         "get(shared, 'coef') is None or shape(shared.coef, 1) == len(classes) + 1",
     ),
     "okoco.intervals.AdaptiveConformal": ("sorted_scores == sorted(recent_scores)",),
+    "okoco.learners.fgd.FunctionalGD": ("store.max_size == budget",),
     "okoco.learners.kons.KONS": (
+        "max_size is None or window_inverse is not None"
+        " and get(store, 'max_size') in (None, max_size + 1)",
         # the window's inverse spans the store's ring
         "window_inverse is None or get(store, 'max_size') in (None, window_inverse.capacity)",
         "within(selected_slots, 0, max(store.n, 1))",
@@ -266,20 +271,27 @@ MODEL_INVARIANTS: dict[str, tuple[str, ...]] = {
     "okoco.learners.auto.Auto": ("width(points) <= len(features.columns)",),
     "okoco.learners.multiclass.MulticlassClassifier": (
         "max(width(points), width(get(shared, 'points'))) <= len(features.columns)",),
-    "okoco.learners.binary.BinaryClassifier": (),  # its learner's (below)
 }
 
-#: The wrappers whose inner learner encodes its own rows, by class path: that attribute.
-_ENCODES_FOR_ITSELF = {"okoco.learners.binary.BinaryClassifier": "learner"}
+#: The learners inside a wrapper that encode their own rows, by the wrapper's class path: a
+#: BinaryClassifier's learner; a MulticlassClassifier's class learners when they share
+#: neither points nor a preconditioner (each then learns from the rows as given).
+_ENCODING_INSIDE = {
+    "okoco.learners.binary.BinaryClassifier": lambda o: {"learner": o.learner},
+    "okoco.learners.multiclass.MulticlassClassifier": lambda o: {
+        f"learners[{i}]": learner for i, learner in enumerate(o.learners)
+        if getattr(o, "_points", None) is None and getattr(o, "_shared", None) is None},
+}
 
 
 def check_model(obj: Any, where: str) -> None:
-    """:func:`check_invariants` of a model's top learner as well (:data:`MODEL_INVARIANTS`)."""
-    path = _class_path(type(obj))
-    _check_rules(obj, MODEL_INVARIANTS.get(path, ()), where)
-    inner = _ENCODES_FOR_ITSELF.get(path)
-    if inner is not None:
-        check_model(getattr(obj, inner), f"{where}.{inner}")
+    """The :data:`MODEL_INVARIANTS` of a model's learner that encodes its own rows (the object
+    a file holds, a pipeline's step), and of those inside it that do too."""
+    for klass in type(obj).__mro__:
+        _check_rules(obj, MODEL_INVARIANTS.get(_class_path(klass), ()), where)
+    inside = _ENCODING_INSIDE.get(_class_path(type(obj)))
+    for name, inner in (inside(obj) if inside else {}).items():
+        check_model(inner, f"{where}.{name}")
 
 
 def invariants_of(cls: type) -> tuple[str, ...]:
