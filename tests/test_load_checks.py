@@ -140,6 +140,21 @@ def test_valid_files_of_every_model_load_and_answer_as_saved(name, tmp_path):
             answers(okoco.load(path), classifies, name == "BinaryClassifier")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MODELS)
+def test_the_file_after_every_step_loads(name, tmp_path):
+    """The same after each of the first 200 rows (pending terms of every count, grown and
+    compacted windows, rings wrapping)."""
+    from load_fuzz import LABELS, _rows
+
+    build, classifies = _builders()[name]
+    model = build()
+    labels = (LABELS[:2] if name == "BinaryClassifier" else LABELS) if classifies else None
+    for x, y in _rows(200, seed=0, labels=labels):
+        model.learn_one(x, y)
+        okoco.load(okoco.save(model, tmp_path / "m.npz"))
+
+
 def test_okoco_save_takes_interval_regressors_bare_and_in_pipelines(tmp_path):
     """Issue 43: okoco.save refused a pipeline with an IntervalRegressor (CLI checkpoints
     saved it). Round trip: the same intervals, then the same after more learning."""

@@ -71,7 +71,9 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         "size <= shape(P, 0) and (capacity is None or size <= capacity)",
         "outer is None or (len(outer) <= shape(P, 0) and distinct(outer)"
         " and size == held(outer) and within(outer, -1, capacity or len(outer) + size + 1))",
-        "pending is None or shape(pending, 1) == shape(P, 0)",
+        # (P grown since the last pending term: none is pending, and new rows come with the next)
+        "pending is None or shape(pending, 1) == shape(P, 0)"
+        " or pending_terms is not None and pending_terms[0] == pending_terms[1] == 0",
         # P is recomputed when they reach 16 x its slots (at least 64): never beyond
         "modifications <= max(16 * shape(P, 0), 64)",
         # (additions, subtractions, slots spanned): at most 16 of each sign (the pending rows)
