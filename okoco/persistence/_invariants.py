@@ -97,8 +97,18 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         "window_inverse is None or get(store, 'max_size') in (None, window_inverse.capacity)",
         "within(selected_slots, 0, max(store.n, 1))",
         "window_inverse is None or window_inverse.size <= len(selected_slots)",
+        # a window over a ring of its own holds its last max_size points (Sketched-KONS: the
+        # atoms its dictionary kept of them)
+        "get(store, 'max_size') is None or max_size is None or window_inverse.size =="
+        " (kors.size if get(self, 'kors') is not None else min(store.n, max_size))",
     ),
+    # the embedding spans the dictionary's atoms
+    "okoco.learners.pros.PROSNKONS": ("embedding.size == kors.size",),
+    "okoco.learners.kons.SketchedKONS": (
+        "window_inverse is None or get(kors, 'inverse') is None"
+        " or window_inverse.size == kors.size",),
     "okoco.dictionary.kors.KORS": (
+        "size == max(cholesky.size, get(inverse, 'size') or 0)",
         "within(indices, 0, max(n_seen, 1))",
         "slots is None or within(slots, 0, max(len(slots), 1))",
     ),
