@@ -22,6 +22,11 @@ functions
     how many entries of ``x`` are ``>= 0``;
 ``zero_beyond(x, n, d)``
     the rows of ``x`` from ``n`` on, and its columns from ``d`` on, all zero (spare capacity);
+``width(x)``, ``ring(x)``
+    the columns in use and the ring's slots of stored points (``Rows``, ``SharedPoints``,
+    ``ExpertRows``);
+``largest(xs, 'name')``
+    the largest field ``name`` of the objects ``xs``;
 ``get(x, 'name')``
     the field ``name`` of ``x``, ``None`` if ``x`` has none (a field of some classes only);
 ``min``, ``max``, ``sorted``
@@ -60,10 +65,11 @@ from okoco.persistence._registry import _class_path
 INVARIANTS: dict[str, tuple[str, ...]] = {
     # one column per feature, no two features on one column
     "okoco._input.FeatureMap": ("permutation(columns)",),
-    # rows beyond the n held and columns beyond the d in use are spare capacity: zeros
-    # a ring's rows: every row appended is held until the ring is full
-    "okoco._input.Rows": ("max_size is None or n <= max_size and (n == max_size or n_added == n)",
-                          "zero_beyond(data, n, d)"),
+    "okoco._input.Rows": (
+        # a ring holds every row appended until it is full
+        "max_size is None or n <= max_size and (n == max_size or n_added == n)",
+        # rows beyond the n held and columns beyond the d in use are spare capacity: zeros
+        "zero_beyond(data, n, d)"),
     # what the compiled core indexes P, its diagonal and the pending terms with
     "okoco.linalg.SlotInverse": (
         "shape(P, 0) <= shape(P, 1) <= shape(P, 0) + 1",
@@ -88,13 +94,21 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         "learner is not self",
         "get(shared, 'coef') is None or shape(shared.coef, 1) == len(classes) + 1",
     ),
+    # the experts' shared ring: one slot more than the longest window
+    "okoco.learners.auto.Auto": (
+        "len(experts) == 0 or ring(points) is None"
+        " or ring(points) == largest(experts, 'max_size') + 1",),
     "okoco.intervals.AdaptiveConformal": ("sorted_scores == sorted(recent_scores)",),
     "okoco.learners.fgd.FunctionalGD": ("store.max_size == budget",),
     "okoco.learners.kons.KONS": (
         "max_size is None or window_inverse is not None"
         " and get(store, 'max_size') in (None, max_size + 1)",
-        # the window's inverse spans the store's ring
-        "window_inverse is None or get(store, 'max_size') in (None, window_inverse.capacity)",
+        # the window's inverse spans the ring of its points (its own, or Auto's), and holds at
+        # most the window (Sketched-KONS: its own slots grow 16 at a time up to it)
+        "window_inverse is None or ring(store) in (None, window_inverse.capacity)",
+        "max_size is None or get(window_inverse, 'atoms') is None"
+        " or window_inverse.atoms == max_size + 1"
+        " or get(self, 'kors') is not None and window_inverse.atoms <= max_size + 1",
         "within(selected_slots, 0, max(store.n, 1))",
         "window_inverse is None or window_inverse.size <= len(selected_slots)",
         # a window over a ring of its own holds its last max_size points (Sketched-KONS: the
@@ -155,15 +169,33 @@ def _zero_beyond(x: Any, rows: int, columns: int | None = None) -> bool:
     return not np.any(spare)
 
 
-def _width(points: Any) -> int:
-    """The columns in use of stored points (``Rows``, or the rows of ``SharedPoints`` or of
-    the ``SharedPoints`` of ``ExpertRows``; 0 for none)."""
+def _rows(points: Any) -> Any:
+    """The ``Rows`` of stored points (themselves, the rows of ``SharedPoints``, or of the
+    ``SharedPoints`` of ``ExpertRows``; ``None`` for none)."""
     for name in ("points", "rows"):
         inner = _field(points, name) if points is not None and name in (
             f.name for f in (_declared(type(points)) or {}).values()) else None
         if inner is not None:
-            return _width(inner)
-    return 0 if points is None else _field(points, "d")
+            return _rows(inner)
+    return points
+
+
+def _width(points: Any) -> int:
+    """The columns in use of stored points (0 for none)."""
+    rows = _rows(points)
+    return 0 if rows is None else _field(rows, "d")
+
+
+def _ring(points: Any) -> int | None:
+    """The slots of stored points kept in a ring (``None``: not a ring, or no points)."""
+    rows = _rows(points)
+    return None if rows is None else _field(rows, "max_size")
+
+
+def _largest(objects: list, name: str) -> int:
+    """The largest field ``name`` of ``objects`` (``None`` counts as unbounded)."""
+    values = [_field(o, name) for o in objects]
+    return None if None in values or not values else max(values)
 
 
 def _sorted(x: Any) -> list:
@@ -180,7 +212,8 @@ def _shape(x: Any, axis: int) -> int:
 
 _FUNCTIONS = {"len": _length, "shape": _shape, "within": _within, "distinct": _distinct,
               "permutation": _permutation, "held": _held, "min": min, "max": max,
-              "zero_beyond": _zero_beyond, "sorted": _sorted, "width": _width}
+              "zero_beyond": _zero_beyond, "sorted": _sorted, "width": _width,
+              "ring": _ring, "largest": _largest}
 
 
 @functools.cache
