@@ -177,3 +177,24 @@ def test_okoco_save_takes_interval_regressors_bare_and_in_pipelines(tmp_path):
             again.learn_one(x, y)
             model.learn_one(x, y)
         assert again.predict_one({"a": 0.1}) == model.predict_one({"a": 0.1})
+
+
+def test_a_wrappers_lock_is_not_saved_and_comes_back_new(tmp_path):
+    """okoco.save holds a wrapper's ``_lock`` and leaves it out of the file; loading builds
+    the wrapper through its constructor, which makes its own (as IntervalRegressor's will)."""
+    import threading
+
+    from load_fuzz import _rows
+
+    from okoco.intervals import IntervalRegressor
+    from okoco.learners import KRLS
+
+    model = IntervalRegressor(KRLS(nu=0.05))
+    model._lock = threading.Lock()
+    for x, y in _rows(20, seed=0):
+        model.learn_one(x, y)
+    again = okoco.load(okoco.save(model, tmp_path / "m.npz"))
+    assert "_lock" not in vars(again) or again._lock is not model._lock
+    assert again.predict_one({"a": 0.2}, with_interval=True) == \
+        model.predict_one({"a": 0.2}, with_interval=True)
+    assert not model._lock.locked()

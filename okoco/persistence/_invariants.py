@@ -30,7 +30,7 @@ functions
 ``get(x, 'name')``
     the field ``name`` of ``x``, ``None`` if ``x`` has none (a field of some classes only);
 ``min``, ``max``, ``sorted``
-    as in Python; ``x[i]``, an entry of an int array at a constant index; ``a if c else b``;
+    as in Python; ``x[i]``, an item of a list or int array at a constant index; ``a if c else b``;
     ``in`` a tuple.
 
 A file whose object breaks one is refused with a ``ValueError`` naming the object and the
@@ -88,11 +88,24 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         " or 0 <= pending_terms[0] <= shape(pending, 0) // 2"
         " and 0 <= pending_terms[1] <= shape(pending, 0) // 2)",
     ),
-    "okoco.learners._multiclass_shared.SharedSquaredKONS": ("shape(coef, 1) == shape(Kc, 1)",),
+    "okoco.learners._multiclass_shared.SharedSquaredKONS": (
+        "shape(coef, 1) == shape(Kc, 1)",
+        # its inverse spans the ring of its points and holds at most its window
+        "max_size is None or inverse.capacity == ring(points)"
+        " and get(inverse, 'atoms') in (None, max_size + 1)"),
+    "okoco.learners._multiclass_auto.SharedSquaredAuto": (
+        "len(experts) == 0 or shape(experts[0].coef, 1) == n_classes + 1",
+        "len(experts) == 0 or ring(points) is None"
+        " or ring(points) == largest(experts, 'max_size') + 1"),
+    # an expert's view of the shared points holds them all
+    "okoco.learners.auto.ExpertRows": ("n == points.rows.n",),
+    # a feature's count: seen at least once
+    "okoco.preprocessing.StandardScaler": ("within(counts, 1, 2**62)",),
     "okoco.learners.binary.BinaryClassifier": ("learner is not self",),
     "okoco.learners.multiclass.MulticlassClassifier": (
         "learner is not self",
         "get(shared, 'coef') is None or shape(shared.coef, 1) == len(classes) + 1",
+        "get(shared, 'n_classes') in (None, len(classes))",
     ),
     # the experts' shared ring: one slot more than the longest window
     "okoco.learners.auto.Auto": (
@@ -227,7 +240,7 @@ def _parse(rule: str) -> ast.expr:
         elif not isinstance(node, (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
                                    ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt,
                                    ast.GtE, ast.Is, ast.IsNot, ast.BinOp, ast.Add, ast.Sub,
-                                   ast.Mult, ast.FloorDiv, ast.Constant, ast.Name,
+                                   ast.Mult, ast.FloorDiv, ast.Pow, ast.Constant, ast.Name,
                                    ast.Attribute, ast.Load, ast.Subscript, ast.In, ast.NotIn,
                                    ast.Tuple, ast.IfExp)):
             raise SyntaxError(f"{type(node).__name__} is not allowed in the invariant {rule!r}")
@@ -256,7 +269,8 @@ _OPERATORS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
               ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
               ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
               ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-              ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b if b else 0,
+              ast.Mult: lambda a, b: a * b, ast.Pow: lambda a, b: a**b,
+              ast.FloorDiv: lambda a, b: a // b if b else 0,
               ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 
 
@@ -267,11 +281,11 @@ def _value(node: ast.expr, obj: Any) -> Any:
         return obj if node.id == "self" else _field(obj, node.id)
     if isinstance(node, ast.Attribute):
         return _field(_value(node.value, obj), node.attr)
-    if isinstance(node, ast.Subscript):  # an entry of an int array, at a constant index
-        array, index = _value(node.value, obj), node.slice
+    if isinstance(node, ast.Subscript):  # an item of a list or int array, at a constant index
+        items, index = _value(node.value, obj), node.slice
         if not (isinstance(index, ast.Constant) and type(index.value) is int):
             raise SyntaxError("only constant indices")
-        return int(_entries(array)[index.value])
+        return items[index.value] if type(items) is list else int(_entries(items)[index.value])
     if isinstance(node, ast.Tuple):
         return tuple(_value(e, obj) for e in node.elts)
     if isinstance(node, ast.IfExp):
