@@ -60,6 +60,7 @@ import numpy as np
 
 from okoco.persistence._format import _MISSING
 from okoco.persistence._registry import _class_path
+from okoco.persistence._schema import declared_state
 
 #: Invariants by class path (see the module's docstring); a subclass has its bases' too.
 INVARIANTS: dict[str, tuple[str, ...]] = {
@@ -187,7 +188,7 @@ def _rows(points: Any) -> Any:
     ``SharedPoints`` of ``ExpertRows``; ``None`` for none)."""
     for name in ("points", "rows"):
         inner = _field(points, name) if points is not None and name in (
-            f.name for f in (_declared(type(points)) or {}).values()) else None
+            f.name for f in (declared_state(type(points)) or {}).values()) else None
         if inner is not None:
             return _rows(inner)
     return points
@@ -247,16 +248,10 @@ def _parse(rule: str) -> ast.expr:
     return tree
 
 
-def _declared(cls: type) -> dict | None:
-    from okoco.persistence._schema import declared_state
-
-    return declared_state(cls)
-
-
 def _field(owner: Any, name: str) -> Any:
     """The saved field ``name`` of ``owner``: its declared attribute of that file name (an
     optional one absent from the file: the class default)."""
-    fields = _declared(type(owner)) or {}
+    fields = declared_state(type(owner)) or {}
     attr = next((f.attr for f in fields.values() if f.name == name and not f.cache), None)
     value = getattr(owner, attr, _MISSING) if attr is not None else _MISSING
     if value is _MISSING:

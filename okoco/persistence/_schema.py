@@ -325,11 +325,13 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def _needs_finite(cls: type, field: _Field) -> bool:
+def _needs_finite(cls: type, field: _Field, value: Any) -> bool:
     """Whether a float field of ``cls`` must be finite: every one of a learner and its parts
     but the diagnostics above (the regret comparators hold ``C = inf``, unconstrained, and
-    NaN before they are fitted)."""
-    return field.name not in _MAY_BE_NAN and not cls.__module__.startswith("okoco.regret.")
+    NaN before they are fitted) and a label (plain data: only its mappings' values are)."""
+    if field.name in _MAY_BE_NAN or cls.__module__.startswith("okoco.regret."):
+        return False
+    return not (type(value) is float and any(k.tag == "plain" for k in field.kinds))
 
 
 # the kinds a JSON entry can decode to, by its marker (None: a plain mapping or list)
@@ -402,6 +404,6 @@ def _check_fields(cls: type, fields: dict[str, _Field], values: dict, where: str
         else:
             raise ValueError(f"{where}.{field.name} must be {field.describe()}, got "
                              f"{_short(value)} ({'; '.join(reasons)})")
-        if _needs_finite(cls, field) and not _finite(value):
+        if _needs_finite(cls, field, value) and not _finite(value):
             raise ValueError(f"{where}.{field.name} must hold finite numbers only, got "
                              f"{_short(value)} ({cls.__name__} never holds others)")
