@@ -358,10 +358,11 @@ class Runner:
     def _start(self):
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT),
                                                             os.environ.get("PYTHONPATH", "")]),
-               "OPENBLAS_NUM_THREADS": "1", "PYTHONFAULTHANDLER": ""}
+               "OPENBLAS_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=env)
+                                     stderr=open(os.environ.get("OKOCO_FUZZ_STDERR", os.devnull), "a"), text=True,
+                                     cwd=ROOT, env=env)
 
     def run(self, original: Path, mutated: Path, name: str) -> dict:
         if self.proc is None or self.proc.poll() is not None:

@@ -173,7 +173,8 @@ def test_a_pipelines_learner_is_saved_whole_amid_threads(tmp_path):
     """A river pipeline has no lock of its own: the threads serialise their pipeline calls
     (a lock of theirs), ``okoco.save`` does not take it but holds each step's lock, so the
     learner step is a state of its own learns in the order applied. (The scaler before it has
-    no lock: its snapshot is not checked.)"""
+    no lock: its snapshot is not checked, and its mappings get every feature before the race,
+    since a mapping that grows while it is saved raises RuntimeError.)"""
     from river import compose
 
     from okoco import preprocessing as okp
@@ -184,6 +185,10 @@ def test_a_pipelines_learner_is_saved_whole_amid_threads(tmp_path):
     log: list = []  # the learner's rows (scaled) in the order learned: the guard's
     guard = threading.Lock()
     files, errors = [], []
+    for k in range(THREADS):  # every feature known first: the scaler's mappings keep their keys
+        x, y = row(k, STEPS)
+        pipeline.learn_one(x, y)
+        log.append((scaler.transform_one(x), y))
 
     def work(k: int) -> None:
         try:
@@ -208,7 +213,7 @@ def test_a_pipelines_learner_is_saved_whole_amid_threads(tmp_path):
             w.join()
     finally:
         sys.setswitchinterval(previous)
-    assert errors == [] and len(log) == THREADS * STEPS
+    assert errors == [] and len(log) == THREADS * (STEPS + 1)
     for path in files:
         saved = okoco.load(path)["kons"]
         replay = copy.deepcopy(template)

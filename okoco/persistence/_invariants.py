@@ -25,6 +25,8 @@ functions
 ``width(x)``, ``ring(x)``
     the columns in use and the ring's slots of stored points (``Rows``, ``SharedPoints``,
     ``ExpertRows``);
+``holds_last(inverse, points)``
+    a window's inverse in the compact form holds the last atoms of the ring of ``points``;
 ``largest(xs, 'name')``
     the largest field ``name`` of the objects ``xs``;
 ``get(x, 'name')``
@@ -93,7 +95,12 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         "shape(coef, 1) == shape(Kc, 1)",
         # its inverse spans the ring of its points and holds at most its window
         "max_size is None or inverse.capacity == ring(points)"
-        " and get(inverse, 'atoms') in (None, max_size + 1)"),
+        " and get(inverse, 'atoms') in (None, max_size + 1)",
+        # a window over a shared ring holds the ring's last points (the ring's count of rows
+        # appended says which it forgets next)
+        "holds_last(inverse, points)"),
+    # a window over a shared ring holds its last points (the count of rows appended says
+    # which slot it forgets next)
     "okoco.learners._multiclass_auto.SharedSquaredAuto": (
         "len(experts) == 0 or shape(experts[0].coef, 1) == n_classes + 1",
         "len(experts) == 0 or ring(points) is None"
@@ -120,6 +127,7 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         # the window's inverse spans the ring of its points (its own, or Auto's), and holds at
         # most the window (Sketched-KONS: its own slots grow 16 at a time up to it)
         "window_inverse is None or ring(store) in (None, window_inverse.capacity)",
+        "get(self, 'kors') is not None or holds_last(window_inverse, store)",
         "max_size is None or get(window_inverse, 'atoms') is None"
         " or window_inverse.atoms == max_size + 1"
         " or get(self, 'kors') is not None and window_inverse.atoms <= max_size + 1",
@@ -206,6 +214,20 @@ def _ring(points: Any) -> int | None:
     return None if rows is None else _field(rows, "max_size")
 
 
+def _holds_last(inverse: Any, points: Any) -> bool:
+    """Whether a window's inverse in the compact form over a shared ring holds the ring's
+    last atoms, as many as it holds (``True`` if it is not in that form): the atoms the window
+    forgets next are found from the ring's count of rows appended."""
+    rows = _rows(points)
+    outer = _field(inverse, "outer") if inverse is not None else None
+    if outer is None or rows is None or _field(rows, "max_size") is None:
+        return True
+    held = _entries(outer)
+    held = held[held >= 0]
+    ring, added = _field(rows, "max_size"), _field(rows, "n_added")
+    return set(held.tolist()) == {(added - 1 - k) % ring for k in range(held.size)}
+
+
 def _largest(objects: list, name: str) -> int:
     """The largest field ``name`` of ``objects`` (``None`` counts as unbounded)."""
     values = [_field(o, name) for o in objects]
@@ -227,7 +249,7 @@ def _shape(x: Any, axis: int) -> int:
 _FUNCTIONS = {"len": _length, "shape": _shape, "within": _within, "distinct": _distinct,
               "permutation": _permutation, "held": _held, "min": min, "max": max,
               "zero_beyond": _zero_beyond, "sorted": _sorted, "width": _width,
-              "ring": _ring, "largest": _largest}
+              "ring": _ring, "largest": _largest, "holds_last": _holds_last}
 
 
 @functools.cache
