@@ -114,6 +114,12 @@ def crafted(folder: Path, seed_file: Path) -> dict[str, Path]:
         seed_file, folder / "names.npz",
         lambda m: m["state"]["features"]["attrs"].update(
             columns={f"f{i}": i for i in range(30_000)}))
+    files["50,000 tiny unreferenced members"] = _rewrite(
+        seed_file, folder / "members.npz", lambda m: None,
+        extra={f"z{i}": np.zeros(0, dtype=np.uint8) for i in range(50_000)})
+    files["a window size edited to 10**6"] = _rewrite(
+        seed_file, folder / "window.npz",
+        lambda m: m["state"]["window_inverse"]["attrs"].update(size=10**6))
     files["compressed: 200 MB of JSON"] = folder / "json-bomb.npz"
     head = json.dumps({"format": "okoco-model", "format_version": 5})
     np.savez_compressed(files["compressed: 200 MB of JSON"],
@@ -214,7 +220,7 @@ def main(argv=None) -> None:
                   f"median {r['median_s'] * 1e3:8.2f} ms (min {r['min_s'] * 1e3:.2f}, cpu median "
                   f"{r['cpu_median_s'] * 1e3:.2f})  {r['outcome'][:40]}")
     seed_file = folder / "seed.npz"
-    seed = KONS()
+    seed = KONS(max_size=500)  # a window: its inverse's size is one of the crafted edits
     for _ in range(100):
         seed.learn_one({"a": float(rng.normal())}, float(rng.normal()))
     seed.save(seed_file)

@@ -7,7 +7,8 @@ users actually replay, is a river pipeline of preprocessing steps ending in an o
     TargetStandardScaler(StandardScaler() | KONS(...))
 
 :func:`save` writes such a model to the same ``.npz`` + JSON format: the pipeline's steps by name
-and in order, the target wrapper by class, and every step's state through the allow-list of
+and in order, the target wrapper (or okoco's ``IntervalRegressor``) by class, and every
+step's state through the allow-list of
 :mod:`okoco.persistence` (okoco learners and their parts, and from river only
 ``StandardScaler``, ``TargetStandardScaler`` and the statistics they hold). :func:`load` rebuilds
 the pipeline with river's own constructors, so nothing in the file can name a function or any
@@ -36,6 +37,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -47,8 +49,9 @@ from river import compose
 import okoco.learners  # noqa: F401
 import okoco.metrics  # noqa: F401
 import okoco.preprocessing  # noqa: F401
-from okoco import persistence
+from okoco import intervals, persistence
 from okoco.persistence import (
+    _RIVER_PIPELINE,
     FORMAT_NAME,
     FORMAT_VERSION,
     _capture,
@@ -60,12 +63,19 @@ from okoco.persistence import (
     _is_wrapper,
     _load_learner,
     _read,
+    _rebuilt,
     _resolve,
     _version,
     _write,
 )
+from okoco.persistence._invariants import check_model
 
 __all__ = ["save", "load", "PIPELINE_CLASS"]
+
+# okoco's interval wrapper (rebuilt around its regressor, as the target scalers) and its
+# calibration state: a model file holds them as a replay checkpoint does
+persistence.register(intervals.IntervalRegressor, wrapper=True)
+persistence.register(intervals.AdaptiveConformal)
 
 #: The ``class`` a model file names when it holds a river pipeline or target wrapper.
 PIPELINE_CLASS = "river-model"
@@ -77,9 +87,10 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     Parameters
     ----------
     model
-        An okoco learner (``KONS``, ``SketchedKONS``, ``FunctionalGD``, ``KRLS``,
-        ``BinaryClassifier``), or a river ``Pipeline`` whose steps are ``StandardScaler`` and
-        okoco learners, optionally wrapped in a ``TargetStandardScaler``.
+        An okoco learner (``KONS``, ``SketchedKONS``, ``FunctionalGD``, ``KRLS``, ``Auto``,
+        ``BinaryClassifier``, ``MulticlassClassifier``, ...), or a river ``Pipeline`` whose
+        steps are ``StandardScaler`` and okoco learners, optionally wrapped in a
+        ``TargetStandardScaler`` or an ``IntervalRegressor`` (or with one as its last step).
     path
         Destination, conventionally ``*.npz``; written atomically.
     compress
@@ -88,6 +99,15 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     Returns
     -------
     pathlib.Path
+
+    The file is a snapshot: the locks of the model's parts (every okoco learner's, a wrapper's
+    that has one) are held, in a fixed order, while it is encoded, so other threads learning or
+    predicting meanwhile never leave a step half-done in it (``learner.save`` holds the
+    learner's lock too). A river ``Pipeline`` has no lock of its own and calls its steps one
+    after another: threads sharing one should serialise their calls to it (each step's
+    snapshot is whole either way). A ``BinaryClassifier``, ``MulticlassClassifier``,
+    ``IntervalRegressor`` (bare or in a pipeline) and ``AdaptiveConformal`` state are saved
+    too.
 
     Raises
     ------
@@ -110,6 +130,35 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     ...
     TypeError: cannot save model['OneHotEncoder']: OneHotEncoder objects are not in okoco's allow-list
     """  # noqa: E501
+    with contextlib.ExitStack() as held:  # a snapshot: no step in the middle of a call
+        for lock in _locks(model):
+            held.enter_context(lock)
+        return _save_unlocked(model, path, compress)
+
+
+def _locks(model: Any) -> list:
+    """The locks of a model's parts, in a fixed order: a pipeline's steps in order, a wrapper
+    before what it wraps (the order in which calls nest, so holding them all cannot deadlock
+    with a call in progress). A learner's lock covers its own parts (Auto's experts, a
+    classifier's learners), which are only reached through it."""
+    locks, seen = [], set()
+
+    def visit(obj: Any) -> None:
+        lock = vars(obj).get("_lock") if hasattr(obj, "__dict__") else None
+        if callable(getattr(lock, "acquire", None)) and id(lock) not in seen:
+            seen.add(id(lock))
+            locks.append(lock)
+        if _class_path(type(obj)) == _RIVER_PIPELINE:
+            for step in obj.steps.values():
+                visit(step)
+        elif _is_wrapper(_class_path(type(obj))):
+            visit(obj.regressor)
+
+    visit(model)
+    return locks
+
+
+def _save_unlocked(model: Any, path: str | os.PathLike, compress: bool) -> Path:
     if _class_path(type(model)) in persistence.registered(learners=True):
         return persistence.save(model, path, compress=compress)
     enc = _Encoder(river=True)
@@ -154,7 +203,7 @@ def load(path: str | os.PathLike) -> Any:
     if meta.get("class") != PIPELINE_CLASS:
         return _load_learner(path, meta, archive)  # read once
     with archive, _Damaged(path):
-        model = _build(_Decoder(archive, river=True, version=meta["format_version"]),
+        model = _build(_Decoder(archive, river=True, version=meta["format_version"], finite=True),
                        meta["model"], "model", path)
         archive.finish()  # a member the metadata does not refer to is refused
         return model
@@ -173,13 +222,15 @@ def _build(dec: _Decoder, tree: Any, where: str, path: Any) -> Any:
         regressor = _build(dec, tree["regressor"], f"{where}.regressor", path)
         wrapper = _resolve(tree["__wrapper__"])(regressor)
         attrs = {k: dec.decode(v, f"{where}.{k}") for k, v in tree["attrs"].items()}
-        _check_state(wrapper, set(attrs) | {"regressor", "func", "inverse_func"}, where, path)
+        rebuilt = {k for k, v in vars(wrapper).items() if _rebuilt(k, v)}
+        _check_state(wrapper, set(attrs) | rebuilt, where, path)
         wrapper.__dict__.update(attrs)
         return wrapper
     step = dec.decode(tree, where)
     cls = type(step)
     fresh = cls(**{p: getattr(step, p) for p in _init_params(cls) if hasattr(step, p)})
     _check_state(fresh, set(vars(step)), where, path)
+    check_model(step, where)
     return step
 
 

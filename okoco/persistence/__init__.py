@@ -59,9 +59,18 @@ state a class does not declare is a ``TypeError`` naming the attributes (declare
 before it can be saved). :func:`load` checks every field against its declaration before the
 object is built and raises a ``ValueError`` naming the field (``state.cholesky.factor must be
 array(capacity * (capacity + 1) // 2) float64, got ...``); a field the class does not declare is
-refused.
+refused. The fields of each object are then checked *together*, before the compiled core sees
+them, against the cross-field invariants of its class (``okoco.persistence._invariants``: a
+size against the arrays it describes, indices in range, a one-to-one column map, spare rows
+zero, the features covering the stored points), and every float of a learner's state (and of
+a model file's river statistics) must be finite, but the diagnostics of the latest step
+(``last_residual``, ...): an edited file is refused, never loaded as another model. The JSON
+may not hold ``NaN``, ``Infinity`` or an overflowing number (okoco writes a non-finite float
+as ``{"__float__": "nan"}``).
 
-Loading is bounded by the file: archive members are read only when the metadata refers to them
+Loading is bounded by the file: an archive of more members than its metadata refers to is
+refused before its zip directory is read (from the zip's end record and its first member, the
+metadata), archive members are read only when the metadata refers to them
 (each once, and a member nobody refers to is refused), each ``.npy`` header is checked before
 its data is allocated, and what arrays, padded buffers and metadata may allocate is at most
 ``MAX_EXPANSION`` times the file's size plus 8 MiB; the metadata's nesting (40 levels) and number
@@ -101,6 +110,7 @@ True
 from okoco.persistence._archive import _Archive, _Damaged, _read, _write  # noqa: F401
 from okoco.persistence._checkpoints import (  # noqa: F401
     _capture,
+    _rebuilt,
     check_checkpointable,
     load_checkpoint,
     save_checkpoint,
@@ -120,6 +130,7 @@ from okoco.persistence._learners import _load_learner, load, read_metadata, save
 from okoco.persistence._registry import (  # noqa: F401
     _LEARNERS,
     _OBJECTS,
+    _RIVER_PIPELINE,
     _class_path,
     _init_params,
     _is_wrapper,

@@ -3,10 +3,12 @@ one ``ValueError`` for a damaged file."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import re
+import struct
 import tokenize
 import zipfile
 import zlib
@@ -128,6 +130,22 @@ def _write(path: str | os.PathLike, meta: dict, arrays: dict[str, np.ndarray],
 _MEMBER = re.compile(r"\w{1,64}\.npy")
 
 
+def _no_constant(literal: str) -> float:
+    """``NaN`` and ``Infinity`` are not JSON, and okoco never writes them (a non-finite float
+    is the entry ``{"__float__": "nan"}``): a file holding them was edited."""
+    raise ValueError(f"the okoco metadata holds the number {literal}, which okoco never writes "
+                     "(a non-finite float is saved as {\"__float__\": ...})")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number as a float, refused if it overflows (``1e999``: an edited file)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the okoco metadata holds the number {text[:40]}, beyond a float's "
+                         "range")
+    return value
+
+
 def _depth_and_size(tree: Any) -> None:
     """Refuse JSON nested deeper than :data:`_MAX_DEPTH` (level by level: no recursion)."""
     level, depth = [tree], 0
@@ -171,10 +189,75 @@ def _read(path: str | os.PathLike, expected: str | None) -> tuple[dict, _Archive
                          f"{type(error).__name__}: {_short(str(error), 200)})") from None
 
 
+#: An archive of more members than this has its count checked against its metadata's array
+#: references before the zip directory is read (whose cost grows with the count: ~9 us each).
+_FEW_MEMBERS = 1024
+#: A zip local file header: signature, version, flags, method, time, date, CRC, compressed
+#: size, size, name length, extra field length.
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
+
+
+def _member_count(fp) -> int:
+    """The number of members the zip's end record announces (nothing else read)."""
+    end = zipfile._EndRecData(fp)
+    if end is None:
+        raise ValueError("not an .npz archive")
+    return end[zipfile._ECD_ENTRIES_TOTAL]
+
+
+def _first_member(fp, budget: int) -> tuple[str, bytes]:
+    """The name and data of the archive's first member, read from its local header (okoco
+    writes the metadata first), at most ``budget`` bytes."""
+    fp.seek(0)
+    head = fp.read(_LOCAL_HEADER.size)
+    if len(head) < _LOCAL_HEADER.size:
+        raise ValueError("the archive is cut short")
+    magic, _, flags, method, _, _, _, packed, size, name_len, extra_len = \
+        _LOCAL_HEADER.unpack(head)
+    name, extra = fp.read(name_len), fp.read(extra_len)
+    if magic != b"PK\x03\x04" or flags & 0x8 or method not in (zipfile.ZIP_STORED,
+                                                               zipfile.ZIP_DEFLATED):
+        raise ValueError("its first member is not stored as okoco writes its metadata")
+    if 0xFFFFFFFF in (packed, size):  # the sizes are in the zip64 extra field
+        while len(extra) >= 4:
+            tag, length = struct.unpack_from("<2H", extra)
+            if tag == 1:
+                wide = iter(struct.unpack_from(f"<{length // 8}Q", extra, 4))
+                size = next(wide) if size == 0xFFFFFFFF else size
+                packed = next(wide) if packed == 0xFFFFFFFF else packed
+                break
+            extra = extra[4 + length:]
+    if max(size, packed) > budget:
+        raise ValueError("its metadata is larger than a file of this size can hold")
+    data = fp.read(packed)
+    if method == zipfile.ZIP_DEFLATED:
+        data = zlib.decompressobj(-15).decompress(data, size)
+    return name.decode("utf-8", "replace"), data
+
+
+def _check_member_count(path: Path, budget: int) -> None:
+    """Refuse an archive with more members than its metadata refers to before its zip
+    directory is read: a file of 50,000 tiny members is refused in milliseconds."""
+    with open(path, "rb") as fp:
+        count = _member_count(fp)
+        if count <= _FEW_MEMBERS:
+            return
+        name, data = _first_member(fp, budget)
+        if name != META_KEY + ".npy":
+            raise ValueError(f"{str(path)!r} is not an okoco file ({count} archive members, "
+                             f"the first not its metadata)")
+        text = str(_read_npy(io.BytesIO(data), len(data), "the okoco metadata"))
+    references = text.count('"__array__"') + text.count('"__padded__"')
+    if count > references + 1:
+        raise ValueError(f"{str(path)!r} holds {count} archive members, but its metadata "
+                         f"refers to {references} arrays")
+
+
 def _read_zip(path: Path, expected: str | None) -> tuple[dict, _Archive]:
     if not zipfile.is_zipfile(path):
         raise ValueError(f"{str(path)!r} is not an okoco file (not an .npz archive)")
     budget = MAX_EXPANSION * path.stat().st_size + _BUDGET_SLACK
+    _check_member_count(path, budget)
     zf = zipfile.ZipFile(path)
     try:
         infos = zf.infolist()
@@ -207,7 +290,7 @@ def _read_zip(path: Path, expected: str | None) -> tuple[dict, _Archive]:
         # and each JSON value (at most one per ',' or ':') costs tens of bytes as an object
         archive.charge(48 * (text.count(",") + text.count(":")), "the okoco metadata")
         try:
-            meta = json.loads(text)
+            meta = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
         except (json.JSONDecodeError, RecursionError) as error:
             raise ValueError(f"the okoco metadata is not valid JSON "
                              f"({_short(str(error), 200)})") from None

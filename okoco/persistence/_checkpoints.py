@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,16 @@ from okoco.persistence._decode import _Decoder
 from okoco.persistence._encode import _Encoder
 from okoco.persistence._format import CHECKPOINT_FORMAT_NAME, FORMAT_VERSION, _version
 from okoco.persistence._registry import _RIVER_PIPELINE, _class_path, _is_wrapper
+
+#: What a target wrapper's constructor rebuilds around its regressor (never saved): the
+#: regressor (saved apart), river's bound ``func`` / ``inverse_func``, and a lock.
+_REBUILT = frozenset({"regressor", "func", "inverse_func"})
+_LOCKS = (type(threading.Lock()), type(threading.RLock()))
+
+
+def _rebuilt(name: str, value: Any) -> bool:
+    """Whether a wrapper's attribute ``name`` is rebuilt by its constructor, not saved."""
+    return name in _REBUILT or isinstance(value, _LOCKS) or name == "_lock"
 
 
 def _capture(enc: _Encoder, obj: Any, where: str) -> Any:
@@ -23,7 +34,7 @@ def _capture(enc: _Encoder, obj: Any, where: str) -> Any:
     if _is_wrapper(path):
         # func / inverse_func are bound methods of the wrapper itself: rebuilt by the caller.
         attrs = {k: enc.encode(v, f"{where}.{k}") for k, v in vars(obj).items()
-                 if k not in ("regressor", "func", "inverse_func")}
+                 if not _rebuilt(k, v)}
         return {"__wrapper__": path, "attrs": attrs,
                 "regressor": _capture(enc, obj.regressor, f"{where}.regressor")}
     return enc.encode(obj, where)
@@ -48,7 +59,7 @@ def _transplant(dec: _Decoder, obj: Any, tree: Any, where: str, plan: list) -> N
         attrs = {k: dec.decode(v) for k, v in tree["attrs"].items()}
         if _class_path(type(obj)) != tree["__wrapper__"]:
             attrs = _counterpart_state(obj, tree["__wrapper__"], attrs, where,
-                                       kept={"regressor", "func", "inverse_func"})
+                                       kept={k for k, v in vars(obj).items() if _rebuilt(k, v)})
         plan.append((obj, attrs, False))
         _transplant(dec, obj.regressor, tree["regressor"], f"{where}.regressor", plan)
         return

@@ -27,9 +27,16 @@ from okoco.persistence._format import (
     PUBLIC_NAMES_VERSION,
     _short,
 )
+from okoco.persistence._invariants import check_invariants
 from okoco.persistence._migrations import legacy_state, public_state_before_6, retired_field
 from okoco.persistence._registry import _OBJECTS, _allowed, _class_path, _resolve
-from okoco.persistence._schema import _SCALARS, _check_fields, _plausible, declared_state
+from okoco.persistence._schema import (
+    _SCALARS,
+    _check_fields,
+    _finite,
+    _plausible,
+    declared_state,
+)
 
 
 class _Decoder:
@@ -40,9 +47,11 @@ class _Decoder:
     field by field against the declaration before they are built.
     """
 
-    def __init__(self, arrays: _Archive, river: bool = False, version: int = FORMAT_VERSION):
+    def __init__(self, arrays: _Archive, river: bool = False, version: int = FORMAT_VERSION,
+                 finite: bool = False):
         self.arrays = arrays
         self.river = river
+        self.finite = finite  # river's objects' floats finite too (a model, not a checkpoint)
         self.version = version
         self.objects: dict[int, Any] = {}
 
@@ -176,6 +185,7 @@ class _Decoder:
                 raise ValueError(f"{where}: the attributes of a {cls.__name__} must be a mapping")
             obj = self._keep(tree, cls.__new__(cls))
             obj.__dict__.update(self.state(cls, attrs, where, depth))
+            check_invariants(obj, where)
             return obj
         raise ValueError(f"{where}: unknown entry {_short(marker)}")
 
@@ -186,7 +196,12 @@ class _Decoder:
         if fields is None:
             if _class_path(cls) in _OBJECTS and not self.river:
                 raise ValueError(f"{where}: {cls.__name__} declares no saved state")
-            return {k: self.decode(v, f"{where}.{k}", depth) for k, v in attrs.items()}
+            values = {k: self.decode(v, f"{where}.{k}", depth) for k, v in attrs.items()}
+            bad = next((k for k, v in values.items() if not _finite(v)), None)
+            if self.finite and bad is not None:  # river's statistics of a model
+                raise ValueError(f"{where}.{bad} must hold finite numbers only, got "
+                                 f"{_short(values[bad])}")
+            return values
         if self.version < PUBLIC_NAMES_VERSION:  # fields named by attribute, maybe another layout
             values = legacy_state(lambda tree, at: self.decode(tree, at, depth), cls, fields,
                                   attrs, where)

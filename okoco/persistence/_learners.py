@@ -10,6 +10,7 @@ from okoco.persistence._archive import _Archive, _Damaged, _read, _write
 from okoco.persistence._decode import _Decoder
 from okoco.persistence._encode import _Encoder
 from okoco.persistence._format import FORMAT_NAME, FORMAT_VERSION, _short, _version
+from okoco.persistence._invariants import check_invariants, check_model
 from okoco.persistence._registry import _LEARNERS, _class_path, _init_params
 
 
@@ -151,6 +152,8 @@ def _load_learner(path: str | os.PathLike, meta: dict, archive: _Archive) -> Any
             raise ValueError("state must be a mapping")
         state = dec.state(cls, state, "state")
         archive.finish()
-    model.__dict__.clear()
-    model.__dict__.update(state)
+        model.__dict__.clear()
+        model.__dict__.update(state)
+        check_invariants(model, "state")
+        check_model(model, "state")
     return model

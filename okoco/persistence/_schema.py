@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import math
 import re
 from typing import Any
 
@@ -309,6 +310,29 @@ def _check_kind(kind: _Kind, value: Any, env: dict, symbols: dict, where: str) -
 
 _SCALARS = frozenset({type(None), bool, int, float, str})
 
+#: The float fields that may be non-finite in a saved object: diagnostics of the latest step
+#: (NaN before the first). Every other float or number field must be finite.
+_MAY_BE_NAN = frozenset({"last_residual", "last_tau", "last_p", "last_q", "last_pivot"})
+
+
+def _finite(value: Any) -> bool:
+    """Whether a float, or the float values of a mapping (per-feature statistics), are finite
+    (lists may hold infinite scores)."""
+    if type(value) is float:
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(math.isfinite(v) for v in value.values() if type(v) is float)
+    return True
+
+
+def _needs_finite(cls: type, field: _Field, value: Any) -> bool:
+    """Whether a float field of ``cls`` must be finite: every one of a learner and its parts
+    but the diagnostics above (the regret comparators hold ``C = inf``, unconstrained, and
+    NaN before they are fitted) and a label (plain data: only its mappings' values are)."""
+    if field.name in _MAY_BE_NAN or cls.__module__.startswith("okoco.regret."):
+        return False
+    return not (type(value) is float and any(k.tag == "plain" for k in field.kinds))
+
 
 # the kinds a JSON entry can decode to, by its marker (None: a plain mapping or list)
 _DECODES_TO = {
@@ -380,3 +404,6 @@ def _check_fields(cls: type, fields: dict[str, _Field], values: dict, where: str
         else:
             raise ValueError(f"{where}.{field.name} must be {field.describe()}, got "
                              f"{_short(value)} ({'; '.join(reasons)})")
+        if _needs_finite(cls, field, value) and not _finite(value):
+            raise ValueError(f"{where}.{field.name} must hold finite numbers only, got "
+                             f"{_short(value)} ({cls.__name__} never holds others)")
