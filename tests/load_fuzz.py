@@ -361,7 +361,8 @@ class Runner:
                "OPENBLAS_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=open(os.environ.get("OKOCO_FUZZ_STDERR", os.devnull), "a"), text=True,
+                                     stderr=open(os.environ.get("OKOCO_FUZZ_STDERR", os.devnull),
+                                                 "a"), text=True,
                                      cwd=ROOT, env=env)
 
     def run(self, original: Path, mutated: Path, name: str) -> dict:

@@ -152,8 +152,7 @@ def same_file(a, b) -> bool:
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_saves_amid_threads_are_snapshots_of_a_sequential_order(name, tmp_path):
     model = MODELS[name]()
-    if "_lock" not in vars(model):
-        pytest.skip(f"{name} has no lock of its own yet (issue 40: its class adds one)")
+    assert getattr(model, "_lock", None) is not None  # every saveable object has its lock
     labels = CLASSIFIERS.get(name)
     template = copy.deepcopy(model)  # the same random state (seed=None draws one) for replays
     log, files = race(model, tmp_path, labels, learner_save=hasattr(model, "save"))

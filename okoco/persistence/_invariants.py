@@ -29,6 +29,8 @@ functions
     a window's inverse in the compact form holds the last atoms of the ring of ``points``;
 ``largest(xs, 'name')``
     the largest field ``name`` of the objects ``xs``;
+``windowed(xs)``
+    the objects of ``xs`` that keep a window over stored points (a declared ``window_inverse``);
 ``get(x, 'name')``
     the field ``name`` of ``x``, ``None`` if ``x`` has none (a field of some classes only);
 ``min``, ``max``, ``sorted``
@@ -115,10 +117,11 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         "get(shared, 'coef') is None or shape(shared.coef, 1) == len(classes) + 1",
         "get(shared, 'n_classes') in (None, len(classes))",
     ),
-    # the experts' shared ring: one slot more than the longest window
+    # the windowed experts' shared ring: one slot more than the longest window (the dictionary
+    # experts keep their atoms in their shared embeddings, not in the ring)
     "okoco.learners.auto.Auto": (
-        "len(experts) == 0 or ring(points) is None"
-        " or ring(points) == largest(experts, 'max_size') + 1",),
+        "len(windowed(experts)) == 0 or ring(points) is None"
+        " or ring(points) == largest(windowed(experts), 'max_size') + 1",),
     "okoco.intervals.AdaptiveConformal": ("sorted_scores == sorted(recent_scores)",),
     "okoco.learners.fgd.FunctionalGD": ("store.max_size == budget",),
     "okoco.learners.kons.KONS": (
@@ -234,6 +237,13 @@ def _largest(objects: list, name: str) -> int:
     return None if None in values or not values else max(values)
 
 
+def _windowed(objects: list) -> list:
+    """The objects among ``objects`` that keep a window over stored points (a declared
+    ``window_inverse``: KONS, Sketched-KONS)."""
+    return [o for o in objects if "window_inverse" in
+            (f.name for f in (declared_state(type(o)) or {}).values())]
+
+
 def _sorted(x: Any) -> list:
     return sorted(x)
 
@@ -249,7 +259,8 @@ def _shape(x: Any, axis: int) -> int:
 _FUNCTIONS = {"len": _length, "shape": _shape, "within": _within, "distinct": _distinct,
               "permutation": _permutation, "held": _held, "min": min, "max": max,
               "zero_beyond": _zero_beyond, "sorted": _sorted, "width": _width,
-              "ring": _ring, "largest": _largest, "holds_last": _holds_last}
+              "ring": _ring, "largest": _largest, "holds_last": _holds_last,
+              "windowed": _windowed}
 
 
 @functools.cache
