@@ -198,3 +198,42 @@ def test_a_wrappers_lock_is_not_saved_and_comes_back_new(tmp_path):
     assert again.predict_one({"a": 0.2}, with_interval=True) == \
         model.predict_one({"a": 0.2}, with_interval=True)
     assert not model._lock.locked()
+
+
+@pytest.fixture(scope="module")
+def auto_file(tmp_path_factory):
+    """Auto (two shared dictionaries with a head each, a linear expert, two windows), 60 rows."""
+    from load_fuzz import _rows
+
+    from okoco.learners import Auto
+
+    model = Auto()
+    for x, y in _rows(60, seed=0):
+        model.learn_one(x, y)
+    return okoco.save(model, tmp_path_factory.mktemp("auto") / "auto.npz")
+
+
+def _dictionary_heads(meta) -> list:
+    return [e for e in meta["state"]["experts"] if "dictionary" in e["attrs"]]
+
+
+def test_a_dictionary_head_moved_to_the_other_dictionary_is_refused(auto_file, tmp_path):
+    """The issue-42 Auto's files (the fuzz over them: a head's dictionary index edited loaded as
+    another model): a head must sit on the dictionary its kernel and size say."""
+    def edit(meta):
+        first, second = _dictionary_heads(meta)[:2]
+        first["attrs"]["dictionary"], second["attrs"]["dictionary"] = 1, 0
+
+    assert okoco.load(auto_file)  # the file as saved loads
+    with pytest.raises(ValueError, match=r"heads_on\(experts, embeddings\)"):
+        okoco.load(_edit(auto_file, tmp_path, edit))
+
+
+@pytest.mark.parametrize("delta", [-1, 1])
+def test_a_shared_dictionarys_size_edited_is_refused(auto_file, tmp_path, delta):
+    def edit(meta):
+        factor = meta["state"]["embeddings"][0]["attrs"]["embedding"]["attrs"]
+        factor["size"] += delta
+
+    with pytest.raises(ValueError, match=r"SharedEmbedding\) breaks its invariant"):
+        okoco.load(_edit(auto_file, tmp_path, edit))

@@ -31,6 +31,8 @@ functions
     the largest field ``name`` of the objects ``xs``;
 ``windowed(xs)``
     the objects of ``xs`` that keep a window over stored points (a declared ``window_inverse``);
+``heads_on(experts, embeddings)``
+    whether every dictionary head of ``experts`` is on one of ``embeddings`` as it says;
 ``get(x, 'name')``
     the field ``name`` of ``x``, ``None`` if ``x`` has none (a field of some classes only);
 ``min``, ``max``, ``sorted``
@@ -121,7 +123,14 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
     # experts keep their atoms in their shared embeddings, not in the ring)
     "okoco.learners.auto.Auto": (
         "len(windowed(experts)) == 0 or ring(points) is None"
-        " or ring(points) == largest(windowed(experts), 'max_size') + 1",),
+        " or ring(points) == largest(windowed(experts), 'max_size') + 1",
+        # each dictionary head is on one of Auto's shared dictionaries, as its settings say,
+        # with one coordinate per atom
+        "heads_on(experts, embeddings)"),
+    # a shared dictionary: one embedding coordinate per atom, at most its cap
+    "okoco.learners.embedding.SharedEmbedding": (
+        "embedding.size == store.n",
+        "max_size is None or embedding.size <= max_size"),
     "okoco.intervals.AdaptiveConformal": ("sorted_scores == sorted(recent_scores)",),
     "okoco.learners.fgd.FunctionalGD": ("store.max_size == budget",),
     "okoco.learners.kons.KONS": (
@@ -244,6 +253,26 @@ def _windowed(objects: list) -> list:
             (f.name for f in (declared_state(type(o)) or {}).values())]
 
 
+def _heads_on(experts: list, embeddings: list | None) -> bool:
+    """Whether every expert with a declared ``dictionary`` (an ONS head on a shared dictionary)
+    names one of ``embeddings`` whose kernel and cap its own settings repeat, and holds one
+    coordinate per atom of it."""
+    embeddings = embeddings or []
+    for head in experts:
+        if "dictionary" not in (f.name for f in (declared_state(type(head)) or {}).values()):
+            continue
+        index = _field(head, "dictionary")
+        if not 0 <= index < len(embeddings):
+            return False
+        shared = embeddings[index]
+        if (repr(_field(head, "kernel")) != repr(_field(shared, "kernel"))
+                or _field(head, "max_size") != _field(shared, "max_size")
+                or _field(_field(head, "ons_inverse"), "size")
+                != _field(_field(shared, "embedding"), "size")):
+            return False
+    return True
+
+
 def _sorted(x: Any) -> list:
     return sorted(x)
 
@@ -260,7 +289,7 @@ _FUNCTIONS = {"len": _length, "shape": _shape, "within": _within, "distinct": _d
               "permutation": _permutation, "held": _held, "min": min, "max": max,
               "zero_beyond": _zero_beyond, "sorted": _sorted, "width": _width,
               "ring": _ring, "largest": _largest, "holds_last": _holds_last,
-              "windowed": _windowed}
+              "windowed": _windowed, "heads_on": _heads_on}
 
 
 @functools.cache
