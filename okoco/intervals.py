@@ -81,7 +81,7 @@ from river import base, linear_model, proba
 
 from okoco._checks import check_target
 from okoco._validation import Interval, Protocol, check_params
-from okoco.learners.base import one_at_a_time
+from okoco.learners.base import Locked, one_at_a_time
 
 __all__ = ["AdaptiveConformal", "IntervalRegressor", "interval_score"]
 
@@ -227,7 +227,7 @@ class AdaptiveConformal:
         bisect.insort(self._sorted, score)
 
 
-class IntervalRegressor(base.Wrapper, base.Regressor):
+class IntervalRegressor(Locked, base.Wrapper, base.Regressor):
     r"""Any river regressor with calibrated prediction intervals (adaptive conformal inference).
 
     ``predict_one(x)`` is the wrapped regressor's prediction; ``predict_one(x, with_interval=True)``
@@ -310,12 +310,6 @@ class IntervalRegressor(base.Wrapper, base.Regressor):
         self._score_sum = 0.0
         self._lock = threading.Lock()  # one call at a time, as the learners (one_at_a_time)
 
-    def __getstate__(self) -> dict:
-        return self.__dict__.copy()  # without the lock (a slot): a copy gets a lock of its own
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     @property
     def _wrapped_model(self):

@@ -80,6 +80,21 @@ def one_at_a_time(method):
     return serialized
 
 
+class Locked:
+    """An object whose calls take ``self._lock`` one at a time (:func:`one_at_a_time`): the
+    lock is no part of its state, so a copy, a pickle or a loaded file gets a lock of its own.
+    The learners and the wrappers share this."""
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
 
 #: Constraints shared by the learners' parameters (see okoco._validation).
 KERNEL = Protocol("an okoco kernel (callable, with a diag method)", "diag", callable_object=True)
@@ -98,7 +113,7 @@ def _is_regression(loss) -> bool:
     return check is None or check is _losses.Loss.check_target
 
 
-class KernelLearner(base.MiniBatchRegressor):
+class KernelLearner(Locked, base.MiniBatchRegressor):
     """Base class of the okoco regressors (a river ``MiniBatchRegressor``).
 
     A subclass's ``__init__`` assigns its parameters and calls :meth:`_setup`, which checks
@@ -418,14 +433,9 @@ class KernelLearner(base.MiniBatchRegressor):
             return persistence.save(self, path, compress=compress)
 
     def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         state["_cache"] = state["_core"] = None  # caches are not model state
-        state.pop("_lock", None)  # a copy gets a lock of its own
         return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def _clip(self, z: float) -> float:
         if self.C is not None:

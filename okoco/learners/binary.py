@@ -11,7 +11,7 @@ from river import base
 from okoco import losses, persistence
 from okoco._checks import check_label, in_row
 from okoco._validation import Protocol, check_params
-from okoco.learners.base import one_at_a_time
+from okoco.learners.base import Locked, one_at_a_time
 from okoco.learners.fgd import FunctionalGD
 
 __all__ = ["BinaryClassifier"]
@@ -41,7 +41,7 @@ class _Label:
 LABEL = _Label()
 
 
-class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
+class BinaryClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
     r"""Binary classification with an okoco learner that predicts :math:`f(x) \in [-C, C]`.
 
     Two labels are mapped to :math:`\pm1` and the wrapped learner learns them as targets,
@@ -116,14 +116,9 @@ class BinaryClassifier(base.Wrapper, base.MiniBatchClassifier):
     _pair_memo: tuple | None = None
 
     def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         state.pop("_pair_memo", None)
-        state.pop("_lock", None)
         return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def _pair(self, labels: list) -> tuple:
         """(negative, positive) labels given the labels seen; ``None`` for one not seen yet."""

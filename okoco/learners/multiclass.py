@@ -56,7 +56,7 @@ from okoco.learners._multiclass_auto import SharedSquaredAuto
 from okoco.learners._multiclass_auto import shares_preconditioner as _auto_shares
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import ExpertRows, SharedPoints
-from okoco.learners.base import one_at_a_time
+from okoco.learners.base import Locked, one_at_a_time
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS
 
@@ -86,7 +86,7 @@ def _rows(X) -> list[dict]:
     return [dict(enumerate(row)) for row in np.asarray(X, dtype=float).tolist()]
 
 
-class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
+class MulticlassClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
     r"""Multiclass classification with okoco learners, one-vs-rest, over shared inputs.
 
     Each class :math:`c` learns the targets :math:`\pm 1` and scores :math:`f_c(x) \in [-C, C]`;
@@ -235,14 +235,6 @@ class MulticlassClassifier(base.Wrapper, base.MiniBatchClassifier):
         with self._lock:  # not in the middle of another thread's step
             return persistence.save(self, path, compress=compress)
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_lock", None)  # a copy gets a lock of its own
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     @property
     def dictionary_size(self) -> int:

@@ -20,7 +20,7 @@ import numpy as np
 from okoco._core import _pros
 from okoco._input import reserve
 from okoco._validation import Interval, Options, check_params
-from okoco.learners.base import clip_excess
+from okoco.learners.base import Locked, clip_excess
 from okoco.learners.embedding import Embedded, SharedEmbedding, rotate_coordinates, step_message
 from okoco.linalg import PackedSymmetric
 
@@ -155,7 +155,7 @@ class OnsHead:
         return (y - yhat) ** 2 / (self.alpha * s + max(residual, 0.0) + 0.5 * self.alpha)
 
 
-class _Expert(OnsHead):
+class _Expert(Locked, OnsHead):
     """An ONS head that ``Auto`` mixes: validated ``alpha`` and ``eta`` (``"hessian"`` or a
     number), clipping to ``[-C, C]``, a lock of its own (as every learner has), and the step in
     two halves, :meth:`_check_step` (before anything changes) and :meth:`_apply_step`."""
@@ -185,14 +185,6 @@ class _Expert(OnsHead):
     def get_params(self) -> dict:
         return {"loss": self.loss, "alpha": self.alpha, "eta": self.eta, "C": self.C}
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_lock", None)  # a copy gets a lock of its own
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def _clip(self, z: float) -> float:
         return float(min(max(z, -self.C), self.C))
