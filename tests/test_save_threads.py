@@ -11,12 +11,12 @@ file must load, and equal, bit for bit, the file of a fresh model that learned t
 from __future__ import annotations
 
 import copy
-import sys
 import threading
 
 import numpy as np
 import pytest
 from load_fuzz import read_archive
+from racing import run_threads
 
 import okoco
 from okoco import BinaryClassifier, MulticlassClassifier, losses
@@ -113,16 +113,7 @@ def race(model, tmp_path, labels, learner_save: bool):
         except Exception as error:  # noqa: BLE001  (reported by the test)
             errors.append(error)
 
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
-    try:
-        workers = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-    finally:
-        sys.setswitchinterval(previous)
+    run_threads(work, THREADS)
     assert errors == []
     return log, files
 
@@ -202,16 +193,7 @@ def test_a_pipelines_learner_is_saved_whole_amid_threads(tmp_path):
         except Exception as error:  # noqa: BLE001
             errors.append(error)
 
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        workers = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-    finally:
-        sys.setswitchinterval(previous)
+    run_threads(work, THREADS)
     assert errors == [] and len(log) == THREADS * (STEPS + 1)
     for path in files:
         saved = okoco.load(path)["kons"]

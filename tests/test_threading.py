@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.linalg  # noqa: F401  (loads scipy's BLAS, so blas_threads() sees both libraries)
+from racing import run_threads
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from okoco._blas import DOT_BLOCK, OneThread, all_one_thread, axpy, dot, scipy_one_thread
@@ -178,16 +179,7 @@ def _race(model, n_per_thread=150, threads=2, predict=True):
         except Exception as error:  # noqa: BLE001  (reported by the test)
             errors.append(error)
 
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
-    try:
-        workers = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-    finally:
-        sys.setswitchinterval(previous)
+    run_threads(work, threads)
     return errors
 
 
