@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 
-__all__ = ["gaussian"]
+__all__ = ["gaussian", "rescaled_gaussian"]
 
 
 @functools.cache
@@ -36,3 +37,15 @@ def gaussian(mean: float, variance: float):
     dist = copy.copy(prototype)
     dist._var = prototype._var._from_state(1, mean, variance, ddof=0)
     return dist
+
+
+def rescaled_gaussian(mean: float, sigma: float, scale: float):
+    """A prediction's Gaussian in the targets' units: ``mean`` (already mapped) with standard
+    deviation ``scale * sigma``, ``scale`` the targets' running standard deviation. Its variance
+    is computed as a product (``**`` would raise OverflowError); one that overflows float64
+    raises ValueError, as the learners' ``predict_one(x, with_dist=True)`` does."""
+    variance = scale * scale * sigma * sigma
+    if not math.isfinite(variance):
+        raise ValueError(f"the predictive variance at x is {variance!r} in the targets' units: "
+                         "too large for float64; rescale the targets")
+    return gaussian(mean, variance)

@@ -30,7 +30,7 @@ import collections
 from river import base, compose, stats
 
 from okoco import persistence
-from okoco._dist import gaussian
+from okoco._dist import rescaled_gaussian
 
 __all__ = ["StandardScaler", "TargetStandardScaler", "SelectPresent", "encode_text", "MAX_ONE_HOT",
            "HASHED_FEATURES"]
@@ -164,7 +164,7 @@ class TargetStandardScaler(compose.TargetTransformRegressor):
             return super().predict_one(x)
         dist = self.regressor.predict_one(x, with_dist=True)
         std = self.var.get() ** 0.5 or 1.0
-        return gaussian(self._unscale(dist.mu), (std * dist.sigma) ** 2)
+        return rescaled_gaussian(self._unscale(dist.mu), dist.sigma, std)
 
     def _update(self, y: float) -> None:
         self.var.update(y)

@@ -125,3 +125,20 @@ def test_target_scaler_maps_a_predictive_distribution_to_the_targets_units():
     std, mean = model.var.get() ** 0.5, model.var.mean.get()
     assert dist.mu == pytest.approx(model.predict_one(x)) == pytest.approx(mean + std * inner.mu)
     assert dist.sigma == pytest.approx(std * inner.sigma)
+
+
+def test_target_scaler_refuses_a_variance_that_overflows_in_the_targets_units():
+    """The regressor's variance is finite, its value times the targets' variance is not (the
+    targets' running variance set to the largest float64 holds): with_dist raises ValueError
+    as the learners' with_dist does, instead of an OverflowError; a plain prediction works."""
+    model = okp.TargetStandardScaler(KRLS())
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        x = float(rng.normal())
+        model.learn_one({"x": x}, x + float(rng.normal()))
+    far = {"x": 40.0}
+    assert model.regressor.predict_one(far, with_dist=True).sigma > 1.0
+    model.var = model.var._from_state(n=2, m=0.0, var=1.7e308, ddof=1)
+    assert math.isfinite(model.predict_one(far))
+    with pytest.raises(ValueError, match="predictive variance"):
+        model.predict_one(far, with_dist=True)

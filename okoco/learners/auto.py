@@ -70,7 +70,7 @@ import numpy as np
 
 from okoco import kernels as _kernels
 from okoco._blas import scipy_one_thread
-from okoco._dist import gaussian
+from okoco._dist import rescaled_gaussian
 from okoco._validation import Interval
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners.base import KernelLearner, _is_regression
@@ -298,11 +298,7 @@ class Auto(ExpertMixture, KernelLearner):
             return float(self._unscale(super().predict_one(x)))
         dist = super().predict_one(x, with_dist=True)
         std = self.target_std if self._scales and self.target_std > 0 else 1.0
-        variance = std * std * dist.sigma * dist.sigma  # a product overflows to inf, ** raises
-        if not math.isfinite(variance):
-            raise ValueError(f"the predictive variance at x is {variance!r} in the targets' "
-                             "units: too large for float64; rescale the targets")
-        return gaussian(float(self._unscale(dist.mu)), variance)
+        return rescaled_gaussian(float(self._unscale(dist.mu)), dist.sigma, std)
 
     def _predictive_variance(self, v: np.ndarray) -> float:
         """The variance of the experts' mixture: ``sum_i w_i (sigma_i^2 + p_i^2) - p^2`` with
