@@ -116,8 +116,12 @@ class KONS(KernelLearner):
     predictions are not those of a fresh KONS on it either (a coefficient keeps the projection
     and the step of the time it was learned). It is a heuristic for unbounded streams, and it
     forgets: on a drifting stream the window follows the drift, where the unbounded learner
-    weighs a point seen a million steps ago as much as the last one. Use ``max_size=None`` for
-    the learner of the theory (short streams, or when every point must count), at
+    weighs a point seen a million steps ago as much as the last one; on a long stationary
+    stream its error stops falling (river's Friedman #1, ``d = 10``, 100,000 steps,
+    test-then-train at the defaults: MAE 1.344 over steps 10,000-20,000 and 1.314 over the
+    last 10,000, where :class:`okoco.learners.CONKONS`, bounded by a dictionary of the whole
+    stream, went from 1.014 to 0.972; measured for issue 42). Use ``max_size=None`` for the
+    learner of the theory (short streams, or when every point must count), at
     :math:`O(t^2)` per step and :math:`O(t d + t^2)` memory.
 
     Parameters
