@@ -1,6 +1,7 @@
 """Adaptive conformal intervals: the recursion against an independent reference, the long-run
 coverage bound of Gibbs & Candès (2021, Prop. 4.1) on adversarial sequences, and the wrapper."""
 
+import importlib
 import math
 import pickle
 
@@ -217,14 +218,9 @@ def test_the_finite_recursion_matches_its_reference_and_its_bound():
 
 
 def _duplicated_stream(n, seed=0):
-    """Every other sample the same point and target (a duplicate), else a noisy sine."""
-    rng = np.random.default_rng(seed)
-    for t in range(n):
-        if t % 2:
-            yield {"a": 0.5, "b": 0.1}, 1.0
-        else:
-            x = rng.normal(size=2)
-            yield {"a": float(x[0]), "b": float(x[1])}, float(np.sin(x[0]) + 0.1 * rng.normal())
+    """Every other sample the same point and target (a duplicate), else a noisy sine: the
+    stream of ``python -m benchmarks.bench_intervals --duplicates``."""
+    return importlib.import_module("benchmarks.bench_intervals").duplicated(n, seed)
 
 
 @pytest.mark.parametrize("factory", ["KONS", "KRLS"])

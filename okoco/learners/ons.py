@@ -106,9 +106,7 @@ class OnsHead:
         :math:`A^{-1}`), growing the head by the plan's new coordinates first."""
         u, coef, Pz, q = plan
         m = u.shape[0]
-        while self._P.size < m:
-            self._P.append(np.zeros(self._P.size), 1.0 / self.alpha)
-        self._u = reserve(self._u, m)
+        self._ons_grow(m - self._P.size)
         self._u[:m] = u
         self._P.rank_one(coef, Pz)
         self.online_effective_dimension += q / (1.0 + q)
@@ -148,11 +146,15 @@ class OnsHead:
         :math:`\hat\tau^2 = (1 + \text{noise\_scale\_sum}) / (1 + t)`
         (:meth:`okoco.learners.PROSNKONS._predictive_variance`)."""
         scale = (1.0 + self.noise_scale_sum) / (1.0 + n_seen)
-        return scale * (self.alpha * s + max(residual, 0.0) + 0.5 * self.alpha)
+        return scale * self._ons_spread(s, residual)
 
     def _ons_noise(self, y: float, yhat: float, s: float, residual: float) -> float:
         """The a-priori error over its spread, added to ``noise_scale_sum`` by the step."""
-        return (y - yhat) ** 2 / (self.alpha * s + max(residual, 0.0) + 0.5 * self.alpha)
+        return (y - yhat) ** 2 / self._ons_spread(s, residual)
+
+    def _ons_spread(self, s: float, residual: float) -> float:
+        """:math:`\alpha s + r + \alpha/2`: the spread of a prediction before the noise scale."""
+        return self.alpha * s + max(residual, 0.0) + 0.5 * self.alpha
 
 
 class _Expert(Locked, OnsHead):

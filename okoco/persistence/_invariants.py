@@ -207,8 +207,7 @@ def _rows(points: Any) -> Any:
     """The ``Rows`` of stored points (themselves, the rows of ``SharedPoints``, or of the
     ``SharedPoints`` of ``ExpertRows``; ``None`` for none)."""
     for name in ("points", "rows"):
-        inner = _field(points, name) if points is not None and name in (
-            f.name for f in (declared_state(type(points)) or {}).values()) else None
+        inner = _field(points, name) if points is not None and _declares(points, name) else None
         if inner is not None:
             return _rows(inner)
     return points
@@ -246,11 +245,15 @@ def _largest(objects: list, name: str) -> int:
     return None if None in values or not values else max(values)
 
 
+def _declares(owner: Any, name: str) -> bool:
+    """Whether ``owner``'s class declares a saved field of file name ``name``."""
+    return name in (f.name for f in (declared_state(type(owner)) or {}).values())
+
+
 def _windowed(objects: list) -> list:
     """The objects among ``objects`` that keep a window over stored points (a declared
     ``window_inverse``: KONS, Sketched-KONS)."""
-    return [o for o in objects if "window_inverse" in
-            (f.name for f in (declared_state(type(o)) or {}).values())]
+    return [o for o in objects if _declares(o, "window_inverse")]
 
 
 def _heads_on(experts: list, embeddings: list | None) -> bool:
@@ -259,7 +262,7 @@ def _heads_on(experts: list, embeddings: list | None) -> bool:
     coordinate per atom of it."""
     embeddings = embeddings or []
     for head in experts:
-        if "dictionary" not in (f.name for f in (declared_state(type(head)) or {}).values()):
+        if not _declares(head, "dictionary"):
             continue
         index = _field(head, "dictionary")
         if not 0 <= index < len(embeddings):
