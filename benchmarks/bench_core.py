@@ -7,27 +7,21 @@
 - ``arrays``: test-then-train over a whole dataset through the dict protocol (``predict_one``
   + ``learn_one`` per row) against the array path (``predict_learn_many`` on the arrays, the
   compiled loop), the same standardized rows, the predictions compared;
-- ``one_row``: ``learn_many`` on one row (a DataFrame, and a 2-D array of the same columns)
-  against ``learn_one`` on the same row, at t = 800; and the DataFrame's floor: pandas' two
-  calls that any reading of it makes (``columns.tolist()``, ``to_numpy()``), then ``learn_one``.
 
-``okoco replay`` as a user runs it: ``benchmarks.bench_cli``.
-
-Run: ``python -m benchmarks.bench_core [--only steps,arrays,one_row]
+Run: ``python -m benchmarks.bench_core [--only steps,arrays]
 [--learners FunctionalGD,KRLS] [--loaded]``; ``--loaded`` keeps one busy process beside the run
-(a Python loop on one core). The machine's load (``os.getloadavg``) is printed before and
-after.
+(a Python loop on one core). The machine's load is printed before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
-import os
 import time
 
 import numpy as np
+
+from benchmarks.harness import busy_process, load
 
 
 def steps(names=("FunctionalGD", "KRLS", "SketchedKONS", "KONS")) -> list[dict]:
@@ -60,49 +54,32 @@ def steps(names=("FunctionalGD", "KRLS", "SketchedKONS", "KONS")) -> list[dict]:
     return rows
 
 
-def _standardized(name: str):
-    from okoco import datasets
+def arrays(repeats: int = 3, n: int | None = None) -> list[dict]:
+    import pandas as pd
 
-    X, y, _ = datasets.load(name).to_arrays()
-    X = np.asarray(X, dtype=float)
-    X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
-    y = np.asarray(y, dtype=float)
-    if set(np.unique(y)) <= {0.0, 1.0}:
-        y = 2.0 * y - 1.0  # labels in {-1, +1}
-    else:
-        y = (y - y.mean()) / y.std()
-    return X, y
-
-
-def arrays(repeats: int = 3) -> list[dict]:
+    from benchmarks.data import load_stream
     from okoco import losses
     from okoco.learners import CONKONS, KRLS, PROSNKONS, FunctionalGD
 
-    makers = {"KRLS": lambda: KRLS(),
-              "FunctionalGD": lambda: FunctionalGD(),
+    makers = {"KRLS": KRLS, "FunctionalGD": FunctionalGD,
               "FunctionalGD (logistic)": lambda: FunctionalGD(loss=losses.Logistic()),
-              "PROSNKONS": lambda: PROSNKONS(seed=0),
-              "CONKONS": lambda: CONKONS(seed=0),
+              "PROSNKONS": lambda: PROSNKONS(seed=0), "CONKONS": lambda: CONKONS(seed=0),
               "CONKONS (logistic)": lambda: CONKONS(loss=losses.Logistic(), seed=0)}
     out = []
     for dataset in ("phishing", "trump-approval"):
-        X, y = _standardized(dataset)
-        dicts = [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
-        frame_cols = [f"x{j}" for j in range(X.shape[1])]
-        import pandas as pd
-
-        frame = pd.DataFrame(X, columns=frame_cols)
+        stream = load_stream(dataset, n=n)  # the suite's rows (labels as +-1)
+        y = np.where(stream.y, 1.0, -1.0) if stream.task == "binary" else stream.y
+        dicts, frame = stream.dicts(), pd.DataFrame(stream.X, columns=stream.feature_names)
         for name, make in makers.items():
-            if "logistic" in name and dataset != "phishing":
+            if "logistic" in name and stream.task != "binary":
                 continue
-            best_dict, best_array = np.inf, np.inf
+            best_dict = best_array = np.inf
             for _ in range(repeats):
-                model = make()
-                preds = np.empty(len(y))
+                model, preds = make(), np.empty(len(y))
                 start = time.perf_counter()
-                for i, (x, target) in enumerate(zip(dicts, y)):
+                for i, (x, target) in enumerate(zip(dicts, y.tolist())):
                     preds[i] = model.predict_one(x)
-                    model.learn_one(x, float(target))
+                    model.learn_one(x, target)
                 best_dict = min(best_dict, time.perf_counter() - start)
                 model = make()
                 start = time.perf_counter()
@@ -119,83 +96,22 @@ def arrays(repeats: int = 3) -> list[dict]:
     return out
 
 
-def one_row(t: int = 800, calls: int = 20) -> list[dict]:
-    from okoco import losses
-    from okoco.learners import CONKONS, KONS, KRLS, FunctionalGD
-
-    X, y = _standardized("phishing")
-    dicts = [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
-    import pandas as pd
-
-    out = []
-    for name, make in {"KONS": lambda: KONS(loss=losses.Logistic()), "KRLS": KRLS,
-                       "FunctionalGD": FunctionalGD, "CONKONS": lambda: CONKONS(seed=0)}.items():
-        model = make()
-        for x, target in zip(dicts[:t], y[:t]):
-            model.learn_one(x, float(target))
-        frame = pd.DataFrame([dicts[t]])
-        # a 2-D array's columns are named by position: the same model fed the rows so named
-        by_position = make()
-        for x, target in zip(X[:t], y[:t]):
-            by_position.learn_one(dict(enumerate(x.tolist())), float(target))
-        array = X[t : t + 1]
-        positional = [dict(enumerate(X[i].tolist())) for i in (t - 1, t)]
-        calls_of = {  # each path: its model, the row the copy predicts first, the call timed
-            "one": (model, dicts[t - 1], lambda m: m.learn_one(dicts[t], float(y[t]))),
-            "frame": (model, dicts[t - 1],
-                      lambda m, frame=frame: m.learn_many(frame, [float(y[t])])),
-            "array": (by_position, positional[0],
-                      lambda m, array=array: m.learn_many(array, [float(y[t])])),
-            "pandas": (model, dicts[t - 1], lambda m, frame=frame: (
-                frame.columns.tolist(), frame.to_numpy(), m.learn_one(dicts[t], float(y[t])))),
-        }
-        times = {key: [] for key in calls_of}
-        for _ in range(calls):
-            for key, (source, before, call) in calls_of.items():
-                # a copy (whose compiled step object is rebuilt at its first prediction), and
-                # the same call on another copy first: the path's code warm, as in a loop
-                warm, timed = copy.deepcopy(source), copy.deepcopy(source)
-                for copied in (warm, timed):
-                    copied.predict_one(before)
-                call(warm)
-                start = time.perf_counter()
-                call(timed)
-                times[key].append(time.perf_counter() - start)
-        one, many, arr = times["one"], times["frame"], times["array"]
-        row = {"learner": name, "t": t, "learn_one_us": 1e6 * float(np.median(one)),
-               "learn_many_us": 1e6 * float(np.median(many)),
-               "learn_many_array_us": 1e6 * float(np.median(arr))}
-        row["ratio"] = row["learn_many_us"] / row["learn_one_us"]
-        out.append(row)
-        row["array_ratio"] = row["learn_many_array_us"] / row["learn_one_us"]
-        row["pandas_floor_us"] = 1e6 * float(np.median(times["pandas"]))
-        row["pandas_floor_ratio"] = row["pandas_floor_us"] / row["learn_one_us"]
-        print(f"  {name:13s} t={t}: learn_one {row['learn_one_us']:8.1f} us  learn_many(1 row): "
-              f"DataFrame {row['learn_many_us']:8.1f} us -> {row['ratio']:.2f}x, array "
-              f"{row['learn_many_array_us']:8.1f} us -> {row['array_ratio']:.2f}x  (pandas' "
-              f"columns + to_numpy, then learn_one: {row['pandas_floor_ratio']:.2f}x)", flush=True)
-    return out
-
-
 def main(argv=None) -> dict:
-    from benchmarks import measure
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", default="steps,arrays,one_row")
+    p.add_argument("--only", default="steps,arrays", help="the parts, comma-separated")
     p.add_argument("--learners", default="FunctionalGD,KRLS,SketchedKONS,KONS",
                    help="the learners of the steps part")
     p.add_argument("--loaded", action="store_true", help="one busy process beside the run")
     args = p.parse_args(argv)
-    parts = {"steps": lambda: steps(tuple(args.learners.split(","))), "arrays": arrays,
-             "one_row": one_row}
+    parts = {"steps": lambda: steps(tuple(args.learners.split(","))), "arrays": arrays}
     out = {}
-    with measure.busy_process() if args.loaded else contextlib.nullcontext():
-        print(f"load average before: {os.getloadavg()}"
+    with busy_process() if args.loaded else contextlib.nullcontext():
+        print(f"load average before: {load()}"
               + (" (one busy process beside)" if args.loaded else ""), flush=True)
         for part in args.only.split(","):
             print(f"{part}:", flush=True)
             out[part] = parts[part]()
-        print(f"load average after: {os.getloadavg()}", flush=True)
+        print(f"load average after: {load()}", flush=True)
     return out
 
 

@@ -1,36 +1,31 @@
 """Calibrated 90% intervals on the bundled regression streams: coverage, width, interval score.
 
-Every model runs as ``TargetStandardScaler(StandardScaler() | IntervalRegressor(model))``
-(test-then-train, one pass, the default BLAS threading), so that widths and interval scores are
-in the same standardized units for every model and the okoco learners see the targets their
-default ``C`` suits; coverage is the same on either scale (the scaler maps the interval and the
-target by one affine map). okoco's learners give their own spread (``with_dist=True``) where they
-have one; river's ``BayesianLinearRegression`` gives its posterior; ``KNNRegressor`` has none
-(absolute residuals). Beside them, the raw 90% band of ``BayesianLinearRegression``'s own
-Gaussian, uncalibrated. Then the cost of ``predict_one(x, with_dist=True)`` relative to
-``predict_one(x)`` for each okoco learner (CPU time per call at the stream's end state)::
+Every model runs as ``TargetStandardScaler(StandardScaler() | IntervalRegressor(model))``, one
+pass, test-then-train, so that widths and scores are in the same units for every model;
+okoco's learners and river's ``BayesianLinearRegression`` give their own spread, river's
+``KNNRegressor`` none (absolute residuals); beside them, ``BayesianLinearRegression``'s own 90%
+band, uncalibrated; then the CPU cost of ``predict_one(x, with_dist=True)`` over
+``predict_one(x)`` at the stream's end (``docs/guide/intervals.md``)::
 
     python -m benchmarks.bench_intervals            # all five streams
-    python -m benchmarks.bench_intervals --streams sinc friedman
-    python -m benchmarks.bench_intervals --models "PROSNKONS()" "CONKONS()"
+    python -m benchmarks.bench_intervals --streams sinc friedman --models "KRLS()"
     python -m benchmarks.bench_intervals --duplicates    # only the duplicated-point table
 
-``--duplicates``: the stream of issue 40 (every other sample one fixed point and target, the
-others a noisy sine, 2,000 samples, no scaling), the finite recursion of
-``AdaptiveConformal(finite=True)`` (what ``IntervalRegressor`` uses) against Gibbs & Candès's
-(``finite=False``): infinite intervals after the first 100 steps, coverage, mean finite width.
+``--duplicates``: every other sample one fixed point and target, else a noisy sine (issue 40):
+``AdaptiveConformal``'s finite recursion against Gibbs & Candès's (infinite intervals after
+step 100, coverage, mean finite width).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 import time
 
 import numpy as np
 from river import linear_model, neighbors, preprocessing
 
+from benchmarks.harness import load, table
 from okoco import datasets
 from okoco.intervals import IntervalRegressor
 from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto
@@ -59,7 +54,16 @@ def run_one(stream: str, make) -> dict:
     seconds = time.process_time() - start
     return {"coverage": wrapper.coverage_seen, "width": wrapper.mean_width,
             "score": wrapper.mean_interval_score, "us": 1e6 * seconds / n,
-            "spread": bool(wrapper._with_dist)}
+            "spread": own_spread(wrapper.regressor, x)}
+
+
+def own_spread(regressor, x: dict) -> bool:
+    """Whether ``regressor`` gives a predictive spread: ``predict_one(x, with_dist=True)``."""
+    try:
+        dist = regressor.predict_one(x, with_dist=True)
+    except TypeError:
+        return False
+    return hasattr(dist, "sigma") and hasattr(dist, "mu")
 
 
 def raw_blr(stream: str) -> float:
@@ -71,7 +75,9 @@ def raw_blr(stream: str) -> float:
     inside = n = 0
     for x, y in datasets.load(stream):
         dist = blr.predict_one(scaler.transform_one(x), with_dist=True)
-        inside += abs(model._scale(y) - dist.mu) <= 1.6448536269514722 * dist.sigma
+        sd = model.var.get() ** 0.5  # the scaler's statistics of the targets before y
+        scaled = (y - model.var.mean.get()) / sd if sd else 0.0
+        inside += abs(scaled - dist.mu) <= 1.6448536269514722 * dist.sigma
         model.learn_one(x, y)
         n += 1
     return inside / n
@@ -124,17 +130,30 @@ def run_duplicates(make, finite: bool, only_duplicates: bool) -> dict:
     return {"infinite": infinite, "coverage": wrapper.coverage_seen, "width": wrapper.mean_width}
 
 
-def duplicates_table(models: dict) -> None:
-    print("| stream | model | recursion | infinite after step 100 | coverage | mean width |")
-    print("|---|---|---|---|---|---|")
+def duplicates_table(models: dict) -> list[str]:
+    rows = []
     for stream, only in (("one point repeated", True), ("every other sample", False)):
-        for name, make in models.items():
-            if name.startswith("river"):
-                continue
+        for name in (n for n in models if not n.startswith("river")):
             for finite in (False, True):
-                r = run_duplicates(make, finite, only)
-                print(f"| {stream} | {name} | {'finite' if finite else 'paper'} | "
-                      f"{r['infinite']} | {r['coverage']:.3f} | {r['width']:.4f} |", flush=True)
+                r = run_duplicates(models[name], finite, only)
+                rows.append([stream, name, "finite" if finite else "paper", r["infinite"],
+                             f"{r['coverage']:.3f}", f"{r['width']:.4f}"])
+    return table(["stream", "model", "recursion", "infinite after step 100", "coverage",
+                  "mean width"], rows)
+
+
+def intervals_table(streams: list[str], models: dict) -> list[str]:
+    rows = []
+    for stream in streams:
+        for name, make in models.items():
+            r = run_one(stream, make)
+            rows.append([stream, name, "yes" if r["spread"] else "no", f"{r['coverage']:.3f}",
+                         f"{r['width']:.3f}", f"{r['score']:.3f}", f"{r['us']:.0f}"])
+        if "river BayesianLinearRegression" in models:
+            rows.append([stream, "river BayesianLinearRegression, own 90% band uncalibrated",
+                         "yes", f"{raw_blr(stream):.3f}", "", "", ""])
+    return table(["stream", "model", "own spread", "coverage", "mean width", "interval score",
+                  "µs/sample"], rows)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -146,28 +165,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="only the duplicated-point table (issue 40)")
     args = parser.parse_args(argv)
     models = {name: MODELS[name] for name in args.models}
-    print(f"load average {os.getloadavg()[0]:.2f}")
+    print(f"load average {load()}")
     if args.duplicates:
-        duplicates_table(models)
-        print(f"load average {os.getloadavg()[0]:.2f}")
-        return
-    print("| stream | model | own spread | coverage | mean width | interval score | µs/sample |")
-    print("|---|---|---|---|---|---|---|")
-    for stream in args.streams:
-        for name, make in models.items():
-            r = run_one(stream, make)
-            print(f"| {stream} | {name} | {'yes' if r['spread'] else 'no'} | "
-                  f"{r['coverage']:.3f} | {r['width']:.3f} | {r['score']:.3f} | {r['us']:.0f} |",
-                  flush=True)
-        if "river BayesianLinearRegression" in models:
-            print(f"| {stream} | river BayesianLinearRegression, own 90% band uncalibrated | "
-                  f"yes | {raw_blr(stream):.3f} | | | |", flush=True)
-    print()
-    print("| learner | with_dist / plain predict_one (CPU time) |")
-    print("|---|---|")
-    for name in [n for n in models if not n.startswith("river")]:
-        print(f"| {name} | {dist_cost(MODELS[name]):.2f}x |", flush=True)
-    print(f"load average {os.getloadavg()[0]:.2f}")
+        lines = duplicates_table(models)
+    else:
+        lines = intervals_table(args.streams, models) + ["", *table(
+            ["learner", "with_dist / plain predict_one (CPU time)"],
+            [[n, f"{dist_cost(MODELS[n]):.2f}x"] for n in models if not n.startswith("river")])]
+    print("\n".join(lines))
+    print(f"load average {load()}")
 
 
 if __name__ == "__main__":

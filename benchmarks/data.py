@@ -1,14 +1,9 @@
-"""The benchmark streams, preprocessed once (outside every timer) and identically for everyone.
+"""The suite's streams, preprocessed once (outside every timer) and identically for everyone.
 
-Every learner sees the same rows in the same order. Features whose scales differ are
-standardized *online* (causally): row ``t`` is scaled with the mean and standard deviation of
-rows ``1..t`` (its own features are known before the prediction: river's ``StandardScaler`` in a
-pipeline under ``compose.learn_during_predict``). Regression targets that need it are
-standardized exactly as river's ``TargetStandardScaler`` does: step ``t``'s prediction is mapped
-back to the target's units with the mean and standard deviation of ``y_1..y_{t-1}``, and the
-learner then learns ``y_t`` scaled with those of ``y_1..y_t`` (0 while they have no spread), so
-errors are in the dataset's units. Computed once for all learners instead of inside each one's
-timed loop.
+Features whose scales differ are standardized *online*: row ``t`` with the mean and standard
+deviation of rows ``1..t`` (river's ``StandardScaler`` under ``learn_during_predict``).
+Regression targets that need it are standardized as river's ``TargetStandardScaler`` does, so
+that errors are in the dataset's units.
 """
 
 from __future__ import annotations
@@ -86,12 +81,11 @@ class Stream:
         return [dict(zip(names, row)) for row in self.X.tolist()]
 
     def describe(self) -> dict:
-        return {
-            "name": self.name, "task": self.task, "n": self.n, "d": self.d,
-            "n_available": self.n_available, "gammas": list(self.spec.gammas),
-            "standardize_x": self.spec.standardize_x, "standardize_y": self.spec.standardize_y,
-            "note": self.spec.note,
-        }
+        spec = self.spec
+        return {"name": self.name, "task": self.task, "n": self.n, "d": self.d,
+                "n_available": self.n_available, "gammas": list(spec.gammas),
+                "standardize_x": spec.standardize_x, "standardize_y": spec.standardize_y,
+                "note": spec.note}
 
 
 def online_standardize(X: np.ndarray) -> np.ndarray:

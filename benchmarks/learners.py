@@ -1,18 +1,15 @@
 """Drivers: okoco's learners and their peers behind one test-then-train interface.
 
-A :class:`Driver` exposes ``predict(a)`` and ``learn(b, y)`` over inputs prepared outside the
-timer in the form each library takes: river ``dict`` rows for okoco and river, ``(1, d)`` array
-rows for scikit-learn's ``partial_fit``, pre-formatted text lines for Vowpal Wabbit. The
-scikit-learn offline reference (``KernelRidge``, refitted on the prefix at doubling times) is a
-batch driver with its own ``run``.
-
-:func:`entries` lists, for a stream, every (learner, parameters) pair of the grid. Each learner
-is run at each setting and its best setting (by the online metric) is reported: an optimistic
-selection on the same stream, applied equally to okoco and to the peers.
+A :class:`Driver` takes inputs prepared outside the timer in each library's form: river ``dict``
+rows (okoco, river), ``(1, d)`` arrays (scikit-learn's ``partial_fit``), text lines (Vowpal
+Wabbit); the offline reference (scikit-learn ``KernelRidge``, refitted at doubling times) is a
+batch driver. :func:`entries` lists every (learner, setting) of a stream's grid; the page
+reports each learner's best setting, an optimistic choice made alike for everyone.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import time
 from collections.abc import Callable
@@ -23,7 +20,6 @@ import numpy as np
 
 from benchmarks.data import Stream
 
-OKOCO_LEARNERS = ("KONS", "SketchedKONS", "FunctionalGD", "KRLS")
 N_COMPONENTS = 100  # random features of the river and scikit-learn pipelines
 
 
@@ -36,7 +32,6 @@ class Driver:
     learn: Callable[[Any, Any], None] | None = None
     decode: Callable[[list], np.ndarray] | None = None  # outputs -> float array (labels 0/1)
     size: Callable[[], int] | None = None  # dictionary size, for okoco learners
-    model: Any = None  # the river-compatible model (okoco: for the array-path replay)
     run: Callable[[Stream], tuple[np.ndarray, float]] | None = None  # batch drivers only
     close: Callable[[], None] | None = None
 
@@ -65,29 +60,13 @@ def available(library: str) -> bool:
 
 
 def preload() -> None:
-    """Import every module the drivers use, once, in the parent process.
-
-    Runs happen in forked children: a module imported there would be imported again for every
-    run, and its import would count in the run's peak memory.
-    """
-    import river.feature_extraction  # noqa: F401
-    import river.linear_model  # noqa: F401
-    import river.metrics  # noqa: F401
-    import river.optim  # noqa: F401
-
-    import okoco.evaluate  # noqa: F401
-    import okoco.learners  # noqa: F401
-
-    if available("scikit-learn"):
-        import sklearn.kernel_approximation  # noqa: F401
-        import sklearn.kernel_ridge  # noqa: F401
-        import sklearn.linear_model  # noqa: F401
-        import sklearn.metrics.pairwise  # noqa: F401
-    if available("vowpalwabbit"):
-        import vowpalwabbit  # noqa: F401
-
-
-# -- decoding -------------------------------------------------------------------------------------
+    """Import every module the drivers use, once, in the parent process: runs happen in forked
+    children, where an import would be repeated for every run and count in its peak memory."""
+    for module in ("river.feature_extraction", "river.linear_model", "river.metrics",
+                   "river.optim", "okoco.learners", "sklearn.kernel_approximation",
+                   "sklearn.kernel_ridge", "sklearn.linear_model", "vowpalwabbit"):
+        if importlib.util.find_spec(module.split(".")[0]) is not None:
+            importlib.import_module(module)
 
 
 def _labels(outputs: list) -> np.ndarray:
@@ -95,15 +74,16 @@ def _labels(outputs: list) -> np.ndarray:
     return np.array([np.nan if o is None else float(bool(o)) for o in outputs])
 
 
-def _margins(outputs: list) -> np.ndarray:
-    return (np.asarray(outputs, dtype=float) > 0).astype(float)
-
-
 def _floats(outputs: list) -> np.ndarray:
     return np.array([np.nan if o is None else float(o) for o in outputs])
 
 
-# -- okoco ----------------------------------------------------------------------------------------
+def _margins(outputs: list) -> np.ndarray:
+    return (np.asarray(outputs, dtype=float) > 0).astype(float)
+
+
+def _decoder(task: str):
+    return _labels if task == "binary" else _floats
 
 
 def _okoco(name: str, rbf_gamma: float | None, task: str, loss_name: str | None = None,
@@ -116,22 +96,14 @@ def _okoco(name: str, rbf_gamma: float | None, task: str, loss_name: str | None 
         if name == "KRLS":
             inner = ol.KRLS(kernel=kernel, **params)
         else:
-            if loss_name == "squared-hinge":
-                loss = losses.SquaredHinge()
-            else:
-                loss = losses.Logistic() if task == "binary" else losses.Squared()
-            cls = {"KONS": ol.KONS, "SketchedKONS": ol.SketchedKONS,
-                   "FunctionalGD": ol.FunctionalGD}[name]
-            inner = cls(kernel=kernel, loss=loss, C=3.0, **params)
+            loss = (losses.SquaredHinge() if loss_name == "squared-hinge" else
+                    losses.Logistic() if task == "binary" else losses.Squared())
+            inner = getattr(ol, name)(kernel=kernel, loss=loss, C=3.0, **params)
         model = BinaryClassifier(inner) if task == "binary" else inner
         return Driver("dict", model.predict_one, model.learn_one,
-                      _labels if task == "binary" else _floats,
-                      size=lambda: inner.dictionary_size, model=model)
+                      _decoder(task), size=lambda: inner.dictionary_size)
 
     return build
-
-
-# -- river ----------------------------------------------------------------------------------------
 
 
 def _river(gamma: float | None, task: str, lr: float | None) -> Callable[[Stream], Driver]:
@@ -144,13 +116,9 @@ def _river(gamma: float | None, task: str, lr: float | None) -> Callable[[Stream
         model = linear if gamma is None else (
             feature_extraction.RBFSampler(gamma=gamma, n_components=N_COMPONENTS, seed=0) | linear
         )
-        return Driver("dict", model.predict_one, model.learn_one,
-                      _labels if task == "binary" else _floats, model=model)
+        return Driver("dict", model.predict_one, model.learn_one, _decoder(task))
 
     return build
-
-
-# -- scikit-learn ---------------------------------------------------------------------------------
 
 
 class _SklearnRandomFeatures:
@@ -179,24 +147,19 @@ class _SklearnRandomFeatures:
         return self._z
 
     def predict(self, row: np.ndarray):
-        if not self.fitted:
-            return None
-        return self.sgd.predict(self._transform(row))[0]
+        return self.sgd.predict(self._transform(row))[0] if self.fitted else None
 
     def learn(self, row: np.ndarray, y) -> None:
-        z = self._transform(row)
-        if self.binary and not self.fitted:
-            self.sgd.partial_fit(z, [y], classes=np.array([False, True]))
-        else:
-            self.sgd.partial_fit(z, [y])
+        first = self.binary and not self.fitted
+        self.sgd.partial_fit(self._transform(row), [y],
+                             **({"classes": np.array([False, True])} if first else {}))
         self.fitted = True
 
 
 def _sklearn_rf(gamma: float, task: str) -> Callable[[Stream], Driver]:
     def build(stream: Stream) -> Driver:
         model = _SklearnRandomFeatures(gamma, stream.d, task)
-        return Driver("row", model.predict, model.learn,
-                      _labels if task == "binary" else _floats, model=model)
+        return Driver("row", model.predict, model.learn, _decoder(task))
 
     return build
 
@@ -237,20 +200,13 @@ def _kernel_ridge(gamma: float, alpha: float, task: str) -> Callable[[Stream], D
     return lambda stream: Driver("batch", run=run)
 
 
-# -- Vowpal Wabbit --------------------------------------------------------------------------------
-
-
 def _vw(args: str, task: str) -> Callable[[Stream], Driver]:
     def build(stream: Stream) -> Driver:
         from vowpalwabbit import Workspace
 
         vw = Workspace(args + " --quiet")
-
-        def learn(line: str, _y) -> None:
-            vw.learn(line)
-
-        return Driver("vw", vw.predict, learn, _margins if task == "binary" else _floats,
-                      model=vw, close=vw.finish)
+        return Driver("vw", vw.predict, lambda line, _y: vw.learn(line),
+                      _margins if task == "binary" else _floats, close=vw.finish)
 
     return build
 
@@ -267,35 +223,21 @@ def vw_lines(stream: Stream) -> tuple[list[str], list[str]]:
 
 
 def _last_target() -> Callable[[Stream], Driver]:
-    """The naive forecast: predict the last target learned (nothing before the first).
-
-    With the targets scaled online it predicts ``y_{t-1}`` exactly on the original scale (the
-    learned ``y_{t-1}`` and the prediction at ``t`` use the same statistics, of
-    ``y_1..y_{t-1}``). On a stream whose target is close to a random walk (TrumpApproval) this is
-    hard to beat; a learner that does not beat it has learned nothing from the features.
-    """
+    """The naive forecast: predict the last target learned (nothing before the first). With
+    the targets scaled online it predicts ``y_{t-1}`` exactly on the original scale; on a
+    target close to a random walk (TrumpApproval) it is hard to beat."""
 
     def build(stream: Stream) -> Driver:
         last: list = [None]
-
-        def learn(x, y) -> None:
-            last[0] = y
-
-        return Driver("dict", lambda x: last[0], learn, _floats)
+        return Driver("dict", lambda x: last[0], lambda x, y: last.__setitem__(0, y), _floats)
 
     return build
 
 
 def harness() -> Entry:
     """A learner that does nothing: the cost and memory of the measuring loop itself."""
-
-    def build(stream: Stream) -> Driver:
-        def learn(x, y) -> None:
-            pass
-
-        return Driver("dict", lambda x: None, learn, _floats)
-
-    return Entry("no-op (harness)", "harness", "benchmarks", {}, build)
+    return Entry("no-op (harness)", "harness", "benchmarks", {},
+                 lambda stream: Driver("dict", lambda x: None, lambda x, y: None, _floats))
 
 
 # -- the grid -------------------------------------------------------------------------------------

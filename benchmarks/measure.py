@@ -1,115 +1,47 @@
-"""Measurements: timed test-then-train runs with peak memory, physical floors, the machine.
+"""The suite's measurements: timed test-then-train runs of every driver, and physical floors.
 
-Time: one ``time.perf_counter`` stamp after every test-then-train step (about 0.1 µs), so the
-total over the stream and the per-step time at any ``t`` come from the same run. Inputs are
-prepared before the timer starts; predictions are decoded and scored after it stops.
-
-Memory: each run happens in a child process forked from the suite (Linux), after the child has
-touched its inputs (copy-on-write pages), collected garbage and returned free heap to the system
-(``malloc_trim``). The child then resets its peak-RSS counter (``/proc/self/clear_refs``) and the
-reported figure is the growth of the peak resident set over the run (``VmHWM`` minus ``VmRSS``
-at the start): everything the learner allocates, numpy arrays and C++ (Vowpal Wabbit) alike.
-Without fork or ``clear_refs`` the run happens in-process and memory is not reported.
+One ``time.perf_counter`` stamp after every step (about 0.1 µs) gives the total and the per-step
+time from the same run; inputs are prepared before the timer and predictions scored after it.
+Each run happens in a forked child (:func:`benchmarks.harness.in_child`) that has touched its
+inputs and reset its peak resident set: its memory is the growth of ``VmHWM`` over the run.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import copy
 import gc
 import math
-import multiprocessing
-import os
-import platform
-import subprocess
-import sys
 import time
-import traceback
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any
 
 import numpy as np
 
 from benchmarks.data import Stream
+from benchmarks.harness import in_child, reset_peak, status_kb
 from benchmarks.learners import Driver, Entry, vw_lines
-
-# -- memory ---------------------------------------------------------------------------------------
-
-
-def _status_kb(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _reset_peak() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _malloc_trim() -> None:
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-def memory_method() -> str | None:
-    """``"fork+VmHWM"`` where per-run peak memory can be measured, else ``None``."""
-    if sys.platform != "linux" or "fork" not in multiprocessing.get_all_start_methods():
-        return None
-    if _status_kb("VmHWM") is None or not os.access("/proc/self/clear_refs", os.W_OK):
-        return None
-    return "fork+VmHWM"
-
-
-# -- inputs ---------------------------------------------------------------------------------------
 
 
 class Inputs:
     """The stream in each library's input form, built once per stream (outside every timer)."""
 
     def __init__(self, stream: Stream):
-        self.stream = stream
-        self._cache: dict[str, tuple[list, list, list]] = {}
+        self.stream, self._cache = stream, {}
 
     def get(self, kind: str) -> tuple[list, list, list]:
         if kind not in self._cache:
             s = self.stream
-            ys = s.y.tolist()
             if kind == "dict":
                 rows = s.dicts()
-                self._cache[kind] = (rows, rows, ys)
+                pred, learn = rows, rows
             elif kind == "row":
-                rows = [s.X[i:i + 1] for i in range(s.n)]
-                self._cache[kind] = (rows, rows, ys)
+                pred = learn = [s.X[i:i + 1] for i in range(s.n)]
             elif kind == "vw":
                 pred, learn = vw_lines(s)
-                self._cache[kind] = (pred, learn, ys)
             else:
                 raise ValueError(f"unknown input kind {kind!r}")
+            self._cache[kind] = (pred, learn, s.y.tolist())
         return self._cache[kind]
-
-
-def _touch(objs: list) -> None:
-    """Reference every object once, so copy-on-write copies happen before the measurement."""
-    for o in objs:
-        if isinstance(o, dict):
-            for _k, _v in o.items():
-                pass
-
-
-# -- the timed loop -------------------------------------------------------------------------------
 
 
 def marks_for(n: int, window: int, extra: tuple[int, ...] = ()) -> list[int]:
@@ -127,9 +59,7 @@ def timed_loop(driver: Driver, xs_pred: list, xs_learn: list, ys: list,
     n = len(ys)
     predict, learn = driver.predict, driver.learn
     size = driver.size or (lambda: None)
-    out: list = [None] * n
-    stamps: list[float] = [0.0] * n
-    sizes: list[int | None] = []
+    out, stamps, sizes = [None] * n, [0.0] * n, []
     mark_iter = iter(m - 1 for m in marks)
     next_mark = next(mark_iter, -1)
     perf = time.perf_counter
@@ -147,107 +77,42 @@ def timed_loop(driver: Driver, xs_pred: list, xs_learn: list, ys: list,
 
 def _execute(entry: Entry, stream: Stream, inputs: Inputs, marks: list[int],
              measure_memory: bool) -> dict:
-    """Build the learner and replay the stream; runs in the forked child when possible."""
+    """Build the learner and replay the stream (in the forked child when possible)."""
     driver = entry.build(stream)
-    xs_pred, xs_learn, ys = inputs.get(driver.kind) if driver.kind != "batch" else ([], [], [])
     rss0 = None
-    if measure_memory:
-        _touch(xs_pred)
-        gc.collect()  # young objects only: the parent froze the rest (see in_child)
-        _malloc_trim()
-        _reset_peak()
-        rss0 = _status_kb("VmRSS")
     if driver.kind == "batch":
+        if measure_memory:
+            gc.collect()
+            rss0 = reset_peak()
         preds, total = driver.run(stream)
         stamps, sizes = None, []
     else:
+        xs_pred, xs_learn, ys = inputs.get(driver.kind)
+        if measure_memory:
+            for o in xs_pred:  # copy-on-write copies happen before the measurement
+                if isinstance(o, dict):
+                    for _ in o.items():
+                        pass
+            gc.collect()
+            rss0 = reset_peak()
         out, stamps, total, sizes = timed_loop(driver, xs_pred, xs_learn, ys, marks)
-    peak = None
-    if measure_memory:
-        hwm = _status_kb("VmHWM")
-        peak = 1024 * (hwm - rss0) if hwm is not None and rss0 is not None else None
+    hwm = status_kb("VmHWM") if rss0 is not None else None
     if driver.kind != "batch":
         preds = driver.decode(out)
     if driver.close is not None:
         driver.close()
     return {"preds": preds, "stamps": stamps, "seconds": total, "sizes": sizes,
-            "peak_bytes": peak}
-
-
-def _child(conn, fn: Callable[[], dict]) -> None:
-    try:
-        result = fn()
-    except BaseException:  # report it to the parent; the suite carries on
-        result = {"error": traceback.format_exc(limit=6)}
-    conn.send(result)
-    conn.close()
-
-
-def in_child(fn: Callable[[], dict], use_fork: bool) -> dict:
-    """``fn()`` in a forked child (its result through a pipe), or in-process."""
-    if not use_fork:
-        try:
-            return fn()
-        except Exception:
-            return {"error": traceback.format_exc(limit=6)}
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, fn))
-    # Frozen objects are never traversed by the collector, so the child's collections neither
-    # copy the parent's pages nor cost time proportional to the parent's heap.
-    gc.freeze()
-    try:
-        proc.start()
-    finally:
-        gc.unfreeze()
-    child.close()
-    try:
-        result = parent.recv()
-    except EOFError:
-        result = {"error": f"child process died (exit code {proc.exitcode})"}
-    proc.join()
-    return result
+            "peak_bytes": 1024 * (hwm - rss0) if hwm is not None else None}
 
 
 def run_entry(entry: Entry, stream: Stream, inputs: Inputs, marks: list[int],
               method: str | None) -> dict:
     """One timed run of ``entry`` on ``stream``: the raw measurements (or ``{"error": ...}``)."""
-    use_fork = method is not None
-    return in_child(lambda: _execute(entry, stream, inputs, marks, use_fork), use_fork)
+    fork = method is not None
+    return in_child(lambda: _execute(entry, stream, inputs, marks, fork), fork)
 
 
-def replay_arrays(entry: Entry, stream: Stream, method: str | None) -> dict:
-    """okoco's array path: ``okoco.evaluate.replay`` over ``(X, y)``, timed as a whole."""
-
-    def go() -> dict:
-        from river import metrics
-
-        from okoco.evaluate import replay
-
-        model = entry.build(stream).model
-        metric = metrics.Accuracy() if stream.task == "binary" else metrics.MSE()
-        start = time.perf_counter()
-        result = replay(model, (stream.X, stream.y), metrics=metric, checkpoints=[stream.n])
-        seconds = time.perf_counter() - start
-        return {"seconds": seconds, "metric": float(result.final[metric.__class__.__name__])}
-
-    return in_child(go, method is not None)
-
-
-@contextlib.contextmanager
-def busy_process():
-    """One process spinning on a core beside the suite for the duration (the ``--loaded`` mode):
-    the normal state of a laptop or a shared server, where BLAS thread pools contend."""
-    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        time.sleep(0.2)  # let it get scheduled
-        yield proc
-    finally:
-        proc.terminate()
-        proc.wait()
-
-
-# -- physical floors ------------------------------------------------------------------------------
+# -- physical floors --------------------------------------------------------------------------
 
 
 def best_us(fn: Callable[[], Any], budget_s: float = 0.05, repeats: int = 5) -> float:
@@ -255,8 +120,7 @@ def best_us(fn: Callable[[], Any], budget_s: float = 0.05, repeats: int = 5) -> 
     fn()
     start = time.perf_counter()
     fn()
-    once = max(time.perf_counter() - start, 1e-7)
-    calls = max(1, int(budget_s / repeats / once))
+    calls = max(1, int(budget_s / repeats / max(time.perf_counter() - start, 1e-7)))
     best = math.inf
     for _ in range(repeats):
         start = time.perf_counter()
@@ -267,145 +131,85 @@ def best_us(fn: Callable[[], Any], budget_s: float = 0.05, repeats: int = 5) -> 
 
 
 class Floors:
-    """Times of the primitive operations a learner's step cannot avoid, cached by size.
+    """Times of the primitive operations a learner's step cannot avoid, cached by size, each
+    the fastest of its alternatives on one BLAS thread:
 
-    - ``expansion(t, d)``: a prediction ``sum_i c_i k(x_i, x)`` over ``t`` stored points in
-      ``d`` dimensions (one ``t x d`` matrix-vector product, an ``exp`` of ``t`` values, a dot);
-    - ``trsv(m)``: one triangular solve of size ``m``, the faster of BLAS ``dtpsv`` on a packed
-      factor (okoco's storage) and ``dtrsv`` on a dense column-major one;
-    - ``matvec(m)``: one ``m x m`` matrix-vector product.
+    - ``expansion(t)``: a prediction ``sum_i c_i k(x_i, x)`` over ``t`` points in ``d``
+      dimensions (a ``t x d`` matrix-vector product, an ``exp`` of ``t`` values, a dot);
+    - ``trsv(m)``: a triangular solve of size ``m``, packed ``dtpsv`` (okoco's storage) or
+      dense ``dtrsv``; ``matvec(m)``: an ``m x m`` product; ``rank_one(m)``: a packed ``dspr``;
+    - ``symv(m)``: a product by one triangle (``dsymv``); ``syrk(m)``: a rank-16 update of one
+      triangle (``dsyrk``: a window inverse's 16 pending terms of one sign at once).
     """
 
     def __init__(self, seed: int = 0, budget_s: float = 0.05):
-        self.rng = np.random.default_rng(seed)
-        self.budget_s = budget_s  # timing budget of one primitive at one size
-        self.cache: dict[tuple, float] = {}
+        self.rng, self.budget_s, self.cache = np.random.default_rng(seed), budget_s, {}
 
-    def _expansion_fn(self, t: int, d: int) -> Callable[[], Any]:
-        t = max(t, 1)
-        X = self.rng.standard_normal((t, d))
-        sq = np.einsum("ij,ij->i", X, X)
-        c = self.rng.standard_normal(t)
-        x = self.rng.standard_normal(d)
-        return lambda: c @ np.exp(-0.5 * (sq - 2.0 * (X @ x) + x @ x))
+    def calls(self, primitive: str, n: int, d: int) -> list[Callable[[], Any]]:
+        """The alternatives of ``primitive`` at size ``n`` (``d``: the expansion's width)."""
+        from scipy.linalg import blas
 
-    def _trsv_fns(self, m: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
-        """A packed ``dtpsv`` (okoco's storage) and a dense column-major ``dtrsv``."""
-        from scipy.linalg.blas import dtpsv, dtrsv
+        r = self.rng.standard_normal
+        if primitive == "expansion":
+            X, c, x = r((max(n, 1), d)), r(max(n, 1)), r(d)
+            sq = np.einsum("ij,ij->i", X, X)
+            return [lambda: c @ np.exp(-0.5 * (sq - 2.0 * (X @ x) + x @ x))]
+        b, F = r(n), np.asfortranarray(r((n, n)))
+        if primitive == "trsv":
+            L = np.tril(F) * (0.1 / math.sqrt(n))
+            L[np.diag_indices(n)] = 1.0
+            packed, dense = L[np.tril_indices(n)], np.asfortranarray(L)
+            return [lambda: blas.dtpsv(n, packed, b, lower=0, trans=1),
+                    lambda: blas.dtrsv(dense, b, lower=1)]
+        if primitive == "matvec":
+            return [lambda: F @ b]
+        if primitive == "rank_one":
+            ap, x = np.zeros(n * (n + 1) // 2), b * 1e-3
+            return [lambda: blas.dspr(n, -1.0, x, ap, lower=0, overwrite_ap=1)]
+        if primitive == "symv":
+            return [lambda: blas.dsymv(1.0, F, b, lower=0)]
+        if primitive == "syrk":
+            C, U = np.asfortranarray(np.zeros((n, n))), np.asfortranarray(r((n, 16)) * 1e-3)
+            return [lambda: blas.dsyrk(1.0, U, beta=1.0, c=C, lower=0, overwrite_c=1)]
+        raise ValueError(f"unknown primitive {primitive!r}")
 
-        L = np.tril(self.rng.standard_normal((m, m))) * (0.1 / math.sqrt(m))
-        L[np.diag_indices(m)] = 1.0
-        packed = L[np.tril_indices(m)]  # rows of L = upper-packed columns of L^T
-        F = np.asfortranarray(L)
-        b = self.rng.standard_normal(m)
-        return (lambda: dtpsv(m, packed, b, lower=0, trans=1)), (lambda: dtrsv(F, b, lower=1))
-
-    def _matvec_fn(self, m: int) -> Callable[[], Any]:
-        P = self.rng.standard_normal((m, m))
-        a = self.rng.standard_normal(m)
-        return lambda: P @ a
-
-    def _symv_fn(self, m: int) -> Callable[[], Any]:
-        """A symmetric product with a full ``m x m`` array by one triangle (BLAS ``dsymv``)."""
-        from scipy.linalg.blas import dsymv
-
-        P = np.asfortranarray(self.rng.standard_normal((m, m)))  # (f2py would copy a C one)
-        a = self.rng.standard_normal(m)
-        return lambda: dsymv(1.0, P, a, lower=0)
-
-    def _syrk_fn(self, m: int) -> Callable[[], Any]:
-        """A symmetric rank-16 update of one triangle of a full ``m x m`` array (``dsyrk``:
-        the window inverse's 16 pending terms of one sign, applied at once)."""
-        from scipy.linalg.blas import dsyrk
-
-        C = np.asfortranarray(np.zeros((m, m)))
-        U = np.asfortranarray(self.rng.standard_normal((m, 16)) * 1e-3)
-        return lambda: dsyrk(1.0, U, beta=1.0, c=C, lower=0, overwrite_c=1)
-
-    def symv(self, m: int) -> float:
-        return self._timed("symv", m, self._symv_fn)
-
-    def syrk(self, m: int) -> float:
-        return self._timed("syrk", m, self._syrk_fn)
-
-    def _timed(self, name: str, m: int, make: Callable[[int], Callable[[], Any]]) -> float:
-        key = (name, m)
+    def time(self, primitive: str, n: int, d: int = 0) -> float:
+        """µs per call of ``primitive`` at size ``n``, the fastest alternative (cached)."""
+        key = (primitive, n, d if primitive == "expansion" else 0)
+        if n == 0 and primitive != "expansion":
+            return 0.0
         if key not in self.cache:
-            if m == 0:
-                return 0.0
-            self.cache[key] = best_us(make(m), self.budget_s)
+            self.cache[key] = min(best_us(f, self.budget_s) for f in self.calls(primitive, n, d))
+            reset_peak()  # give the large arrays' pages back
         return self.cache[key]
 
-    def _rank_one_fn(self, m: int) -> Callable[[], Any]:
-        from scipy.linalg.blas import dspr
-
-        ap, x = np.zeros(m * (m + 1) // 2), self.rng.standard_normal(m) * 1e-3
-        return lambda: dspr(m, -1.0, x, ap, lower=0, overwrite_ap=1)
-
-    def expansion(self, t: int, d: int) -> float:
-        key = ("expansion", t, d)
-        if key not in self.cache:
-            self.cache[key] = best_us(self._expansion_fn(t, d), self.budget_s)
-        return self.cache[key]
-
-    def trsv(self, m: int) -> float:
-        key = ("trsv", m)
-        if key not in self.cache:
-            if m == 0:
-                return 0.0
-            packed, dense = self._trsv_fns(m)
-            t_packed = best_us(packed, self.budget_s)
-            t_dense = best_us(dense, self.budget_s)
-            del packed, dense
-            _malloc_trim()
-            self.cache[key] = min(t_packed, t_dense)
-            self.cache[("trsv-packed", m)] = t_packed
-            self.cache[("trsv-dense", m)] = t_dense
-        return self.cache[key]
-
-    def matvec(self, m: int) -> float:
-        key = ("matvec", m)
-        if key not in self.cache:
-            if m == 0:
-                return 0.0
-            self.cache[key] = best_us(self._matvec_fn(m), self.budget_s)
-            _malloc_trim()
-        return self.cache[key]
-
-    def rank_one(self, m: int) -> float:
-        """One packed symmetric rank-one update of size ``m`` (BLAS ``dspr``)."""
-        key = ("rank_one", m)
-        if key not in self.cache:
-            if m == 0:
-                return 0.0
-            self.cache[key] = best_us(self._rank_one_fn(m), self.budget_s)
-        return self.cache[key]
-
-    def parts(self, learner: str, t: int, m: int, d: int) -> dict[str, list[Callable[[], Any]]]:
-        """The primitives of one step of ``learner`` (see :meth:`of`) as calls, for timing
-        them in rounds beside the learner's own steps (:func:`step_times`): each part maps to
-        its alternatives (a solve: packed ``dtpsv`` or dense ``dtrsv``), the faster one counts.
-        """
-        makers = {"expansion": lambda n: [self._expansion_fn(n, d)],
-                  "trsv": self._trsv_fns, "matvec": lambda n: [self._matvec_fn(n)],
-                  "rank_one": lambda n: [self._rank_one_fn(n)]}
-        out = {}
-        for name, primitive, n, times in _floor_parts(learner, t, m):
-            if not n and primitive != "expansion":  # nothing to solve or update yet
-                out[name] = [lambda: None]
-                continue
-            calls = makers[primitive](n)
-            out[name] = calls if times == 1 else [
-                lambda f=f, times=times: [f() for _ in range(times)] for f in calls]
-        return out
-
-    def round_us(self, parts: dict[str, list[Callable[[], Any]]], calls: int) -> dict[str, float]:
-        """One round: each part's mean µs per call over ``calls`` calls (its fastest
-        alternative), on one BLAS thread as in :meth:`of`, and their ``total``."""
+    def of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
+        """The floor of one step of ``learner`` at ``t`` points seen, ``m`` in its dictionary:
+        each part's µs on one BLAS thread (the least the step could cost) and their total."""
         from threadpoolctl import threadpool_limits
 
-        perf = time.perf_counter
+        with threadpool_limits(limits=1):
+            parts = {name: times * self.time(p, n, d) for name, p, n, times in
+                     floor_parts(learner, t, m)}
+        return {**parts, "total": sum(parts.values())}
+
+    def parts(self, learner: str, t: int, m: int, d: int) -> dict[str, list]:
+        """The parts of :meth:`of` as calls, each part its alternatives (one call of each
+        does the part's work), to time in rounds beside the learner's own steps."""
         out = {}
+        for name, p, n, times in floor_parts(learner, t, m):
+            calls = self.calls(p, n, d) if n or p == "expansion" else [lambda: None]
+            out[name] = calls if times == 1 else [
+                lambda f=f, k=int(times): [f() for _ in range(k)] for f in calls]
+        return out
+
+    @staticmethod
+    def round_us(parts: dict[str, list], calls: int) -> dict[str, float]:
+        """Each part's mean µs over ``calls`` calls (its fastest alternative) on one BLAS
+        thread, and their ``total``."""
+        from threadpoolctl import threadpool_limits
+
+        perf, out = time.perf_counter, {}
         with threadpool_limits(limits=1):
             for name, alternatives in parts.items():
                 best = math.inf
@@ -418,58 +222,28 @@ class Floors:
                 out[name] = 1e6 * best
         return {**out, "total": sum(out.values())}
 
-    def of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
-        """The floor of one step of ``learner`` at ``t`` points seen, dictionary size ``m``.
 
-        The primitives run on one BLAS thread, their fastest at these sizes: a floor is the
-        least the step could cost, whatever the threading the learners run with.
-        """
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1):
-            return self._of(learner, t, m, d)
-
-    def _of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
-        timed = {"expansion": lambda n: self.expansion(n, d), "trsv": self.trsv,
-                 "matvec": self.matvec, "rank_one": self.rank_one, "symv": self.symv,
-                 "syrk": self.syrk}
-        parts = {name: times * timed[primitive](n)
-                 for name, primitive, n, times in _floor_parts(learner, t, m)}
-        return {**parts, "total": sum(parts.values())}
+def floor_parts(learner: str, t: int, m: int) -> list[tuple[str, str, int, float]]:
+    """``(part, primitive, size, times)`` of one step of ``learner`` (:data:`FLOOR_DEFINITIONS`,
+    :data:`WINDOW_FLOORS`; for a window ``t`` is the points in it)."""
+    if learner in WINDOW_FLOORS:
+        k = 2 if learner.startswith("Sketched") else 1
+        return [("2 expansion(W)", "expansion", t, 2), (f"{k} symv(m)", "symv", m, k),
+                (f"{k} syrk16(m) / 8", "syrk", m, k / 8)]
+    return {"KONS": [("expansion(t)", "expansion", t, 1), ("trsv(t)", "trsv", t, 1)],
+            "SketchedKONS": [("expansion(t)", "expansion", t, 1), ("2 trsv(m)", "trsv", m, 2)],
+            "FunctionalGD": [("expansion(m)", "expansion", m, 1)],
+            "KRLS": [("expansion(m)", "expansion", m, 1), ("trsv(m)", "trsv", m, 1),
+                     ("matvec(m)", "matvec", m, 1), ("rank_one(m)", "rank_one", m, 1)],
+            }[learner]
 
 
-def _floor_parts(learner: str, t: int, m: int) -> list[tuple[str, str, int, float]]:
-    """The floor of one step of ``learner`` (``FLOOR_DEFINITIONS``): ``(part, primitive,
-    size, times)`` for each part, at ``t`` points seen and ``m`` in the dictionary (for
-    FunctionalGD the terms kept, ``t`` without a budget)."""
-    if learner in WINDOW_FLOORS:  # t: the points in the window; m: the atoms
-        solves = 2 if learner.startswith("Sketched") else 1
-        return [("2 expansion(W)", "expansion", t, 2), (f"{solves} symv(m)", "symv", m, solves),
-                (f"{solves} syrk16(m) / 8", "syrk", m, solves / 8)]
-    if learner == "KONS":
-        return [("expansion(t)", "expansion", t, 1), ("trsv(t)", "trsv", t, 1)]
-    if learner == "SketchedKONS":
-        return [("expansion(t)", "expansion", t, 1), ("2 trsv(m)", "trsv", m, 2)]
-    if learner == "FunctionalGD":
-        return [("expansion(m)", "expansion", m, 1)]
-    if learner == "KRLS":
-        return [("expansion(m)", "expansion", m, 1), ("trsv(m)", "trsv", m, 1),
-                ("matvec(m)", "matvec", m, 1), ("rank_one(m)", "rank_one", m, 1)]
-    raise ValueError(f"no floor defined for {learner!r}")
-
-
-#: The BLAS work a windowed step cannot avoid (issue 28's floor, FLOOR_DEFINITIONS, is the
-#: unbounded step's): the kernel rows at the input and at the point that leaves, the products
-#: with the window's inverses by one triangle and their two rank-one changes a step (a new
-#: atom in, the oldest out), applied 16 of a sign at a time by one rank-16 update; one inverse
-#: for KONS, two for Sketched-KONS (its KORS's too).
+#: The BLAS work of a windowed step: the kernel rows at the input and at the point that leaves,
+#: products with the window's inverses by one triangle, their rank-one changes applied 16 of a
+#: sign at a time; one inverse for KONS, two for Sketched-KONS (its KORS's too).
 WINDOW_FLOORS = {
-    "KONS window": "2 expansion(W) + symv(m) + syrk16(m) / 8: the kernel rows over the W "
-                   "points of the window at the input and at the point that leaves, one product "
-                   "with the m x m inverse (one triangle) and its two rank-one changes, applied "
-                   "16 of a sign at a time (a rank-16 update every 16 steps for each sign)",
-    "SketchedKONS window": "2 expansion(W) + 2 symv(m) + 2 syrk16(m) / 8: as KONS, for the "
-                           "preconditioner's inverse and KORS's",
+    "KONS window": "2 expansion(W) + symv(m) + syrk16(m) / 8",
+    "SketchedKONS window": "2 expansion(W) + 2 symv(m) + 2 syrk16(m) / 8",
 }
 
 FLOOR_DEFINITIONS = {
@@ -487,12 +261,12 @@ FLOOR_DEFINITIONS = {
 }
 
 
-# -- per-step time against the floor at fixed t --------------------------------------------------
+# -- per-step time against the floor at fixed t ----------------------------------------------
 
-#: The t at which each learner's per-step time is compared with its floor.
 STEP_FLOOR_T = (1_000, 10_000)
 STEP_FLOOR_D = 9  # Phishing's width
 STEP_FLOOR_BUDGET = 1_000  # FunctionalGD's budget and KRLS's max_size: Phishing-sized
+STEP_FLOOR_ROUNDS = 5  # replays of each window, each followed by a round of the floor
 
 
 def step_floor_stream(n: int, d: int = STEP_FLOOR_D, seed: int = 0) -> tuple[list, list, list]:
@@ -506,9 +280,9 @@ def step_floor_stream(n: int, d: int = STEP_FLOOR_D, seed: int = 0) -> tuple[lis
 
 
 def step_floor_learners() -> dict[str, tuple[Callable[[], Any], bool, tuple[int, ...]]]:
-    """Each learner at its defaults (the paper's setting for a Phishing-sized run): a builder,
-    whether it takes the labels (logistic loss) and the t at which it is compared. KONS keeps
-    all t points in a dense factor (0.4 GB at t = 10,000), so it is compared at t = 1,000."""
+    """Each learner at its defaults: a builder, whether it takes the labels (logistic loss) and
+    the t at which it is compared. KONS's dense factor holds all t points (0.4 GB at
+    t = 10,000): it is compared at t = 1,000."""
     from okoco import losses
     from okoco.learners import KONS, KRLS, FunctionalGD, SketchedKONS
 
@@ -521,25 +295,18 @@ def step_floor_learners() -> dict[str, tuple[Callable[[], Any], bool, tuple[int,
     }
 
 
-#: Replays of each window (on copies of the learner), each followed by a round of the floor.
-STEP_FLOOR_ROUNDS = 5
-
-
 def step_times(name: str, marks: tuple[int, ...], floors: Floors | None = None,
                rounds: int = STEP_FLOOR_ROUNDS) -> dict:
     """``predict_one`` + ``learn_one`` of one learner up to ``max(marks)``, measured over the
     last tenth of the steps before each mark.
 
-    The stream runs once: the mean and median µs per step over each window (wall clock), the
-    mean CPU time of the process over the same steps (what other processes' load does not
-    inflate) and the dictionary size. Then, with ``floors``, the window is replayed on
+    One pass gives the mean and median µs per step over each window, the process's CPU time
+    over it and the dictionary size. With ``floors``, the window is then replayed on
     ``rounds`` copies of the learner taken at its start, each replay followed at once by a
-    round of the floor's primitives at the mark's size, as many calls of each as the window
-    has steps. The pair with the least total time (the quietest moment of the shared machine)
-    gives the step and the floor: the same statistic, timed side by side.
+    round of the floor's primitives at the mark's size (as many calls as the window has
+    steps); the pair with the least total time (the quietest moment of a shared machine) gives
+    ``replay_us`` and ``floor``: one statistic, timed side by side.
     """
-    import copy
-
     build, labels, _ = step_floor_learners()[name]
     n = max(marks)
     rows, y, sign = step_floor_stream(n)
@@ -560,8 +327,7 @@ def step_times(name: str, marks: tuple[int, ...], floors: Floors | None = None,
         model.learn_one(rows[i], targets[i])
         stamps[i + 1] = perf()
         if i + 1 in marks:
-            cpu_at[i + 1] = cpu()
-            sizes[i + 1] = model.dictionary_size
+            cpu_at[i + 1], sizes[i + 1] = cpu(), model.dictionary_size
     steps = 1e6 * np.diff(stamps)
     out = []
     for lo, t in starts.items():
@@ -573,13 +339,11 @@ def step_times(name: str, marks: tuple[int, ...], floors: Floors | None = None,
             parts = floors.parts(name, t, sizes[t], STEP_FLOOR_D)
             pairs = []
             for replica in copies.pop(t):
-                predict, learn = replica.predict_one, replica.learn_one
                 start = perf()
                 for i in range(lo, t):
-                    predict(rows[i])
-                    learn(rows[i], targets[i])
+                    replica.predict_one(rows[i])
+                    replica.learn_one(rows[i], targets[i])
                 pairs.append((1e6 * (perf() - start) / (t - lo), floors.round_us(parts, t - lo)))
-            # the quietest pair: a replay and the floor round right after it
             mark["replay_us"], mark["floor"] = min(pairs, key=lambda p: p[0] + p[1]["total"])
         out.append(mark)
     return {"marks": out}
@@ -587,14 +351,9 @@ def step_times(name: str, marks: tuple[int, ...], floors: Floors | None = None,
 
 def step_floors(floors: Floors, method: str | None, names: tuple[str, ...] = (),
                 up_to: int | None = None) -> list[dict]:
-    """Per-step time of each learner at t = 1,000 and 10,000 (a forked run each) against its
-    floor at the same t and dictionary size, timed side by side in the same process
-    (:func:`step_times`); ``up_to`` drops the larger t (a quick run).
-
-    ``step_us`` and ``floor_us`` are the quietest of the window's replays, each followed by a
-    round of the floor; ``pass_us``, ``median_us`` and ``cpu_us`` are the first pass's mean,
-    median and CPU time per step over the same window.
-    """
+    """Each learner's :func:`step_times` (a forked run each) as rows: ``step_us`` and
+    ``floor_us`` the quietest replay and its floor, ``pass_us``, ``median_us`` and ``cpu_us``
+    the first pass's; ``up_to`` drops the larger t (a quick run)."""
     rows = []
     for name, (_, _, marks) in step_floor_learners().items():
         marks = tuple(t for t in marks if up_to is None or t <= up_to)
@@ -606,90 +365,14 @@ def step_floors(floors: Floors, method: str | None, names: tuple[str, ...] = (),
             rows.append({"learner": name, "error": raw["error"]})
             continue
         for mark in raw["marks"]:
-            floor = mark["floor"]
-            total = floor["total"]
+            total = mark["floor"]["total"]
             rows.append({
                 "learner": name, "t": mark["t"], "m": mark["m"], "d": STEP_FLOOR_D,
                 "step_us": mark["replay_us"], "pass_us": mark["mean_us"],
                 "median_us": mark["median_us"], "cpu_us": mark["cpu_us"], "floor_us": total,
-                "parts_us": {k: v for k, v in floor.items() if k != "total"},
-                "multiple": mark["replay_us"] / total,
-                "pass_multiple": mark["mean_us"] / total,
-                "median_multiple": mark["median_us"] / total,
-                "cpu_multiple": mark["cpu_us"] / total,
+                "parts_us": {k: v for k, v in mark["floor"].items() if k != "total"},
+                **{f"{k}multiple": mark[key] / total for k, key in (
+                    ("", "replay_us"), ("pass_", "mean_us"), ("median_", "median_us"),
+                    ("cpu_", "cpu_us"))},
             })
     return rows
-
-
-# -- the machine ----------------------------------------------------------------------------------
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _memory_total() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return 1024 * int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def _git_commit() -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=5, cwd=os.path.dirname(__file__))
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def machine() -> dict:
-    """Platform, CPU, cores, memory, load, BLAS and library versions."""
-    try:
-        from threadpoolctl import threadpool_info
-
-        blas = [{k: info.get(k) for k in ("internal_api", "version", "num_threads",
-                                          "threading_layer", "architecture")}
-                for info in threadpool_info()]
-    except ImportError:
-        blas = []
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = None
-    return {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpu": _cpu_model(),
-        "logical_cores": os.cpu_count(),
-        "usable_cores": affinity,
-        "memory_bytes": _memory_total(),
-        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "blas": blas,
-        "versions": {name: _version(dist) for name, dist in (
-            ("okoco", "okoco"), ("numpy", "numpy"), ("scipy", "scipy"), ("river", "river"),
-            ("scikit-learn", "scikit-learn"), ("vowpalwabbit", "vowpalwabbit"))},
-        "git_commit": _git_commit(),
-        "memory_method": memory_method(),
-    }
