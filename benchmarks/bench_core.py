@@ -28,29 +28,24 @@ def steps(names=("FunctionalGD", "KRLS", "SketchedKONS", "KONS")) -> list[dict]:
     from benchmarks import measure
     from okoco.learners import KONS
 
-    window_size = KONS().max_size  # the points in the defaults' window
-    floors = measure.Floors()
-    rows = []
+    window_size, floors, rows = KONS().max_size, measure.Floors(), []
     for name in names:
-        marks = measure.step_floor_learners()[name][2]
-        for mark in measure.step_times(name, marks, floors)["marks"]:
-            floor = mark["floor"]
-            rows.append({"learner": name, "t": mark["t"], "m": mark["m"],
-                         "step_us": mark["replay_us"], "floor_us": floor["total"],
-                         "multiple": mark["replay_us"] / floor["total"],
-                         "cpu_us": mark["cpu_us"], "median_us": mark["median_us"]})
-            window = f"{name} window"
-            if window in measure.WINDOW_FLOORS:  # the windowed step's own BLAS work
-                W = min(mark["t"], window_size)
-                rows[-1]["window_floor_us"] = floors.of(window, W, mark["m"],
-                                                        measure.STEP_FLOOR_D)["total"]
-            extra = (f", window floor {rows[-1]['window_floor_us']:.1f} us -> "
-                     f"{mark['replay_us'] / rows[-1]['window_floor_us']:.2f}x"
-                     if "window_floor_us" in rows[-1] else "")
-            # the median step of the first pass: a step the scheduler did not preempt
-            print(f"  {name:13s} t={mark['t']:6d} m={mark['m']:5d} step {mark['replay_us']:8.1f}"
-                  f" us  floor {floor['total']:8.1f} us  -> {rows[-1]['multiple']:.2f}x  "
-                  f"(median step {mark['median_us']:.1f} us{extra})", flush=True)
+        for mark in measure.step_times(name, measure.step_floor_learners()[name][2],
+                                       floors)["marks"]:
+            row = {"learner": name, "t": mark["t"], "m": mark["m"],
+                   "step_us": mark["replay_us"], "floor_us": mark["floor"]["total"],
+                   "multiple": mark["replay_us"] / mark["floor"]["total"],
+                   "cpu_us": mark["cpu_us"], "median_us": mark["median_us"]}
+            extra = ""
+            if f"{name} window" in measure.WINDOW_FLOORS:  # the windowed step's own BLAS work
+                row["window_floor_us"] = floors.of(f"{name} window", min(mark["t"], window_size),
+                                                   mark["m"], measure.STEP_FLOOR_D)["total"]
+                extra = (f", window floor {row['window_floor_us']:.1f} us -> "
+                         f"{row['step_us'] / row['window_floor_us']:.2f}x")
+            rows.append(row)  # the median step of the first pass: one not preempted
+            print(f"  {name:13s} t={row['t']:6d} m={row['m']:5d} step {row['step_us']:8.1f}"
+                  f" us  floor {row['floor_us']:8.1f} us  -> {row['multiple']:.2f}x  "
+                  f"(median step {row['median_us']:.1f} us{extra})", flush=True)
     return rows
 
 

@@ -23,7 +23,7 @@ Usage::
 
 Results merge into ``--output`` (``results/defaults.json``, ``defaults-<set>.json`` for a
 family) as ``{candidate: {stream: [error, µs/sample, n]}}``; the tables are printed and, with
-``--docs FILE``, written there. No longer measured (results kept in ``benchmarks/results/``):
+``--markdown FILE``, written there. No longer measured (results kept in ``benchmarks/results/``):
 Auto's expert grids and the pool they were chosen from (``families.json``,
 ``long_memory.json``, ``mixing.json``), which needed Auto's private methods, and Auto's time
 against its leading expert alone (``defaults.json``, ``auto_timing``).
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--only", nargs="*", default=[],
                         help="candidate names (a full name selects it alone) or parts of names")
     parser.add_argument("--output", type=Path, default=None)
-    parser.add_argument("--docs", type=Path, default=None, help="also write the tables here")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the tables here")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.streams in SETS:
@@ -301,8 +301,8 @@ def main(argv: list[str] | None = None) -> dict:
                       "", *markdown(results, names), "", *auto_table(results, names)]
     lines.append(f"load average at the start {start}, at the end {report['load_end']}")
     print("\n" + "\n".join(lines))
-    if args.docs is not None:
-        args.docs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if args.markdown is not None:  # the tables only: docs/defaults.md's prose is by hand
+        args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return report
 
 

@@ -25,7 +25,7 @@ import time
 import numpy as np
 from river import linear_model, neighbors, preprocessing
 
-from benchmarks.harness import load, table
+from benchmarks.harness import load, prequential, table
 from okoco import datasets
 from okoco.intervals import IntervalRegressor
 from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto
@@ -45,16 +45,11 @@ MODELS = {
 def run_one(stream: str, make) -> dict:
     wrapper = IntervalRegressor(make(), coverage=0.9)
     model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | wrapper)
-    start = time.process_time()
-    n = 0
-    for x, y in datasets.load(stream):
-        model.predict_one(x)
-        model.learn_one(x, y)
-        n += 1
-    seconds = time.process_time() - start
+    rows = list(datasets.load(stream))
+    run = prequential(model, rows, "regression")  # CPU time: what other load inflates less
     return {"coverage": wrapper.coverage_seen, "width": wrapper.mean_width,
-            "score": wrapper.mean_interval_score, "us": 1e6 * seconds / n,
-            "spread": own_spread(wrapper.regressor, x)}
+            "score": wrapper.mean_interval_score, "us": run["cpu_us"],
+            "spread": own_spread(wrapper.regressor, rows[-1][0])}
 
 
 def own_spread(regressor, x: dict) -> bool:
@@ -95,16 +90,17 @@ def dist_cost(make, stream: str = "friedman", calls: int = 300) -> float:
         rows.append(x)
     rows = rows[-calls:]
 
-    def timed(**kwargs) -> float:
-        best = float("inf")
-        for _ in range(3):
-            start = time.process_time()
-            for x in rows:
-                learner.predict_one(x, **kwargs)
-            best = min(best, time.process_time() - start)
-        return best
+    def timed(**kwargs) -> float:  # the best of 3 rounds, CPU time
+        return min(_cpu(lambda: [learner.predict_one(x, **kwargs) for x in rows])
+                   for _ in range(3))
 
     return timed(with_dist=True) / timed()
+
+
+def _cpu(fn) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
 
 
 def duplicated(n: int = 2000, seed: int = 0):

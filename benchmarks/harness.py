@@ -161,13 +161,6 @@ def load() -> list[float] | None:
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def _first_field(path: str, prefix: str) -> str | None:
     with contextlib.suppress(OSError):
         with open(path) as f:
@@ -178,12 +171,11 @@ def _first_field(path: str, prefix: str) -> str | None:
 
 
 def git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=5, cwd=os.path.dirname(__file__))
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=5, cwd=os.path.dirname(__file__)
+                              ).stdout.strip() or None
+    return None
 
 
 def machine() -> dict:
@@ -205,8 +197,9 @@ def machine() -> dict:
         else None,
         "memory_bytes": 1024 * int(memory.split()[0]) if memory else None,
         "load_average": load(), "blas": blas,
-        "versions": {d: _version(d) for d in ("okoco", "numpy", "scipy", "river",
-                                                 "scikit-learn", "vowpalwabbit")},
+        "versions": {d: next((m.version for m in metadata.distributions(name=d)), None)
+                     for d in ("okoco", "numpy", "scipy", "river", "scikit-learn",
+                               "vowpalwabbit")},
         "git_commit": git_commit(), "memory_method": memory_method(),
     }
 

@@ -22,26 +22,11 @@ from benchmarks.harness import in_child, reset_peak, status_kb
 from benchmarks.learners import Driver, Entry, vw_lines
 
 
-class Inputs:
-    """The stream in each library's input form, built once per stream (outside every timer)."""
-
-    def __init__(self, stream: Stream):
-        self.stream, self._cache = stream, {}
-
-    def get(self, kind: str) -> tuple[list, list, list]:
-        if kind not in self._cache:
-            s = self.stream
-            if kind == "dict":
-                rows = s.dicts()
-                pred, learn = rows, rows
-            elif kind == "row":
-                pred = learn = [s.X[i:i + 1] for i in range(s.n)]
-            elif kind == "vw":
-                pred, learn = vw_lines(s)
-            else:
-                raise ValueError(f"unknown input kind {kind!r}")
-            self._cache[kind] = (pred, learn, s.y.tolist())
-        return self._cache[kind]
+def inputs(stream: Stream) -> dict[str, tuple[list, list, list]]:
+    """The stream in each library's input form (rows to predict, rows to learn, targets):
+    ``dict`` rows, ``(1, d)`` array rows, VW text lines; built once, outside every timer."""
+    ys, rows, arrays = stream.y.tolist(), stream.dicts(), list(stream.X[:, None, :])
+    return {"dict": (rows, rows, ys), "row": (arrays, arrays, ys), "vw": (*vw_lines(stream), ys)}
 
 
 def marks_for(n: int, window: int, extra: tuple[int, ...] = ()) -> list[int]:
@@ -75,29 +60,24 @@ def timed_loop(driver: Driver, xs_pred: list, xs_learn: list, ys: list,
     return out, np.asarray(stamps) - start, total, sizes
 
 
-def _execute(entry: Entry, stream: Stream, inputs: Inputs, marks: list[int],
+def _execute(entry: Entry, stream: Stream, inputs: dict, marks: list[int],
              measure_memory: bool) -> dict:
     """Build the learner and replay the stream (in the forked child when possible)."""
     driver = entry.build(stream)
+    xs = None if driver.kind == "batch" else inputs[driver.kind]
     rss0 = None
-    if driver.kind == "batch":
-        if measure_memory:
-            gc.collect()
-            rss0 = reset_peak()
-        preds, total = driver.run(stream)
-        stamps, sizes = None, []
+    if measure_memory:
+        for row in xs[0] if xs else ():  # copy-on-write copies happen before the measurement
+            for _ in row.items() if isinstance(row, dict) else ():
+                pass
+        gc.collect()
+        rss0 = reset_peak()
+    if xs is None:
+        (preds, total), stamps, sizes = driver.run(stream), None, []
     else:
-        xs_pred, xs_learn, ys = inputs.get(driver.kind)
-        if measure_memory:
-            for o in xs_pred:  # copy-on-write copies happen before the measurement
-                if isinstance(o, dict):
-                    for _ in o.items():
-                        pass
-            gc.collect()
-            rss0 = reset_peak()
-        out, stamps, total, sizes = timed_loop(driver, xs_pred, xs_learn, ys, marks)
+        out, stamps, total, sizes = timed_loop(driver, *xs, marks)
     hwm = status_kb("VmHWM") if rss0 is not None else None
-    if driver.kind != "batch":
+    if xs is not None:
         preds = driver.decode(out)
     if driver.close is not None:
         driver.close()
@@ -105,7 +85,7 @@ def _execute(entry: Entry, stream: Stream, inputs: Inputs, marks: list[int],
             "peak_bytes": 1024 * (hwm - rss0) if hwm is not None else None}
 
 
-def run_entry(entry: Entry, stream: Stream, inputs: Inputs, marks: list[int],
+def run_entry(entry: Entry, stream: Stream, inputs: dict, marks: list[int],
               method: str | None) -> dict:
     """One timed run of ``entry`` on ``stream``: the raw measurements (or ``{"error": ...}``)."""
     fork = method is not None
@@ -115,14 +95,12 @@ def run_entry(entry: Entry, stream: Stream, inputs: Inputs, marks: list[int],
 # -- physical floors --------------------------------------------------------------------------
 
 
-def best_us(fn: Callable[[], Any], budget_s: float = 0.05, repeats: int = 5) -> float:
-    """Best time per call of ``fn`` in µs: ``repeats`` rounds of enough calls to last a while."""
-    fn()
-    start = time.perf_counter()
-    fn()
-    calls = max(1, int(budget_s / repeats / max(time.perf_counter() - start, 1e-7)))
+def fastest_us(alternatives: list[Callable[[], Any]], calls: int) -> float:
+    """µs per call of the fastest of ``alternatives``, each timed over ``calls`` calls after
+    one to warm it."""
     best = math.inf
-    for _ in range(repeats):
+    for fn in alternatives:
+        fn()
         start = time.perf_counter()
         for _ in range(calls):
             fn()
@@ -178,8 +156,11 @@ class Floors:
         key = (primitive, n, d if primitive == "expansion" else 0)
         if n == 0 and primitive != "expansion":
             return 0.0
-        if key not in self.cache:
-            self.cache[key] = min(best_us(f, self.budget_s) for f in self.calls(primitive, n, d))
+        if key not in self.cache:  # the best of 5 rounds of calls lasting the budget
+            fns = self.calls(primitive, n, d)
+            once = fastest_us(fns, 1) * 1e-6
+            calls = max(1, int(self.budget_s / 5 / len(fns) / max(once, 1e-7)))
+            self.cache[key] = min(fastest_us(fns, calls) for _ in range(5))
             reset_peak()  # give the large arrays' pages back
         return self.cache[key]
 
@@ -209,17 +190,8 @@ class Floors:
         thread, and their ``total``."""
         from threadpoolctl import threadpool_limits
 
-        perf, out = time.perf_counter, {}
         with threadpool_limits(limits=1):
-            for name, alternatives in parts.items():
-                best = math.inf
-                for fn in alternatives:
-                    fn()
-                    start = perf()
-                    for _ in range(calls):
-                        fn()
-                    best = min(best, (perf() - start) / calls)
-                out[name] = 1e6 * best
+            out = {name: fastest_us(alternatives, calls) for name, alternatives in parts.items()}
         return {**out, "total": sum(out.values())}
 
 

@@ -123,9 +123,9 @@ def _pairs(runs: list[dict], dataset: str, task: str, sketches) -> list[tuple[di
 
 
 def targets(results: dict) -> list[dict]:
-    """The issue's targets, judged on this run's figures: SketchedKONS at VW ``--ksvm``'s
-    accuracy or better at most half its time; KRLS and FunctionalGD below the random-feature
-    pipelines' error at most half their time; each learner's step within 2x its floor."""
+    """The time targets, judged on this run's figures: SketchedKONS at VW ``--ksvm``'s accuracy
+    or better at most half its time; KRLS and FunctionalGD below the random-feature pipelines'
+    error at most half their time (the step floors' target: :func:`_step_floors`)."""
     out = []
     for ds in results["datasets"]:
         binary = ds["task"] == "binary"
@@ -144,18 +144,6 @@ def targets(results: dict) -> list[dict]:
                 **ratios, "error_ratio": _ratio(mine["error"], peer["error"]),
                 "met": bool(better and ratios["time_ratio"] <= 0.5 and (
                     ratios["loaded_time_ratio"] is None or ratios["loaded_time_ratio"] <= 0.5))})
-    for f in results.get("step_floors", []):
-        if "error" not in f:
-            out.append({
-                "target": f"{f['learner']} per-step time within 2x its floor at t = 1,000 "
-                          "and 10,000",
-                "dataset": f"synthetic, d = {f['d']}", "learner": f["learner"], "peer": "floor",
-                "t": f["t"], "step_us": f["step_us"], "floor_us": f["floor_us"],
-                "multiple": f["multiple"],
-                "met": None if results.get("mode") == "quick" else bool(f["multiple"] <= 2.0),
-                "note": f"m = {f['m']}; quietest of 5 replays beside the floor; first pass "
-                        f"{f['pass_multiple']:.2f}x (median {f['median_multiple']:.2f}x, CPU "
-                        f"time {f['cpu_multiple']:.2f}x)"})
     return out
 
 
@@ -216,34 +204,29 @@ long streams, intervals, the defaults study) and their stored results.
 METHOD = f"""## What is measured
 
 - **Online accuracy / error**: test-then-train, each sample predicted before it is learned (a \
-step without a prediction yet is a mistake); regression: RMSE and MAE on the target's original \
-scale. Features (and targets) that need it are standardized online, once, identically for every \
-learner, outside the timers.
-- **µs per sample**: `time.perf_counter` around the stream, predict + learn, inputs prepared \
-outside the timer in each library's form (`dict` rows for okoco and river, `(1, d)` arrays for \
-scikit-learn's `partial_fit`, text lines for Vowpal Wabbit).
-- **Peak memory**: the growth of a forked child's peak resident set (Linux `VmHWM`, reset \
-through `/proc/self/clear_refs`) over the run.
-- **Settings**: a small grid per learner (RBF `gamma` shared by the kernel methods of a stream; \
-VW `--ksvm`'s bandwidth grid reaches 16× further); the tables show each learner's best setting, \
-an optimistic choice made alike for everyone. *× ref* divides by SketchedKONS (classification) \
-or KRLS (regression). scikit-learn `KernelRidge`, refitted at t = 50, 100, 200, ..., is an \
-error reference, and the naive forecast (the last target) a floor on TrumpApproval, whose \
-target moves like a random walk.
+step without a prediction yet is a mistake); regression: RMSE and MAE in the target's units. \
+Features (and targets) that need it are standardized online, once, alike for every learner.
+- **µs per sample**: predict + learn, inputs prepared outside the timer in each library's form \
+(`dict` rows for okoco and river, `(1, d)` arrays for scikit-learn, text lines for VW).
+- **Peak memory**: the growth of a forked child's peak resident set (Linux `VmHWM`) over the run.
+- **Settings**: a small grid per learner (RBF `gamma` shared by a stream's kernel methods; VW \
+`--ksvm`'s bandwidths reach 16× further); each learner's best setting is shown, an optimistic \
+choice made alike for everyone. *× ref* divides by SketchedKONS (classification) or KRLS \
+(regression). `KernelRidge` refitted at t = 50, 100, 200, ... is an error reference, the last \
+target (naive forecast) a floor on TrumpApproval, whose target moves like a random walk.
 - **Time targets**: the median ratio of {H2H_ROUNDS} head-to-head rounds ({H2H_QUICK_ROUNDS} \
-with `--quick`), the two settings replayed in alternating order, so that the machine's load \
-bursts fall on both alike. SketchedKONS is judged at the fastest setting of its grid whose \
-accuracy is VW's or better (its {SKETCH_SHORTLIST} fastest single passes replayed against VW).
+with `--quick`) in alternating order, so that load bursts fall on both alike. SketchedKONS is \
+judged at the fastest setting whose accuracy is VW's or better (its {SKETCH_SHORTLIST} fastest \
+single passes replayed against VW).
 
 ## BLAS threads
 
-numpy's and scipy's OpenBLAS use every core by default and hand some small calls to their \
-thread pool, whose wake-up costs more than the arithmetic once another process wants the CPU. \
-okoco's hot paths use calls that never thread, and the few that do (KRLS's packed updates, \
-refactorization checks) run in a scope that sets one thread and restores the user's count \
-(`tests/test_threading.py`). **µs/sample** (headline columns, every ratio) is at the default \
-threading; **1 thread** re-times the best setting pinned to one thread (threadpoolctl); \
-**loaded** (`--loaded`) at the default beside one busy process (`while True: pass`).
+OpenBLAS uses every core by default and hands some small calls to its thread pool, whose \
+wake-up costs more than the arithmetic once another process wants the CPU. okoco's hot paths \
+use calls that never thread; the few that do run in a scope that sets one thread and restores \
+the user's count (`tests/test_threading.py`). **µs/sample** (headline columns, every ratio) is \
+at the default threading; **1 thread** re-times the best setting pinned to one thread \
+(threadpoolctl); **loaded** (`--loaded`) at the default beside one busy process.
 """
 
 
@@ -251,10 +234,9 @@ def markdown(results: dict) -> str:
     m = results["machine"]
     lines = [INTRO, f"- **mode**: `{results['mode']}`, command `{results['command'].strip()}`, "
              f"started {results['started']}, took {_f(results.get('duration_s'), '.0f')} s"
-             + (f", commit `{m['git_commit']}`" if m.get("git_commit") else "")]
+             + (f", measured at commit `{m['git_commit']}`" if m.get("git_commit") else "")]
     if results["mode"] != "full":
-        lines.append("- **this is not the full run**: short prefixes and one setting per "
-                     "learner; the figures only show that the suite works.")
+        lines.append("- **not the full run**: the figures only show that the suite works.")
     blas = "; ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('threading_layer')}, "
                      f"{b.get('architecture')}), {b.get('num_threads')} threads"
                      for b in m.get("blas", [])) or "unknown"
@@ -280,27 +262,23 @@ def markdown(results: dict) -> str:
 def _targets(targets: list[dict]) -> list[str]:
     rows = []
     for t in targets:
-        ok, peer = t.get("okoco", {}), t.get("peer_figures", {})
-        if t["peer"] == "floor":
-            fig = (f"{_f(t['step_us'], '.0f')} µs/step vs floor {_f(t['floor_us'], '.0f')} µs "
-                   f"at t = {t['t']}: **{_f(t['multiple'], '.2f')}×** ({t['note']})")
-        else:
-            fig = (f"accuracy {ok['accuracy']:.4f} vs {peer['accuracy']:.4f}; "
-                   if "accuracy" in ok else f"error {_f(ok['error'], '.4g')} vs "
-                   f"{_f(peer['error'], '.4g')} (**{_x(t['error_ratio'])}**); ")
-            fig += (f"{_f(ok['us_per_sample'], '.0f')} vs {_f(peer['us_per_sample'], '.0f')} "
-                    f"µs/sample (**time {_x(t['time_ratio'])}**, target ≤ 0.50×)")
-            if t.get("loaded_time_ratio") is not None:
-                fig += f"; loaded: **time {_x(t['loaded_time_ratio'])}**"
-            if h2h := t.get("head_to_head"):
-                loaded = t.get("single_pass_loaded_time_ratio")
-                fig += (f" (median of {len(h2h['idle']['ratios'])} head-to-head rounds; single "
-                        f"passes {_x(t['single_pass_time_ratio'])}"
-                        + (f", loaded {_x(loaded)}" if loaded is not None else "") + ")")
-            if t["peer"] == SKETCH_PEER:
-                fig += f"; setting: {ok['key']}"
-        status = {True: "met", False: "**not met**", None: "not judged"}[t["met"]]
-        rows.append([t["target"], t["dataset"], t["peer"], fig, status])
+        ok, peer = t["okoco"], t["peer_figures"]
+        fig = (f"accuracy {ok['accuracy']:.4f} vs {peer['accuracy']:.4f}; " if "accuracy" in ok
+               else f"error {_f(ok['error'], '.4g')} vs {_f(peer['error'], '.4g')} "
+                    f"(**{_x(t['error_ratio'])}**); ")
+        fig += (f"{_f(ok['us_per_sample'], '.0f')} vs {_f(peer['us_per_sample'], '.0f')} "
+                f"µs/sample (**time {_x(t['time_ratio'])}**, target ≤ 0.50×)")
+        if t.get("loaded_time_ratio") is not None:
+            fig += f"; loaded: **time {_x(t['loaded_time_ratio'])}**"
+        if h2h := t.get("head_to_head"):
+            loaded = t.get("single_pass_loaded_time_ratio")
+            fig += (f" (median of {len(h2h['idle']['ratios'])} head-to-head rounds; single "
+                    f"passes {_x(t['single_pass_time_ratio'])}"
+                    + (f", loaded {_x(loaded)}" if loaded is not None else "") + ")")
+        if t["peer"] == SKETCH_PEER:
+            fig += f"; setting: {ok['key']}"
+        rows.append([t["target"], t["dataset"], t["peer"], fig,
+                     "met" if t["met"] else "**not met**"])
     return ["## Targets", "", *(table(["target", "dataset", "against", "figures", "status"],
                                       rows) if rows else ["No target could be judged."]), ""]
 
@@ -346,31 +324,33 @@ def _datasets(results: dict) -> list[str]:
 
 
 def _step_floors(results: dict) -> list[str]:
+    judged = results.get("mode") != "quick"
     rows = [[f["learner"], "-", "-", "failed"] + ["-"] * 6 if "error" in f else [
         f["learner"], f["t"], f["m"], _f(f["step_us"], ".1f"),
         f"{_f(f['pass_us'], '.1f')} ({_f(f['median_us'], '.1f')})", _f(f["cpu_us"], ".1f"),
         f"{_f(f['floor_us'], '.1f')} (" + " + ".join(
             f"{k} {v:.1f}" for k, v in f["parts_us"].items()) + ")",
         f"**{_f(f['multiple'], '.2f')}×**",
-        f"{_f(f['pass_multiple'], '.2f')}× ({_f(f['median_multiple'], '.2f')}×)",
-        f"{_f(f['cpu_multiple'], '.2f')}×"] for f in results.get("step_floors", [])]
+        f"{_f(f['pass_multiple'], '.2f')}× ({_f(f['median_multiple'], '.2f')}×), CPU "
+        f"{_f(f['cpu_multiple'], '.2f')}×",
+        ("met" if f["multiple"] <= 2.0 else "**not met**") if judged else "not judged"]
+        for f in results.get("step_floors", [])]
     if not rows:
         return []
     floors = [f"- **{k}**: {v}." for k, v in results.get("floor_definitions", {}).items()]
     return ["## Per-step time against the floor at t = 1,000 and 10,000", "",
             "Each learner at its defaults on a synthetic Phishing-like stream (9 features in "
-            "[0, 1]; logistic loss on the sign for KONS and SketchedKONS, squared loss for "
-            "FunctionalGD with a budget of 1,000 and KRLS with `max_size` 1,000), `predict_one` "
-            "+ `learn_one` at the default BLAS threading, in a forked run, over the last tenth "
-            "of the steps before t (`python -m benchmarks.bench_core --only steps`). The "
-            "window is replayed on 5 copies of the learner taken at its start, each replay "
-            "followed by a round of the floor's primitives (the operations the step cannot "
-            "avoid) at the same t and dictionary size m; **step** and floor are the quietest "
-            "pair, so a burst of load hits both alike. KONS keeps every point in a dense "
-            "factor: it is compared at t = 1,000 only. The floors:", "", *floors, "",
+            "[0, 1]; logistic loss for KONS and SketchedKONS, FunctionalGD with a budget and "
+            "KRLS with `max_size` 1,000), over the last tenth of the steps before t "
+            "(`python -m benchmarks.bench_core --only steps`), the window replayed on 5 copies "
+            "of the learner, each replay followed by a round of the floor's primitives at the "
+            "same t and dictionary size m: **step** and floor are the quietest pair. KONS keeps "
+            "every point in a dense factor: it is compared at t = 1,000 only. The floors:", "",
+            *floors, "",
             *table(["learner", "t", "m", "step µs (replay)", "first pass µs, mean (median)",
                     "CPU µs/step", "floor µs (parts)", "step / floor",
-                    "first pass / floor, mean (median)", "CPU / floor"], rows), ""]
+                    "first pass / floor, mean (median), CPU", "target: step ≤ 2× floor"],
+                   rows), ""]
 
 
 def write(results: dict, page: Path) -> Path:

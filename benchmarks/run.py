@@ -67,7 +67,7 @@ def step_profile(stamps: np.ndarray, marks: list[int], sizes: list, window: int)
 def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tuple[str, ...],
                method: str | None, loaded: bool = False) -> tuple[list, dict]:
     """All runs on one stream, and the figures of the measuring harness alone."""
-    inputs = measure.Inputs(stream)
+    inputs = measure.inputs(stream)
     n = stream.n
     window = max(10, n // 25)
     marks = measure.marks_for(n, window)
@@ -109,7 +109,7 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
     return runs, noop
 
 
-def _us(rec: dict, by_key: dict, stream: data.Stream, inputs: measure.Inputs,
+def _us(rec: dict, by_key: dict, stream: data.Stream, inputs: dict,
         marks: list[int], method: str | None) -> float | None:
     """µs/sample of one more forked replay of ``rec``'s setting (``None`` if it fails)."""
     raw = measure.run_entry(by_key[rec["key"]], stream, inputs, marks, method)
