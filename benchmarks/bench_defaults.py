@@ -150,9 +150,10 @@ SETS = {"table": table_streams, "training": training_streams, "held-out": held_o
 
 
 def _okoco(cls, own_scaling: bool = False, **params):
-    """``cls(**params)`` as a user runs it, with the logistic loss on a binary task."""
+    """``cls(**params)`` as a user runs it, with the logistic loss on a binary task (KRLS, a
+    least-squares method, with its squared loss)."""
     def factory(loss):
-        return cls(**params) if loss is None else cls(loss=loss, **params)
+        return cls(**params) if loss is None or cls is KRLS else cls(loss=loss, **params)
     return lambda task: as_user(factory, task, own_scaling)
 
 

@@ -1,7 +1,6 @@
 """The suite's measurements: timed test-then-train runs of every driver, and physical floors.
 
-One ``time.perf_counter`` stamp after every step (about 0.1 µs) gives the total and the per-step
-time from the same run; inputs are prepared before the timer and predictions scored after it.
+Inputs are prepared before the timer starts and predictions scored after it stops.
 Each run happens in a forked child (:func:`benchmarks.harness.in_child`) that has touched its
 inputs and reset its peak resident set: its memory is the growth of ``VmHWM`` over the run.
 """
@@ -29,39 +28,17 @@ def inputs(stream: Stream) -> dict[str, tuple[list, list, list]]:
     return {"dict": (rows, rows, ys), "row": (arrays, arrays, ys), "vw": (*vw_lines(stream), ys)}
 
 
-def marks_for(n: int, window: int, extra: tuple[int, ...] = ()) -> list[int]:
-    """Step counts (1-based) at which the dictionary size is read.
-
-    >>> marks_for(10, 4, (5,))
-    [4, 5, 8, 10]
-    """
-    return sorted({*range(window, n + 1, window), n, *(e for e in extra if 1 <= e <= n)})
-
-
-def timed_loop(driver: Driver, xs_pred: list, xs_learn: list, ys: list,
-               marks: list[int]) -> tuple[list, np.ndarray, float, list[int | None]]:
-    """Test-then-train over the stream: outputs, stamps (s after start), total s, sizes."""
-    n = len(ys)
-    predict, learn = driver.predict, driver.learn
-    size = driver.size or (lambda: None)
-    out, stamps, sizes = [None] * n, [0.0] * n, []
-    mark_iter = iter(m - 1 for m in marks)
-    next_mark = next(mark_iter, -1)
-    perf = time.perf_counter
-    start = perf()
-    for i in range(n):
+def timed_loop(driver: Driver, xs_pred: list, xs_learn: list, ys: list) -> tuple[list, float]:
+    """Test-then-train over the stream: the outputs and the seconds it took."""
+    predict, learn, out = driver.predict, driver.learn, [None] * len(ys)
+    start = time.perf_counter()
+    for i in range(len(ys)):
         out[i] = predict(xs_pred[i])
         learn(xs_learn[i], ys[i])
-        stamps[i] = perf()
-        if i == next_mark:
-            sizes.append(size())
-            next_mark = next(mark_iter, -1)
-    total = stamps[-1] - start if n else 0.0
-    return out, np.asarray(stamps) - start, total, sizes
+    return out, time.perf_counter() - start
 
 
-def _execute(entry: Entry, stream: Stream, inputs: dict, marks: list[int],
-             measure_memory: bool) -> dict:
+def _execute(entry: Entry, stream: Stream, inputs: dict, measure_memory: bool) -> dict:
     """Build the learner and replay the stream (in the forked child when possible)."""
     driver = entry.build(stream)
     xs = None if driver.kind == "batch" else inputs[driver.kind]
@@ -73,23 +50,23 @@ def _execute(entry: Entry, stream: Stream, inputs: dict, marks: list[int],
         gc.collect()
         rss0 = reset_peak()
     if xs is None:
-        (preds, total), stamps, sizes = driver.run(stream), None, []
+        preds, total = driver.run(stream)
     else:
-        out, stamps, total, sizes = timed_loop(driver, *xs, marks)
+        out, total = timed_loop(driver, *xs)
     hwm = status_kb("VmHWM") if rss0 is not None else None
+    size = driver.size() if driver.size else None
     if xs is not None:
         preds = driver.decode(out)
     if driver.close is not None:
         driver.close()
-    return {"preds": preds, "stamps": stamps, "seconds": total, "sizes": sizes,
+    return {"preds": preds, "seconds": total, "dictionary_size": size,
             "peak_bytes": 1024 * (hwm - rss0) if hwm is not None else None}
 
 
-def run_entry(entry: Entry, stream: Stream, inputs: dict, marks: list[int],
-              method: str | None) -> dict:
+def run_entry(entry: Entry, stream: Stream, inputs: dict, method: str | None) -> dict:
     """One timed run of ``entry`` on ``stream``: the raw measurements (or ``{"error": ...}``)."""
     fork = method is not None
-    return in_child(lambda: _execute(entry, stream, inputs, marks, fork), fork)
+    return in_child(lambda: _execute(entry, stream, inputs, fork), fork)
 
 
 # -- physical floors --------------------------------------------------------------------------

@@ -32,53 +32,28 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def score(stream: data.Stream, preds: np.ndarray, n_points: int = 40) -> dict:
-    """Online metrics of the predictions, on the original scale, and their curve over t."""
-    n = stream.n
-    t = np.unique(np.linspace(1, n, min(n_points, n)).round().astype(int))
+def score(stream: data.Stream, preds: np.ndarray) -> dict:
+    """Online metrics of the predictions, on the original scale."""
     if stream.task == "binary":
-        correct = preds == stream.y.astype(float)  # NaN (no prediction yet) counts as a mistake
-        cum = np.cumsum(correct)
-        return {
-            "metric": "accuracy", "accuracy": float(correct.mean()),
-            "error": float(1.0 - correct.mean()),
-            "curve": {"t": t.tolist(), "value": (cum[t - 1] / t).tolist()},
-        }
+        accuracy = float(np.mean(preds == stream.y))  # NaN (no prediction yet) is a mistake
+        return {"metric": "accuracy", "accuracy": accuracy, "error": 1.0 - accuracy}
     scaled = np.nan_to_num(preds, nan=0.0)  # no prediction yet: the running mean
     err = stream.y_shift + stream.y_scale * scaled - stream.y_true
-    sq = np.cumsum(err * err)
-    rmse = float(math.sqrt(sq[-1] / n))
-    return {
-        "metric": "rmse", "rmse": rmse, "mae": float(np.mean(np.abs(err))), "error": rmse,
-        "curve": {"t": t.tolist(), "value": np.sqrt(sq[t - 1] / t).tolist()},
-    }
-
-
-def step_profile(stamps: np.ndarray, marks: list[int], sizes: list, window: int) -> dict:
-    """Mean µs per step over consecutive windows of ``window`` steps, and the dictionary size
-    at each window's end."""
-    ends = np.arange(window, stamps.shape[0] + 1, window)
-    totals = np.diff(np.r_[0.0, stamps[ends - 1]])
-    size_at = dict(zip(marks, sizes))
-    return {"window": window, "t": (ends - window / 2).tolist(),
-            "us": (1e6 * totals / window).tolist(), "m": [size_at.get(int(e)) for e in ends]}
+    rmse = float(np.sqrt(np.mean(err * err)))
+    return {"metric": "rmse", "rmse": rmse, "mae": float(np.mean(np.abs(err))), "error": rmse}
 
 
 def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tuple[str, ...],
                method: str | None, loaded: bool = False) -> tuple[list, dict]:
     """All runs on one stream, and the figures of the measuring harness alone."""
-    inputs = measure.inputs(stream)
-    n = stream.n
-    window = max(10, n // 25)
-    marks = measure.marks_for(n, window)
-    runs = []
-    raw = measure.run_entry(learners.harness(), stream, inputs, marks, method)
+    inputs, n, runs = measure.inputs(stream), stream.n, []
+    raw = measure.run_entry(learners.harness(), stream, inputs, method)
     noop = raw if "error" in raw else {"us_per_sample": 1e6 * raw["seconds"] / n,
                                        "peak_bytes": raw["peak_bytes"]}
     log(f"  {'(harness: no-op learner)':<60} {noop.get('us_per_sample', math.nan):9.2f} "
         f"us/sample  {_mb(noop.get('peak_bytes'))} MB")
     for entry in learners.entries(stream, quick=quick, skip=skip, only=only):
-        raw = measure.run_entry(entry, stream, inputs, marks, method)
+        raw = measure.run_entry(entry, stream, inputs, method)
         rec = {"dataset": stream.name, "learner": entry.learner, "family": entry.family,
                "library": entry.library, "params": entry.params, "key": entry.key, "n": n}
         if "error" in raw:
@@ -87,10 +62,8 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
             runs.append(rec)
             continue
         rec.update(status="ok", seconds=raw["seconds"], us_per_sample=1e6 * raw["seconds"] / n,
-                   peak_bytes=raw["peak_bytes"], **score(stream, raw["preds"]))
-        if raw["stamps"] is not None:
-            rec["steps"] = step_profile(raw["stamps"], marks, raw["sizes"], window)
-            rec["dictionary_size"] = raw["sizes"][-1] if raw["sizes"] else None
+                   peak_bytes=raw["peak_bytes"], dictionary_size=raw["dictionary_size"],
+                   **score(stream, raw["preds"]))
         runs.append(rec)
         log(f"  {entry.key:<60} {rec['metric']} {rec[rec['metric']]:.4f}  "
             f"{rec['us_per_sample']:9.1f} us/sample  "
@@ -99,7 +72,7 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
     by_key = {e.key: e for e in learners.entries(stream, quick=quick, skip=skip, only=only)}
     # head to head first: it decides which SketchedKONS setting a target judges
     rounds = report.H2H_QUICK_ROUNDS if quick else report.H2H_ROUNDS
-    replay = (by_key, stream, inputs, marks, method)
+    replay = (by_key, stream, inputs, method)
     head_to_head(report.head_to_head_pairs(runs, stream.name, stream.task), *replay,
                  loaded=loaded, rounds=rounds)
     best = report.best_runs(runs)
@@ -110,9 +83,9 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
 
 
 def _us(rec: dict, by_key: dict, stream: data.Stream, inputs: dict,
-        marks: list[int], method: str | None) -> float | None:
+        method: str | None) -> float | None:
     """µs/sample of one more forked replay of ``rec``'s setting (``None`` if it fails)."""
-    raw = measure.run_entry(by_key[rec["key"]], stream, inputs, marks, method)
+    raw = measure.run_entry(by_key[rec["key"]], stream, inputs, method)
     return None if "error" in raw else 1e6 * raw["seconds"] / stream.n
 
 
