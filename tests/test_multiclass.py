@@ -282,7 +282,8 @@ def test_predict_many_takes_a_list_of_dicts():
 
 
 def test_the_other_start_a_new_class_as_the_kons_that_learned_minus_one_before_it():
-    # the start measured against the default (benchmarks/bench_multiclass.py): a class first
+    # the start measured against the default (benchmarks/bench_multiclass.py at commit f31db3a):
+    # a class first
     # seen at t is the KONS that learned -1 on every sample before it (a copy of column 0)
     data = rows(45, seed=6, classes=("a", "b", "c"))
     data = [(x, "a" if i < 4 else ("b" if y == "c" and i < 30 else y))

@@ -43,9 +43,9 @@ on every stream with :math:`K` classes, as for ``Auto``'s own guarantee (``Auto`
 **The fast rate** is ``Auto``'s ``fast_rate``, a rate for one scalar loss, divided by
 :math:`K` as the guaranteed rate is (it does not change the guarantee). Measured against
 ``fast_rate`` on the summed losses, mean test-then-train accuracy over five shuffled orders of
-each stream (``benchmarks/bench_multiclass.py``'s sets, seeds 1-5): ImageSegments 0.9172
-against 0.9136 (better on 5 of 5 orders), digits 0.9497 against 0.9491, wine 0.9401 against
-0.9435 (one sample in 178 on two orders).
+each stream (the sets of ``benchmarks/bench_multiclass.py`` at commit f31db3a, seeds 1-5):
+ImageSegments 0.9172 against 0.9136 (better on 5 of 5 orders), digits 0.9497 against 0.9491,
+wine 0.9401 against 0.9435 (one sample in 178 on two orders).
 
 **A class first seen at sample t** starts with zero coefficients in every expert (each expert
 is then, class by class, the standalone KONS that learned the target 0 before :math:`t`:

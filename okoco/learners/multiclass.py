@@ -125,11 +125,12 @@ class MulticlassClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
     **Threads.** One call at a time (a lock, as the learners have): from several threads the
     state is that of some sequential order of the calls.
 
-    **Memory per class** (``benchmarks/bench_multiclass_memory.py``: tracemalloc, 600 samples
-    of 3 classes, then a new class at every sample): with one preconditioner for all classes
-    a class adds :math:`O(W)`, two columns over the window's :math:`W + 1` slots (the default
-    ``KONS()``: 8 KiB a class at :math:`W = 500`; ``Auto()``: 40 KiB, one pair per expert);
-    any other learner keeps a whole learner per class, and a ``KONS`` with another loss or
+    **Memory per class** (``benchmarks/bench_multiclass_memory.py`` at commit f31db3a:
+    tracemalloc, 600 samples of 3 classes, then a new class at every sample): with one
+    preconditioner for all classes a class adds :math:`O(W)`, two columns over the window's
+    :math:`W + 1` slots (the default ``KONS()``: 8 KiB a class at :math:`W = 500`;
+    ``Auto()``: 40 KiB, one pair per expert); any other learner keeps a whole learner per
+    class, and a ``KONS`` with another loss or
     step its own :math:`(W+1) \times (W+1)` preconditioner: 2.07 MiB a class at
     :math:`W = 500` for ``KONS(loss=Logistic())`` (``FunctionalGD``: 8 KiB). Hence
     ``max_classes`` (500: at most about 1 GiB for a per-class ``KONS`` at its default window,
