@@ -3,10 +3,11 @@
 Three kinds of figures live on the guides, and all come from here, never typed by hand:
 
 * **printed regions** (any guide): a ```` ```python ```` block followed by a region between
-  ``<!-- printed -->`` and ``<!-- /printed -->`` (markdown: a table renders as one). The region
-  is what that block prints when the page's Python blocks run in order as one script, as
-  tests/test_docs.py runs them (and checks the regions). A block after a ``<!-- slow -->`` line
-  runs in the slow tests only (it must not define names later blocks use).
+  ``<!-- printed -->`` and ``<!-- /printed -->`` (markdown: a table renders as one; with
+  ``<!-- printed text -->``, in a ```` ```text ```` fence). The region is what that block
+  prints when the page's Python blocks run in order as one script, as tests/test_docs.py runs
+  them (and checks the regions). A block after a ``<!-- slow -->`` line runs in the slow tests
+  only (it must not define names later blocks use).
 * the command-line guide's (docs/guide/cli.md) **example outputs**: a ```` ```text ```` block
   whose first line is ``$ okoco ...``. Its other lines are lines of that command's output (found
   by their first word), ``...`` standing for lines left out; a table row's timing and memory
@@ -39,7 +40,8 @@ GUIDE = GUIDES / "cli.md"
 PRINTED_PAGES = [GUIDES / "intervals.md", GUIDES / "evaluation.md"]
 #: A Python block: the slow marker before it, its code, the printed region after it.
 PYTHON_BLOCK = re.compile(r"(<!-- slow -->\n)?^```python\n(.*?)^```\n"
-                          r"(?:\n?<!-- printed -->\n(.*?)<!-- /printed -->\n)?", re.M | re.S)
+                          r"(?:\n?<!-- printed( text)? -->\n(.*?)<!-- /printed -->\n)?",
+                          re.M | re.S)
 TEXT_BLOCK = re.compile(r"^```text\n(\$ okoco .*?)^```", re.M | re.S)
 TABLE = re.compile(r"(<!-- quality-table -->\n\n)(.*?)(\n<!-- /quality-table -->)", re.S)
 #: Table columns whose cells change from run to run (left as the page has them).
@@ -48,7 +50,8 @@ VARYING = ("µs/sample", "memory (KiB)")
 
 def run_blocks(text: str, slow: bool = True) -> list[tuple[str, str | None]]:
     """Run the page's Python blocks in order as one script (``__name__ == "__main__"``, in a
-    temporary folder); each block's (output, region) pair, the region ``None`` where the
+    temporary folder); each block's (output, region) pair, the output as its region shows it
+    (in a ```` ```text ```` fence for ``<!-- printed text -->``), the region ``None`` where the
     page shows none. With ``slow=False`` the blocks marked slow are left out."""
     namespace, pairs, home = {"__name__": "__main__"}, [], os.getcwd()
     with tempfile.TemporaryDirectory() as folder:
@@ -60,7 +63,8 @@ def run_blocks(text: str, slow: bool = True) -> list[tuple[str, str | None]]:
                 out = io.StringIO()
                 with contextlib.redirect_stdout(out):
                     exec(compile(match.group(2), "<guide block>", "exec"), namespace)
-                pairs.append((out.getvalue(), match.group(3)))
+                fenced = f"```text\n{out.getvalue()}```\n" if match.group(3) else out.getvalue()
+                pairs.append((fenced, match.group(4)))
         finally:
             os.chdir(home)
     return pairs
@@ -75,11 +79,11 @@ def stale_regions(text: str, slow: bool = True) -> list[tuple[str, str]]:
 
 def refreshed_regions(text: str) -> str:
     """The page with every printed region from a fresh run."""
-    if "<!-- printed -->" not in text:
+    if "<!-- printed" not in text:
         return text
     outputs = iter([out for out, region in run_blocks(text) if region is not None])
-    return PYTHON_BLOCK.sub(lambda m: m.group(0) if m.group(3) is None else
-                            m.group(0)[:m.start(3) - m.start(0)] + next(outputs)
+    return PYTHON_BLOCK.sub(lambda m: m.group(0) if m.group(4) is None else
+                            m.group(0)[:m.start(4) - m.start(0)] + next(outputs)
                             + "<!-- /printed -->\n", text)
 
 
