@@ -38,6 +38,7 @@ from okoco._dist import rescaled_gaussian
 __all__ = ["StandardScaler", "TargetStandardScaler", "SelectPresent", "encode_text", "MAX_ONE_HOT",
            "HASHED_FEATURES"]
 
+
 def _one_at_a_time(method):
     """Run ``method`` holding its object's ``_lock``, as ``okoco.learners.base.one_at_a_time``
     does for the learners (a scaler shared between threads, or saved by ``okoco.save`` while
