@@ -13,7 +13,7 @@ import pytest
 
 import okoco
 from okoco import BinaryClassifier, MulticlassClassifier
-from okoco.kernels import RBF, Kernel
+from okoco.kernels import RBF, Kernel, Linear
 from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, FunctionalGD, SketchedKONS
 from okoco.losses import Loss, Squared
 
@@ -197,6 +197,15 @@ def test_a_user_kernel_gives_the_builtin_kernels_model(name, kernel):
     make = KRLS if name == "KRLS" else LEARNERS[name]
     user = fit_grid(make(kernel=kernel), 100)
     builtin = fit_grid(make(kernel=RBF(gamma=0.5)), 100)
+    np.testing.assert_allclose(user, builtin, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", [*LEARNERS, "KRLS"])
+def test_a_user_kernel_in_the_kernel_algebra(name):
+    """Sums, products and multiples take a user kernel like a built-in one."""
+    make = KRLS if name == "KRLS" else LEARNERS[name]
+    user = fit_grid(make(kernel=0.5 * UserRBF() * UserRBF() + Linear()), 100)
+    builtin = fit_grid(make(kernel=0.5 * RBF(gamma=1.0) + Linear()), 100)
     np.testing.assert_allclose(user, builtin, rtol=1e-8, atol=1e-8)
 
 
