@@ -7,7 +7,7 @@ Three kinds of figures live on the guides, and all come from here, never typed b
   ``<!-- printed text -->``, in a ```` ```text ```` fence). The region is what that block
   prints when the page's Python blocks run in order as one script, as tests/test_docs.py runs
   them (and checks the regions). A block after a ``<!-- slow -->`` line runs in the slow tests
-  only (it must not define names later blocks use).
+  only (it must not define names that blocks not so marked use).
 * the command-line guide's (docs/guide/cli.md) **example outputs**: a ```` ```text ```` block
   whose first line is ``$ okoco ...``. Its other lines are lines of that command's output (found
   by their first word), ``...`` standing for lines left out; a table row's timing and memory
