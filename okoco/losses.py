@@ -22,7 +22,8 @@ A loss is any object with these methods (all vectorised over numpy arrays):
     i.e. :math:`\min \ell''/\ell'^2` there; needed only by :class:`okoco.learners.Auto`, whose
     weighted average then has regret at most :math:`\log N/\eta` to its best expert.
 
-``y_max`` bounds :math:`|y|`; classification losses ignore it (labels are :math:`\pm1`).
+``y_max`` bounds :math:`|y|`, and may be ``None``, meaning ``C`` (the learners pass ``None``);
+classification losses ignore it (labels are :math:`\pm1`).
 Optionally a loss may define ``check_target(y)`` that raises ``ValueError`` for a target outside
 its domain; learners call it before touching their state.
 

@@ -26,6 +26,9 @@ Examples
 from __future__ import annotations
 
 import collections
+import copy
+import functools
+import threading
 
 from river import base, compose, stats
 
@@ -35,6 +38,51 @@ from okoco._dist import rescaled_gaussian
 __all__ = ["StandardScaler", "TargetStandardScaler", "SelectPresent", "encode_text", "MAX_ONE_HOT",
            "HASHED_FEATURES"]
 
+
+def _one_at_a_time(method):
+    """Run ``method`` holding its object's ``_lock``, as ``okoco.learners.base.one_at_a_time``
+    does for the learners (a scaler shared between threads, or saved by ``okoco.save`` while
+    another thread uses it, takes one call at a time)."""
+
+    @functools.wraps(method)
+    def serialized(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return serialized
+
+
+class _Locked:
+    """The learners' ``Locked`` pattern (``okoco.learners.base``, a layer above this one): the
+    lock is no part of the state, so a copy, a pickle or a loaded file gets a lock of its own
+    (``okoco.save`` holds it while it encodes the scaler)."""
+
+    #: Attributes the constructor builds, which a clone keeps as its own.
+    _built_by_init = frozenset({"_lock"})
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def clone(self, new_params: dict | None = None, include_attributes: bool = False):
+        """river's ``clone``; with ``include_attributes`` (river's ``TransformerUnion`` asks
+        for it) the state is copied under the lock, and the copy keeps its own lock (and what
+        else its constructor built)."""
+        twin = super().clone(new_params)
+        if include_attributes:
+            skip = self._built_by_init | set(self._get_params())
+            with self._lock:
+                for name, value in vars(self).items():
+                    if name not in skip:
+                        setattr(twin, name, copy.deepcopy(value))
+        return twin
+
+
 #: A text column with at most this many distinct values is one-hot encoded; a column with
 #: more is hashed (:func:`encode_text`).
 MAX_ONE_HOT = 64
@@ -43,7 +91,7 @@ MAX_ONE_HOT = 64
 HASHED_FEATURES = 64
 
 
-class StandardScaler(base.Transformer):
+class StandardScaler(_Locked, base.Transformer):
     r"""Scale each feature to zero mean and unit variance with running statistics.
 
     Feature :math:`i`, seen :math:`n_i` times, is scaled as :math:`(x_i - \mu_i)/\sigma_i`,
@@ -51,6 +99,8 @@ class StandardScaler(base.Transformer):
     (divisor :math:`n_i`) of its values so far, updated by Welford's method. A feature with no
     variance yet (seen once, or constant) is mapped to 0. Features may appear at any time;
     each has its own count. The same numbers as river's ``preprocessing.StandardScaler``.
+    Calls take a lock, one at a time, as the learners' do: threads may share a scaler, and
+    ``okoco.save`` of a pipeline holding it writes a whole snapshot.
 
     Parameters
     ----------
@@ -80,14 +130,17 @@ class StandardScaler(base.Transformer):
 
     _river_class = "river.preprocessing.scale.StandardScaler"
 
-    _saved_state = {"with_std": "bool", "counts": "plain", "means": "plain", "vars": "plain"}
+    _saved_state = {"with_std": "bool", "counts": "plain", "means": "plain", "vars": "plain",
+                    "_lock": "cache:lock"}
 
     def __init__(self, with_std: bool = True) -> None:
         self.with_std = with_std
         self.counts: collections.Counter = collections.Counter()
         self.means: collections.defaultdict = collections.defaultdict(float)
         self.vars: collections.defaultdict = collections.defaultdict(float)
+        self._lock = threading.Lock()
 
+    @_one_at_a_time
     def learn_one(self, x: dict) -> None:
         # river's updates, mean += (x - mean) / n and var += ((x - old mean) * (x - new mean)
         # - var) / n, the same operations in the same order (the same bits), each statistic
@@ -105,6 +158,7 @@ class StandardScaler(base.Transformer):
             var = vars_[i]
             vars_[i] = var + ((xi - old_mean) * (xi - mean) - var) / n
 
+    @_one_at_a_time
     def transform_one(self, x: dict) -> dict:
         means = self.means
         if not self.with_std:
@@ -117,17 +171,20 @@ class StandardScaler(base.Transformer):
         """The attributes of a scaler resumed from a checkpoint written with river's."""
         if state.get("window_size") is not None:
             raise ValueError("a rolling-window StandardScaler has no okoco counterpart")
-        return {k: v for k, v in state.items() if k != "window_size"}
+        return {**{k: v for k, v in state.items() if k != "window_size"},
+                "_lock": threading.Lock()}
 
 
-class TargetStandardScaler(compose.TargetTransformRegressor):
+class TargetStandardScaler(_Locked, compose.TargetTransformRegressor):
     r"""Standardise the regression target online around a regressor.
 
     The regressor learns :math:`(y - \bar y)/s` and its predictions are mapped back by
     :math:`\hat y\, s + \bar y`, where :math:`\bar y` and :math:`s^2` are the running mean and
     the sample variance (divisor :math:`n - 1`, 0 before two targets) of the targets learned
     so far; while :math:`s = 0` the regressor learns 0. The same numbers as river's
-    ``preprocessing.TargetStandardScaler``.
+    ``preprocessing.TargetStandardScaler``. A call the regressor refuses (a bad feature or
+    target) leaves the running statistics as they were. Calls take a lock, one at a time, as the
+    learners' do (the regressor's lock is taken inside it).
 
     Parameters
     ----------
@@ -152,10 +209,28 @@ class TargetStandardScaler(compose.TargetTransformRegressor):
 
     _river_class = "river.preprocessing.scale_target.TargetStandardScaler"
 
+    #: river's ``func`` and ``inverse_func`` are methods of the wrapper itself.
+    _built_by_init = frozenset({"_lock", "func", "inverse_func"})
+
     def __init__(self, regressor: base.Regressor):
         self.var = stats.Var()
         super().__init__(regressor=regressor, func=self._scale, inverse_func=self._unscale)
+        self._lock = threading.Lock()
 
+    @_one_at_a_time
+    def learn_one(self, x: dict, y: float) -> None:
+        """Update the target statistics and learn the scaled target; if the regressor refuses
+        the sample, the statistics are restored (the call changes nothing)."""
+        var, mean = self.var, self.var.mean
+        before = (dict(vars(var)), dict(vars(mean)))
+        try:
+            super().learn_one(x, y)
+        except BaseException:
+            vars(var).update(before[0])
+            vars(mean).update(before[1])
+            raise
+
+    @_one_at_a_time
     def predict_one(self, x: dict, with_dist: bool = False):
         """The regressor's prediction in the target's units; with ``with_dist=True`` the
         regressor's ``proba.Gaussian`` mapped the same way (mean unscaled, sigma times the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 
@@ -717,3 +718,12 @@ def test_compare_interval_ranks_by_interval_score(tmp_path):
         run("compare", "sinc", "-l", "fgd", "-d", "n=50", "--sort", "coverage"))
     assert "--sort 'nope' is not a column" in error_line(
         run("compare", "sinc", "-l", "fgd", "-d", "n=50", "--sort", "nope"))
+
+
+def test_compare_prints_a_count_without_decimals():
+    """A dictionary of 5 atoms is "5", not "5.000" (a size read as a measurement)."""
+    result = run("compare", "sinc", "-l", "krls", "-d", "n=400")
+    assert result.exit_code == 0, result.stderr
+    header, row = result.stdout.splitlines()[:2]
+    cells = dict(zip(re.split(r"\s{2,}", header.strip()), re.split(r"\s{2,}", row.strip())))
+    assert cells["dictionary"] == "5"

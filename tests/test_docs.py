@@ -6,12 +6,12 @@ temporary working directory; a page that starts a Dask cluster runs as a separat
 ``python page.py`` process (its workers import the script) and is marked slow. The ``okoco
 replay`` / ``okoco compare`` lines of the quick start and the command-line guide run through
 typer's runner on their first samples (``--max-samples``). The command-line guide's figures
-(example outputs, the default-learner table) are those of a fresh run
-(:mod:`benchmarks.cli_guide` writes them).
+(example outputs, the default-learner table) are those of a fresh run, and so is every printed
+region of a page (``<!-- printed -->``: what the Python block before it prints);
+:mod:`benchmarks.guides` writes them. Blocks marked ``<!-- slow -->`` run in the slow tests.
 """
 
 import re
-import runpy
 import shlex
 import subprocess
 import sys
@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.guides import PYTHON_BLOCK as MARKED_BLOCK
+from benchmarks.guides import stale_regions
 from okoco.cli import app
 
 DOCS = Path(__file__).parent.parent / "docs"
@@ -42,16 +44,38 @@ def page_script(page: Path, folder: Path) -> Path:
     return script
 
 
+def stale_message(stale: list) -> str:
+    return "stale (page, now):\n" + "\n\n".join(f"{a}\n{b}" for a, b in stale)
+
+
 @pytest.mark.parametrize("page", pages_with_python())
 def test_python_blocks_run(page, tmp_path, monkeypatch):
+    """The page's blocks run, and each prints its printed region (but the slow blocks)."""
     monkeypatch.chdir(tmp_path)
-    script = page_script(page, tmp_path)
     if CLUSTER.search(page.read_text()):  # spawned workers import the script: a real process
+        script = page_script(page, tmp_path)
         proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                               cwd=tmp_path, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]
     else:
-        runpy.run_path(str(script), run_name="__main__")
+        stale = stale_regions(page.read_text(), slow=False)
+        assert not stale, stale_message(stale)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p for p in DOCS.rglob("*.md") if any(
+    m.group(1) for m in MARKED_BLOCK.finditer(p.read_text()))], ids=lambda p: p.name)
+def test_slow_blocks_print_their_regions(page):
+    stale = stale_regions(page.read_text(), slow=True)
+    assert not stale, stale_message(stale)
+
+
+def test_printed_regions_follow_a_block():
+    """A region not right after a Python block would never be checked."""
+    for page in DOCS.rglob("*.md"):
+        text = page.read_text()
+        placed = sum(m.group(4) is not None for m in MARKED_BLOCK.finditer(text))
+        assert len(re.findall(r"<!-- printed( text)? -->", text)) == placed, page
 
 
 def test_cluster_code_waits_for_main():
@@ -94,8 +118,8 @@ def test_cli_lines_run(command, tmp_path, monkeypatch):
 
 def test_cli_guide_example_outputs_are_current():
     """Each ``$ okoco ...`` output block of the CLI guide is what the command prints now (but
-    timing and memory); ``python -m benchmarks.cli_guide`` rewrites them."""
-    from benchmarks.cli_guide import GUIDE, stale_blocks
+    timing and memory); ``python -m benchmarks.guides`` rewrites them."""
+    from benchmarks.guides import GUIDE, stale_blocks
 
     stale = stale_blocks(GUIDE.read_text())
     assert not stale, "stale (page, now):\n" + "\n\n".join(f"{a}\n{b}" for a, b in stale)
@@ -104,7 +128,7 @@ def test_cli_guide_example_outputs_are_current():
 def test_cli_guide_table_cells_are_current():
     """The cheap cells of the default-learner table (FunctionalGD's, on trump-approval) are a
     fresh run's; the slow test below checks every cell."""
-    from benchmarks.cli_guide import GUIDE, page_row, table_row
+    from benchmarks.guides import GUIDE, page_row, table_row
 
     page = page_row(GUIDE.read_text(), "trump-approval").split(" | ")
     fresh = table_row("trump-approval", columns=[0, 1, 2]).split(" | ")
@@ -113,7 +137,7 @@ def test_cli_guide_table_cells_are_current():
 
 @pytest.mark.slow
 def test_cli_guide_table_is_current():
-    from benchmarks.cli_guide import GUIDE, TABLE, quality_table
+    from benchmarks.guides import GUIDE, TABLE, quality_table
 
     assert TABLE.search(GUIDE.read_text()).group(2) == quality_table()
 

@@ -142,3 +142,18 @@ def test_target_scaler_refuses_a_variance_that_overflows_in_the_targets_units():
     assert math.isfinite(model.predict_one(far))
     with pytest.raises(ValueError, match="predictive variance"):
         model.predict_one(far, with_dist=True)
+
+
+@pytest.mark.parametrize("x, y", [({"x": float("nan")}, 1.0), ({"x": 1.0}, float("nan")),
+                                  ({"x": "text"}, 1.0)])
+def test_target_scaler_refused_sample_changes_nothing(x, y):
+    """The regressor refuses the sample after the target statistics were updated: they are
+    restored (before, the count and mean kept the refused target, NaN for good after a NaN)."""
+    model = okp.TargetStandardScaler(KONS())
+    for i in range(3):
+        model.learn_one({"x": float(i)}, 2.0 * i)
+    before = (model.var.n, model.var.mean.get(), model.var.get())
+    with pytest.raises((ValueError, TypeError)):
+        model.learn_one(x, y)
+    assert (model.var.n, model.var.mean.get(), model.var.get()) == before
+    assert model.regressor.n_seen == 3

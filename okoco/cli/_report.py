@@ -13,8 +13,14 @@ import typer
 
 
 def _num(v: float) -> str:
+    """A table's figure: a count (a whole number, e.g. a dictionary of 5 atoms) without
+    decimals, else four significant digits or more.
+
+    >>> _num(5.0), _num(5.5), _num(1234.5), _num(0.0123456)
+    ('5', '5.500', '1,234', '0.01235')
+    """
     a = abs(v)
-    if a >= 100:
+    if a >= 100 or (a >= 1 and float(v).is_integer()):
         return f"{v:,.0f}"
     return f"{v:.3f}" if a >= 1 else f"{v:.4g}"
 

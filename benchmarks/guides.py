@@ -1,34 +1,90 @@
-"""The figures of the command-line guide (docs/guide/cli.md), regenerated from fresh runs.
+"""The guides' figures, regenerated from fresh runs: ``python -m benchmarks.guides``.
 
-Two kinds of figures live on that page, and both come from here, never typed by hand:
+Three kinds of figures live on the guides, and all come from here, never typed by hand:
 
-* **example outputs**: a ```` ```text ```` block whose first line is ``$ okoco ...``. Its other
-  lines are lines of that command's output (found by their first word), ``...`` standing for
-  lines left out; a table row's timing and memory cells (``compare``) differ from run to run and
-  are not compared.
-* **the default-learner table**, between ``<!-- quality-table -->`` and
-  ``<!-- /quality-table -->``: the final metric of every candidate of
-  the CLI's default-learner study (``CANDIDATES``) on its streams (``STREAMS``).
+* **printed regions** (any guide): a ```` ```python ```` block followed by a region between
+  ``<!-- printed -->`` and ``<!-- /printed -->`` (markdown: a table renders as one; with
+  ``<!-- printed text -->``, in a ```` ```text ```` fence). The region is what that block
+  prints when the page's Python blocks run in order as one script, as tests/test_docs.py runs
+  them (and checks the regions). A block after a ``<!-- slow -->`` line runs in the slow tests
+  only (it must not define names that blocks not so marked use).
+* the command-line guide's (docs/guide/cli.md) **example outputs**: a ```` ```text ```` block
+  whose first line is ``$ okoco ...``. Its other lines are lines of that command's output (found
+  by their first word), ``...`` standing for lines left out; a table row's timing and memory
+  cells (``compare``) differ from run to run and are not compared.
+* the command-line guide's **default-learner table**, between ``<!-- quality-table -->`` and
+  ``<!-- /quality-table -->``: the final metric of every candidate of the CLI's default-learner
+  study (``CANDIDATES``) on its streams (``STREAMS``).
 
-``python -m benchmarks.cli_guide`` rewrites the page (a few minutes on 2 cores: the table's
+``python -m benchmarks.guides`` rewrites the pages (a few minutes on 2 cores: the table's
 exact KONS and Auto runs); ``--check`` only says which figures are stale (exit code 1).
-tests/test_docs.py checks the example outputs and a few cells of the table on every run, the
-whole table in its slow tests.
+tests/test_docs.py checks the example outputs, the printed regions (the slow blocks' in its
+slow tests) and a few cells of the table on every run, the whole table in its slow tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import os
 import re
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
-GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "cli.md"
+GUIDES = Path(__file__).resolve().parent.parent / "docs" / "guide"
+GUIDE = GUIDES / "cli.md"
+#: The guides with printed regions.
+PRINTED_PAGES = [GUIDES / "intervals.md", GUIDES / "evaluation.md"]
+#: A Python block: the slow marker before it, its code, the printed region after it.
+PYTHON_BLOCK = re.compile(r"(<!-- slow -->\n)?^```python\n(.*?)^```\n"
+                          r"(?:\n?<!-- printed( text)? -->\n(.*?)<!-- /printed -->\n)?",
+                          re.M | re.S)
 TEXT_BLOCK = re.compile(r"^```text\n(\$ okoco .*?)^```", re.M | re.S)
 TABLE = re.compile(r"(<!-- quality-table -->\n\n)(.*?)(\n<!-- /quality-table -->)", re.S)
 #: Table columns whose cells change from run to run (left as the page has them).
 VARYING = ("µs/sample", "memory (KiB)")
+
+
+def run_blocks(text: str, slow: bool = True) -> list[tuple[str, str | None]]:
+    """Run the page's Python blocks in order as one script (``__name__ == "__main__"``, in a
+    temporary folder); each block's (output, region) pair, the output as its region shows it
+    (in a ```` ```text ```` fence for ``<!-- printed text -->``), the region ``None`` where the
+    page shows none. With ``slow=False`` the blocks marked slow are left out."""
+    namespace, pairs, home = {"__name__": "__main__"}, [], os.getcwd()
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)  # contextlib.chdir needs Python 3.11
+        try:
+            for match in PYTHON_BLOCK.finditer(text):
+                if match.group(1) and not slow:
+                    continue
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    exec(compile(match.group(2), "<guide block>", "exec"), namespace)
+                fenced = f"```text\n{out.getvalue()}```\n" if match.group(3) else out.getvalue()
+                pairs.append((fenced, match.group(4)))
+        finally:
+            os.chdir(home)
+    return pairs
+
+
+def stale_regions(text: str, slow: bool = True) -> list[tuple[str, str]]:
+    """The printed regions of ``text`` that a fresh run does not reproduce, as (on the page,
+    fresh) pairs."""
+    return [(region, out) for out, region in run_blocks(text, slow)
+            if region is not None and region != out]
+
+
+def refreshed_regions(text: str) -> str:
+    """The page with every printed region from a fresh run."""
+    if "<!-- printed" not in text:
+        return text
+    outputs = iter([out for out, region in run_blocks(text) if region is not None])
+    return PYTHON_BLOCK.sub(lambda m: m.group(0) if m.group(4) is None else
+                            m.group(0)[:m.start(4) - m.start(0)] + next(outputs)
+                            + "<!-- /printed -->\n", text)
 
 
 def output_of(command: str) -> str:
@@ -157,21 +213,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report stale figures")
     parser.add_argument("--no-table", action="store_true",
-                        help="the example outputs only (seconds, not minutes)")
+                        help="not the CLI guide's default-learner table (seconds, not minutes)")
     args = parser.parse_args(argv)
-    old = GUIDE.read_text()
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    stale = []
+    for page in [GUIDE, *PRINTED_PAGES]:
+        old = page.read_text()
+        if args.check:
+            if page == GUIDE:
+                stale += [f"{page.name}: {new.split(chr(10))[0]}" for _, new in stale_blocks(old)]
+                if not args.no_table and TABLE.search(old).group(2) != quality_table():
+                    stale.append(f"{page.name}: the default-learner table")
+            stale += [f"{page.name}: {new.split(chr(10))[0]}" for _, new in stale_regions(old)]
+            continue
+        new = refreshed_page(old, table=not args.no_table) if page == GUIDE else old
+        page.write_text(refreshed_regions(new))
+        print(f"{page}: figures rewritten")
+    print(f"load average {os.getloadavg()[0]:.2f}")
     if args.check:
-        stale = [new.split("\n")[0] for _, new in stale_blocks(old)]
-        if not args.no_table and TABLE.search(old).group(2) != quality_table():
-            stale.append("the default-learner table")
         for what in stale:
             print(f"stale: {what}")
-        print(f"{GUIDE}: " + ("stale figures; run python -m benchmarks.cli_guide" if stale
-                              else "every figure is current"))
-        return 1 if stale else 0
-    GUIDE.write_text(refreshed_page(old, table=not args.no_table))
-    print(f"{GUIDE}: figures rewritten")
-    return 0
+        print("stale figures; run python -m benchmarks.guides" if stale
+              else "every figure is current")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
