@@ -80,8 +80,8 @@ import numpy as np
 from river import base, linear_model, proba
 
 from okoco._checks import check_target
+from okoco._locking import Locked, one_at_a_time
 from okoco._validation import Interval, Protocol, check_params
-from okoco.learners.base import Locked, one_at_a_time
 
 __all__ = ["AdaptiveConformal", "IntervalRegressor", "interval_score"]
 

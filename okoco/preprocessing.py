@@ -26,61 +26,16 @@ Examples
 from __future__ import annotations
 
 import collections
-import copy
-import functools
 import threading
 
 from river import base, compose, stats
 
 from okoco import persistence
 from okoco._dist import rescaled_gaussian
+from okoco._locking import Locked, one_at_a_time
 
 __all__ = ["StandardScaler", "TargetStandardScaler", "SelectPresent", "encode_text", "MAX_ONE_HOT",
            "HASHED_FEATURES"]
-
-
-def _one_at_a_time(method):
-    """Run ``method`` holding its object's ``_lock``, as ``okoco.learners.base.one_at_a_time``
-    does for the learners (a scaler shared between threads, or saved by ``okoco.save`` while
-    another thread uses it, takes one call at a time)."""
-
-    @functools.wraps(method)
-    def serialized(self, *args, **kwargs):
-        with self._lock:
-            return method(self, *args, **kwargs)
-
-    return serialized
-
-
-class _Locked:
-    """The learners' ``Locked`` pattern (``okoco.learners.base``, a layer above this one): the
-    lock is no part of the state, so a copy, a pickle or a loaded file gets a lock of its own
-    (``okoco.save`` holds it while it encodes the scaler)."""
-
-    #: Attributes the constructor builds, which a clone keeps as its own.
-    _built_by_init = frozenset({"_lock"})
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_lock", None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
-    def clone(self, new_params: dict | None = None, include_attributes: bool = False):
-        """river's ``clone``; with ``include_attributes`` (river's ``TransformerUnion`` asks
-        for it) the state is copied under the lock, and the copy keeps its own lock (and what
-        else its constructor built)."""
-        twin = super().clone(new_params)
-        if include_attributes:
-            skip = self._built_by_init | set(self._get_params())
-            with self._lock:
-                for name, value in vars(self).items():
-                    if name not in skip:
-                        setattr(twin, name, copy.deepcopy(value))
-        return twin
 
 
 #: A text column with at most this many distinct values is one-hot encoded; a column with
@@ -91,7 +46,7 @@ MAX_ONE_HOT = 64
 HASHED_FEATURES = 64
 
 
-class StandardScaler(_Locked, base.Transformer):
+class StandardScaler(Locked, base.Transformer):
     r"""Scale each feature to zero mean and unit variance with running statistics.
 
     Feature :math:`i`, seen :math:`n_i` times, is scaled as :math:`(x_i - \mu_i)/\sigma_i`,
@@ -140,7 +95,7 @@ class StandardScaler(_Locked, base.Transformer):
         self.vars: collections.defaultdict = collections.defaultdict(float)
         self._lock = threading.Lock()
 
-    @_one_at_a_time
+    @one_at_a_time
     def learn_one(self, x: dict) -> None:
         # river's updates, mean += (x - mean) / n and var += ((x - old mean) * (x - new mean)
         # - var) / n, the same operations in the same order (the same bits), each statistic
@@ -158,7 +113,7 @@ class StandardScaler(_Locked, base.Transformer):
             var = vars_[i]
             vars_[i] = var + ((xi - old_mean) * (xi - mean) - var) / n
 
-    @_one_at_a_time
+    @one_at_a_time
     def transform_one(self, x: dict) -> dict:
         means = self.means
         if not self.with_std:
@@ -175,7 +130,7 @@ class StandardScaler(_Locked, base.Transformer):
                 "_lock": threading.Lock()}
 
 
-class TargetStandardScaler(_Locked, compose.TargetTransformRegressor):
+class TargetStandardScaler(Locked, compose.TargetTransformRegressor):
     r"""Standardise the regression target online around a regressor.
 
     The regressor learns :math:`(y - \bar y)/s` and its predictions are mapped back by
@@ -217,7 +172,7 @@ class TargetStandardScaler(_Locked, compose.TargetTransformRegressor):
         super().__init__(regressor=regressor, func=self._scale, inverse_func=self._unscale)
         self._lock = threading.Lock()
 
-    @_one_at_a_time
+    @one_at_a_time
     def learn_one(self, x: dict, y: float) -> None:
         """Update the target statistics and learn the scaled target; if the regressor refuses
         the sample, the statistics are restored (the call changes nothing)."""
@@ -230,7 +185,7 @@ class TargetStandardScaler(_Locked, compose.TargetTransformRegressor):
             vars(mean).update(before[1])
             raise
 
-    @_one_at_a_time
+    @one_at_a_time
     def predict_one(self, x: dict, with_dist: bool = False):
         """The regressor's prediction in the target's units; with ``with_dist=True`` the
         regressor's ``proba.Gaussian`` mapped the same way (mean unscaled, sigma times the

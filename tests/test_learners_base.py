@@ -6,10 +6,11 @@ import pandas as pd
 import pytest
 from streams import as_dicts, unit_rows
 
-from okoco import BinaryClassifier, kernels, losses
+from okoco import BinaryClassifier, MulticlassClassifier, kernels, losses
 from okoco._input import FeatureMap, Rows
 from okoco.learners import KONS, KRLS, FunctionalGD
 from okoco.learners.base import clip_excess
+from okoco.losses import Logistic
 
 LEARNERS = [
     lambda: FunctionalGD(eta=0.3),
@@ -282,3 +283,30 @@ def test_feature_map_fast_path_agrees_with_the_cell_by_cell_path():
     np.testing.assert_array_equal(second, [1, 2, 3])
     restored = pickle.loads(pickle.dumps(fm))
     np.testing.assert_array_equal(restored.encode({"c": 1.0, "b": 2.0, "a": 3.0})[0], [3, 2, 1])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: KONS(), lambda: FunctionalGD(), lambda: KRLS(),
+    lambda: BinaryClassifier(KONS(loss=Logistic())),
+    lambda: MulticlassClassifier(),
+])
+def test_clone_with_attributes_is_a_copy_with_its_own_lock(make):
+    # river's clone(include_attributes=True) (TransformerUnion asks for it) deep-copied the
+    # lock attribute by attribute: "cannot pickle '_thread.lock' object"
+    model = make()
+    rng = np.random.default_rng(3)
+    data = [({"a": float(u), "b": float(v)}, float(np.sin(3 * u)))
+            for u, v in rng.uniform(-1, 1, size=(30, 2))]
+    classify = isinstance(model, (BinaryClassifier, MulticlassClassifier))
+    label = (lambda y: y > 0) if classify else (lambda y: y)
+    for x, y in data[:20]:
+        model.learn_one(x, label(y))
+    twin = model.clone(include_attributes=True)
+    assert twin._lock is not model._lock
+    ask = (lambda m, x: m.predict_proba_one(x)) if classify else (lambda m, x: m.predict_one(x))
+    for x, _ in data[20:]:
+        assert ask(twin, x) == ask(model, x)
+    before = [ask(model, x) for x, _ in data[20:]]
+    for x, y in data[20:]:
+        twin.learn_one(x, label(y))
+    assert [ask(model, x) for x, _ in data[20:]] == before  # the copy shares no state

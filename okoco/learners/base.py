@@ -19,7 +19,6 @@ subclass declares its parameters in ``_parameter_constraints`` (checked by
 from __future__ import annotations
 
 import abc
-import functools
 import math
 import threading
 import warnings
@@ -36,6 +35,7 @@ from okoco._core import _encode
 from okoco._core._loss import clip_excess  # noqa: F401  (the papers' h(z), compiled)
 from okoco._dist import gaussian
 from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, check_targets
+from okoco._locking import Locked, one_at_a_time  # noqa: F401  (the learners' lock)
 from okoco._validation import Interval, Protocol, check_params
 from okoco.learners._codes import compiled_kernel, compiled_loss, widened  # noqa: F401
 from okoco.learners._step_size import ETA, ETA_HESSIAN, StepSize  # noqa: F401
@@ -66,34 +66,6 @@ def overflow_target_message(y: float, prediction: float) -> str:
             f"{prediction:.3g}: learning it would overflow the learner's running statistics "
             "(the noise scale of with_dist, the regret sums) in float64; rescale the targets "
             "(e.g. okoco.preprocessing.TargetStandardScaler)")
-
-
-def one_at_a_time(method):
-    """Run ``method`` holding its object's ``_lock``: a learner shared between threads takes
-    one call at a time (a step is never interleaved with another step or a prediction)."""
-
-    @functools.wraps(method)
-    def serialized(self, *args, **kwargs):
-        with self._lock:
-            return method(self, *args, **kwargs)
-
-    return serialized
-
-
-class Locked:
-    """An object whose calls take ``self._lock`` one at a time (:func:`one_at_a_time`): the
-    lock is no part of its state, so a copy, a pickle or a loaded file gets a lock of its own.
-    The learners and the wrappers share this."""
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_lock", None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
 
 
 #: Constraints shared by the learners' parameters (see okoco._validation).

@@ -10,8 +10,8 @@ from river import base
 
 from okoco import losses, persistence
 from okoco._checks import check_label, in_row
+from okoco._locking import Locked, one_at_a_time
 from okoco._validation import Protocol, check_params
-from okoco.learners.base import Locked, one_at_a_time
 from okoco.learners.fgd import FunctionalGD
 
 __all__ = ["BinaryClassifier"]

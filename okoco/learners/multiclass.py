@@ -51,12 +51,12 @@ from okoco import kernels as _kernels
 from okoco import losses, persistence
 from okoco._checks import check_label, in_row
 from okoco._input import FeatureMap, reserve
+from okoco._locking import Locked, one_at_a_time
 from okoco._validation import Interval, Protocol, check_params
 from okoco.learners._multiclass_auto import SharedSquaredAuto
 from okoco.learners._multiclass_auto import shares_preconditioner as _auto_shares
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import ExpertRows, SharedPoints
-from okoco.learners.base import Locked, one_at_a_time
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS
 
