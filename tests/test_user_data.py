@@ -243,11 +243,18 @@ def test_checkpoints_of_text_columns_are_refused_in_one_line(tmp_path):
     assert not (tmp_path / "c.ckpt.npz").exists()
 
 
-def test_pos_label_is_refused_on_a_dask_cluster(tmp_path):
-    path = churn(tmp_path / "w.csv", n=20)
-    line = error_line(run("compare", path, "-t", "churn", "-l", "fgd", "--pos-label", "no",
-                          "--scheduler", "local"))
-    assert "--pos-label does not reach a Dask cluster's runs yet" in line
+def test_pos_label_reaches_a_dask_clusters_runs(tmp_path):
+    # before: refused with --scheduler ("--pos-label does not reach a Dask cluster's runs yet")
+    path = churn(tmp_path / "w.csv", n=60)
+    args = ("compare", path, "-t", "churn", "-l", "fgd", "-m", "f1", "--json")
+    f1 = {}
+    for label in ("no", "yes"):
+        here = json.loads(run(*args, "--pos-label", label).stdout)["summary"]
+        there = json.loads(run(*args, "--pos-label", label, "--scheduler", "local",
+                               "--workers", "1").stdout)["summary"]
+        assert [r["F1"]["mean"] for r in there] == [r["F1"]["mean"] for r in here]
+        f1[label] = here[0]["F1"]["mean"]
+    assert f1["no"] != f1["yes"]  # the label named is the one scored
 
 
 @pytest.mark.slow

@@ -227,9 +227,6 @@ def _compare_on_dask(base: Any, learner: list[str], seeds: int, shared: dict[str
     # deferred: okoco.distributed imports Dask, an optional dependency slow to import
     from okoco import distributed
 
-    if base.pos_label is not None:
-        raise cli.UserError("--pos-label does not reach a Dask cluster's runs yet; run without "
-                            "--scheduler (the positive label is then inferred the same way)")
     kernel = cli._kernel(base.kernel, base.gamma, base.degree, base.coef0, base.normalize)
     learners: Any = learner
     if kernel is not None:  # the kernel goes to the learners that take one (Auto picks its own)
@@ -247,7 +244,8 @@ def _compare_on_dask(base: Any, learner: list[str], seeds: int, shared: dict[str
             kernel=kernel, loss=base.loss, C=base.C, metrics=list(base.metrics),
             max_samples=base.max_samples, checkpoints=base.checkpoints, scale=base.scale,
             scale_target=base.scale_target, shuffle=base.shuffle, target=base.target,
-            interval=base.interval, scheduler=scheduler, workers=workers, progress=progress)
+            interval=base.interval, pos_label=base.pos_label, scheduler=scheduler,
+            workers=workers, progress=progress)
     except (ImportError, ConnectionError) as error:
         raise cli.UserError(str(error)) from None
     if not res.ok:

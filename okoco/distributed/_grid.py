@@ -66,7 +66,8 @@ def _reporter(progress: Any, total: int) -> Callable[[dict[str, Any], Task], Non
 
 def _settings(kernel: Any, loss: str | None, C: float, metrics: Any, max_samples: int | None,
               checkpoints: Any, scale: bool, scale_target: bool, shuffle: bool,
-              target: str | None, interval: float | None = None) -> dict[str, Any]:
+              target: str | None, interval: float | None = None,
+              pos_label: Any = None) -> dict[str, Any]:
     if kernel is None:
         kernel = make_kernel("rbf")
     elif isinstance(kernel, str):
@@ -85,7 +86,7 @@ def _settings(kernel: Any, loss: str | None, C: float, metrics: Any, max_samples
     return {"kernel": kernel, "loss": None if loss is None else loss.lower(), "C": float(C),
             "metric": names, "max_samples": max_samples, "checkpoints": checkpoints,
             "scale": bool(scale), "scale_target": bool(scale_target), "shuffle": bool(shuffle),
-            "target": target, "interval": interval}
+            "target": target, "interval": interval, "pos_label": pos_label}
 
 
 def grid(
@@ -106,6 +107,7 @@ def grid(
     shuffle: bool = False,
     target: str | None = None,
     interval: float | None = None,
+    pos_label: Any = None,
     scheduler: Any = None,
     workers: int | None = None,
     progress: bool | Callable[[int, int, dict], None] = False,
@@ -147,6 +149,9 @@ def grid(
         ``None``, or a coverage in ``(0, 1)``: each run's model is wrapped in
         :class:`okoco.intervals.IntervalRegressor` (see :class:`okoco.experiment.RunSpec`) and
         its result has the columns ``coverage``, ``mean_width`` and ``interval_score``.
+    pos_label
+        The positive label of binary datasets (``okoco compare --pos-label``; see
+        :class:`okoco.experiment.RunSpec`); ``None`` infers it by the documented rule.
     scheduler
         ``None`` / ``"serial"`` (in this process), ``"local"`` (a LocalCluster started and
         stopped for this call), a scheduler address, or a ``distributed.Client``.
@@ -187,7 +192,7 @@ def grid(
     True
     """
     settings = _settings(kernel, loss, C, metrics, max_samples, checkpoints, scale,
-                         scale_target, shuffle, target, interval)
+                         scale_target, shuffle, target, interval, pos_label)
     tasks = make_tasks(learners, datasets, params=params, seeds=seeds, data_params=data_params)
     check_scheduler(scheduler, workers)
     report = _reporter(progress, len(tasks))

@@ -148,7 +148,8 @@ def run_task(task: Task, settings: Mapping[str, Any], data: Any = None):
                            max_samples=settings["max_samples"],
                            checkpoints=settings["checkpoints"], scale=settings["scale"],
                            scale_target=settings["scale_target"], seed=task.seed,
-                           interval=settings.get("interval"))
+                           interval=settings.get("interval"),
+                           pos_label=settings.get("pos_label"))
             result = run(spec, data=ds)
     except Exception as error:  # a bad task must not stop the grid: report it
         _failed(record, error)
