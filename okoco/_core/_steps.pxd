@@ -1,5 +1,5 @@
 # The step objects' common part (okoco._core._steps.StepCore), for the step objects of other
-# modules (okoco._core._kons): a learner's rows and the last row analysed.
+# modules (okoco._core._kons): typed views of a learner's rows and the last row analysed.
 
 from okoco._core._kernels cimport Kernel
 
@@ -13,8 +13,12 @@ cdef class StepCore:
     cdef double* x                 # the last row analysed, zero-padded to x_width
     cdef Py_ssize_t x_len, x_width, x_cap, seen, n, d
 
+    cdef int bind_buffers(self, object data, object sq, Py_ssize_t n, Py_ssize_t d) except -1
+    cdef int column_room(self) except -1
     cdef int bind_rows(self, object store) except -1
     cdef bint known(self, const double[:] v, Py_ssize_t seen) noexcept
     cdef int keep(self, const double[:] v) except -1
     cdef int kernel_column(self) except -1
+    cdef int take_column(self, const double[::1] g) except -1
+    cdef double put_row(self, Py_ssize_t slot) noexcept
     cdef int append_row(self, Py_ssize_t slot, double norm_bound) except -1
