@@ -240,7 +240,9 @@ class KORS(Dictionary):
         if self._slots is not None:
             added, _, _ = self._inverse_step(np.zeros(self._size), 0.0, None)
             return added
-        p = float(self.p_min)  # max(min(beta tau~, 1), p_min) with tau~ = 0
+        none = np.zeros(0)  # Eq. 4's score with nothing explained: q = 0, so p = p_min
+        _, _, p = _steps.kors_score(none, none, self._chol._L, 0.0, self.alpha, self.eps,
+                                    self.beta, self.p_min, none, none)
         added = self._rng.random() < p  # a bool: random() returns a Python float
         if added:  # the zero column joins with the diagonal 0 / p + alpha
             m = self._size
@@ -277,7 +279,9 @@ class KORS(Dictionary):
         self._slots = reserve(self._slots, m + 1)
         with scipy_one_thread:
             added, q, tau, p, slot = _kors.inverse_step(
-                self, np.ascontiguousarray(k_col, dtype=float), k_diag, self._rng.random())
+                self._inverse, self._slots[:m], self._weights[:m],
+                np.ascontiguousarray(k_col, dtype=float), k_diag, self._rng.random(),
+                (self.alpha, self.eps, self.beta, self.p_min))
         if added:
             self._slots[m] = slot
             self._store(self.n_seen, 1.0 / p, vec)
