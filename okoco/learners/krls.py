@@ -255,7 +255,7 @@ class KRLS(KernelLearner):
         h = state.half()
         ald._update_checked_column(state.column(), state.kxx, (None, state.delta, h))
         self._w = reserve(self._w, m + 1)
-        self._bind(state)
+        state.bind_weights(chol._L, self._w, self._M._storage(), self._M.is_dense)
         diagonal = state.border(ald._last_pivot)
         self._M.append(state.border_column(), diagonal)
         self._store.append(v)
@@ -285,11 +285,15 @@ class KRLS(KernelLearner):
                 self._learned(state, stop - t)
                 self.n_seen, self._cache = self.n_seen + stop - t, None
             t = stop
-            if status:  # the row for _learn_vec (its analysis is kept by the state)
+            if status == _steps.STEP_JOINS:  # the point joins: the ALD's step, in Python
+                predictions[t] = self._clip(state.prediction)
+                self._join(state, V[t])
+            elif status:  # a refusal, worded by _learn_vec (the state kept the analysis)
                 if predict:
                     z = in_row(t, self._predict_vec, V[t])
                     predictions[t] = self._clip(z) if math.isfinite(z) else z
                 in_row(t, self._learn_vec, V[t], targets[t], etas[t])
+            if status:
                 self.n_seen, self._cache, t = self.n_seen + 1, None, t + 1
         return predictions if predict else None
 
