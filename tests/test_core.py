@@ -168,7 +168,7 @@ def test_the_steps_take_at_most_ten_arguments_and_read_no_private_attribute():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / "okoco" / "_core"
-    for name in ("_steps.pyx", "_kors.pyx"):
+    for name in ("_steps.pyx", "_krls.pyx", "_kors.pyx"):
         signatures = _compiled_signatures(root / name)
         assert len(signatures) >= 1 and all(count >= 0 for _, count in signatures)
         assert max(count for _, count in signatures) <= 10, signatures

@@ -1,4 +1,6 @@
-"""KORS's step in its inverse form (okoco.dictionary.KORS, Sketched-KONS's window), compiled.
+"""KORS's score in its Cholesky form (``kors_score``) and its step in its inverse form
+(``inverse_step``: okoco.dictionary.KORS, Sketched-KONS's window), compiled; Eq. 4's
+probability itself is ``_leverage.kors_probability``.
 
 KORS keeps ``S K_II S + alpha I`` by its inverse over slots (okoco.linalg.SlotInverse) when its
 atoms leave in a window; a step scores the new point by Eq. 4 of Calandriello, Lazaric & Valko
@@ -9,9 +11,10 @@ atoms leave in a window; a step scores the new point by Eq. 4 of Calandriello, L
 import numpy as np
 
 from libc.math cimport sqrt
+from libc.string cimport memcpy
 
 from okoco._core._leverage cimport kors_probability
-from okoco._core._linalg cimport dot
+from okoco._core._linalg cimport dot, tp_half_solve
 from okoco._core._slots cimport append_to, solve_into
 
 
@@ -56,3 +59,23 @@ def inverse_step(window, const Py_ssize_t[::1] slots, const double[::1] weights,
     append_to(window, slot, &w[n], n, diagonal - scale * scale * hv, &w[0], diagonal,
               n if n > slot + 1 else slot + 1)
     return True, q, tau, p, slot
+
+
+def kors_score(const double[::1] weights, const double[::1] k_col, const double[::1] L,
+               double k_diag, double alpha, double eps, double beta, double p_min,
+               double[::1] a, double[::1] h):
+    """KORS's estimate of a point (Calandriello et al. 2017, Eq. 4) against ``m = len(k_col)``
+    atoms: ``a = sqrt(w) * k_col``, ``h = L^{-1} a`` (into ``a`` and ``h``) and Eq. 4's
+    probability from the explained part ``h.h`` (``_leverage.kors_probability``). Returns
+    ``(q, tau, p)``."""
+    cdef Py_ssize_t m = k_col.shape[0], j
+    cdef double q, tau, p
+    with nogil:
+        for j in range(m):
+            a[j] = sqrt(weights[j]) * k_col[j]
+        if m:
+            memcpy(&h[0], &a[0], m * sizeof(double))
+            tp_half_solve(&L[0], <int>m, &h[0])
+        p = kors_probability(k_diag, dot(<int>m, &h[0] if m else NULL, &h[0] if m else NULL),
+                             alpha, eps, beta, p_min, &q, &tau)
+    return q, tau, p

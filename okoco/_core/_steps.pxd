@@ -3,6 +3,15 @@
 
 from okoco._core._kernels cimport Kernel
 
+# statuses of a step (nothing changed by any but OK)
+cdef enum:
+    OK = 0
+    OVERFLOW = 1      # a value of the step is not finite (float64 overflowed, or NaN)
+    NEGATIVE = 2      # k(x, x) < 0: the kernel is not positive semi-definite
+    NOISE = 3         # the noise scale's sum would overflow (KRLS)
+    NEED_ROOM = 4     # the buffers must grow first
+    JOINS = 5         # the point joins KRLS's dictionary: the learner's ALD takes it
+
 
 cdef class StepCore:
     cdef Kernel k

@@ -6,7 +6,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from okoco._core import _steps
+from okoco._core import _krls
 from okoco._input import reserve
 from okoco._validation import Interval
 from okoco.dictionary._base import Dictionary, _real
@@ -157,12 +157,12 @@ class ALD(Dictionary):
         """``(h, delta)`` of :meth:`project_column`, without the solve that gives ``a``: one
         triangular solve. Pass ``(None, delta, h)`` as the projection to :meth:`update_column`
         (``a`` is then solved when :attr:`last_coefficients` is read). The analysis KRLS's
-        compiled step makes (``okoco._core._steps.ald_residual``)."""
+        compiled step makes (``okoco._core._krls.ald_residual``)."""
         k_col = np.ascontiguousarray(k_col, dtype=float)
         if k_col.shape != (self.size,):
             raise ValueError(f"k_col must have length {self.size} (the size), got shape "
                              f"{k_col.shape}")
-        return _steps.ald_project(self._chol._L, k_col, float(k_diag))
+        return _krls.ald_project(self._chol._L, k_col, float(k_diag))
 
     def _diag(self, vec: np.ndarray) -> float:
         return float(np.asarray(self.kernel.diag(vec[None, :]))[0])
@@ -244,7 +244,7 @@ class ALD(Dictionary):
 
     def _step(self, g: np.ndarray, kxx: float, vec: np.ndarray | None, projection=None) -> bool:
         a, delta, h = self.project_column(g, kxx) if projection is None else projection
-        added = _steps.ald_admits(delta, self.nu, self.size, self.max_size)
+        added = _krls.ald_admits(delta, self.nu, self.size, self.max_size)
         if added:
             m = self.size
             if a is None and self._chol.check_due():  # a refresh may replace the factor
@@ -266,7 +266,7 @@ class ALD(Dictionary):
 
     def _note_outside(self, g: np.ndarray, h: np.ndarray, delta: float, steps: int) -> None:
         """``steps`` points fed as kernel columns that did not join, the caller having made
-        the analysis and the test (KRLS's compiled step, ``okoco._core._steps``): the count,
+        the analysis and the test (KRLS's compiled step, ``okoco._core._krls``): the count,
         and the record of the last one (its column ``g``, ``h`` and residual)."""
         self._column_mode = True
         self.n_seen += steps

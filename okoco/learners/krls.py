@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from okoco import losses as _losses
-from okoco._core import _steps
+from okoco._core import _krls, _steps
 from okoco._input import Rows, in_row, reserve
 from okoco.dictionary import ALD
 from okoco.kernels import self_similarity
@@ -143,19 +143,19 @@ class KRLS(KernelLearner):
         self.last_residual = float("nan")
         self.noise_scale_sum = 0.0  # sum of e_t^2 / (delta_t + nu'), see _predictive_variance
 
-    def _state(self) -> _steps.KRLSState:
-        """The typed state of the step over the learner's buffers (``okoco._core._steps``),
+    def _state(self) -> _krls.KRLSState:
+        """The typed state of the step over the learner's buffers (``okoco._core._krls``),
         built at first use and again after a load, a copy or a new default kernel."""
         core = self._core
         if core is None or core[0] is not self._kernel:
-            state = _steps.KRLSState(compiled_kernel(self._kernel), self._kernel,
+            state = _krls.KRLSState(compiled_kernel(self._kernel), self._kernel,
                                      float(self.nu), self.max_size, self._noise_ratio,
                                      math.nan if self.C is None else float(self.C))
             self._bind(state)
             core = self._core = (self._kernel, state)
         return core[1]
 
-    def _bind(self, state: _steps.KRLSState) -> None:
+    def _bind(self, state: _krls.KRLSState) -> None:
         """The state's views of the points, the ALD factor, ``w`` and ``M`` (again after a
         point joins)."""
         store, M = self._store, self._M
@@ -163,7 +163,7 @@ class KRLS(KernelLearner):
         state.bind_points(store.data, store._sq, store.n, store.d)
         state.bind_weights(self._ald.cholesky._L, self._w, M._storage(), M.is_dense)
 
-    def _analysed(self, v: np.ndarray) -> _steps.KRLSState:
+    def _analysed(self, v: np.ndarray) -> _krls.KRLSState:
         """The state holding the analysis of ``v`` (``h``, ``delta``, the prediction), kept
         for the step on the same row; raises ``ValueError`` if a value is not finite or
         ``k(x, x) < 0``, before anything changes."""
@@ -179,7 +179,7 @@ class KRLS(KernelLearner):
             raise ValueError(self._refusal(state, status))
         return state
 
-    def _refusal(self, state: _steps.KRLSState, status: int) -> str:
+    def _refusal(self, state: _krls.KRLSState, status: int) -> str:
         """Why the analysis of the state's row is refused (``status``)."""
         kxx = state.kxx
         if status == _steps.STEP_NEGATIVE:
@@ -204,7 +204,7 @@ class KRLS(KernelLearner):
         that ridge, each term has expectation :math:`\tau^2`), with one unit pseudo-observation
         so that it is never 0 (a first target predicted exactly). The spread costs nothing more
         than the prediction: ``delta`` comes from the prediction's own solve. Each step adds
-        its term in the compiled step (``okoco._core._steps.krls_step``).
+        its term in the compiled step (``okoco._core._krls.krls_step``).
 
         The sum stays finite by refusal: a step whose term would make it overflow float64 (a
         target of ~1e150 against a spread :math:`\delta + \nu'` of ~1e-12) raises
@@ -237,13 +237,13 @@ class KRLS(KernelLearner):
         else:
             raise ValueError(self._refusal(state, status))
 
-    def _learned(self, state: _steps.KRLSState, rows: int) -> None:
+    def _learned(self, state: _krls.KRLSState, rows: int) -> None:
         """The learner's and its ALD's account of ``rows`` steps taken by the state, none of
         whose points joined."""
         self._ald._note_outside(state.last_column(), state.last_half(), state.last_delta, rows)
         self.noise_scale_sum, self.last_residual = state.noise_sum, state.last_delta
 
-    def _join(self, state: _steps.KRLSState, v: np.ndarray) -> None:
+    def _join(self, state: _krls.KRLSState, v: np.ndarray) -> None:
         """The step of a point that joins the dictionary: the ALD takes it (its factor is
         bordered by ``[h^T, l]``), then KRLS's terms (``KRLSState.border``) border ``w`` and
         ``M`` and the point is stored."""
@@ -279,7 +279,7 @@ class KRLS(KernelLearner):
         t = 0
         while t < rows:
             state = self._state()
-            stop, status = _steps.krls_run(state, V, y, t, self.n_seen, predictions,
+            stop, status = _krls.krls_run(state, V, y, t, self.n_seen, predictions,
                                            self.noise_scale_sum)
             if stop > t:
                 self._learned(state, stop - t)
