@@ -141,3 +141,45 @@ def test_krls_compiled_loop_equals_its_one_row_steps(params):
                                rtol=1e-7, atol=1e-9)
     Q = rng.uniform(-2, 2, size=(20, 2))
     np.testing.assert_allclose(many.predict_many(Q), one.predict_many(Q), rtol=1e-8, atol=1e-9)
+
+
+def _compiled_signatures(path):
+    """``(name, number of parameters)`` of every function and method of a .pyx file
+    (``self`` not counted)."""
+    import re
+
+    text = open(path).read()
+    out = []
+    for match in re.finditer(r"^\s*(?:c?p?def)\s+(?:[\w\[\]:, ]+\s+)?(\w+)\(([^)]*)\)", text,
+                             re.M):
+        plain = re.sub(r"\[[^\]]*\]", "", match.group(2))  # no commas of memoryview types
+        params = [p for p in plain.replace("\n", " ").split(",") if p.strip()]
+        params = [p for p in params if p.split()[-1] != "self"]
+        out.append((match.group(1), len(params)))
+    return out
+
+
+def test_the_steps_take_at_most_ten_arguments_and_read_no_private_attribute():
+    """Issue 41's measure for FunctionalGD's and KRLS's compiled steps and KORS's: no compiled
+    function takes more than 10 arguments (krls_run took 28), and the steps read no private
+    attribute of another object (only their own state, ``self`` / ``s`` / ``state``), but
+    for StepCore's two methods left for KONS's step (okoco._core._kons)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "okoco" / "_core"
+    for name in ("_steps.pyx", "_krls.pyx", "_kors.pyx"):
+        signatures = _compiled_signatures(root / name)
+        assert len(signatures) >= 1 and all(count >= 0 for _, count in signatures)
+        assert max(count for _, count in signatures) <= 10, signatures
+        text = (root / name).read_text()
+        compat = re.search(r"cdef int bind_rows.*?(?=\n    cdef bint known)", text, re.S)
+        append = re.search(r"cdef int append_row.*?(?=\n\n\n)", text, re.S)
+        for part in (compat, append):
+            if part is not None:
+                text = text.replace(part.group(0), "")
+        text = re.sub(r'"""(?:.|\n)*?"""', "", text)  # docstrings name other objects freely
+        code = "\n".join(line.split("#")[0] for line in text.splitlines()
+                         if not line.lstrip().startswith(("from ", "cimport ", "import ")))
+        private = re.findall(r"\b(?!self\b|s\b|state\b)([A-Za-z_]\w*)\.(_[a-z]\w*)", code)
+        assert private == [], private

@@ -171,3 +171,78 @@ def test_copies_pickles_and_loaded_models_go_on_like_the_original(tmp_path):
     rows = as_dicts(unit_rows(60, 4, seed=2))
     check_copies_go_on(FunctionalGD(eta=0.4, budget=25), rows, np.sin(np.arange(60.0)), 30,
                        tmp_path / "m.npz")
+
+
+class UserPolynomial:
+    """A kernel written outside okoco, by the protocol only (``k(X, Y)``, ``diag(X)``): it has
+    no compiled form, so the learner computes its rows in Python and feeds them to the step."""
+
+    def __init__(self, gamma, coef0):
+        self.gamma, self.coef0 = gamma, coef0
+
+    def __call__(self, X, Y):
+        return (self.gamma * np.atleast_2d(X) @ np.atleast_2d(Y).T + self.coef0) ** 2
+
+    def diag(self, X):
+        return (self.gamma * np.einsum("ij,ij->i", X, X) + self.coef0) ** 2
+
+
+class HalfSquared(losses.Squared):
+    """``(y - z)^2 / 2``: a loss without a compiled form (its derivative comes from Python)."""
+
+    def derivative(self, y, z):
+        return z - y
+
+
+def norma(X, y, gamma, coef0, derivative, C, eta, lam, budget, shrink_projection=True):
+    """NORMA written out over an explicit list of terms, with ``k(a, b) = (gamma a.b +
+    coef0)^2``: project ``f`` onto ``|f(x)| <= C`` (the term ``-h(ybar) / k(x, x)``), then
+    shrink every term, the projection's included, by ``1 - eta lam`` and add the gradient's
+    term ``-eta l'(y, clip(ybar))``; keep the last ``budget`` terms. ``shrink_projection=False``
+    leaves the projection's term unshrunk (a wrong variant, to show the test would see it)."""
+    def k(a, b):
+        return (gamma * a @ b + coef0) ** 2
+
+    terms, preds, clipped = [], [], 0
+    for x, target in zip(X, y):
+        ybar = sum(c * k(xi, x) for xi, c in terms)
+        yhat = min(max(ybar, -C), C)
+        clipped += yhat != ybar
+        preds.append(yhat)
+        shrink = 1.0 - eta * lam
+        projection = -(ybar - yhat) / k(x, x)
+        terms = [(xi, shrink * c) for xi, c in terms]
+        terms.append((x, (shrink if shrink_projection else 1.0) * projection
+                      - eta * derivative(target, yhat)))
+        terms = terms[-budget:]
+    return np.array(preds), clipped / len(X)
+
+
+@pytest.mark.filterwarnings("ignore:the targets average")
+@pytest.mark.parametrize("path", ["one row", "array"])
+@pytest.mark.parametrize("loss", [losses.Squared(), HalfSquared()], ids=["compiled", "user"])
+@pytest.mark.parametrize("kernel", [kernels.Polynomial(degree=2, gamma=0.5, coef0=1.0),
+                                    UserPolynomial(0.5, 1.0)], ids=["compiled", "user"])
+def test_every_path_of_the_step_equals_a_hand_written_norma_recursion(kernel, loss, path):
+    """The one step (okoco._core._steps.fgd_step) through each way in: compiled kernel and
+    loss, a user's kernel (rows fed from Python), a user's loss (its derivative from Python),
+    one row at a time and the array loop; the projection active and lam > 0, so NORMA's
+    shrink of the projection's term is checked (the unshrunk variant is far off)."""
+    X = unit_rows(160, 3, seed=7)
+    y = 2.0 * np.sin(3 * X[:, 0]) + X[:, 1]
+    C, eta, lam, budget = 0.5, 0.3, 0.4, 40
+    derivative = loss.derivative
+    expected, clipped = norma(X, y, 0.5, 1.0, derivative, C, eta, lam, budget)
+    wrong, _ = norma(X, y, 0.5, 1.0, derivative, C, eta, lam, budget, shrink_projection=False)
+    assert clipped > 0.2  # the projection is exercised
+    assert np.abs(wrong - expected).max() > 1e-2  # the shrink of the projection matters
+    model = FunctionalGD(kernel=kernel, loss=loss, C=C, eta=eta, lam=lam, budget=budget)
+    if path == "array":
+        got = model.predict_learn_many(X, y)
+    else:
+        got = []
+        for x, target in zip(as_dicts(X), y):
+            got.append(model.predict_one(x))
+            model.learn_one(x, target)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
+    assert model.dictionary_size == budget

@@ -315,3 +315,106 @@ def test_copies_pickles_and_loaded_models_go_on_like_the_original(tmp_path):
     X, y = sinc_stream(200, seed=3)
     check_copies_go_on(KRLS(nu=0.01, max_size=12), as_dicts(X), y, 100, tmp_path / "m.npz",
                        fields=("noise_scale_sum",))
+
+
+def krls_replay(X, y, gamma, nu, ridge, max_size):
+    """KRLS by dense solves at every step, with ``k(a, b) = exp(-gamma |a - b|^2)`` written out:
+    the ALD test of each point against the dictionary before it (joins while there is room),
+    the a-priori prediction ``f_{t-1}(x_t)`` of the least-squares weights
+    ``G^{-1} (A^T A)^{-1} A^T y`` (spec B.2.3) and the noise scale's sum
+    ``sum_t e_t^2 / (max(delta_t, 0) + max(ridge, nu))``."""
+    def k(A, B):
+        return np.exp(-gamma * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+    D, rows, preds, noise = [], [], [], 0.0
+    weights = np.zeros(0)
+    for x, target in zip(X, y):
+        if D:
+            G = k(np.array(D), np.array(D)) + ridge * np.eye(len(D))
+            g = k(np.array(D), x[None, :])[:, 0]
+            a = np.linalg.solve(G, g)
+            delta = 1.0 - g @ a
+        else:
+            g, a, delta = np.zeros(0), np.zeros(0), 1.0
+        prediction = g @ weights
+        preds.append(prediction)
+        noise += (target - prediction) ** 2 / (max(delta, 0.0) + max(ridge, nu))
+        if delta > nu and len(D) < max_size:
+            D.append(x)
+            a = np.eye(len(D))[-1]
+        rows.append(a)
+        m = len(D)
+        A = np.array([np.pad(r, (0, m - len(r))) for r in rows])
+        G = k(np.array(D), np.array(D)) + ridge * np.eye(m)
+        weights = np.linalg.solve(G, np.linalg.lstsq(A, y[: len(rows)], rcond=None)[0])
+    return np.array(preds), weights, np.array(D), noise, delta
+
+
+class UserRBF:
+    """An RBF written outside okoco, by the protocol only: no compiled form (its columns are
+    computed in Python and fed to the compiled step)."""
+
+    def __init__(self, gamma):
+        self.gamma = gamma
+
+    def __call__(self, X, Y):
+        X, Y = np.atleast_2d(X), np.atleast_2d(Y)
+        return np.exp(-self.gamma * ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1))
+
+    def diag(self, X):
+        return np.ones(np.atleast_2d(X).shape[0])
+
+
+@pytest.mark.parametrize("path", ["one row", "array"])
+@pytest.mark.parametrize("kernel", [kernels.RBF(gamma=0.6), UserRBF(0.6)],
+                         ids=["compiled", "user"])
+def test_every_path_of_the_step_equals_dense_krls_with_its_noise_scale(kernel, path):
+    """The one step (okoco._core._steps.krls_step, the join through the ALD and
+    ``KRLSState.border``) through each way in, with a bound on the dictionary that is reached:
+    each a-priori prediction, the weights, the dictionary, the noise scale's sum and the last
+    residual equal a dense replay."""
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-2, 2, size=(140, 2))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.05 * rng.normal(size=140)
+    nu, ridge, max_size = 0.05, 1e-3, 9
+    preds, weights, D, noise, delta = krls_replay(X, y, 0.6, nu, ridge, max_size)
+    assert len(D) == max_size  # the bound is reached, later points only update the weights
+    model = KRLS(kernel=kernel, nu=nu, alpha=ridge, max_size=max_size)
+    if path == "array":
+        got = model.predict_learn_many(X, y)
+    else:
+        got = []
+        for x, target in zip(as_dicts(X), y):
+            got.append(model.predict_one(x))
+            model.learn_one(x, target)
+    np.testing.assert_allclose(got, preds, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(model.atoms, D)
+    np.testing.assert_allclose(model.weights, weights, rtol=1e-7, atol=1e-7)
+    assert model.noise_scale_sum == pytest.approx(noise, rel=1e-9)
+    assert model.last_residual == pytest.approx(delta, rel=1e-9, abs=1e-12)
+    assert model._ald.n_seen == len(X)
+
+
+def test_a_refused_row_of_the_array_loop_leaves_the_ald_record_of_the_row_before():
+    """A batch stopped by a refused row (a target whose noise term overflows: an atom of the
+    full dictionary again, so a spread of ~nu = 1e-12) keeps the rows before it learned, and the
+    dictionary's record of the last point is that of the last row learned, as a batch of
+    those rows alone leaves it."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, size=(60, 2))
+    X[40] = X[5]
+    y = np.sin(X[:, 0])
+    bad = y.copy()
+    bad[40] = 1e150
+    model, alone = KRLS(nu=1e-12, max_size=10), KRLS(nu=1e-12, max_size=10)
+    with pytest.raises(ValueError, match="row 40"):
+        model.learn_many(X, bad)
+    alone.learn_many(X[:40], y[:40])
+    assert model.n_seen == alone.n_seen == 40
+    assert model.noise_scale_sum == alone.noise_scale_sum
+    ald, ref = model._ald, alone._ald
+    assert (ald.n_seen, ald.last_residual, ald.last_added) == (ref.n_seen, ref.last_residual,
+                                                                ref.last_added)
+    np.testing.assert_array_equal(ald.last_kernel_column, ref.last_kernel_column)
+    np.testing.assert_array_equal(ald.last_coefficients, ref.last_coefficients)
+    np.testing.assert_array_equal(model.predict_many(X), alone.predict_many(X))

@@ -1,7 +1,16 @@
 # The step objects' common part (okoco._core._steps.StepCore), for the step objects of other
-# modules (okoco._core._kons): a learner's rows and the last row analysed.
+# modules (okoco._core._kons): typed views of a learner's rows and the last row analysed.
 
 from okoco._core._kernels cimport Kernel
+
+# statuses of a step (nothing changed by any but OK)
+cdef enum:
+    OK = 0
+    OVERFLOW = 1      # a value of the step is not finite (float64 overflowed, or NaN)
+    NEGATIVE = 2      # k(x, x) < 0: the kernel is not positive semi-definite
+    NOISE = 3         # the noise scale's sum would overflow (KRLS)
+    NEED_ROOM = 4     # the buffers must grow first
+    JOINS = 5         # the point joins KRLS's dictionary: the learner's ALD takes it
 
 
 cdef class StepCore:
@@ -13,8 +22,12 @@ cdef class StepCore:
     cdef double* x                 # the last row analysed, zero-padded to x_width
     cdef Py_ssize_t x_len, x_width, x_cap, seen, n, d
 
+    cdef int bind_buffers(self, object data, object sq, Py_ssize_t n, Py_ssize_t d) except -1
+    cdef int column_room(self) except -1
     cdef int bind_rows(self, object store) except -1
     cdef bint known(self, const double[:] v, Py_ssize_t seen) noexcept
     cdef int keep(self, const double[:] v) except -1
     cdef int kernel_column(self) except -1
+    cdef int take_column(self, const double[::1] g) except -1
+    cdef double put_row(self, Py_ssize_t slot) noexcept
     cdef int append_row(self, Py_ssize_t slot, double norm_bound) except -1

@@ -6,7 +6,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from okoco._blas import dot
+from okoco._core import _krls
 from okoco._input import reserve
 from okoco._validation import Interval
 from okoco.dictionary._base import Dictionary, _real
@@ -150,16 +150,19 @@ class ALD(Dictionary):
         ``h = L^{-1} k_col`` (``G_D = L L^T``). Pass the tuple to :meth:`update_column` to
         learn the same point without solving again.
         """
-        h = self._chol.half_solve(k_col)
-        delta = k_diag - dot(h, h)
+        h, delta = self.half_project(k_col, k_diag)
         return self._chol.back_solve(h), delta, h
 
     def half_project(self, k_col: np.ndarray, k_diag: float) -> tuple[np.ndarray, float]:
         """``(h, delta)`` of :meth:`project_column`, without the solve that gives ``a``: one
         triangular solve. Pass ``(None, delta, h)`` as the projection to :meth:`update_column`
-        (``a`` is then solved when :attr:`last_coefficients` is read)."""
-        h = self._chol.half_solve(k_col)
-        return h, k_diag - dot(h, h)
+        (``a`` is then solved when :attr:`last_coefficients` is read). The analysis KRLS's
+        compiled step makes (``okoco._core._krls.ald_residual``)."""
+        k_col = np.ascontiguousarray(k_col, dtype=float)
+        if k_col.shape != (self.size,):
+            raise ValueError(f"k_col must have length {self.size} (the size), got shape "
+                             f"{k_col.shape}")
+        return _krls.ald_project(self._chol._L, k_col, float(k_diag))
 
     def _diag(self, vec: np.ndarray) -> float:
         return float(np.asarray(self.kernel.diag(vec[None, :]))[0])
@@ -241,8 +244,7 @@ class ALD(Dictionary):
 
     def _step(self, g: np.ndarray, kxx: float, vec: np.ndarray | None, projection=None) -> bool:
         a, delta, h = self.project_column(g, kxx) if projection is None else projection
-        full = self.max_size is not None and self.size >= self.max_size
-        added = bool(delta > self.nu and not full)
+        added = _krls.ald_admits(delta, self.nu, self.size, self.max_size)
         if added:
             m = self.size
             if a is None and self._chol.check_due():  # a refresh may replace the factor
@@ -252,6 +254,20 @@ class ALD(Dictionary):
             self._residuals[m] = delta
             self._store(self.n_seen, 1.0, vec)
         self.n_seen += 1
+        self._remember(g, a, h, delta, added)
+        return added
+
+    def _remember(self, g: np.ndarray, a: np.ndarray | None, h: np.ndarray, delta: float,
+                  added: bool) -> None:
+        """The record of the last point: its column, ALD coefficients (or ``None`` and its
+        ``h``, solved when read), residual and whether it joined."""
         self._last_a, self._last_h, self.last_residual = a, h, delta
         self.last_kernel_column, self.last_added = g, added
-        return added
+
+    def _note_outside(self, g: np.ndarray, h: np.ndarray, delta: float, steps: int) -> None:
+        """``steps`` points fed as kernel columns that did not join, the caller having made
+        the analysis and the test (KRLS's compiled step, ``okoco._core._krls``): the count,
+        and the record of the last one (its column ``g``, ``h`` and residual)."""
+        self._column_mode = True
+        self.n_seen += steps
+        self._remember(g, None, h, delta, False)

@@ -8,7 +8,7 @@ from numbers import Real
 import numpy as np
 
 from okoco._blas import scipy_one_thread
-from okoco._core import _kors, _steps
+from okoco._core import _kors
 from okoco._input import reserve
 from okoco._validation import Interval
 from okoco.dictionary._base import Dictionary, _integer, _real
@@ -240,7 +240,9 @@ class KORS(Dictionary):
         if self._slots is not None:
             added, _, _ = self._inverse_step(np.zeros(self._size), 0.0, None)
             return added
-        p = float(self.p_min)  # max(min(beta tau~, 1), p_min) with tau~ = 0
+        none = np.zeros(0)  # Eq. 4's score with nothing explained: q = 0, so p = p_min
+        _, _, p = _kors.kors_score(none, none, self._chol._L, 0.0, self.alpha, self.eps,
+                                    self.beta, self.p_min, none, none)
         added = self._rng.random() < p  # a bool: random() returns a Python float
         if added:  # the zero column joins with the diagonal 0 / p + alpha
             m = self._size
@@ -257,7 +259,7 @@ class KORS(Dictionary):
         # tau = (1 + eps) q / (1 + q), p = max(min(beta tau, 1), p_min)
         m = self._size
         a, h = np.empty(m), np.empty(m)
-        q, tau, p = _steps.kors_score(self._weights[:m], np.ascontiguousarray(k_col, dtype=float),
+        q, tau, p = _kors.kors_score(self._weights[:m], np.ascontiguousarray(k_col, dtype=float),
                                       self._chol._L, k_diag,
                                       self.alpha, self.eps, self.beta, self.p_min, a, h)
         added = bool(self._rng.random() < p)
@@ -277,7 +279,9 @@ class KORS(Dictionary):
         self._slots = reserve(self._slots, m + 1)
         with scipy_one_thread:
             added, q, tau, p, slot = _kors.inverse_step(
-                self, np.ascontiguousarray(k_col, dtype=float), k_diag, self._rng.random())
+                self._inverse, self._slots[:m], self._weights[:m],
+                np.ascontiguousarray(k_col, dtype=float), k_diag, self._rng.random(),
+                (self.alpha, self.eps, self.beta, self.p_min))
         if added:
             self._slots[m] = slot
             self._store(self.n_seen, 1.0 / p, vec)

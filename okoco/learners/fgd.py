@@ -3,7 +3,6 @@ Learning with Kernels")."""
 
 from __future__ import annotations
 
-import math
 from numbers import Real
 
 import numpy as np
@@ -17,11 +16,9 @@ from okoco.learners.base import (
     SIZE,
     SMALL_BATCH,
     KernelLearner,
-    clip_excess,
     compiled_kernel,
     compiled_loss,
     overflow_message,
-    widened,
 )
 
 __all__ = ["FunctionalGD"]
@@ -106,20 +103,34 @@ class FunctionalGD(KernelLearner):
     def _reset_state(self) -> None:
         self._store = Rows(fields=("coef",), max_size=self.budget)
 
-    def _make_step(self, spec: tuple):
-        loss = compiled_loss(self._loss)
-        return _steps.FGDStep(spec, self._kernel, -1 if loss is None else loss,
-                              float(self.lam), float(self.C))
+    def _state(self) -> _steps.FGDState:
+        """The typed state of the step over the store's buffers (``okoco._core._steps``),
+        built at first use and again after a load, a copy or a new default kernel."""
+        core = self._core
+        if core is None or core[0] is not self._kernel:
+            loss = compiled_loss(self._loss)
+            state = _steps.FGDState(compiled_kernel(self._kernel), self._kernel,
+                                    -1 if loss is None else loss, float(self.lam),
+                                    float(self.C), self._store.max_size)
+            self._bind(state)
+            core = self._core = (self._kernel, state)
+        return core[1]
+
+    def _bind(self, state: _steps.FGDState) -> None:
+        """The state's views of the store's buffers and counters (again after they grow)."""
+        store = self._store
+        store.squared_norms()  # the norms' cache, sized to the buffer (a loaded store's too)
+        state.bind(store.data, store._sq, store.fields["coef"], store.n, store.d,
+                   store.n_added, store._sq_max)
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        core = self._compiled_step()
-        if core is not None:  # the kernel row and f(v) in one call, kept for the step
-            return core.predict(self._store, v, self.n_seen)
-        return self._cached(v, self._value)
-
-    def _value(self, v: np.ndarray) -> float:
-        """``f(v) = sum_i c_i k(x_i, v)``."""
-        return float(self._store.kernel_row(self._kernel, v).dot(self._store.field("coef")))
+        state = self._state()
+        if state.compiled:  # the kernel row and f(v) in one call, kept for the step
+            return state.predict(v, self.n_seen)
+        if state.known_row(v, self.n_seen):
+            return state.value
+        row = np.ascontiguousarray(self._store.kernel_row(self._kernel, v), dtype=float)
+        return state.feed(v, row, self_similarity(self._kernel, v), self.n_seen)
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         return self._store.field("coef") @ self._store.kernel_block(self._kernel, V)
@@ -132,46 +143,47 @@ class FunctionalGD(KernelLearner):
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
                     predict: bool) -> np.ndarray | None:
-        """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
-        each row), for the kernels and losses it knows."""
-        spec, loss = compiled_kernel(self._kernel), compiled_loss(self._loss)
-        if spec is None or loss is None:
+        """The test-then-train loop over the rows in compiled code (the step of
+        ``_learn_vec`` on each row), for the kernels and losses it knows."""
+        if compiled_kernel(self._kernel) is None or compiled_loss(self._loss) is None:
             return self._learn_rows(V, targets, etas, predict)
         store = self._store
         store.make_room(len(targets), V.shape[1])
-        V = widened(V, store.d)
+        state = self._state()
+        self._bind(state)
         predictions = np.empty(len(targets))
-        n, n_added, learned, status = _steps.fgd_run(
-            spec, store.data, store.fields["coef"], store._sq, store.n, store.n_added,
-            store.max_size or 0, V, np.asarray(targets, dtype=float),
-            np.asarray(etas, dtype=float), float(self.lam), float(self.C), loss, predictions)
-        store.n, store.n_added = n, n_added
-        store._sq_max = max(store._sq_max, float(store._sq[:n].max(initial=0.0)))
+        learned, status = _steps.fgd_run(state, np.ascontiguousarray(V, dtype=float),
+                                         np.asarray(targets, dtype=float),
+                                         np.asarray(etas, dtype=float), predictions)
+        self._written(state)
         self.n_seen += learned
         self._cache = None
         if status:
-            raise ValueError(f"row {learned}: {overflow_message(self._kernel, math.inf)}")
+            raise ValueError(f"row {learned}: {overflow_message(self._kernel, state.value)}")
         return predictions if predict else None
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
-        core = self._compiled_step()
-        if core is not None and core.loss >= 0:  # the whole step below in one call
-            status = core.learn(self._store, v, y, eta, self.n_seen)
-            if status == _steps.STEP_NEED_ROOM:
-                self._store.make_room(1, v.shape[0])
-                status = core.learn(self._store, v, y, eta, self.n_seen)
-            if status == _steps.STEP_OVERFLOW:
-                raise ValueError(overflow_message(self._kernel, self._predict_vec(v)))
-            return
-        shrink = 1.0 - eta * self.lam
-        ybar = self._predict_vec(v)
-        excess = clip_excess(ybar, self.C)
-        gdot = float(self._loss.derivative(y, ybar - excess))
-        kappa = self_similarity(self._kernel, v)
-        c_new = -eta * gdot - (shrink * excess / kappa if excess else 0.0)
-        if not (math.isfinite(c_new) and math.isfinite(ybar) and math.isfinite(kappa)):
-            raise ValueError(overflow_message(self._kernel, ybar))  # nothing changed yet
-        if shrink != 1.0:  # NORMA's decay (lam > 0)
-            coef = self._store.field("coef")
-            coef *= shrink
-        self._store.append(v, coef=c_new)
+        state = self._state()
+        status = self._take_step(state, v, y, eta)
+        if status == _steps.STEP_NEED_ROOM:
+            self._store.make_room(1, v.shape[0])
+            self._bind(state)
+            status = self._take_step(state, v, y, eta)
+        if status:  # STEP_OVERFLOW: nothing changed
+            raise ValueError(overflow_message(self._kernel, state.value))
+        self._written(state)
+
+    def _take_step(self, state: _steps.FGDState, v: np.ndarray, y: float, eta: float) -> int:
+        """The compiled step on ``v`` (``_steps.fgd_step``); a kernel or a loss without a
+        compiled form gives its kernel row or derivative from Python."""
+        if state.compiled and state.loss >= 0:  # the whole step in one call
+            return state.learn(v, y, eta, self.n_seen)
+        self._predict_vec(v)  # the analysis of v, kept by the state
+        gdot = float(self._loss.derivative(y, state.clipped))
+        return state.apply(eta, gdot)
+
+    def _written(self, state: _steps.FGDState) -> None:
+        """The store's counters after the state's steps."""
+        store = self._store
+        store.n, store.d, store.n_added, store._sq_max = (state.size, state.width,
+                                                          state.n_added, state.sq_max)

@@ -7,10 +7,10 @@ import math
 import numpy as np
 
 from okoco import losses as _losses
-from okoco._core import _steps
+from okoco._core import _krls, _steps
 from okoco._input import Rows, in_row, reserve
 from okoco.dictionary import ALD
-from okoco.kernels import finite_row, self_similarity
+from okoco.kernels import self_similarity
 from okoco.learners.base import (
     BOUND,
     SIZE,
@@ -19,7 +19,6 @@ from okoco.learners.base import (
     compiled_kernel,
     overflow_message,
     overflow_target_message,
-    widened,
 )
 from okoco.linalg import PackedSymmetric
 
@@ -144,35 +143,54 @@ class KRLS(KernelLearner):
         self.last_residual = float("nan")
         self.noise_scale_sum = 0.0  # sum of e_t^2 / (delta_t + nu'), see _predictive_variance
 
-    def _make_step(self, spec: tuple):
-        return _steps.KRLSStep(spec, self._kernel, float(self.nu), self.max_size,
-                               self._noise_ratio)
+    def _state(self) -> _krls.KRLSState:
+        """The typed state of the step over the learner's buffers (``okoco._core._krls``),
+        built at first use and again after a load, a copy or a new default kernel."""
+        core = self._core
+        if core is None or core[0] is not self._kernel:
+            state = _krls.KRLSState(compiled_kernel(self._kernel), self._kernel,
+                                     float(self.nu), self.max_size, self._noise_ratio,
+                                     math.nan if self.C is None else float(self.C))
+            self._bind(state)
+            core = self._core = (self._kernel, state)
+        return core[1]
 
-    def _analyse(self, v: np.ndarray):
-        """Kernel column, ``k(x, x)``, ``h = L^{-1} g``, the ALD residual and the prediction of
-        ``v``, shared by predict and learn."""
-        core = self._compiled_step()
-        analysis = None if core is None else core.analysis(self, v, self.n_seen)
-        # the Python analysis: a kernel without a compiled form, or a value to word an error about
-        return analysis if analysis is not None else self._cached(v, self._analyse_now)
+    def _bind(self, state: _krls.KRLSState) -> None:
+        """The state's views of the points, the ALD factor, ``w`` and ``M`` (again after a
+        point joins)."""
+        store, M = self._store, self._M
+        store.squared_norms()  # the norms' cache, sized to the buffer (a loaded store's too)
+        state.bind_points(store.data, store._sq, store.n, store.d)
+        state.bind_weights(self._ald.cholesky._L, self._w, M._storage(), M.is_dense)
 
-    def _analyse_now(self, v: np.ndarray):
-        g = self._store.kernel_row(self._kernel, v)
-        kxx = self_similarity(self._kernel, v)
-        if not (math.isfinite(kxx) and finite_row(self._kernel, g)):
-            bad = g[~np.isfinite(g)]
-            raise ValueError(overflow_message(self._kernel, kxx if not math.isfinite(kxx) else
-                                              (bad[0] if bad.size else g.sum())))
-        if kxx < 0:
-            raise ValueError(f"k(x, x) = {kxx!r} < 0: {self._kernel!r} is not positive "
-                             "semi-definite")
-        h, delta = self._ald.half_project(g, kxx)
-        return g, kxx, h, delta, float(h.dot(self._w[: h.shape[0]]))
+    def _analysed(self, v: np.ndarray) -> _krls.KRLSState:
+        """The state holding the analysis of ``v`` (``h``, ``delta``, the prediction), kept
+        for the step on the same row; raises ``ValueError`` if a value is not finite or
+        ``k(x, x) < 0``, before anything changes."""
+        state = self._state()
+        if state.compiled:
+            status = state.predict(v, self.n_seen)
+        elif state.known_row(v, self.n_seen):
+            status = state.status
+        else:  # a kernel without a compiled form: its column from Python, the same analysis
+            column = np.ascontiguousarray(self._store.kernel_row(self._kernel, v), dtype=float)
+            status = state.feed(v, column, self_similarity(self._kernel, v), self.n_seen)
+        if status:
+            raise ValueError(self._refusal(state, status))
+        return state
+
+    def _refusal(self, state: _krls.KRLSState, status: int) -> str:
+        """Why the analysis of the state's row is refused (``status``)."""
+        kxx = state.kxx
+        if status == _steps.STEP_NEGATIVE:
+            return f"k(x, x) = {kxx!r} < 0: {self._kernel!r} is not positive semi-definite"
+        g = state.column()
+        bad = g[~np.isfinite(g)]
+        return overflow_message(self._kernel, kxx if not math.isfinite(kxx) else
+                                (bad[0] if bad.size else g.sum()))
 
     def _predict_vec(self, v: np.ndarray) -> float:
-        core = self._compiled_step()
-        prediction = None if core is None else core.predict(self, v, self.n_seen)
-        return prediction if prediction is not None else self._analyse(v)[4]
+        return self._analysed(v).prediction
 
     def _predictive_variance(self, v: np.ndarray) -> float:
         r""":math:`\hat\tau^2(\delta(x) + \nu')` for ``predict_one(x, with_dist=True)``.
@@ -185,13 +203,14 @@ class KRLS(KernelLearner):
         is estimated online from the a-priori errors :math:`e_u` (under the Gaussian process of
         that ridge, each term has expectation :math:`\tau^2`), with one unit pseudo-observation
         so that it is never 0 (a first target predicted exactly). The spread costs nothing more
-        than the prediction: ``delta`` comes from the prediction's own solve.
+        than the prediction: ``delta`` comes from the prediction's own solve. Each step adds
+        its term in the compiled step (``okoco._core._krls.krls_step``).
 
         The sum stays finite by refusal: a step whose term would make it overflow float64 (a
         target of ~1e150 against a spread :math:`\delta + \nu'` of ~1e-12) raises
-        ``ValueError`` and changes nothing (:meth:`_noise_term`).
+        ``ValueError`` and changes nothing.
         """
-        delta = self._analyse(v)[3]
+        delta = self._analysed(v).delta
         scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
         return scale * (max(delta, 0.0) + self._noise_ratio)
 
@@ -204,99 +223,77 @@ class KRLS(KernelLearner):
         return self._w[: self._ald.size] @ self._ald.cholesky.half_solve(Kb)
 
     def _learn_vec(self, v: np.ndarray, y: float, eta) -> None:
-        core = self._compiled_step()
-        if core is not None and core.learn(self, v, y, self.n_seen) == _steps.STEP_OK:
-            return  # the point did not join: the weights' step below, in one call
-        ald = self._ald
-        chol = ald.cholesky
-        m = ald.size
-        g, kxx, h, delta, prediction = self._analyse(v)
-        noise = self._noise_term(y, prediction, delta)  # raises before any change
-        # the factor may be refreshed by the check of the append: keep the one w, M refer to
-        before = chol.factor() if delta > ald.nu and chol.check_due() else None
-        refreshes = chol.n_refreshes
-        added = ald._update_checked_column(g, kxx, (None, delta, h))  # _analyse_now checked
-        self.last_residual = delta
-        if added:
-            # L grows by the row [h^T, l]; beta by y (the new point is fitted exactly)
-            l = math.sqrt(ald._last_pivot)
-            u = self._M.matvec(h)
-            w = self._w = reserve(self._w, m + 1)
-            w[m] = (y - prediction) / l
-            self._M.append(u * (-1.0 / l), (1.0 + h.dot(u)) / (l * l))
-            self._store.append(v)
-            if chol.n_refreshes != refreshes:
-                self._carry_over(before, h, l)
-        elif m:  # M <- M - s u u^T, w <- w + s e u, u = M h, e the a-priori error
-            u = self._M.matvec(h)
-            s = 1.0 / (1.0 + h.dot(u))
-            self._M.rank_one(-s, u)
-            self._w[:m] += (s * (y - prediction)) * u
-        self.noise_scale_sum += noise
+        state = self._state()
+        if state.compiled:  # the analysis (kept from predict_one) and the step in one call
+            status = state.learn(v, y, self.n_seen, self.noise_scale_sum)
+        else:
+            status = self._analysed(v).step(y, self.noise_scale_sum)
+        if status == _steps.STEP_OK:
+            self._learned(state, 1)
+        elif status == _steps.STEP_JOINS:
+            self._join(state, v)
+        elif status == _steps.STEP_NOISE:  # nothing changed
+            raise ValueError(overflow_target_message(y, state.prediction))
+        else:
+            raise ValueError(self._refusal(state, status))
 
-    def _noise_term(self, y: float, prediction: float, delta: float) -> float:
-        r"""The step's term :math:`e^2 / (\delta + \nu')` of the noise scale (the a-priori
-        error over its spread, see :meth:`_predictive_variance`); raises ``ValueError`` if the
-        running sum would not be finite, before anything changes."""
-        error = y - prediction
-        noise = error * error / (max(delta, 0.0) + self._noise_ratio)
-        if not math.isfinite(self.noise_scale_sum + noise):
-            raise ValueError(overflow_target_message(y, prediction))
-        return noise
+    def _learned(self, state: _krls.KRLSState, rows: int) -> None:
+        """The learner's and its ALD's account of ``rows`` steps taken by the state, none of
+        whose points joined."""
+        self._ald._note_outside(state.last_column(), state.last_half(), state.last_delta, rows)
+        self.noise_scale_sum, self.last_residual = state.noise_sum, state.last_delta
+
+    def _join(self, state: _krls.KRLSState, v: np.ndarray) -> None:
+        """The step of a point that joins the dictionary: the ALD takes it (its factor is
+        bordered by ``[h^T, l]``), then KRLS's terms (``KRLSState.border``) border ``w`` and
+        ``M`` and the point is stored."""
+        ald = self._ald
+        chol, m = ald.cholesky, ald.size
+        # the factor may be refreshed by the check of the append: keep the one w, M refer to
+        before = chol.factor() if chol.check_due() else None
+        refreshes = chol.n_refreshes
+        h = state.half()
+        ald._update_checked_column(state.column(), state.kxx, (None, state.delta, h))
+        self._w = reserve(self._w, m + 1)
+        state.bind_weights(chol._L, self._w, self._M._storage(), self._M.is_dense)
+        diagonal = state.border(ald._last_pivot)
+        self._M.append(state.border_column(), diagonal)
+        self._store.append(v)
+        if chol.n_refreshes != refreshes:
+            self._carry_over(before, h, math.sqrt(ald._last_pivot))
+        self._bind(state)
+        self.noise_scale_sum, self.last_residual = state.noise_sum, state.delta
 
     def _learn_vecs(self, V: np.ndarray, targets: list, etas: list,
                     predict: bool) -> np.ndarray | None:
-        """The test-then-train loop over the rows in compiled code (``_learn_vec``'s step on
-        each row); a row the loop cannot take (a point joining while ``M`` is still dense, the
-        factor's drift check, a value to word an error about, a step to refuse) takes
-        ``_learn_vec``, which raises before changing anything if it refuses the row (the rows
-        before it stay learned)."""
-        spec = compiled_kernel(self._kernel)
-        rows = len(targets)
-        if spec is None:
+        """The test-then-train loop over the rows in compiled code (``krls_run``: the step of
+        ``_learn_vec`` on each row); a row it stops at (a point that joins, a value to word an
+        error about, a step to refuse) takes ``_learn_vec``, which raises before changing
+        anything if it refuses the row (the rows before it stay learned)."""
+        if compiled_kernel(self._kernel) is None:
             return self._learn_rows(V, targets, etas, predict)
-        ald, store, chol = self._ald, self._store, self._ald.cholesky
-        room = rows if ald.max_size is None else max(0, min(rows, ald.max_size - ald.size))
-        store.make_room(room, V.shape[1])
-        V = widened(V, store.d)
+        V = np.ascontiguousarray(V, dtype=float)
         y = np.asarray(targets, dtype=float)
+        rows = len(targets)
         predictions = np.empty(rows)
-        ald._column_mode = True  # KRLS feeds the ALD kernel columns (update_column)
-        first, t = self.n_seen, 0
+        t = 0
         while t < rows:
-            m = ald.size
-            top = m + (rows - t if ald.max_size is None else
-                       max(0, min(rows - t, ald.max_size - m)))
-            chol._grow(top)
-            ald._reserve(top)
-            self._w = reserve(self._w, top)
-            self._M.reserve(top)
-            g, h = np.empty(top), np.empty(top)
-            (stop, size, chol._ops_since_check, clamped, ald.n_seen, status, m_last, delta,
-             added, pivot, self.noise_scale_sum) = _steps.krls_run(
-                spec, store.data, store._sq, m, chol._L, chol._A, chol._ops_since_check,
-                chol._MIN_CHECK_PERIOD, chol.min_pivot, ald._residuals, ald._indices,
-                ald._weights, ald.n_seen, self._w, self._M._storage(), self._M.is_dense,
-                float(ald.nu), ald.max_size or 0, float(ald.alpha),
-                math.nan if self.C is None else float(self.C), V, y, t, predictions, g, h,
-                self._noise_ratio, self.noise_scale_sum)
-            chol._m = ald._size = self._M._m = store.n = size
-            chol.n_clamped += clamped
-            store.n_added += size - m
-            store._sq_max = max(store._sq_max, float(store._sq[:size].max(initial=0.0)))
-            if stop > t:  # what the ALD and KRLS keep of the last row learned
-                ald._last_a, ald._last_h = None, h[:m_last].copy()
-                ald.last_kernel_column = g[:m_last].copy()
-                ald.last_residual = self.last_residual = delta
-                ald.last_added = added
-                if added:
-                    ald._last_pivot = pivot
-            self.n_seen, self._cache, t = first + stop, None, stop
-            if status:  # a row for the Python step
+            state = self._state()
+            stop, status = _krls.krls_run(state, V, y, t, self.n_seen, predictions,
+                                           self.noise_scale_sum)
+            if stop > t:
+                self._learned(state, stop - t)
+                self.n_seen, self._cache = self.n_seen + stop - t, None
+            t = stop
+            if status == _steps.STEP_JOINS:  # the point joins: the ALD's step, in Python
+                predictions[t] = self._clip(state.prediction)
+                self._join(state, V[t])
+            elif status:  # a refusal, worded by _learn_vec (the state kept the analysis)
                 if predict:
                     z = in_row(t, self._predict_vec, V[t])
                     predictions[t] = self._clip(z) if math.isfinite(z) else z
                 in_row(t, self._learn_vec, V[t], targets[t], etas[t])
+            if status:
                 self.n_seen, self._cache, t = self.n_seen + 1, None, t + 1
         return predictions if predict else None
 
