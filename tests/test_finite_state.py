@@ -68,7 +68,7 @@ def _learn_all(model, rows) -> int:
 
 LEARNERS = {
     "KRLS": lambda: KRLS(nu=1e-12, alpha=0),
-    # a full dictionary: the compiled step of a point that does not join (KRLSStep.learn)
+    # a full dictionary: the compiled step of a point that does not join (_krls.krls_step)
     "KRLS-full": lambda: KRLS(nu=1e-12, alpha=0, max_size=3),
     "KONS": lambda: KONS(alpha=1e-8),  # the window: the compiled check
     "KONS-unbounded": lambda: KONS(alpha=1e-8, max_size=None),  # the Python check

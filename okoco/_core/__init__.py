@@ -2,7 +2,8 @@
 
 Private. The functions work in place on views of numpy buffers owned by the Python objects of
 :mod:`okoco.linalg`, :mod:`okoco.kernels` and the learners, which validate their input, keep
-their state and turn the status codes returned here into their worded errors.
+their state and turn the status codes returned here into their worded errors. A step reads no
+private attribute of another object and calls nothing above it.
 
 ``_linalg``
     the packed Cholesky factor and the packed symmetric matrix (solves, bordering, removal,
@@ -11,11 +12,14 @@ their state and turn the status codes returned here into their worded errors.
     a kernel's row over stored points (squared distances from cached norms), and the kernels
     coded for the steps (``_kernels.pxd``; the losses' in ``_losses.pxd``);
 ``_steps``
-    whole learner steps: the step objects of FunctionalGD and KRLS (one compiled call per
-    ``predict_one`` / ``learn_one`` on the learner's buffers) and the array loops;
+    the stored rows' core (``StepCore``) and FunctionalGD's step, once (``fgd_step``), on its
+    typed state (``FGDState``, views of the learner's buffers) with its array loop;
+``_krls``
+    KRLS's step and the ALD's analysis and test, once, on a typed state (``KRLSState``), with
+    the array loop;
 ``_kons``, ``_slots``, ``_kors``
     the windowed KONS's step phases, the window's inverse (``SlotInverse``) operations, and
-    KORS's inverse-form step;
+    KORS's inverse-form step and its Eq. 4 score (``kors_score``);
 ``_multiclass``
     the phases of the shared multiclass KONS step (one preconditioner for every class);
 ``_pros``

@@ -121,7 +121,7 @@ class KernelLearner(Locked, base.MiniBatchRegressor):
         "_warned_unscaled": "bool as warned_unscaled", "_cache": "cache:None",
         "_lock": "cache:lock", "_core": "cache:None",
     }
-    _core: tuple | None = None  # (kernel, its compiled step object or None): _compiled_step
+    _core: tuple | None = None  # (kernel, its compiled state or step object): a cache
     _loop_rows = 1  # batches of fewer rows take _learn_rows (row by row), others _learn_vecs
 
     def _setup(self) -> None:
@@ -379,21 +379,6 @@ class KernelLearner(Locked, base.MiniBatchRegressor):
         result = compute(v)
         self._cache = (self.n_seen, v.copy(), result)
         return result
-
-    def _compiled_step(self):
-        """The learner's compiled step object (``okoco._core._steps``) for its current kernel,
-        or ``None`` where the kernel or the learner has none. A cache on the learner's buffers,
-        built at first use and again after a load, a copy or a new default kernel."""
-        core = self._core
-        if core is None or core[0] is not self._kernel:
-            spec = compiled_kernel(self._kernel)
-            core = self._core = (self._kernel, None if spec is None else self._make_step(spec))
-        return core[1]
-
-    def _make_step(self, spec: tuple):
-        """A compiled step object for the kernel described by ``spec`` (``compiled_kernel``),
-        or ``None`` (the default: the learner's Python step)."""
-        return None
 
     def save(self, path, *, compress: bool = False):
         """Save the learner to one ``.npz`` file (arrays + JSON, no pickle), atomically.
