@@ -1,6 +1,6 @@
 """Files of older okoco file formats load and predict as the models that wrote them did.
 
-The files are in ``tests/data/format-v3`` to ``format-v8``, written by
+The files are in ``tests/data/format-v3`` to ``format-v9``, written by
 ``tests/data/make_format_files.py`` with the okoco of each format (its docstring names the
 commits); ``expected.json`` beside them holds what each saved model predicted at three probes,
 before and after one more learning step.
@@ -23,7 +23,7 @@ def _files(version: int) -> list[tuple[int, str]]:
     return [(version, name[:-4]) for name in sorted(os.listdir(folder)) if name.endswith(".npz")]
 
 
-CASES = _files(3) + _files(4) + _files(5) + _files(6) + _files(7) + _files(8)
+CASES = [case for version in range(3, 10) for case in _files(version)]
 
 
 def _label(name: str, y: float):
