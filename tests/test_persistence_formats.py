@@ -66,7 +66,8 @@ def test_older_files_load_and_predict_as_saved(version, name, tmp_path):
     again = okoco.load(model.save(tmp_path / "again.npz"))
     assert persistence.read_metadata(tmp_path / "again.npz")["format_version"] == \
         persistence.FORMAT_VERSION
-    assert _predictions(name, again, probes) == _predictions(name, model, probes)
+    # (the same model: a load rebuilds the factorizations from it, equal to rounding)
+    _close(_predictions(name, again, probes), _predictions(name, model, probes), 1e-9)
     for m in (model, again):
         m.learn_one({"a": 0.1, "d": 0.5}, _label(name, 0.3))
         # 1e-10: the step itself may round otherwise than the saving okoco's (since format 9
@@ -185,7 +186,7 @@ def test_a_file_holds_exactly_the_declared_public_field_names(path, tmp_path):
 
     model = TRAINED[path]
     meta = persistence.read_metadata(okoco.save(model, tmp_path / "m.npz"))
-    assert meta["format_version"] == persistence.FORMAT_VERSION == 9
+    assert meta["format_version"] == persistence.FORMAT_VERSION == 10
     # nested objects sit in the state or, when a parameter (BinaryClassifier's learner), there
     objects = [("state", path, set(meta["state"])), *_objects(meta["state"]),
                *_objects(meta["params"], "params")]

@@ -209,6 +209,11 @@ class KONS(KernelLearner):
                     "noise_scale_sum": "float",
                     "_window": "obj:SlotInverse|none as window_inverse"}
 
+    # What a model file leaves out and a load rebuilds from the model (:meth:`_rebuild`): the
+    # window's inverse and the factor of the unbounded preconditioner (their fields declared
+    # ``rebuilt``), by their paths in the file.
+    _rebuilt_parts = ("window_inverse", "cholesky")
+
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", max_size: int | None = DEFAULT_MAX_SIZE):
         self.kernel = kernel
@@ -236,6 +241,43 @@ class KONS(KernelLearner):
         self.log_det = 0.0
         self.rg_sum = 0.0
         self.noise_scale_sum = 0.0  # sum of (y_t - yhat_t)^2 / (s_t + alpha/2): the spread's scale
+
+    def _rebuild(self, charge) -> None:
+        r"""After a load, rebuild what a model file leaves out, from the model: the window's
+        inverse :math:`(\bar K_I + \alpha I)^{-1}`, :math:`\bar K_I = D K D` over the atoms
+        held now (their points, their weights :math:`d_j` and the diagonal :math:`d_j^2
+        \kappa_j + \alpha` the step used: :meth:`_preconditioner_matrix`), and, unbounded,
+        the Cholesky factor of the saved matrix and :math:`g = L^{-1}(D K c)_I` in it.
+        ``charge(nbytes, what)`` bounds what the rebuild allocates by the file's size."""
+        chol = self._chol
+        if chol._L is None:
+            chol.rebuild_factor(charge)
+            if self.max_size is None:  # (a window keeps no factor: its inverse instead)
+                store = self._store
+                self._g[: chol.size] = chol.half_solve(self._gather(store.field("d")
+                                                                    * store.field("Kc")))
+        window = self._window
+        if window is not None and window.P is None:
+            self._link()
+            window.rebuild(self._preconditioner_matrix, self._store.size, charge)
+
+    def _link(self) -> None:
+        """Give the window's inverse what it needs from the points (Sketched-KONS: its pair)."""
+
+    def _points_matrix(self, slots: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """``diag(scale) K diag(scale)`` over the stored points at ``slots``."""
+        store = self._store
+        X = store.data[slots, : store.d]
+        return scale[:, None] * np.asarray(self._kernel(X, X), dtype=float) * scale[None, :]
+
+    def _preconditioner_matrix(self, own: np.ndarray) -> np.ndarray:
+        """``M = D K D + alpha I`` over the atoms at the window inverse's own slots ``own``
+        (the diagonal as the steps made it, ``d_j^2 kappa_j + alpha``, from the inverse)."""
+        window = self._window
+        slots = own if window._outer is None else window._outer[own]  # (compact: mapped)
+        M = self._points_matrix(slots, self._store.fields["d"][slots])
+        M[np.diag_indices(own.shape[0])] = window.diagonal[own]
+        return M
 
     # -- selection hooks (KONS keeps every point) -------------------------------------
 
