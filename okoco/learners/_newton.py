@@ -38,7 +38,7 @@ from numbers import Real
 
 import numpy as np
 
-from okoco._blas import dot, scipy_one_thread
+from okoco._blas import all_one_thread, dot, scipy_one_thread
 from okoco._core import _kons
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
@@ -249,6 +249,10 @@ class KONS(KernelLearner):
         \kappa_j + \alpha` the step used: :meth:`_preconditioner_matrix`), and, unbounded,
         the Cholesky factor of the saved matrix and :math:`g = L^{-1}(D K c)_I` in it.
         ``charge(nbytes, what)`` bounds what the rebuild allocates by the file's size."""
+        with all_one_thread:  # (a learner's sizes: BLAS's threads would only spin after)
+            self._rebuild_now(charge)
+
+    def _rebuild_now(self, charge) -> None:
         chol = self._chol
         if chol._L is None:
             chol.rebuild_factor(charge)

@@ -141,8 +141,8 @@ class SketchedKONS(KONS):
         M[np.diag_indices(own.shape[0])] = kors._inverse.diagonal[own]
         return M
 
-    def _rebuild(self, charge) -> None:
-        super()._rebuild(charge)  # the window's inverse and, in its array, KORS's (a pair)
+    def _rebuild_now(self, charge) -> None:
+        super()._rebuild_now(charge)  # the window's inverse and, in its array, KORS's (a pair)
         inverse = self._kors._inverse
         if inverse is not None and inverse.P is None:  # unbounded: KORS keeps a factor, and
             inverse.rebuild(self._kors_matrix, self._store.size, charge)  # this one empty

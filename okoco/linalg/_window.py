@@ -10,6 +10,15 @@ from okoco._blas import all_one_thread, scipy_one_thread
 from okoco._core import _linalg, _slots
 
 
+def _block(atoms: np.ndarray):
+    """The index of the block over ``atoms`` (increasing): a slice when they are ``0..k-1``
+    (a full window), a much cheaper copy than a fancy index."""
+    k = atoms.shape[0]
+    if k and atoms[-1] == k - 1:
+        return slice(0, k), slice(0, k)
+    return np.ix_(atoms, atoms)
+
+
 class SlotInverse:
     r"""The inverse :math:`P = M^{-1}` of a symmetric positive-definite matrix over a ring of
     slots (zero rows and columns for the slots that hold no atom), and :math:`M` itself for the
@@ -297,23 +306,25 @@ class SlotInverse:
             partner.P = self.P
             partner._pending = partner._pending_terms = None
             partner._held_slots = None
-        if atoms.size and self._keeps_m:
+        sub = None
+        if atoms.size and self._keeps_m:  # M's strict upper triangle, kept beside P
             sub = np.asarray(matrix(atoms), dtype=float)
-            upper = np.triu(sub, 1)
-            self.P[np.ix_(atoms, atoms)] += upper
-        self._recompute()
+            self.P[_block(atoms)] += np.triu(sub, 1)
+        self._recompute(sub, fresh=True)
         if partner is not None:
-            partner._recompute()
+            partner._recompute(fresh=True)
 
-    def _recompute(self) -> None:
-        """``P`` from ``M`` over the atoms, no term pending (:meth:`refresh`'s work)."""
+    def _recompute(self, sub: np.ndarray | None = None, fresh: bool = False) -> None:
+        """``P`` from ``M`` over the atoms, no term pending (:meth:`refresh`'s work); ``sub``:
+        ``M`` over the atoms if the caller has it, ``fresh``: ``P``'s triangle is zeros."""
         if self._pending_terms is not None:  # M holds the pending terms' atoms already
             self._pending_terms[:] = 0
         atoms = np.flatnonzero(self.diagonal)
         inverse = None
         if atoms.size:
-            with all_one_thread:  # (a pair's M from the caller's points: a kernel's products)
-                sub = self.matrix(atoms)
+            if sub is None:
+                with all_one_thread:  # (a pair's M from the caller's points: a kernel's products)
+                    sub = self.matrix(atoms)
             with scipy_one_thread:  # at these sizes OpenBLAS's threads cost more than they give
                 # sub is symmetric: its transpose is its Fortran-ordered view, whose upper
                 # triangle (lower=0) is the lower one here; dpotri keeps that triangle
@@ -334,9 +345,10 @@ class SlotInverse:
             own, part = self.P[:, 1 : n + 1], np.triu
         else:
             own, part = self.P[:, :n], np.tril
-        own -= part(own)  # P's triangle is recomputed; the other (M, or the pair's) is kept
+        if not fresh:
+            own -= part(own)  # P's triangle is recomputed; the other (M, or the pair's) is kept
         if inverse is not None:  # (the atoms in increasing order: P's block is lower there)
-            own[np.ix_(atoms, atoms)] += part(inverse)
+            own[_block(atoms)] += part(inverse)
 
     def matrix(self, slots: np.ndarray | None = None) -> np.ndarray:
         """``M`` over ``slots`` (increasing; all by default), both triangles (a new array);

@@ -33,13 +33,18 @@ from okoco.persistence._format import (
 )
 from okoco.persistence._migrations import _migrate
 
+#: The least bytes a saved atom takes in a file: its point (one float at least) and its
+#: values (weight, coefficient, running ``K c``, coin, the diagonal of ``M``), float64 each.
+_ATOM_BYTES = 6 * 8
+
 
 def rebuild_budget(file_size: int) -> int:
-    """Bytes the rebuild hooks of a file of ``file_size`` bytes may allocate in all: the
-    squares of side ``file_size / 8`` (the float64 numbers the file could hold; a saved point
-    is several of them) plus ``_BUDGET_SLACK``. A rebuilt ``(n, n)`` inverse then needs at
-    least ``8 n`` bytes of file, what ``n`` atoms' values take."""
-    return (file_size // 8) ** 2 * 8 + _BUDGET_SLACK
+    """Bytes the rebuild hooks of a file of ``file_size`` bytes may allocate in all: an
+    ``(n, n)`` float64 square for the ``n = file_size / 48`` atoms the file could describe at
+    most (:data:`_ATOM_BYTES`), plus ``_BUDGET_SLACK``: what the model it describes holds. A
+    rebuild is quadratic in the atoms, so a crafted file cannot make a load allocate more than
+    the model that file could be (30 MB for a ``KONS()`` file of 80 KB)."""
+    return (file_size // _ATOM_BYTES) ** 2 * 8 + _BUDGET_SLACK
 
 
 class _Archive:
@@ -57,7 +62,7 @@ class _Archive:
         self.zf, self.members, self.budget = zf, members, budget
         self.used: set[str] = set()
         #: What rebuilding a model's factorizations may allocate: they are square in the
-        #: points the file holds (see :data:`REBUILD_SIDE`).
+        #: atoms the file holds (see :func:`rebuild_budget`).
         self.rebuild_budget = rebuild_budget(file_size)
 
     def charge_rebuilt(self, nbytes: int, where: str) -> None:

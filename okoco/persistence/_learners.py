@@ -172,6 +172,6 @@ def _load_learner(path: str | os.PathLike, meta: dict, archive: _Archive) -> Any
         model.__dict__.clear()
         model.__dict__.update(state)
         dec.completed(model, "state", later)
+        check_model(model, "state")  # every structural check before the rebuild's work
         dec.rebuild()  # the factorizations, from the model (parts first, the learner last)
-        check_model(model, "state")
     return model
