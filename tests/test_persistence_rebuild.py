@@ -352,3 +352,46 @@ def test_a_checkpoint_keeps_the_factorizations():
     enc = _Encoder(river=True)
     state = enc.fields(model, "KONS")
     assert {"P", "pending", "pending_terms"} <= set(state["window_inverse"]["attrs"])
+
+
+_UNOWNED = r"""
+import json, os, sys, tempfile
+import numpy as np
+import okoco
+from okoco.learners import KRLS
+model = KRLS(nu=0.01)
+rng = np.random.default_rng(0)
+for _ in range(30):
+    model.learn_one({"a": float(rng.normal())}, float(rng.normal()))
+folder = tempfile.mkdtemp()
+path = model.save(os.path.join(folder, "k.npz"))
+with np.load(path) as archive:
+    arrays = {k: archive[k] for k in archive.files if k != "__okoco__"}
+    meta = json.loads(str(archive["__okoco__"]))
+entry = meta["state"]["ald"]["attrs"]["cholesky"]["attrs"].pop("factor")
+arrays.pop(entry.get("__array__") or entry.get("__padded__"))
+bad = os.path.join(folder, "bad.npz")
+np.savez(bad, __okoco__=np.array(json.dumps(meta)), **arrays)
+try:
+    loaded = okoco.load(bad)
+except ValueError as error:
+    print("refused:", error)
+else:
+    loaded.learn_one({"a": 0.1}, 0.2)  # (a factor of None: the compiled core's segfault)
+    print("loaded")
+"""
+
+
+def test_a_rebuilt_field_left_out_where_no_owner_rebuilds_it_is_refused():
+    """A KRLS keeps its ALD factor in the file (KRLS has no rebuild hook): a file without it
+    is refused, where a format-10 reader that left it None let the compiled core crash (run
+    in a subprocess: a regression is a failed test, not a dead pytest)."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _UNOWNED], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": root}, cwd=root, timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert "refused:" in out.stdout and "cholesky.factor" in out.stdout
+    assert "nothing in the file rebuilds it" in out.stdout

@@ -38,12 +38,13 @@ from numbers import Real
 
 import numpy as np
 
-from okoco._blas import all_one_thread, dot, scipy_one_thread
+from okoco._blas import dot, scipy_one_thread
 from okoco._core import _kons
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners._codes import compiled_kernel, compiled_loss
+from okoco.learners._rebuilt import RebuiltOnLoad
 from okoco.learners.base import (
     ETA_HESSIAN,
     SIZE,
@@ -83,7 +84,7 @@ def singular_message(kernel, kappa: float, alpha: float) -> str:
             "StandardScaler) or raise alpha")
 
 
-class KONS(KernelLearner):
+class KONS(RebuiltOnLoad, KernelLearner):
     r"""Kernel Online Newton Step (Algorithm 1), :math:`O(t)` kernel evaluations and
     :math:`O(t^2)` work per step.
 
@@ -209,11 +210,6 @@ class KONS(KernelLearner):
                     "noise_scale_sum": "float",
                     "_window": "obj:SlotInverse|none as window_inverse"}
 
-    # What a model file leaves out and a load rebuilds from the model (:meth:`_rebuild`): the
-    # window's inverse and the factor of the unbounded preconditioner (their fields declared
-    # ``rebuilt``), by their paths in the file.
-    _rebuilt_parts = ("window_inverse", "cholesky")
-
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", max_size: int | None = DEFAULT_MAX_SIZE):
         self.kernel = kernel
@@ -241,47 +237,6 @@ class KONS(KernelLearner):
         self.log_det = 0.0
         self.rg_sum = 0.0
         self.noise_scale_sum = 0.0  # sum of (y_t - yhat_t)^2 / (s_t + alpha/2): the spread's scale
-
-    def _rebuild(self, charge) -> None:
-        r"""After a load, rebuild what a model file leaves out, from the model: the window's
-        inverse :math:`(\bar K_I + \alpha I)^{-1}`, :math:`\bar K_I = D K D` over the atoms
-        held now (their points, their weights :math:`d_j` and the diagonal :math:`d_j^2
-        \kappa_j + \alpha` the step used: :meth:`_preconditioner_matrix`), and, unbounded,
-        the Cholesky factor of the saved matrix and :math:`g = L^{-1}(D K c)_I` in it.
-        ``charge(nbytes, what)`` bounds what the rebuild allocates by the file's size."""
-        with all_one_thread:  # (a learner's sizes: BLAS's threads would only spin after)
-            self._rebuild_now(charge)
-
-    def _rebuild_now(self, charge) -> None:
-        chol = self._chol
-        if chol._L is None:
-            chol.rebuild_factor(charge)
-            if self.max_size is None:  # (a window keeps no factor: its inverse instead)
-                store = self._store
-                self._g[: chol.size] = chol.half_solve(self._gather(store.field("d")
-                                                                    * store.field("Kc")))
-        window = self._window
-        if window is not None and window.P is None:
-            self._link()
-            window.rebuild(self._preconditioner_matrix, self._store.size, charge)
-
-    def _link(self) -> None:
-        """Give the window's inverse what it needs from the points (Sketched-KONS: its pair)."""
-
-    def _points_matrix(self, slots: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """``diag(scale) K diag(scale)`` over the stored points at ``slots``."""
-        store = self._store
-        X = store.data[slots, : store.d]
-        return scale[:, None] * np.asarray(self._kernel(X, X), dtype=float) * scale[None, :]
-
-    def _preconditioner_matrix(self, own: np.ndarray) -> np.ndarray:
-        """``M = D K D + alpha I`` over the atoms at the window inverse's own slots ``own``
-        (the diagonal as the steps made it, ``d_j^2 kappa_j + alpha``, from the inverse)."""
-        window = self._window
-        slots = own if window._outer is None else window._outer[own]  # (compact: mapped)
-        M = self._points_matrix(slots, self._store.fields["d"][slots])
-        M[np.diag_indices(own.shape[0])] = window.diagonal[own]
-        return M
 
     # -- selection hooks (KONS keeps every point) -------------------------------------
 

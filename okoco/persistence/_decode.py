@@ -86,6 +86,11 @@ class _Decoder:
         for obj in self._hooks:
             obj._rebuild(self.arrays.charge_rebuilt)
         for obj, where in self._unchecked:
+            for field in declared_state(type(obj)).values():  # none left for the core to meet
+                if field.rebuilt and vars(obj).get(field.attr) is None and \
+                        not any(kind.tag == "none" for kind in field.kinds):
+                    raise ValueError(f"{where}.{field.name} ({type(obj).__name__}) is missing, "
+                                     "and nothing in the file rebuilds it")
             check_invariants(obj, where)
 
     def _keep(self, tree: Mapping, value: Any) -> Any:
