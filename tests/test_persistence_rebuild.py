@@ -75,6 +75,7 @@ def test_a_loaded_model_answers_and_learns_as_the_live_one(name, loss, tmp_path)
     if inverse is not None:
         assert not {"P", "pending", "pending_terms"} & set(inverse["attrs"])
     assert "factor" not in meta["state"]["cholesky"]["attrs"]
+    assert "matrix" in meta["state"]["cholesky"]["attrs"]  # (KONS rebuilds L from it)
 
 
 def _dense_preconditioner(model):

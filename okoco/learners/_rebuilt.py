@@ -22,9 +22,9 @@ class RebuiltOnLoad:
     """The rebuild hook of KONS (a base class of :class:`okoco.learners.KONS`)."""
 
     # What a model file leaves out and a load rebuilds from the model (:meth:`_rebuild`): the
-    # window's inverse and the factor of the unbounded preconditioner (their fields declared
-    # ``rebuilt``), by their paths in the file.
-    _rebuilt_parts = ("window_inverse", "cholesky")
+    # window's inverse (its fields declared ``rebuilt``) and the factor of the unbounded
+    # preconditioner (not its matrix, saved), by their paths in the file.
+    _rebuilt_parts = {"window_inverse": None, "cholesky": ("factor",)}
 
     def _rebuild(self, charge) -> None:
         r"""After a load, rebuild what a model file leaves out, from the model: the window's

@@ -87,7 +87,7 @@ class SketchedKONS(KONS):
     _saved_state = {"eps": "number", "beta": "number", "p_min": "number",
                     "seed": "int|none|rng", "_kors": "obj:KORS as kors"}
     # KORS's inverse shares the window's array (a pair): rebuilt with it
-    _rebuilt_parts = (*KONS._rebuilt_parts, "kors.inverse")
+    _rebuilt_parts = {**KONS._rebuilt_parts, "kors.inverse": None}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,

@@ -121,7 +121,9 @@ class IncrementalCholesky:
     #: Saved state (okoco.persistence): packed buffers of ``capacity * (capacity + 1) / 2``.
     _saved_state = {"refresh_tol": "number", "min_pivot": "number", "_cap": "int[0,] as capacity",
                     "_L": "rebuilt array(capacity * (capacity + 1) // 2) float64 as factor",
-                    "_A": "array(capacity * (capacity + 1) // 2) float64 as matrix",
+                    # (an owner that can compute A from its points may rebuild it: KRLS's
+                    # ALD, whose L must then stay, its weights being in L's coordinates)
+                    "_A": "rebuilt array(capacity * (capacity + 1) // 2) float64 as matrix",
                     "_m": "int[0,capacity] as size",
                     "_ops_since_check": "int[0,] as ops_since_check",
                     "_rebuilding": "bool as rebuilding", "n_clamped": "int[0,]",

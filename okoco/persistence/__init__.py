@@ -19,7 +19,9 @@ from them, the factorizations (a windowed KONS's inverse :math:`(\bar K_I + \alp
 and its pending rank-16 terms, Sketched-KONS's KORS inverse in the same array, the unbounded
 KONS's Cholesky factor), is declared ``rebuilt`` and left out, and rebuilt on load from the
 model by its owner's ``_rebuild`` hook (a class attribute ``_rebuilt_parts`` names the parts
-whose ``rebuilt`` fields it rebuilds, by their paths in the file). The loaded learner is the
+whose ``rebuilt`` fields it rebuilds, by their paths in the file, all of them or, as a mapping
+``{"cholesky": ("factor",)}``, those named). A ``rebuilt`` field that no hook rebuilt is
+refused (``None`` where the compiled core needs an array). The loaded learner is the
 same model: its predictions and its next steps equal the saved learner's up to rounding
 (1e-9 relative; a rebuilt inverse is exact where the saved one had accumulated the rounding of
 its updates). Replay checkpoints keep those fields (a resume is bit for bit the run), and a

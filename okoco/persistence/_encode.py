@@ -37,7 +37,8 @@ class _Encoder:
         self.arrays: dict[str, np.ndarray] = {}
         self._ids: dict[int, int] = {}
         self._alive: list = []  # keeps every memoised object alive, so ids are never reused
-        self._rebuilt: set[int] = set()  # ids of the objects whose rebuilt fields are left out
+        # ids of the objects whose rebuilt fields are left out: those names (None: all)
+        self._rebuilt: dict[int, frozenset | None] = {}
 
     def _new_id(self, obj: Any) -> int:
         self._ids[id(obj)] = n = len(self._ids)
@@ -142,13 +143,14 @@ class _Encoder:
                             "'cache'; see okoco.persistence)")
         if self.rebuild:
             self._note_rebuilt(obj)
-        omit = id(obj) in self._rebuilt
+        omit = self._rebuilt.get(id(obj), _MISSING)
         out = {}
         # in the object's own attribute order (a saving error names the first bad one)
         order = [a for a in attrs if a in declared] + [a for a in declared if a not in attrs]
         for attr in order:
             field = declared[attr]
-            if field.cache or (omit and field.rebuilt):
+            if field.cache or (field.rebuilt and omit is not _MISSING
+                               and (omit is None or field.name in omit)):
                 continue
             if attr not in attrs:
                 if field.optional:
@@ -160,19 +162,24 @@ class _Encoder:
 
 
     def _note_rebuilt(self, obj: Any) -> None:
-        """Note the objects whose ``rebuilt`` fields ``obj`` rebuilds on load: itself if its
-        class has the hook (``_rebuild``), and its parts at the paths of ``_rebuilt_parts``
-        (file names, ``"kors.inverse"``), before any of them is written."""
-        if callable(getattr(type(obj), "_rebuild", None)):
-            self._rebuilt.add(id(obj))
-            for path in getattr(type(obj), "_rebuilt_parts", ()):
-                part = obj
-                for name in path.split("."):
-                    part = _field_of(part, name) if part is not None else None
-                    part = None if part is _MISSING else part
-                if part is not None:
-                    self._rebuilt.add(id(part))
-                    self._alive.append(part)
+        """Note the objects whose ``rebuilt`` fields ``obj`` rebuilds on load, before any of
+        them is written: itself if its class has the hook (``_rebuild``), and its parts at the
+        paths of ``_rebuilt_parts`` (file names, ``"kors.inverse"``; a tuple of paths, each
+        part's every ``rebuilt`` field, or a mapping from a path to the names of the fields
+        rebuilt, ``{"cholesky": ("factor",)}``)."""
+        if not callable(getattr(type(obj), "_rebuild", None)):
+            return
+        self._rebuilt[id(obj)] = None
+        parts = getattr(type(obj), "_rebuilt_parts", ())
+        for path, names in (parts.items() if isinstance(parts, dict) else
+                            ((path, None) for path in parts)):
+            part = obj
+            for name in path.split("."):
+                part = _field_of(part, name) if part is not None else None
+                part = None if part is _MISSING else part
+            if part is not None:
+                self._rebuilt[id(part)] = None if names is None else frozenset(names)
+                self._alive.append(part)
 
 
 def _leading_rows(v: np.ndarray) -> int | None:
