@@ -2,6 +2,11 @@
 
     python -m benchmarks.bench_persistence                       # this tree
     python -m benchmarks.bench_persistence --baseline /work/main # also time another tree's load
+    python -m benchmarks.bench_persistence --sizes --baseline T  # file sizes, save and load time
+
+``--sizes`` (issue 41: "save the model, not its buffers"): ``KONS()``, ``SketchedKONS()`` and
+``Auto()`` after 1,000 steps at ``d = 10`` (and the unbounded KONS), each tree saving its own
+model: the file's size, the median time of a save and of a load (a fresh process per tree).
 
 With a baseline, each tree loads the file it wrote, and this tree also loads the baseline's
 file (read through the migrations when the baseline writes an older format).
@@ -65,6 +70,46 @@ for _ in range(n):
     model.learn_one(x, float(np.tanh(x["a"])))
 model.save(path)
 """
+
+
+_SIZES = r"""
+import json, sys, time
+import numpy as np
+from okoco.learners import KONS, Auto, SketchedKONS
+name, n, d, path, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], \
+    int(sys.argv[5])
+model = {"KONS()": KONS, "SketchedKONS()": lambda: SketchedKONS(seed=0), "Auto()": Auto,
+         "KONS(max_size=None)": lambda: KONS(max_size=None)}[name]()
+rng = np.random.default_rng(0)
+for _ in range(n):
+    x = {f"x{j}": float(v) for j, v in enumerate(rng.normal(size=d))}
+    model.learn_one(x, float(np.tanh(x["x0"] - 0.5 * x["x1"])))
+times = []
+for _ in range(repeat):
+    t0 = time.perf_counter()
+    model.save(path)
+    times.append(time.perf_counter() - t0)
+print(json.dumps({"save_median_s": sorted(times)[len(times) // 2]}))
+"""
+
+
+def sizes(trees: dict[str, Path], folder: Path, repeat: int, n: int = 1000, d: int = 10) -> None:
+    """File size, save and load time of the default learners after ``n`` steps at ``d``."""
+    print(f"after {n} steps at d = {d}; median of {repeat} saves and of {repeat - 1} loads "
+          "(fresh processes)")
+    for name in ("KONS()", "SketchedKONS()", "Auto()", "KONS(max_size=None)"):
+        for tree_name, tree in trees.items():
+            path = folder / f"sizes-{name.replace('(', '').replace(')', '').replace('=', '')}-" \
+                f"{tree_name.replace(' ', '_')}.npz"
+            out = subprocess.run([sys.executable, "-c", _SIZES, name, str(n), str(d), str(path),
+                                  str(repeat)], env={**os.environ, "PYTHONPATH": str(tree)},
+                                 capture_output=True, text=True, check=True,
+                                 cwd=tempfile.gettempdir())
+            saved = json.loads(out.stdout.splitlines()[-1])
+            loaded = measure(tree, path, repeat)
+            print(f"{name:20s} {tree_name:10s} {path.stat().st_size / 1e3:10.1f} KB  save "
+                  f"{saved['save_median_s'] * 1e3:8.2f} ms  load {loaded['median_s'] * 1e3:8.2f} "
+                  f"ms  {loaded['outcome'][:40]}")
 
 
 def measure(tree: Path, path: Path, repeat: int) -> dict:
@@ -188,8 +233,16 @@ def main(argv=None) -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--threads", action="store_true",
                         help="only measure the per-step cost of the thread guard")
+    parser.add_argument("--sizes", action="store_true",
+                        help="only measure file sizes, save and load times (issue 41)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
+    if args.sizes:
+        print("load average:", os.getloadavg())
+        trees = {"this tree": HERE, **({"baseline": args.baseline} if args.baseline else {})}
+        sizes(trees, Path(tempfile.mkdtemp()), max(args.repeat, 2))
+        print("load average:", os.getloadavg())
+        return
     if args.threads:
         print("load average:", os.getloadavg())
         thread_guard_cost()

@@ -181,7 +181,8 @@ def _set(tree, path, value):
 
 def _column_maps(meta):
     for path, value in _sites(meta):
-        if isinstance(value, dict) and value.get("__obj__") == "okoco._input.FeatureMap":
+        if isinstance(value, dict) and value.get("__obj__") in ("FeatureMap",
+                                                                "okoco._input.FeatureMap"):
             columns = value["attrs"]["columns"]
             if isinstance(columns, dict) and len(columns) >= 2:
                 yield (*path, "attrs", "columns"), columns

@@ -301,7 +301,8 @@ def test_window_with_the_squared_loss_is_sliding_window_kernel_ridge_regression(
 
 def test_window_pending_terms_travel_with_copies_and_files(tmp_path):
     """The window's inverse keeps its rank-one changes pending (applied 16 at a time); a
-    pickled, copied or saved model holds them and goes on exactly as the model does."""
+    pickled or copied model holds them and goes on exactly as the model does (a saved one
+    rebuilds its inverse from the model on load: the same model to rounding)."""
     import okoco
 
     rng = np.random.default_rng(5)
@@ -316,7 +317,8 @@ def test_window_pending_terms_travel_with_copies_and_files(tmp_path):
     for x, target in zip(X[30:], y[30:]):
         xd = dict(enumerate(x))
         expected = model.predict_one(xd)
-        assert [twin.predict_one(xd) for twin in twins] == [expected] * 3
+        assert [twin.predict_one(xd) for twin in twins[:2]] == [expected] * 2
+        assert twins[2].predict_one(xd) == pytest.approx(expected, rel=1e-9, abs=1e-12)
         for m in (model, *twins):
             m.learn_one(xd, float(target))
 

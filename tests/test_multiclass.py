@@ -209,8 +209,9 @@ def test_save_load_round_trip_continues_identically(name, tmp_path):
         model.learn_one(x, y)
     loaded = okoco.load(model.save(tmp_path / "mc.npz"))
     assert type(loaded) is MulticlassClassifier and loaded.classes == model.classes
-    for x, y in data[25:]:
-        assert loaded.predict_proba_one(x) == model.predict_proba_one(x)
+    for x, y in data[25:]:  # (KONS's inverses are rebuilt on load: equal to rounding)
+        assert loaded.predict_proba_one(x) == pytest.approx(model.predict_proba_one(x),
+                                                            rel=1e-9, abs=1e-12)
         model.learn_one(x, y)
         loaded.learn_one(x, y)
     assert loaded.predict_one(data[0][0]) == model.predict_one(data[0][0])

@@ -63,18 +63,24 @@ def predictions(model):
     return [model.predict_one(x) for x in PROBES]
 
 
+def same(values):
+    """What a loaded model answers: its saved model's answers to 1e-9 (a model file holds the
+    model, and a load rebuilds its factorizations from it: the same model up to rounding)."""
+    return pytest.approx(values, rel=1e-9, abs=1e-9)
+
+
 def continue_together(saved, loaded, rows, classifier):
     for x, y in rows:
         if classifier:
-            assert loaded.predict_proba_one(x) == saved.predict_proba_one(x)
-        assert loaded.predict_one(x) == saved.predict_one(x)
+            assert loaded.predict_proba_one(x) == same(saved.predict_proba_one(x))
+        assert loaded.predict_one(x) == same(saved.predict_one(x))
         saved.learn_one(x, y)
         loaded.learn_one(x, y)
-    assert predictions(loaded) == predictions(saved)
+    assert predictions(loaded) == same(predictions(saved))
 
 
 @pytest.mark.parametrize("name", sorted(REGRESSORS) + sorted(CLASSIFIERS))
-def test_round_trip_is_bit_identical_and_continues_identically(name, tmp_path):
+def test_round_trip_is_the_same_model_and_continues_as_it(name, tmp_path):
     classifier = name in CLASSIFIERS
     model = (CLASSIFIERS if classifier else REGRESSORS)[name]()
     rows = stream(40, seed=0, labels=("a", "b") if classifier else None)
@@ -84,13 +90,13 @@ def test_round_trip_is_bit_identical_and_continues_identically(name, tmp_path):
     assert path == tmp_path / "model.npz" and os.listdir(tmp_path) == ["model.npz"]
     loaded = okoco.load(path)
     assert type(loaded) is type(model)
-    assert predictions(loaded) == predictions(model)
+    assert predictions(loaded) == same(predictions(model))
     core, lcore = (model.learner, loaded.learner) if classifier else (model, loaded)
     assert lcore.n_seen == core.n_seen == 20
     assert lcore.dictionary_size == core.dictionary_size
     assert repr(lcore) == repr(core)
     X = np.random.default_rng(1).normal(size=(5, 2))
-    np.testing.assert_array_equal(lcore.predict_many(X), core.predict_many(X))
+    np.testing.assert_allclose(lcore.predict_many(X), core.predict_many(X), rtol=1e-9, atol=1e-9)
     continue_together(model, loaded, rows[20:], classifier)
 
 
@@ -114,9 +120,9 @@ def test_metadata_documents_the_format(tmp_path):
     model.learn_one({"x": 1.0}, 0.5)
     path = model.save(tmp_path / "m.npz")
     meta = persistence.read_metadata(path)
-    assert meta["format"] == "okoco-model" and meta["format_version"] == 9
+    assert meta["format"] == "okoco-model" and meta["format_version"] == 10
     assert meta["okoco_version"] == okoco.__version__
-    assert meta["class"] == "okoco.learners.kons.KONS"
+    assert meta["class"] == "KONS"  # its stable name, not its module (format 10)
     assert meta["params"]["C"] == 2.5
     assert meta["params"]["kernel"]["__kernel__"] == "Polynomial"
     assert meta["params"]["kernel"]["params"] == {"degree": 3, "gamma": 0.5, "coef0": 2.0,
@@ -180,9 +186,9 @@ def test_version_1_files_load_and_predict_as_saved(name, tmp_path):
     again = okoco.load(model.save(tmp_path / "now.npz"))  # and it saves in today's version
     assert persistence.read_metadata(tmp_path / "now.npz")["format_version"] == \
         persistence.FORMAT_VERSION
-    assert [learner.predict_one(x) for x in reference["probes"]] == \
+    assert [learner.predict_one(x) for x in reference["probes"]] == same(
         [(again.learner if name == "binary" else again).predict_one(x)
-         for x in reference["probes"]]
+         for x in reference["probes"]])
 
 
 def test_unknown_version_is_refused_naming_both_versions(tmp_path):
@@ -660,7 +666,12 @@ def test_spare_capacity_is_not_written_and_comes_back_as_zeros(tmp_path):
     path = model.save(tmp_path / "m.npz")
     assert path.stat().st_size < 0.45 * held
     loaded = okoco.load(path)
-    before, after = _arrays(model), _arrays(loaded)
+    # (the factor is rebuilt from the saved matrix: the same to rounding, see test_rebuild.py)
+    np.testing.assert_allclose(loaded._chol.factor(), model._chol.factor(), rtol=1e-12,
+                               atol=1e-14)
+    np.testing.assert_allclose(loaded._g, model._g, rtol=1e-10, atol=1e-14)  # g = L^{-1} D K c
+    before = [a for a in _arrays(model) if a is not model._chol._L and a is not model._g]
+    after = [a for a in _arrays(loaded) if a is not loaded._chol._L and a is not loaded._g]
     assert [(a.shape, a.dtype) for a in after] == [(a.shape, a.dtype) for a in before]
     assert all(a.tobytes() == b.tobytes() for a, b in zip(before, after))  # -0.0 stays -0.0
     assert all(a.flags.writeable and a.flags.c_contiguous for a in after)
@@ -703,7 +714,7 @@ def test_learners_register_themselves_and_a_registered_subclass_round_trips(tmp_
         for x, y in stream(15, seed=5):
             model.learn_one(x, y)
         loaded = okoco.load(model.save(tmp_path / "m.npz"))
-        assert type(loaded) is TracedKONS and predictions(loaded) == predictions(model)
+        assert type(loaded) is TracedKONS and predictions(loaded) == same(predictions(model))
     finally:
         path = f"{TracedKONS.__module__}.{TracedKONS.__qualname__}"
         persistence._LEARNERS.pop(path)

@@ -63,7 +63,7 @@ def test_named_steps_keep_their_names(tmp_path):
 def test_bare_learners_still_go_through_the_learner_format(tmp_path):
     model = trained(KONS(C=2.0), datasets.TrumpApproval(), 30)
     path = okoco.save(model, tmp_path / "k.npz")
-    assert okoco.persistence.read_metadata(path)["class"] == "okoco.learners.kons.KONS"
+    assert okoco.persistence.read_metadata(path)["class"] == "KONS"
     assert okoco.load(path).predict_one({"x": 1.0}) == model.predict_one({"x": 1.0})
 
 

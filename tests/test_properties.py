@@ -198,8 +198,8 @@ def test_save_load_round_trip_on_any_stream(kind, kernel, stream, split):
         model.learn_one(x, y)
     with tempfile.TemporaryDirectory() as folder:
         loaded = okoco.load(model.save(os.path.join(folder, "m.npz")))
-    for x, y in stream[split:] + stream[:split]:
-        assert loaded.predict_one(x) == model.predict_one(x)
+    for x, y in stream[split:] + stream[:split]:  # (factorizations rebuilt: to rounding)
+        assert loaded.predict_one(x) == pytest.approx(model.predict_one(x), rel=1e-9, abs=1e-9)
         loaded.learn_one(x, y)
         model.learn_one(x, y)
 

@@ -44,6 +44,7 @@ from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners._codes import compiled_kernel, compiled_loss
+from okoco.learners._rebuilt import RebuiltOnLoad
 from okoco.learners.base import (
     ETA_HESSIAN,
     SIZE,
@@ -83,7 +84,7 @@ def singular_message(kernel, kappa: float, alpha: float) -> str:
             "StandardScaler) or raise alpha")
 
 
-class KONS(KernelLearner):
+class KONS(RebuiltOnLoad, KernelLearner):
     r"""Kernel Online Newton Step (Algorithm 1), :math:`O(t)` kernel evaluations and
     :math:`O(t^2)` work per step.
 

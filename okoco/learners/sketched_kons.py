@@ -86,6 +86,8 @@ class SketchedKONS(KONS):
 
     _saved_state = {"eps": "number", "beta": "number", "p_min": "number",
                     "seed": "int|none|rng", "_kors": "obj:KORS as kors"}
+    # KORS's inverse shares the window's array (a pair): rebuilt with it
+    _rebuilt_parts = {**KONS._rebuilt_parts, "kors.inverse": None}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", eps: float = 0.5, beta: float = 10.0, p_min: float = 0.0,
@@ -126,20 +128,6 @@ class SketchedKONS(KONS):
         second.P = first.P
         first._source, second._source = self._preconditioner_matrix, self._kors_matrix
 
-    def _points_matrix(self, slots: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """``diag(scale) K diag(scale)`` over the stored points at ``slots``."""
-        store = self._store
-        X = store.data[slots, : store.d]
-        return scale[:, None] * np.asarray(self._kernel(X, X), dtype=float) * scale[None, :]
-
-    def _preconditioner_matrix(self, own: np.ndarray) -> np.ndarray:
-        """``M = D K D + alpha I`` over the atoms at the preconditioner's own slots ``own``."""
-        window = self._window
-        slots = own if window._outer is None else window._outer[own]  # (compact: mapped)
-        M = self._points_matrix(slots, self._store.fields["d"][slots])
-        M[np.diag_indices(own.shape[0])] = window.diagonal[own]
-        return M
-
     def _kors_matrix(self, own: np.ndarray) -> np.ndarray:
         """KORS's ``S D K D S + alpha I`` over its atoms at its slots ``own``."""
         kors = self._kors
@@ -152,6 +140,12 @@ class SketchedKONS(KONS):
                                 * self._store.fields["d"][slots])
         M[np.diag_indices(own.shape[0])] = kors._inverse.diagonal[own]
         return M
+
+    def _rebuild_now(self, charge) -> None:
+        super()._rebuild_now(charge)  # the window's inverse and, in its array, KORS's (a pair)
+        inverse = self._kors._inverse
+        if inverse is not None and inverse.P is None:  # unbounded: KORS keeps a factor, and
+            inverse.rebuild(self._kors_matrix, self._store.size, charge)  # this one empty
 
     def _gather(self, v: np.ndarray) -> np.ndarray:
         return v[self._selected[: self._chol.size]]

@@ -120,8 +120,10 @@ class IncrementalCholesky:
 
     #: Saved state (okoco.persistence): packed buffers of ``capacity * (capacity + 1) / 2``.
     _saved_state = {"refresh_tol": "number", "min_pivot": "number", "_cap": "int[0,] as capacity",
-                    "_L": "array(capacity * (capacity + 1) // 2) float64 as factor",
-                    "_A": "array(capacity * (capacity + 1) // 2) float64 as matrix",
+                    "_L": "rebuilt array(capacity * (capacity + 1) // 2) float64 as factor",
+                    # (an owner that can compute A from its points may rebuild it: KRLS's
+                    # ALD, whose L must then stay, its weights being in L's coordinates)
+                    "_A": "rebuilt array(capacity * (capacity + 1) // 2) float64 as matrix",
                     "_m": "int[0,capacity] as size",
                     "_ops_since_check": "int[0,] as ops_since_check",
                     "_rebuilding": "bool as rebuilding", "n_clamped": "int[0,]",
@@ -403,9 +405,23 @@ class IncrementalCholesky:
 
     def refresh(self) -> None:
         """Recompute ``L`` from the stored ``A`` (``O(m^3)``), clamping pivots if it is singular."""
-        m = self._m
         self.n_refreshes += 1
         self._ops_since_check = 0
+        self._factorize()
+
+    def rebuild_factor(self, charge=None) -> None:
+        """Rebuild ``L`` after a load, from the stored ``A`` (the model: ``L`` is its Cholesky
+        factor, which bordering kept up to rounding); ``charge(nbytes, what)`` is called before
+        anything is allocated. The counters are kept."""
+        m = self._m
+        if charge is not None:
+            charge(8 * (self._A.shape[0] + 3 * m * m), "a Cholesky factor")
+        self._L = np.zeros(self._A.shape[0])
+        self._factorize()
+
+    def _factorize(self) -> None:
+        """``L`` from ``A`` (the work of :meth:`refresh`)."""
+        m = self._m
         if m == 0:
             return
         A = self.matrix()

@@ -10,6 +10,15 @@ from okoco._blas import all_one_thread, scipy_one_thread
 from okoco._core import _linalg, _slots
 
 
+def _block(atoms: np.ndarray):
+    """The index of the block over ``atoms`` (increasing): a slice when they are ``0..k-1``
+    (a full window), a much cheaper copy than a fancy index."""
+    k = atoms.shape[0]
+    if k and atoms[-1] == k - 1:
+        return slice(0, k), slice(0, k)
+    return np.ix_(atoms, atoms)
+
+
 class SlotInverse:
     r"""The inverse :math:`P = M^{-1}` of a symmetric positive-definite matrix over a ring of
     slots (zero rows and columns for the slots that hold no atom), and :math:`M` itself for the
@@ -62,13 +71,16 @@ class SlotInverse:
     1.0
     """
 
-    _saved_state = {"capacity": "int[1,]|none", "P": "array(*, *) float64",
+    # P and the pending terms are rebuilt on load from M over the atoms (``rebuilt``: a model
+    # file leaves them out when the owner rebuilds them, see :meth:`rebuild`); the diagonal
+    # of M is kept (it is the model's, as the pivots it used)
+    _saved_state = {"capacity": "int[1,]|none", "P": "rebuilt array(*, *) float64",
                     "diagonal": "array(*) float64", "size": "int[0,]",
                     "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]",
                     "atoms": "opt int[1,]|none", "_outer": "opt array(*) intp|none as outer",
                     "_keeps_m": "opt bool as keeps_m", "_upper": "opt bool as upper",
-                    "_pending": f"opt array({_slots.PENDING_ROWS}, *) float64|none as pending",
-                    "_pending_terms": "opt array(3) intp|none as pending_terms",
+                    "_pending": f"rebuilt array({_slots.PENDING_ROWS}, *) float64|none as pending",
+                    "_pending_terms": "rebuilt array(3) intp|none as pending_terms",
                     "_held_slots": "cache:None",
                     "_partner": "cache:None", "_source": "cache:None", "_due": "cache:None"}
 
@@ -250,16 +262,69 @@ class SlotInverse:
         near ``1 / eps``), ``P`` is the inverse of ``M`` with its eigenvalues raised to the
         rounding level ``m eps lambda_max``: finite and positive definite, never an error.
         """
-        if self._pending_terms is not None:  # M holds the pending terms' atoms already
-            self._pending_terms[:] = 0
         self._mods = 0
         self._due = None
         self.n_refreshes += 1
+        self._recompute()
+
+    def rebuild(self, matrix, slots: int, charge=None) -> None:
+        r"""Rebuild ``P`` after a load, from ``M`` over the atoms: ``matrix(own)`` gives ``M``
+        over the own slots ``own`` (increasing), ``slots`` is the caller's slots in use (the
+        array holds at most twice them, as :meth:`make_room` grows it), ``charge(nbytes, what)``
+        is called before the array is allocated. The same model: ``P = M^{-1}`` with
+        :math:`M = \alpha I + \sum_{j \in \text{window}} d_j^2 \phi_j \phi_j^\top` in the
+        slots' coordinates, the sum over the atoms held *now* (a removal is exact: the atom's
+        term leaves the sum), which is what the incremental updates kept up to rounding;
+        the counters (``modifications``, ``n_refreshes``) are kept, no term is pending.
+
+        One of a pair (``_source`` set on both by the caller) is rebuilt by the first, which
+        allocates the array the two share. The array is as small as the atoms allow (it grows
+        with the caller's slots, :meth:`make_room`): the compact form's own slots, or up to
+        the last atom's slot.
+        """
+        if self._upper:
+            return  # rebuilt by the first of its pair
+        atoms = np.flatnonzero(self.diagonal)
+        if atoms.size != self.size:
+            raise ValueError(f"a SlotInverse of {self.size} atoms has {atoms.size} nonzero "
+                             "diagonal entries")
+        n = self.diagonal.shape[0]  # the array's side when saved
+        if self._outer is not None:
+            if not self.atoms == self._outer.shape[0] == n or \
+                    np.count_nonzero(self._outer >= 0) != self.size:
+                raise ValueError("a SlotInverse's compact form disagrees with its atoms")
+        elif n > max(16, 2 * slots):
+            raise ValueError(f"a SlotInverse over {slots} slots cannot have {n}")
+        extra = 0 if self._keeps_m else 1
+        if charge is not None:  # the array, M over the atoms and the factorization's copies
+            charge(8 * (n * (n + extra) + 3 * atoms.size * atoms.size), "a window's inverse")
+        self.P = np.zeros((n, n + extra))
+        self._pending = self._pending_terms = None
+        self._held_slots = None
+        partner = self._partner
+        if partner is not None:
+            partner.P = self.P
+            partner._pending = partner._pending_terms = None
+            partner._held_slots = None
+        sub = None
+        if atoms.size and self._keeps_m:  # M's strict upper triangle, kept beside P
+            sub = np.asarray(matrix(atoms), dtype=float)
+            self.P[_block(atoms)] += np.triu(sub, 1)
+        self._recompute(sub, fresh=True)
+        if partner is not None:
+            partner._recompute(fresh=True)
+
+    def _recompute(self, sub: np.ndarray | None = None, fresh: bool = False) -> None:
+        """``P`` from ``M`` over the atoms, no term pending (:meth:`refresh`'s work); ``sub``:
+        ``M`` over the atoms if the caller has it, ``fresh``: ``P``'s triangle is zeros."""
+        if self._pending_terms is not None:  # M holds the pending terms' atoms already
+            self._pending_terms[:] = 0
         atoms = np.flatnonzero(self.diagonal)
         inverse = None
         if atoms.size:
-            with all_one_thread:  # (a pair's M from the caller's points: a kernel's products)
-                sub = self.matrix(atoms)
+            if sub is None:
+                with all_one_thread:  # (a pair's M from the caller's points: a kernel's products)
+                    sub = self.matrix(atoms)
             with scipy_one_thread:  # at these sizes OpenBLAS's threads cost more than they give
                 # sub is symmetric: its transpose is its Fortran-ordered view, whose upper
                 # triangle (lower=0) is the lower one here; dpotri keeps that triangle
@@ -280,9 +345,10 @@ class SlotInverse:
             own, part = self.P[:, 1 : n + 1], np.triu
         else:
             own, part = self.P[:, :n], np.tril
-        own -= part(own)  # P's triangle is recomputed; the other (M, or the pair's) is kept
+        if not fresh:
+            own -= part(own)  # P's triangle is recomputed; the other (M, or the pair's) is kept
         if inverse is not None:  # (the atoms in increasing order: P's block is lower there)
-            own[np.ix_(atoms, atoms)] += part(inverse)
+            own[_block(atoms)] += part(inverse)
 
     def matrix(self, slots: np.ndarray | None = None) -> np.ndarray:
         """``M`` over ``slots`` (increasing; all by default), both triangles (a new array);

@@ -5,14 +5,33 @@ A saved learner is **one** ``.npz`` archive (``numpy.savez``) that holds
 - every numpy array of the learner's declared state, under the names ``a0``, ``a1``, ...; the
   trailing all-zero rows of an array (the spare capacity of the doubling buffers) are not
   written but restored as zeros on loading, so the file grows with the samples seen, not with
-  the capacity, and the loaded learner is still the same object graph, buffer for buffer, bit
-  for bit;
+  the capacity;
 - a JSON document in the 0-d unicode array ``__okoco__`` with the format name
-  (``"okoco-model"``), the format version, the okoco version that wrote it, the class path
-  (``"okoco.learners.kons.KONS"``), the constructor parameters and the rest of the declared
+  (``"okoco-model"``), the format version, the okoco version that wrote it, the class's stable
+  name (``"KONS"``), the constructor parameters and the rest of the declared
   state (floats, counters, feature names, the random generator's ``bit_generator.state``), where
   each array is a reference ``{"__array__": "a3"}`` (or ``{"__padded__": "a3", "rows": 512}``
   when the archive holds only the leading rows of an array of 512 rows).
+
+**The model, not its buffers.** A file holds what defines the model: its points,
+coefficients, weights, dictionary, counters, generator state and parameters. What is computed
+from them, the factorizations (a windowed KONS's inverse :math:`(\bar K_I + \alpha I)^{-1}`
+and its pending rank-16 terms, Sketched-KONS's KORS inverse in the same array, the unbounded
+KONS's Cholesky factor), is declared ``rebuilt`` and left out, and rebuilt on load from the
+model by its owner's ``_rebuild`` hook (a class attribute ``_rebuilt_parts`` names the parts
+whose ``rebuilt`` fields it rebuilds, by their paths in the file, all of them or, as a mapping
+``{"cholesky": ("factor",)}``, those named). A ``rebuilt`` field that no hook rebuilt is
+refused (``None`` where the compiled core needs an array). The loaded learner is the
+same model: its predictions and its next steps equal the saved learner's up to rounding
+(1e-9 relative; a rebuilt inverse is exact where the saved one had accumulated the rounding of
+its updates). Replay checkpoints keep those fields (a resume is bit for bit the run), and a
+file of format 9 or older holds them too: they are then used as saved, as an optional cache.
+What a rebuild allocates is bounded by the file's size too (squares of side ``size / 8``).
+
+**Stable class names.** A file names each class by the name it was registered with
+(:func:`register`; its ``__qualname__`` by default: ``"KONS"``, ``"SlotInverse"``), so moving a
+class to another module changes no file; the module paths of the files before format 10 are
+mapped by ``okoco.persistence._migrations.LEGACY_CLASS_PATHS``.
 
 Loading reads the archive with ``allow_pickle=False`` and builds objects only from an
 allow-list: the classes registered with :func:`register` (the okoco learners and their parts:
@@ -34,14 +53,16 @@ attribute name to a spec string (plain data, so classes below this module declar
 importing it; a subclass's dict extends its bases', and ``None`` drops an inherited entry)::
 
     _saved_state = {"_cap": "int[0,] as capacity", "_m": "int[0,capacity] as size",
-                    "_L": "array(capacity * (capacity + 1) // 2) float64 as factor",
+                    "_L": "rebuilt array(capacity * (capacity + 1) // 2) float64 as factor",
                     "_cache": "cache:None"}
 
-A spec is ``[opt] KIND[|KIND...] [as FIELD]`` or ``cache[:None|:{}|:lock]``. ``opt``: the
-attribute may be absent (a class default stands in); ``as FIELD``: the field's stable public name
-in the file (a public attribute's own name by default; a private attribute must declare one, so
-that no file holds a private name and renaming an attribute never changes the format);
-``cache``: never saved, and set on loading to ``None``,
+A spec is ``[opt|rebuilt] KIND[|KIND...] [as FIELD]`` or ``cache[:None|:{}|:lock]``. ``opt``:
+the attribute may be absent (a class default stands in); ``rebuilt``: computed from the model,
+left out of a model file when an owner rebuilds it (see above; ``None`` until its hook runs,
+and the object's invariants that name it are checked after); ``as FIELD``: the field's stable
+public name in the file (a public attribute's own name by default; a private attribute must
+declare one, so that no file holds a private name and renaming an attribute never changes the
+format); ``cache``: never saved, and set on loading to ``None``,
 ``{}`` or a new ``threading.Lock`` (or left to the class default). A KIND is ``int``,
 ``int[LO,HI]``, ``float`` (a Python float), ``number`` (an int or a float: a parameter as given),
 ``bool``, ``str``, ``none``, ``rng`` (a numpy Generator), ``kernel``, ``loss``, ``obj`` (an
@@ -76,10 +97,11 @@ its data is allocated, and what arrays, padded buffers and metadata may allocate
 ``MAX_EXPANSION`` times the file's size plus 8 MiB; the metadata's nesting (40 levels) and number
 of JSON containers (200,000) are bounded and error messages are cut to 600 characters.
 
-Versioning: ``FORMAT_VERSION`` is bumped whenever the layout of the file or the saved state of a
-learner changes; :func:`load` reads the versions in ``SUPPORTED_VERSIONS`` and refuses any other
-with a ``ValueError`` naming the version found and the versions supported. Every migration of an
-older file is in one module, ``okoco.persistence._migrations`` (its docstring lists what each
+Versioning: ``FORMAT_VERSION`` is bumped whenever the layout of the file or the saved model of
+a learner changes (a factorization's layout is not in the file: changing it needs no bump);
+:func:`load` reads the versions in ``SUPPORTED_VERSIONS`` and refuses any other with a
+``ValueError`` naming the version found and the versions supported. Every migration of an older
+file is in one module, ``okoco.persistence._migrations`` (its docstring lists what each
 version changed). A damaged file (cut short, edited, an entry missing or of the
 wrong kind) raises one ``ValueError`` that names the file and what is wrong.
 
@@ -99,10 +121,10 @@ Examples
 >>> path = os.path.join(tempfile.mkdtemp(), "kons.npz")
 >>> _ = model.save(path)
 >>> again = okoco.load(path)
->>> again.predict_one({"x": 0.3}) == model.predict_one({"x": 0.3})
+>>> abs(again.predict_one({"x": 0.3}) - model.predict_one({"x": 0.3})) < 1e-12
 True
 >>> again.learn_one({"x": 0.5}, 1.0); model.learn_one({"x": 0.5}, 1.0)
->>> again.predict_one({"x": 0.7}) == model.predict_one({"x": 0.7})
+>>> abs(again.predict_one({"x": 0.7}) - model.predict_one({"x": 0.7})) < 1e-12
 True
 """
 
@@ -137,10 +159,12 @@ from okoco.persistence._registry import (  # noqa: F401
     _resolve,
     register,
     registered,
+    registered_name,
 )
 from okoco.persistence._schema import declared_state
 
-__all__ = ["save", "load", "read_metadata", "register", "registered", "declared_state",
+__all__ = ["save", "load", "read_metadata", "register", "registered", "registered_name",
+           "declared_state",
            "check_checkpointable", "save_checkpoint", "load_checkpoint", "FORMAT_NAME",
            "CHECKPOINT_FORMAT_NAME", "FORMAT_VERSION", "SUPPORTED_VERSIONS", "META_KEY",
            "MAX_EXPANSION"]

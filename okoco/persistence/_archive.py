@@ -33,6 +33,19 @@ from okoco.persistence._format import (
 )
 from okoco.persistence._migrations import _migrate
 
+#: The least bytes a saved atom takes in a file: its point (one float at least) and its
+#: values (weight, coefficient, running ``K c``, coin, the diagonal of ``M``), float64 each.
+_ATOM_BYTES = 6 * 8
+
+
+def rebuild_budget(file_size: int) -> int:
+    """Bytes the rebuild hooks of a file of ``file_size`` bytes may allocate in all: an
+    ``(n, n)`` float64 square for the ``n = file_size / 48`` atoms the file could describe at
+    most (:data:`_ATOM_BYTES`), plus ``_BUDGET_SLACK``: what the model it describes holds. A
+    rebuild is quadratic in the atoms, so a crafted file cannot make a load allocate more than
+    the model that file could be (30 MB for a ``KONS()`` file of 80 KB)."""
+    return (file_size // _ATOM_BYTES) ** 2 * 8 + _BUDGET_SLACK
+
 
 class _Archive:
     """The arrays of an okoco archive, read one by one when the metadata refers to them.
@@ -45,9 +58,20 @@ class _Archive:
     """
 
     def __init__(self, zf: zipfile.ZipFile | None, members: dict[str, zipfile.ZipInfo],
-                 budget: int):
+                 budget: int, file_size: int = 0):
         self.zf, self.members, self.budget = zf, members, budget
         self.used: set[str] = set()
+        #: What rebuilding a model's factorizations may allocate: they are square in the
+        #: atoms the file holds (see :func:`rebuild_budget`).
+        self.rebuild_budget = rebuild_budget(file_size)
+
+    def charge_rebuilt(self, nbytes: int, where: str) -> None:
+        """Charge ``nbytes`` a rebuild hook is about to allocate (a square buffer over the
+        saved points), refused beyond :func:`rebuild_budget` of the file."""
+        if nbytes > self.rebuild_budget:
+            raise ValueError(f"{where} would take {nbytes} bytes to rebuild, more than a file "
+                             "of this size can describe")
+        self.rebuild_budget -= nbytes
 
     def charge(self, nbytes: int, where: str) -> None:
         if nbytes > self.budget:
@@ -273,7 +297,8 @@ def _read_zip(path: Path, expected: str | None) -> tuple[dict, _Archive]:
             with zf.open(info) as fp:
                 _npy_header(fp, info.file_size, f"archive member {info.filename!r}")
         members = {info.filename[:-4]: info for info in infos}
-        archive = _Archive(zf, {k: v for k, v in members.items() if k != META_KEY}, budget)
+        archive = _Archive(zf, {k: v for k, v in members.items() if k != META_KEY}, budget,
+                           path.stat().st_size)
         meta_info = members[META_KEY]
         archive.charge(meta_info.file_size, "the okoco metadata")
         with zf.open(meta_info) as fp:

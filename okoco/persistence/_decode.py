@@ -28,7 +28,12 @@ from okoco.persistence._format import (
     _short,
 )
 from okoco.persistence._invariants import check_invariants
-from okoco.persistence._migrations import legacy_state, public_state_before_6, retired_field
+from okoco.persistence._migrations import (
+    legacy_state,
+    public_state_before_6,
+    retired_field,
+    stable_class_name,
+)
 from okoco.persistence._registry import _OBJECTS, _allowed, _class_path, _resolve
 from okoco.persistence._schema import (
     _SCALARS,
@@ -37,6 +42,8 @@ from okoco.persistence._schema import (
     _plausible,
     declared_state,
 )
+
+_REBUILT = "\0rebuilt"  # in a decoded state: some fields are left to a rebuild hook
 
 
 class _Decoder:
@@ -48,12 +55,43 @@ class _Decoder:
     """
 
     def __init__(self, arrays: _Archive, river: bool = False, version: int = FORMAT_VERSION,
-                 finite: bool = False):
+                 finite: bool = False, rebuild: bool = False):
         self.arrays = arrays
         self.river = river
         self.finite = finite  # river's objects' floats finite too (a model, not a checkpoint)
         self.version = version
         self.objects: dict[int, Any] = {}
+        # a model file: fields declared ``rebuilt`` may be absent (None until :meth:`rebuild`)
+        self.rebuild_on_load = rebuild
+        self._hooks: list = []  # the objects with a _rebuild hook, in the order completed
+        self._unchecked: list = []  # (object, where): invariants checked once rebuilt
+
+    def completed(self, obj: Any, where: str, rebuilt_later: bool) -> None:
+        """``obj`` is decoded: check its invariants now, or after :meth:`rebuild` if some of
+        its fields are to be rebuilt; note its rebuild hook."""
+        if rebuilt_later:  # the invariants of the fields at hand now, the others once rebuilt
+            absent = frozenset(f.name for f in declared_state(type(obj)).values()
+                               if f.rebuilt and vars(obj).get(f.attr, _MISSING) is None)
+            check_invariants(obj, where, unless=absent)
+            self._unchecked.append((obj, where))
+        else:
+            check_invariants(obj, where)
+        if self.rebuild_on_load and callable(getattr(type(obj), "_rebuild", None)):
+            self._hooks.append(obj)
+
+    def rebuild(self) -> None:
+        """Run the rebuild hooks (``obj._rebuild(charge)``: the factorizations of a model from
+        its points, parts before their owners; ``charge(nbytes, what)`` before each large
+        allocation, bounded by the file), then check the invariants of the rebuilt objects."""
+        for obj in self._hooks:
+            obj._rebuild(self.arrays.charge_rebuilt)
+        for obj, where in self._unchecked:
+            for field in declared_state(type(obj)).values():  # none left for the core to meet
+                if field.rebuilt and vars(obj).get(field.attr) is None and \
+                        not any(kind.tag == "none" for kind in field.kinds):
+                    raise ValueError(f"{where}.{field.name} ({type(obj).__name__}) is missing, "
+                                     "and nothing in the file rebuilds it")
+            check_invariants(obj, where)
 
     def _keep(self, tree: Mapping, value: Any) -> Any:
         ident = tree["id"]
@@ -176,6 +214,8 @@ class _Decoder:
             return self._keep(tree, getattr(losses, name)())
         if marker == "__obj__":
             path = tree["__obj__"]
+            if type(path) is str:
+                path = stable_class_name(path, self.version)
             if type(path) is not str or not _allowed(path, self.river):
                 raise ValueError(f"{where}: the file asks for a {_short(path)} object, which "
                                  "okoco never loads")
@@ -184,8 +224,10 @@ class _Decoder:
             if type(attrs) is not dict:
                 raise ValueError(f"{where}: the attributes of a {cls.__name__} must be a mapping")
             obj = self._keep(tree, cls.__new__(cls))
-            obj.__dict__.update(self.state(cls, attrs, where, depth))
-            check_invariants(obj, where)
+            state = self.state(cls, attrs, where, depth)
+            later = state.pop(_REBUILT, False)
+            obj.__dict__.update(state)
+            self.completed(obj, where, later)
             return obj
         raise ValueError(f"{where}: unknown entry {_short(marker)}")
 
@@ -220,6 +262,12 @@ class _Decoder:
                 values[field.attr] = self.decode(sub, f"{where}.{key}", depth)
             if self.version < FORMAT_VERSION:
                 values = public_state_before_6(cls, values)
+        rebuilt = [f for f in fields.values() if f.rebuilt and f.attr not in values]
+        if not self.rebuild_on_load:  # (a checkpoint keeps them: only the optional may lack)
+            missing = [f for f in rebuilt if not hasattr(cls, f.attr)]
+            if missing:
+                raise ValueError(f"{where}.{missing[0].name} ({cls.__name__}) is missing")
+            rebuilt = []
         _check_fields(cls, fields, values, where)
         # the parameters held in the state pass the class's own constraints, as its constructor
         # would check them (nested objects are built without it, and a top-level state's copy
@@ -232,4 +280,7 @@ class _Decoder:
                 values[field.attr] = threading.Lock()
             elif field.cache and field.reset is not _MISSING:
                 values[field.attr] = copy.copy(field.reset)
+        if rebuilt:  # left to the owner's rebuild hook (None until then)
+            values.update({field.attr: None for field in rebuilt})
+            values[_REBUILT] = True  # (a marker for decode, removed there)
         return values

@@ -9,9 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from okoco.persistence._format import _BIT_GENERATORS, _FACTORIES, _KERNELS, _LOSSES
-from okoco.persistence._registry import _OBJECTS, _allowed, _attributes, _class_path, _init_params
-from okoco.persistence._schema import declared_state
+from okoco.persistence._format import _BIT_GENERATORS, _FACTORIES, _KERNELS, _LOSSES, _MISSING
+from okoco.persistence._registry import (
+    _OBJECTS,
+    _allowed,
+    _attributes,
+    _class_path,
+    _init_params,
+    _stable_name,
+)
+from okoco.persistence._schema import _field_of, declared_state
 
 
 class _Encoder:
@@ -22,11 +29,16 @@ class _Encoder:
     Sketched-KONS and its KORS dictionary draw from one generator).
     """
 
-    def __init__(self, river: bool = False):
+    def __init__(self, river: bool = False, rebuild: bool = False):
         self.river = river
+        # leave out the fields declared ``rebuilt`` of the objects whose owner rebuilds them on
+        # load (a model file; a checkpoint keeps them, so a resume is bit for bit the run)
+        self.rebuild = rebuild
         self.arrays: dict[str, np.ndarray] = {}
         self._ids: dict[int, int] = {}
         self._alive: list = []  # keeps every memoised object alive, so ids are never reused
+        # ids of the objects whose rebuilt fields are left out: those names (None: all)
+        self._rebuilt: dict[int, frozenset | None] = {}
 
     def _new_id(self, obj: Any) -> int:
         self._ids[id(obj)] = n = len(self._ids)
@@ -101,7 +113,7 @@ class _Encoder:
             if vars(v):
                 raise TypeError(f"cannot save {where}: {v!r} carries extra attributes")
             return {"__loss__": kind.__name__, "id": self._new_id(v)}
-        path = _class_path(kind)
+        path = _stable_name(kind) or _class_path(kind)  # (river's classes: by path)
         if _allowed(path, self.river):
             ident = self._new_id(v)
             return {"__obj__": path, "id": ident, "attrs": self.fields(v, where)}
@@ -129,12 +141,16 @@ class _Encoder:
                             f"_saved_state does not declare: {', '.join(map(repr, undeclared))} "
                             "(declare each attribute's kind, dtype and shape, or mark it "
                             "'cache'; see okoco.persistence)")
+        if self.rebuild:
+            self._note_rebuilt(obj)
+        omit = self._rebuilt.get(id(obj), _MISSING)
         out = {}
         # in the object's own attribute order (a saving error names the first bad one)
         order = [a for a in attrs if a in declared] + [a for a in declared if a not in attrs]
         for attr in order:
             field = declared[attr]
-            if field.cache:
+            if field.cache or (field.rebuilt and omit is not _MISSING
+                               and (omit is None or field.name in omit)):
                 continue
             if attr not in attrs:
                 if field.optional:
@@ -143,6 +159,27 @@ class _Encoder:
                                 "but the object has no such attribute")
             out[field.name] = self.encode(attrs[attr], f"{where}.{attr}")
         return out
+
+
+    def _note_rebuilt(self, obj: Any) -> None:
+        """Note the objects whose ``rebuilt`` fields ``obj`` rebuilds on load, before any of
+        them is written: itself if its class has the hook (``_rebuild``), and its parts at the
+        paths of ``_rebuilt_parts`` (file names, ``"kors.inverse"``; a tuple of paths, each
+        part's every ``rebuilt`` field, or a mapping from a path to the names of the fields
+        rebuilt, ``{"cholesky": ("factor",)}``)."""
+        if not callable(getattr(type(obj), "_rebuild", None)):
+            return
+        self._rebuilt[id(obj)] = None
+        parts = getattr(type(obj), "_rebuilt_parts", ())
+        for path, names in (parts.items() if isinstance(parts, dict) else
+                            ((path, None) for path in parts)):
+            part = obj
+            for name in path.split("."):
+                part = _field_of(part, name) if part is not None else None
+                part = None if part is _MISSING else part
+            if part is not None:
+                self._rebuilt[id(part)] = None if names is None else frozenset(names)
+                self._alive.append(part)
 
 
 def _leading_rows(v: np.ndarray) -> int | None:

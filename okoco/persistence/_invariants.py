@@ -40,7 +40,7 @@ functions
     ``in`` a tuple.
 
 A file whose object breaks one is refused with a ``ValueError`` naming the object and the
-invariant. They belong with each class's ``_saved_state``; they are kept here, by class path,
+invariant. They belong with each class's ``_saved_state``; they are kept here, by stable class name,
 until the classes declare them (``_saved_invariants``, read first when a class has one).
 
 Examples
@@ -65,37 +65,38 @@ from typing import Any
 import numpy as np
 
 from okoco.persistence._format import _MISSING
-from okoco.persistence._registry import _class_path
+from okoco.persistence._registry import _key
 from okoco.persistence._schema import declared_state
 
-#: Invariants by class path (see the module's docstring); a subclass has its bases' too.
+#: Invariants by stable class name (see the module's docstring); a subclass has its bases' too.
 INVARIANTS: dict[str, tuple[str, ...]] = {
     # one column per feature, no two features on one column
-    "okoco._input.FeatureMap": ("permutation(columns)",),
-    "okoco._input.Rows": (
+    "FeatureMap": ("permutation(columns)",),
+    "Rows": (
         # a ring holds every row appended until it is full
         "max_size is None or n <= max_size and (n == max_size or n_added == n)",
         # rows beyond the n held and columns beyond the d in use are spare capacity: zeros
         "zero_beyond(data, n, d)"),
     # what the compiled core indexes P, its diagonal and the pending terms with
-    "okoco.linalg.SlotInverse": (
+    "SlotInverse": (
         "shape(P, 0) <= shape(P, 1) <= shape(P, 0) + 1",
         "len(diagonal) == shape(P, 0)",
-        "size <= shape(P, 0) and (capacity is None or size <= capacity)",
-        "outer is None or (len(outer) <= shape(P, 0) and distinct(outer)"
+        "size <= len(diagonal) and (capacity is None or size <= capacity)",
+        "outer is None or (len(outer) <= len(diagonal) and distinct(outer)"
         " and size == held(outer) and within(outer, -1, capacity or len(outer) + size + 1))",
         # (P grown since the last pending term: none is pending, and new rows come with the next)
         "pending is None or shape(pending, 1) == shape(P, 0)"
         " or pending_terms is not None and pending_terms[0] == pending_terms[1] == 0",
         # P is recomputed when they reach 16 x its slots (at least 64): never beyond
-        "modifications <= max(16 * shape(P, 0), 64)",
+        "modifications <= max(16 * len(diagonal), 64)",
         # (additions, subtractions, slots spanned): at most 16 of each sign (the pending rows)
-        "pending_terms is None or len(pending_terms) == 3 and 0 <= pending_terms[2] <= shape(P, 0)"
+        "pending_terms is None or len(pending_terms) == 3"
+        " and 0 <= pending_terms[2] <= len(diagonal)"
         " and (pending is None and pending_terms[0] == pending_terms[1] == 0"
         " or 0 <= pending_terms[0] <= shape(pending, 0) // 2"
         " and 0 <= pending_terms[1] <= shape(pending, 0) // 2)",
     ),
-    "okoco.learners._multiclass_shared.SharedSquaredKONS": (
+    "SharedSquaredKONS": (
         "shape(coef, 1) == shape(Kc, 1)",
         # its inverse spans the ring of its points and holds at most its window
         "max_size is None or inverse.capacity == ring(points)"
@@ -105,35 +106,35 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         "holds_last(inverse, points)"),
     # a window over a shared ring holds its last points (the count of rows appended says
     # which slot it forgets next)
-    "okoco.learners._multiclass_auto.SharedSquaredAuto": (
+    "SharedSquaredAuto": (
         "len(experts) == 0 or shape(experts[0].coef, 1) == n_classes + 1",
         "len(experts) == 0 or ring(points) is None"
         " or ring(points) == largest(experts, 'max_size') + 1"),
     # an expert's view of the shared points holds them all
-    "okoco.learners.auto.ExpertRows": ("n == points.rows.n",),
+    "ExpertRows": ("n == points.rows.n",),
     # a feature's count: seen at least once
-    "okoco.preprocessing.StandardScaler": ("within(counts, 1, 2**62)",),
-    "okoco.learners.binary.BinaryClassifier": ("learner is not self",),
-    "okoco.learners.multiclass.MulticlassClassifier": (
+    "StandardScaler": ("within(counts, 1, 2**62)",),
+    "BinaryClassifier": ("learner is not self",),
+    "MulticlassClassifier": (
         "learner is not self",
         "get(shared, 'coef') is None or shape(shared.coef, 1) == len(classes) + 1",
         "get(shared, 'n_classes') in (None, len(classes))",
     ),
     # the windowed experts' shared ring: one slot more than the longest window (the dictionary
     # experts keep their atoms in their shared embeddings, not in the ring)
-    "okoco.learners.auto.Auto": (
+    "Auto": (
         "len(windowed(experts)) == 0 or ring(points) is None"
         " or ring(points) == largest(windowed(experts), 'max_size') + 1",
         # each dictionary head is on one of Auto's shared dictionaries, as its settings say,
         # with one coordinate per atom
         "heads_on(experts, embeddings)"),
     # a shared dictionary: one embedding coordinate per atom, at most its cap
-    "okoco.learners.embedding.SharedEmbedding": (
+    "SharedEmbedding": (
         "embedding.size == store.n",
         "max_size is None or embedding.size <= max_size"),
-    "okoco.intervals.AdaptiveConformal": ("sorted_scores == sorted(recent_scores)",),
-    "okoco.learners.fgd.FunctionalGD": ("store.max_size == budget",),
-    "okoco.learners.kons.KONS": (
+    "AdaptiveConformal": ("sorted_scores == sorted(recent_scores)",),
+    "FunctionalGD": ("store.max_size == budget",),
+    "KONS": (
         "max_size is None or window_inverse is not None"
         " and get(store, 'max_size') in (None, max_size + 1)",
         # the window's inverse spans the ring of its points (its own, or Auto's), and holds at
@@ -151,16 +152,16 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         " (kors.size if get(self, 'kors') is not None else min(store.n, max_size))",
     ),
     # the embedding spans the dictionary's atoms
-    "okoco.learners.pros.PROSNKONS": ("embedding.size == kors.size",),
-    "okoco.learners.kons.SketchedKONS": (
+    "PROSNKONS": ("embedding.size == kors.size",),
+    "SketchedKONS": (
         "window_inverse is None or get(kors, 'inverse') is None"
         " or window_inverse.size == kors.size",),
-    "okoco.dictionary.kors.KORS": (
+    "KORS": (
         "size == max(cholesky.size, get(inverse, 'size') or 0)",
         "within(indices, 0, max(n_seen, 1))",
         "slots is None or within(slots, 0, max(len(slots), 1))",
     ),
-    "okoco.dictionary.ald.ALD": ("within(indices, 0, max(n_seen, 1))",),
+    "ALD": ("within(indices, 0, max(n_seen, 1))",),
 }
 
 
@@ -383,12 +384,12 @@ def _value(node: ast.expr, obj: Any) -> Any:
 #: may know more: a point not stored). The KONS experts of Auto and the class learners of a
 #: MulticlassClassifier leave their feature maps to the wrapper, which encodes for them.
 MODEL_INVARIANTS: dict[str, tuple[str, ...]] = {
-    "okoco.learners.kons.KONS": ("store.d <= len(features.columns)",),
-    "okoco.learners.fgd.FunctionalGD": ("store.d <= len(features.columns)",),
-    "okoco.learners.krls.KRLS": ("store.d <= len(features.columns)",),
-    "okoco.learners.pros.PROSNKONS": ("store.d <= len(features.columns)",),
-    "okoco.learners.auto.Auto": ("width(points) <= len(features.columns)",),
-    "okoco.learners.multiclass.MulticlassClassifier": (
+    "KONS": ("store.d <= len(features.columns)",),
+    "FunctionalGD": ("store.d <= len(features.columns)",),
+    "KRLS": ("store.d <= len(features.columns)",),
+    "PROSNKONS": ("store.d <= len(features.columns)",),
+    "Auto": ("width(points) <= len(features.columns)",),
+    "MulticlassClassifier": (
         "max(width(points), width(get(shared, 'points'))) <= len(features.columns)",),
 }
 
@@ -396,8 +397,8 @@ MODEL_INVARIANTS: dict[str, tuple[str, ...]] = {
 #: BinaryClassifier's learner; a MulticlassClassifier's class learners when they share
 #: neither points nor a preconditioner (each then learns from the rows as given).
 _ENCODING_INSIDE = {
-    "okoco.learners.binary.BinaryClassifier": lambda o: {"learner": o.learner},
-    "okoco.learners.multiclass.MulticlassClassifier": lambda o: {
+    "BinaryClassifier": lambda o: {"learner": o.learner},
+    "MulticlassClassifier": lambda o: {
         f"learners[{i}]": learner for i, learner in enumerate(o.learners)
         if getattr(o, "_points", None) is None and getattr(o, "_shared", None) is None},
 }
@@ -407,8 +408,8 @@ def check_model(obj: Any, where: str) -> None:
     """The :data:`MODEL_INVARIANTS` of a model's learner that encodes its own rows (the object
     a file holds, a pipeline's step), and of those inside it that do too."""
     for klass in type(obj).__mro__:
-        _check_rules(obj, MODEL_INVARIANTS.get(_class_path(klass), ()), where)
-    inside = _ENCODING_INSIDE.get(_class_path(type(obj)))
+        _check_rules(obj, MODEL_INVARIANTS.get(_key(klass), ()), where)
+    inside = _ENCODING_INSIDE.get(_key(type(obj)))
     for name, inner in (inside(obj) if inside else {}).items():
         check_model(inner, f"{where}.{name}")
 
@@ -419,14 +420,24 @@ def invariants_of(cls: type) -> tuple[str, ...]:
     rules: list = []
     for klass in reversed(cls.__mro__):
         rules.extend(vars(klass).get("_saved_invariants", ()))
-        rules.extend(INVARIANTS.get(_class_path(klass), ()))
+        rules.extend(INVARIANTS.get(_key(klass), ()))
     return tuple(rules)
 
 
-def check_invariants(obj: Any, where: str) -> None:
+def check_invariants(obj: Any, where: str, unless: frozenset = frozenset()) -> None:
     """Raise ``ValueError`` naming the first invariant of ``obj``'s class that it breaks (an
-    invariant that cannot be evaluated, a field of the wrong kind or missing, is broken)."""
-    _check_rules(obj, invariants_of(type(obj)), where)
+    invariant that cannot be evaluated, a field of the wrong kind or missing, is broken);
+    those that name a field of ``unless`` (fields yet to be rebuilt) are left out."""
+    rules = invariants_of(type(obj))
+    if unless:
+        rules = tuple(r for r in rules if not unless & _names(r))
+    _check_rules(obj, rules, where)
+
+
+@functools.cache
+def _names(rule: str) -> frozenset:
+    """The names a rule refers to."""
+    return frozenset(n.id for n in ast.walk(_parse(rule)) if isinstance(n, ast.Name))
 
 
 def _check_rules(obj: Any, rules: tuple[str, ...], where: str) -> None:

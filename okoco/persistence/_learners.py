@@ -7,11 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from okoco.persistence._archive import _Archive, _Damaged, _read, _write
-from okoco.persistence._decode import _Decoder
+from okoco.persistence._decode import _REBUILT, _Decoder
 from okoco.persistence._encode import _Encoder
 from okoco.persistence._format import FORMAT_NAME, FORMAT_VERSION, _short, _version
-from okoco.persistence._invariants import check_invariants, check_model
-from okoco.persistence._registry import _LEARNERS, _class_path, _init_params
+from okoco.persistence._invariants import check_model
+from okoco.persistence._migrations import stable_class_name
+from okoco.persistence._registry import (
+    _LEARNERS,
+    _NAMES,
+    _class_path,
+    _init_params,
+    _stable_name,
+)
 
 
 def read_metadata(path: str | os.PathLike) -> dict:
@@ -29,7 +36,7 @@ def read_metadata(path: str | os.PathLike) -> dict:
     >>> path = persistence.save(KONS(), Path(tempfile.mkdtemp(), "kons.npz"))
     >>> meta = persistence.read_metadata(path)
     >>> meta["format"], meta["class"]
-    ('okoco-model', 'okoco.learners.kons.KONS')
+    ('okoco-model', 'KONS')
     """
     meta, archive = _read(path, None)
     archive.close()
@@ -82,18 +89,17 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     >>> persistence.save(model, Path(tempfile.mkdtemp(), "kons.npz")).name
     'kons.npz'
     """
-    cls_path = _class_path(type(model))
-    if cls_path not in _LEARNERS:
+    if _class_path(type(model)) not in _LEARNERS:
         names = ", ".join(c.rpartition(".")[2] for c in _LEARNERS)
         raise TypeError(f"okoco.save saves okoco learners ({names}), not "
                         f"{type(model).__qualname__}")
     name = type(model).__name__
-    enc = _Encoder()
+    enc = _Encoder(rebuild=True)
     enc._new_id(model)
     params = {p: enc.encode(getattr(model, p), f"{name}.{p}") for p in _init_params(type(model))}
     state = enc.fields(model, name)
     meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "okoco_version": _version(),
-            "class": cls_path, "params": params, "state": state}
+            "class": _stable_name(type(model)), "params": params, "state": state}
     return _write(path, meta, enc.arrays, compress)
 
 
@@ -103,8 +109,9 @@ def load(path: str | os.PathLike) -> Any:
     The archive is read without pickle and only allow-listed classes are built, so loading
     never executes code from the file. Every field is checked against its class's declaration
     (kind, dtype, shape in terms of the other fields) before the learner is built, and what
-    the file may allocate is bounded by its own size. Predictions and further learning are
-    bit-identical to those of the learner that was saved.
+    the file may allocate is bounded by its own size. The factorizations the file leaves out
+    are rebuilt from the model (see :mod:`okoco.persistence`): predictions and further
+    learning equal those of the learner that was saved up to rounding (1e-9 relative).
 
     Raises
     ------
@@ -132,15 +139,24 @@ def load(path: str | os.PathLike) -> Any:
     return _load_learner(path, meta, archive)
 
 
+def _learner_class(name: Any, version: int) -> type | None:
+    """The learner class a file names (a stable name; a module path before format 10)."""
+    if not isinstance(name, str):
+        return None
+    name = stable_class_name(name, version)
+    cls = _NAMES.get(name)
+    cls = cls if cls is not None else _LEARNERS.get(name)
+    return cls if cls is not None and _class_path(cls) in _LEARNERS else None
+
+
 def _load_learner(path: str | os.PathLike, meta: dict, archive: _Archive) -> Any:
     """The learner of a model file already read by :func:`_read` (closes ``archive``)."""
     with archive, _Damaged(path):
-        cls_path = meta.get("class")
-        if not isinstance(cls_path, str) or cls_path not in _LEARNERS:
-            raise ValueError(f"{str(path)!r} holds a {_short(cls_path)}, which is not an okoco "
-                             "learner")
-        cls = _LEARNERS[cls_path]
-        dec = _Decoder(archive, version=meta["format_version"])
+        cls = _learner_class(meta.get("class"), meta["format_version"])
+        if cls is None:
+            raise ValueError(f"{str(path)!r} holds a {_short(meta.get('class'))}, which is not "
+                             "an okoco learner")
+        dec = _Decoder(archive, version=meta["format_version"], rebuild=True)
         params = meta["params"]
         if type(params) is not dict:
             raise ValueError("params must be a mapping")
@@ -152,8 +168,10 @@ def _load_learner(path: str | os.PathLike, meta: dict, archive: _Archive) -> Any
             raise ValueError("state must be a mapping")
         state = dec.state(cls, state, "state")
         archive.finish()
+        later = state.pop(_REBUILT, False)
         model.__dict__.clear()
         model.__dict__.update(state)
-        check_invariants(model, "state")
-        check_model(model, "state")
+        dec.completed(model, "state", later)
+        check_model(model, "state")  # every structural check before the rebuild's work
+        dec.rebuild()  # the factorizations, from the model (parts first, the learner last)
     return model

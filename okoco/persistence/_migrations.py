@@ -33,6 +33,13 @@ Format history (what each version changed, and where it is migrated here):
 - 9: a :class:`~okoco.linalg.SlotInverse` keeps its latest rank-one changes pending
   (``pending``, ``pending_terms``: applied 16 at a time). A version-8 file needs no migration:
   its inverses hold every change (none pending, the fields' defaults).
+- 10: a file holds the model, not its buffers, and names classes by stable names. The fields
+  declared ``rebuilt`` (a window's inverse ``P`` and its pending terms, the unbounded KONS's
+  Cholesky factor) are left out when their owner rebuilds them on load (``_rebuild``: from the
+  points, coefficients and weights of the model), and a class is named by the name it was
+  registered with (``"KONS"``), not by its module path (:data:`LEGACY_CLASS_PATHS` maps the
+  paths of the files before 10: :func:`stable_class_name`). A version-9 file needs no other
+  migration: its rebuilt fields are there, and are used as saved (an optional cache).
 """
 
 from __future__ import annotations
@@ -45,8 +52,65 @@ import numpy as np
 
 from okoco._input import reserve
 from okoco.persistence._format import _short
-from okoco.persistence._registry import _class_path
+from okoco.persistence._registry import _key
 from okoco.persistence._schema import _plausible
+
+#: The class paths files before format 10 name classes by, and the stable names the classes
+#: are registered under (frozen: the paths those files hold, wherever the classes live now).
+LEGACY_CLASS_PATHS: dict[str, str] = {
+    "okoco._input.FeatureMap": "FeatureMap",
+    "okoco._input.Rows": "Rows",
+    "okoco.dictionary.ald.ALD": "ALD",
+    "okoco.dictionary.ink.INKEstimate": "INKEstimate",
+    "okoco.dictionary.kors.KORS": "KORS",
+    "okoco.dictionary.nystrom.NystromKRR": "NystromKRR",
+    "okoco.dictionary.squeak.SQUEAK": "SQUEAK",
+    "okoco.intervals.AdaptiveConformal": "AdaptiveConformal",
+    "okoco.learners._multiclass_auto.SharedSquaredAuto": "SharedSquaredAuto",
+    "okoco.learners._multiclass_shared.SharedSquaredKONS": "SharedSquaredKONS",
+    "okoco.learners.auto.Auto": "Auto",
+    "okoco.learners.auto.ExpertRows": "ExpertRows",
+    "okoco.learners.auto.SharedPoints": "SharedPoints",
+    "okoco.learners.base.StepSize": "StepSize",
+    "okoco.learners.binary.BinaryClassifier": "BinaryClassifier",
+    "okoco.learners.embedding.SharedEmbedding": "SharedEmbedding",
+    "okoco.learners.fgd.FunctionalGD": "FunctionalGD",
+    "okoco.learners.kons.KONS": "KONS",
+    "okoco.learners.kons.SketchedKONS": "SketchedKONS",
+    "okoco.learners.krls.KRLS": "KRLS",
+    "okoco.learners.multiclass.MulticlassClassifier": "MulticlassClassifier",
+    "okoco.learners.ons.DictionaryExpert": "DictionaryExpert",
+    "okoco.learners.ons.LinearExpert": "LinearExpert",
+    "okoco.learners.pros.CONKONS": "CONKONS",
+    "okoco.learners.pros.PROSNKONS": "PROSNKONS",
+    "okoco.linalg.IncrementalCholesky": "IncrementalCholesky",
+    "okoco.linalg.PackedSymmetric": "PackedSymmetric",
+    "okoco.linalg.SlotInverse": "SlotInverse",
+    "okoco.metrics.Accuracy": "Accuracy",
+    "okoco.metrics.F1": "F1",
+    "okoco.metrics.LogLoss": "LogLoss",
+    "okoco.metrics.MAE": "MAE",
+    "okoco.metrics.MSE": "MSE",
+    "okoco.metrics.R2": "R2",
+    "okoco.metrics.RMSE": "RMSE",
+    "okoco.preprocessing.StandardScaler": "StandardScaler",
+    "okoco.regret.comparators.BestConstant": "BestConstant",
+    "okoco.regret.comparators.ClippedKernelERM": "ClippedKernelERM",
+    "okoco.regret.comparators.KernelERM": "KernelERM",
+    "okoco.regret.comparators.KernelRidge": "KernelRidge",
+    "okoco.regret.comparators.NystromKernelERM": "NystromKernelERM",
+    "okoco.regret.tracker.RegretTracker": "RegretTracker",
+}
+
+
+def stable_class_name(name: str, version: int) -> str:
+    """The stable name of the class a file of format ``version`` names ``name`` (a module
+    path before format 10: mapped by :data:`LEGACY_CLASS_PATHS`; a path not in it, a user's
+    registered class, is looked up by its path)."""
+    if version < 10:
+        return LEGACY_CLASS_PATHS.get(name, name)
+    return name
+
 
 # Version 2 moved the input classes to okoco._input and renamed parameters: the probability floor
 # gamma -> p_min (SketchedKONS, PROS-N-KONS, CON-KONS, KORS), KRLS's and ALD's ridge -> alpha.
@@ -149,7 +213,7 @@ def _migrate_state(cls: type, values: dict) -> dict:
     """The decoded attributes of a ``cls`` object saved in an older layout, in the current one:
     the migration of every class ``cls`` derives from, base classes first."""
     for klass in reversed(cls.__mro__):
-        migrate = _STATE_MIGRATIONS.get(_class_path(klass))
+        migrate = _STATE_MIGRATIONS.get(_key(klass))
         if migrate is not None:
             values = migrate(values)
     return values
@@ -232,28 +296,28 @@ def _slot_inverse_before_6(values: dict) -> dict:
 #: Migrations of one class's decoded attributes (keyed by attribute name), by class path; a
 #: class's migration applies to its subclasses too (a SketchedKONS is a KONS).
 _STATE_MIGRATIONS: dict[str, Callable[[dict], dict]] = {
-    "okoco.dictionary.ald.ALD": _ald_before_2,
-    "okoco.linalg.PackedSymmetric": _packed_before_2,
-    "okoco.learners.kons.KONS": _kons_unbounded,
-    "okoco.learners.krls.KRLS": _krls_before_3,
-    "okoco.learners.auto.Auto": _auto_unscaled,
-    "okoco.linalg.SlotInverse": _slot_inverse_before_6,
+    "ALD": _ald_before_2,
+    "PackedSymmetric": _packed_before_2,
+    "KONS": _kons_unbounded,
+    "KRLS": _krls_before_3,
+    "Auto": _auto_unscaled,
+    "SlotInverse": _slot_inverse_before_6,
 }
 
 #: Fields a file of format 5 (public names) may hold that format 6 retired, by class path, and
 #: the migration that rebuilds today's fields from them.
 _RETIRED_IN_6: dict[str, tuple[frozenset, Callable[[dict], dict]]] = {
-    "okoco.linalg.SlotInverse": (frozenset({"M"}), _slot_inverse_before_6),
+    "SlotInverse": (frozenset({"M"}), _slot_inverse_before_6),
 }
 
 
 def retired_field(cls: type, name: str) -> bool:
     """Whether ``name`` is a field a format-5 ``cls`` held that format 6 retired."""
-    retired = _RETIRED_IN_6.get(_class_path(cls))
+    retired = _RETIRED_IN_6.get(_key(cls))
     return retired is not None and name in retired[0]
 
 
 def public_state_before_6(cls: type, values: dict) -> dict:
     """The decoded attributes of a ``cls`` object of a format-5 file, in today's layout."""
-    retired = _RETIRED_IN_6.get(_class_path(cls))
+    retired = _RETIRED_IN_6.get(_key(cls))
     return values if retired is None else retired[1](values)

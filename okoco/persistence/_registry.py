@@ -17,6 +17,12 @@ _OBJECTS: dict[str, type] = {}
 #: Target wrappers (rebuilt around their regressor), by class path. Filled by :func:`register`.
 _WRAPPERS: dict[str, type] = {}
 
+#: Every registered class (objects and learners) by its stable name, the name files hold
+#: (since format 10): a class may move between modules without a file noticing. Files of
+#: formats up to 9 name classes by module path (``okoco.persistence._migrations`` maps them).
+_NAMES: dict[str, type] = {}
+_NAME_OF: dict[type, str] = {}
+
 #: Extra classes a replay checkpoint may hold (river preprocessing, metrics and statistics).
 _RIVER_CLASSES = frozenset({
     "river.preprocessing.scale.StandardScaler",
@@ -35,9 +41,25 @@ def _class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def register(*classes: type, learner: bool = False, wrapper: bool = False) -> None:
+def _stable_name(cls: type) -> str | None:
+    """The name files give a registered class (``None``: not registered)."""
+    return _NAME_OF.get(cls)
+
+
+def _key(cls: type) -> str:
+    """The key of ``cls`` in the tables of invariants and migrations: its stable name if it
+    is registered, else its class path (a base class, river's)."""
+    return _NAME_OF.get(cls) or _class_path(cls)
+
+
+def register(*classes: type, learner: bool = False, wrapper: bool = False,
+             name: str | None = None) -> None:
     """Allow ``classes`` in okoco files: their objects are saved and restored attribute by
     attribute (``cls.__new__``, then the saved ``__dict__``; ``__init__`` is not run).
+
+    A file names each class by a stable name, ``name`` or by default the class's
+    ``__qualname__`` (``"KONS"``), not by its module: moving a class to another module changes
+    no file. A name is given to one class only (``TypeError`` otherwise).
 
     The layers above this module call it when they are imported: ``okoco.learners`` registers
     its learners (``learner=True``: :func:`save` and :func:`load` accept them as the top object)
@@ -53,16 +75,32 @@ def register(*classes: type, learner: bool = False, wrapper: bool = False) -> No
     >>> persistence.register(KONS, learner=True)  # done by okoco.learners already
     >>> "okoco.learners.kons.KONS" in persistence.registered()
     True
+    >>> persistence.registered_name(KONS)
+    'KONS'
     """
+    if name is not None and len(classes) != 1:
+        raise TypeError("register gives a name to one class at a time")
     for cls in classes:
         if not isinstance(cls, type):
             raise TypeError(f"register takes classes, got {cls!r}")
         if wrapper:
             _WRAPPERS[_class_path(cls)] = cls
             continue
+        stable = name or cls.__qualname__
+        known = _NAMES.get(stable)
+        if known is not None and known is not cls and _class_path(known) != _class_path(cls):
+            raise TypeError(f"the stable name {stable!r} is {_class_path(known)}'s; give "
+                            f"{_class_path(cls)} another (register(..., name=...))")
+        _NAMES[stable], _NAME_OF[cls] = cls, stable
         _OBJECTS[_class_path(cls)] = cls
         if learner:
             _LEARNERS[_class_path(cls)] = cls
+
+
+def registered_name(cls: type) -> str:
+    """The stable name okoco files give the registered class ``cls`` (``KeyError`` if it is
+    not registered)."""
+    return _NAME_OF[cls]
 
 
 def registered(learners: bool = False) -> tuple[str, ...]:
@@ -71,7 +109,8 @@ def registered(learners: bool = False) -> tuple[str, ...]:
 
 
 def _allowed(path: str, river: bool) -> bool:
-    if path in _OBJECTS:
+    """Whether a file may name ``path`` (a stable name, or a registered class path)."""
+    if path in _NAMES or path in _OBJECTS:
         return True
     return river and (path in _RIVER_CLASSES or path.startswith(_RIVER_MODULES))
 
@@ -81,6 +120,8 @@ def _is_wrapper(path: str) -> bool:
 
 
 def _resolve(path: str) -> type:
+    if path in _NAMES:
+        return _NAMES[path]
     if path in _OBJECTS or path in _WRAPPERS:
         return _OBJECTS.get(path) or _WRAPPERS[path]
     # river's metrics and statistics in a checkpoint (allow-listed by _allowed): third-party

@@ -42,11 +42,11 @@ class _Kind:
 
 
 class _Field:
-    __slots__ = ("attr", "name", "optional", "kinds", "cache", "reset")
+    __slots__ = ("attr", "name", "optional", "kinds", "cache", "reset", "rebuilt")
 
-    def __init__(self, attr, name, optional, kinds, cache=False, reset=_MISSING):
+    def __init__(self, attr, name, optional, kinds, cache=False, reset=_MISSING, rebuilt=False):
         self.attr, self.name, self.optional, self.kinds = attr, name, optional, kinds
-        self.cache, self.reset = cache, reset
+        self.cache, self.reset, self.rebuilt = cache, reset, rebuilt
 
     def describe(self) -> str:
         return "|".join(map(str, self.kinds))
@@ -121,14 +121,18 @@ def _parse_spec(attr: str, spec: str) -> _Field:
         reset = {"cache": _MISSING, "cache:None": None, "cache:{}": {},
                  "cache:lock": _NEW_LOCK}[text]
         return _Field(attr, attr, True, (), cache=True, reset=reset)
-    optional = text.startswith("opt ")
-    if optional:
+    rebuilt = text.startswith("rebuilt ")  # optional: what the model's owner rebuilds on load
+    if rebuilt:
+        text = text[8:]
+    optional = rebuilt or text.startswith("opt ")
+    if optional and not rebuilt:
         text = text[4:]
     name = attr
     match = re.fullmatch(r"(.*\S)\s+as\s+(\w+)", text)
     if match:
         text, name = match.groups()
-    return _Field(attr, name, optional, tuple(_parse_kind(k) for k in _split_top(text, "|")))
+    return _Field(attr, name, optional, tuple(_parse_kind(k) for k in _split_top(text, "|")),
+                  rebuilt=rebuilt)
 
 _DECLARED: dict[type, dict[str, _Field] | None] = {}
 

@@ -1,5 +1,7 @@
 """Write model files of the running okoco's file format beside the tests, with what they predict:
 
+    python tests/data/make_format_files.py 10 tests/data/format-v10  # with okoco of format 10
+    python tests/data/make_format_files.py 9 tests/data/format-v9   # with okoco of format 9
     python tests/data/make_format_files.py 8 tests/data/format-v8   # with okoco of format 8
     python tests/data/make_format_files.py 7 tests/data/format-v7   # with okoco of format 7
     python tests/data/make_format_files.py 6 tests/data/format-v6   # with okoco of format 6
@@ -12,7 +14,10 @@ the saved model predicted (``expected.json``), before and after one more learnin
 format-3 files were written by the okoco of commit 05521b5^ (pure Python), the format-4 files by
 the okoco of commit 3151f03, the format-5 files by the okoco of commit 9611523, the format-6
 files by the okoco of commit 24a686f, the format-7 files by the okoco of commit 59509cb, the
-format-8 files by the okoco of commit ef1cab2.
+format-8 files by the okoco of commit ef1cab2, the format-9 files by the okoco of commit
+f31db3a, the format-10 files by the okoco of commit 110cd74 (the first to rebuild the
+factorizations on load). Run it with ``PYTHONPATH`` set to the okoco tree meant (the script's
+folder, not the working directory, comes first on ``sys.path``).
 """
 
 import json
