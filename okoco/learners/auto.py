@@ -112,7 +112,15 @@ DICTIONARY = (1.0, 500, None)
 #: ``[1, x]`` (:class:`LinearExpert`); and forgetting KONS over short windows for drift (as
 #: above). Two scales: the smooth one led on river's Friedman, the default KONS's on RandomRBF.
 DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 1.0, 0.1, "hessian"),
-                   ("linear", 1.0, "hessian"), *KONS_EXPERTS[3:])
+                   ("linear", 1.0, "hessian"), ("linear", 100.0, 0.0), *KONS_EXPERTS[3:])
+#: The linear experts project onto :math:`|z^\top u| \le` ``LINEAR_BOUND * C`` (their
+#: predictions to the mixture clipped to ``[-C, C]``): a bound of ``C`` capped the slope by the
+#: farthest points (river's Hyperplane, d = 10: 7.6-8.3% mistakes per 10,000 steps, against
+#: 4.7-5.8% with ``10 C`` and 5.5-6.4% for river's ``LogisticRegression``); ``10 C`` left every
+#: step of river's SEA with a switch and of Hyperplane with ``mag_change=0.001`` as without a
+#: bound, and keeps the constant-step expert finite on unscaled inputs, where gradient descent
+#: with the step ``1/alpha`` diverges on the squared loss.
+LINEAR_BOUND = 10.0
 #: Regression: the steady exp-concave step (it led on trending streams); classification (labels
 #: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
 #: expert's on every classification stream measured but german (``docs/guide/auto.md``).
@@ -345,7 +353,8 @@ class Auto(ExpertMixture, KernelLearner):
                 experts[-1].dictionary = index
                 continue
             if spec[0] == "linear":
-                experts.append(LinearExpert(self._loss, alpha=spec[1], eta=spec[2], C=self.C))
+                experts.append(LinearExpert(self._loss, alpha=spec[1], eta=spec[2], C=self.C,
+                                            bound=LINEAR_BOUND * self.C))
                 continue
             c, alpha, eta, share, *sketch = task if spec == "task" else spec
             if W is None and share < 1:
