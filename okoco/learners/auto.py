@@ -114,19 +114,13 @@ DICTIONARY = (1.0, 500, None)
 #: remembering the whole stream through its atoms); ``("linear", alpha, eta)``, the ONS on
 #: ``[1, x]`` (:class:`LinearExpert`; ``eta=0``: gradient descent with the step ``1/alpha``);
 #: and forgetting KONS over short windows for drift (as above). Two scales: the smooth one led
-#: on river's Friedman, the default KONS's on RandomRBF. The constant-step linear expert: on
-#: river's SEA with a concept switch and on Hyperplane with ``mag_change=0.001`` the
-#: curvature step's shrinking steps fell behind river's ``LogisticRegression`` (SEA: 3.5-4.4%
-#: mistakes per 10,000 steps after the switch, against 0.2-1.2%; docs/guide/auto.md).
+#: on river's Friedman, the default KONS's on RandomRBF. The constant step follows a drifting
+#: linear concept, where the curvature step's steps shrink (docs/guide/auto.md).
 DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 1.0, 0.1, "hessian"),
                    ("linear", 1.0, "hessian"), ("linear", 100.0, 0.0), *KONS_EXPERTS[3:])
-#: The linear experts project onto :math:`|z^\top u| \le` ``LINEAR_BOUND * C`` (their
-#: predictions to the mixture clipped to ``[-C, C]``): a bound of ``C`` capped the slope by the
-#: farthest points (river's Hyperplane, d = 10: 7.6-8.3% mistakes per 10,000 steps, against
-#: 4.7-5.8% with ``10 C`` and 5.5-6.4% for river's ``LogisticRegression``); ``10 C`` left every
-#: step of river's SEA with a switch and of Hyperplane with ``mag_change=0.001`` as without a
-#: bound, and keeps the constant-step expert finite on unscaled inputs, where gradient descent
-#: with the step ``1/alpha`` diverges on the squared loss.
+#: The linear experts project onto :math:`|z^\top u| \le` ``LINEAR_BOUND * C``, their
+#: predictions to the mixture clipped to ``[-C, C]`` (a bound of ``C`` capped a linear
+#: function's slope; the measurements: :class:`LinearExpert`, docs/guide/auto.md).
 LINEAR_BOUND = 10.0
 #: Regression: the steady exp-concave step (it led on trending streams); classification (labels
 #: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
