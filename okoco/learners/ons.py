@@ -283,18 +283,18 @@ class LinearExpert(_Expert):
     intercept; ``O(d^2)`` a step); a feature first seen adds a coordinate.
 
     ``bound`` is the set :math:`|z^\top u| \le` ``bound`` that the step projects onto and
-    takes its gradient in; ``None`` (Auto's default): no projection, the ONS over all of
-    :math:`\mathbb R^{d+1}`. The predictions given to the mixture are clipped to ``[-C, C]``
-    either way. A linear function's values grow with the distance to its zero set, so a bound
-    caps its slope by the farthest points: on river's ``Hyperplane`` (d = 10, 5% label noise,
+    takes its gradient in (``None``: ``C``, as a file saved before the bound existed holds;
+    ``Auto`` gives :math:`10C`, :data:`okoco.learners.auto.LINEAR_BOUND`). The predictions
+    given to the mixture are clipped to ``[-C, C]`` either way. A linear function's values
+    grow with the distance to its zero set, so a bound caps its slope by the farthest points: on river's ``Hyperplane`` (d = 10, 5% label noise,
     the logistic loss) the head with bound 3 made 7.6-8.3% mistakes per 10,000 steps, with
-    bound 10 4.9-5.8%, unbounded 4.7-5.8%, river's ``LogisticRegression`` 5.5-6.4%.
+    bound 10 4.9-5.8%, bound 30 or 1,000 4.7-5.8%, river's ``LogisticRegression`` 5.5-6.4%.
 
     ``eta=0`` gives the matrix no curvature (:math:`A = \alpha I` for ever): the step is then
     online gradient descent :math:`u \leftarrow u - \ell'(\hat y)\,z/\alpha` with the
     constant step :math:`1/\alpha` (Zinkevich 2003), which keeps up with a drifting concept
-    (with ``alpha=100`` and no bound it is river's ``LogisticRegression`` step for step on
-    the logistic loss, its default ``SGD(0.01)``).
+    (with ``alpha=100`` and a bound it does not reach, it is river's ``LogisticRegression``
+    step for step on the logistic loss, its default ``SGD(0.01)``).
     """
 
     max_size = None
@@ -302,7 +302,8 @@ class LinearExpert(_Expert):
                               "eta": [Interval(Real, 0, None, closed="left"),
                                       Options({"hessian"}, "a policy name")],
                               "bound": [None, Interval(Real, 0, None, closed="neither")]}
-    _saved_state = {"bound": "number|none"}
+    _saved_state = {"bound": "opt number|none"}
+    bound = None  # a file saved before the bound existed: the projection onto |z.u| <= C
 
     def __init__(self, loss, alpha: float = 0.1, eta="hessian", C: float = 3.0,
                  bound: float | None = None):
@@ -314,7 +315,7 @@ class LinearExpert(_Expert):
 
     @property
     def _ons_bound(self) -> float:
-        return math.inf if self.bound is None else self.bound
+        return self.C if self.bound is None else self.bound
 
     def describe(self) -> str:
         return f"LinearExpert(alpha={self.alpha:g}, eta={self.eta!r}, bound={self.bound!r})"
