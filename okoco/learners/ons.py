@@ -286,9 +286,10 @@ class LinearExpert(_Expert):
     takes its gradient in (``None``: ``C``, as a file saved before the bound existed holds;
     ``Auto`` gives :math:`10C`, :data:`okoco.learners.auto.LINEAR_BOUND`). The predictions
     given to the mixture are clipped to ``[-C, C]`` either way. A linear function's values
-    grow with the distance to its zero set, so a bound caps its slope by the farthest points: on river's ``Hyperplane`` (d = 10, 5% label noise,
-    the logistic loss) the head with bound 3 made 7.6-8.3% mistakes per 10,000 steps, with
-    bound 10 4.9-5.8%, bound 30 or 1,000 4.7-5.8%, river's ``LogisticRegression`` 5.5-6.4%.
+    grow with the distance to its zero set, so a bound caps its slope by the farthest points:
+    on river's ``Hyperplane`` (d = 10, 5% label noise, the logistic loss) the head with bound
+    3 made 7.6-8.3% mistakes per 10,000 steps, with bound 10 4.9-5.8%, bound 30 or 1,000
+    4.7-5.8%, river's ``LogisticRegression`` 5.5-6.4%.
 
     ``eta=0`` gives the matrix no curvature (:math:`A = \alpha I` for ever): the step is then
     online gradient descent :math:`u \leftarrow u - \ell'(\hat y)\,z/\alpha` with the
