@@ -96,24 +96,64 @@ def test_a_frozen_dictionary_never_swaps():
     assert embedding.size == 5 and embedding.n_swaps == 0
 
 
-def test_the_linear_expert_is_the_dense_ons_on_one_and_x():
+@pytest.mark.parametrize("bound", [None, 1e3])
+def test_the_linear_expert_is_the_dense_ons_on_one_and_x(bound):
     """The head's step on [1, x] against primal ONS written with dense matrices (a feature
-    first seen later adds a coordinate at u = 0, A = alpha)."""
+    first seen later adds a coordinate at u = 0, A = alpha), projecting onto |z.u| <= bound
+    (None: C = 1); the predictions it gives the mixture are clipped to C = 1 either way."""
     from primal import primal_ons
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(80, 3))
     X[:30, 2] = 0.0
     y = np.clip(X @ [0.5, -0.3, 0.8] + 0.1 * rng.normal(size=80), -1, 1)
-    head = LinearExpert(losses.Squared(), alpha=0.5, C=1.0)
+    head = LinearExpert(losses.Squared(), alpha=0.5, C=1.0, bound=bound)
     rows = [{k: v for k, v in x.items() if not (k == "x2" and i < 30)}
             for i, x in enumerate(as_dicts(X))]
-    got = []
+    got, raw = [], []
     for x, target in zip(rows, y):
         v = np.array([x[k] for k in ("x0", "x1", "x2") if k in x])
         analysis = head.analyse(v)
-        got.append(head._clip(head.prediction(analysis)))
+        raw.append(head.prediction(analysis))
+        got.append(head._clip(raw[-1]))
         head._apply_step(analysis, head._check_step(float(target), analysis))
     Phi = np.hstack([np.ones((80, 1)), X])
-    expected, _, _ = primal_ons(Phi, y, losses.Squared(), 1.0, 0.5, "hessian")
+    expected, active, _ = primal_ons(Phi, y, losses.Squared(), bound or 1.0, 0.5, "hessian")
     np.testing.assert_allclose(got, np.clip(expected, -1, 1), atol=1e-10)
+    if bound is not None:  # the head goes past C = 1 inside without projecting
+        assert active == 0 and max(abs(r) for r in raw) > 1.0
+
+
+def test_the_linear_expert_with_eta_0_is_gradient_descent_with_step_one_over_alpha():
+    """eta=0: A stays alpha I, so the step is u <- u - loss'(z.u) z / alpha (the logistic loss,
+    labels +-1, a bound it does not reach): river's LogisticRegression with SGD(1 / alpha),
+    step for step."""
+    from river import linear_model, optim
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 4))
+    y = np.where(X @ [1.0, -2.0, 0.5, 0.0] + 0.3 * rng.normal(size=200) > 0, 1.0, -1.0)
+    head = LinearExpert(losses.Logistic(), alpha=20.0, eta=0.0, C=3.0, bound=1e3)
+    river_lr = linear_model.LogisticRegression(optimizer=optim.SGD(0.05), intercept_lr=0.05)
+    u, got, river_scores, expected = np.zeros(5), [], [], []
+    for x, v, target in zip(as_dicts(X), X, y):
+        z = np.concatenate([[1.0], v])
+        analysis = head.analyse(v)
+        got.append(head.prediction(analysis))
+        expected.append(z @ u)
+        river_scores.append(river_lr._raw_dot_one(x))
+        u = u - float(losses.Logistic().derivative(target, expected[-1])) * z / 20.0
+        head._apply_step(analysis, head._check_step(float(target), analysis))
+        river_lr.learn_one(x, target > 0)
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+    np.testing.assert_allclose(got, river_scores, atol=1e-10)
+    assert max(abs(g) for g in got) > 3.0  # past C inside: no projection onto |z.u| <= C
+
+
+def test_a_linear_expert_saved_before_the_bound_projects_onto_c():
+    """A file written before ``bound`` existed restores no such attribute: the class default
+    is the old rule, |z.u| <= C (Auto's own experts get 10 C)."""
+    head = LinearExpert(losses.Squared(), C=2.0, bound=20.0)
+    assert head._ons_bound == 20.0
+    del head.bound  # as restored from such a file
+    assert head._ons_bound == 2.0 and LinearExpert(losses.Squared(), C=2.0)._ons_bound == 2.0

@@ -41,8 +41,11 @@ average weighs the experts by their discounted losses :math:`R_{t,i} = \gamma R_
   embedding. The swap rule of :class:`SharedEmbedding` (a newcomer far from the atoms
   replaces the atom nearest the others' span) is there, tested, but off by default: its
   rotations run in Python and cost too much at 500 atoms (docs/guide/auto.md);
-- the ONS on the explicit features :math:`[1, x]` (:class:`LinearExpert`, ridge 1,
-  :math:`O(d^2)`): a linear concept is learned as a linear model learns it;
+- two linear experts on the explicit features :math:`[1, x]` (:class:`LinearExpert`,
+  :math:`O(d^2)`, projected onto :math:`|z^\top u| \le 10C`, :data:`LINEAR_BOUND`): the ONS
+  (ridge 1, the curvature step), which a stationary linear concept is learned by, and
+  gradient descent with the constant step 0.01 (river's ``LogisticRegression`` step), which
+  follows a linear concept that drifts;
 - two KONS over short windows for drift: ``RBF(0.2/d)``, ridge 0.1, over the last
   ``max_size / 2`` points, and ``RBF(0.5/d)``, ridge 0.03, over the last ``max_size / 5``
   (one ring of the longer window's points, shared, each kernel's row computed once a step,
@@ -109,10 +112,16 @@ DICTIONARY = (1.0, 500, None)
 #: Auto's default experts: ``("dictionary", c, alpha, eta)``, an ONS head with ridge ``alpha``
 #: on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`: CON-KONS's step,
 #: remembering the whole stream through its atoms); ``("linear", alpha, eta)``, the ONS on
-#: ``[1, x]`` (:class:`LinearExpert`); and forgetting KONS over short windows for drift (as
-#: above). Two scales: the smooth one led on river's Friedman, the default KONS's on RandomRBF.
+#: ``[1, x]`` (:class:`LinearExpert`; ``eta=0``: gradient descent with the step ``1/alpha``);
+#: and forgetting KONS over short windows for drift (as above). Two scales: the smooth one led
+#: on river's Friedman, the default KONS's on RandomRBF. The constant step follows a drifting
+#: linear concept, where the curvature step's steps shrink (docs/guide/auto.md).
 DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 1.0, 0.1, "hessian"),
-                   ("linear", 1.0, "hessian"), *KONS_EXPERTS[3:])
+                   ("linear", 1.0, "hessian"), ("linear", 100.0, 0.0), *KONS_EXPERTS[3:])
+#: The linear experts project onto :math:`|z^\top u| \le` ``LINEAR_BOUND * C``, their
+#: predictions to the mixture clipped to ``[-C, C]`` (a bound of ``C`` capped a linear
+#: function's slope; the measurements: :class:`LinearExpert`, docs/guide/auto.md).
+LINEAR_BOUND = 10.0
 #: Regression: the steady exp-concave step (it led on trending streams); classification (labels
 #: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
 #: expert's on every classification stream measured but german (``docs/guide/auto.md``).
@@ -151,7 +160,8 @@ class Auto(ExpertMixture, KernelLearner):
     (:data:`DEFAULT_EXPERTS`, module docstring): CON-KONS heads on two shared KORS
     dictionaries of at most 500 atoms of ``RBF(0.2/d)`` and ``RBF(1/d)`` (they remember the
     whole stream; frozen once full), the ONS on
-    ``[1, x]`` (linear concepts) and two KONS over the last ``max_size / 2`` and
+    ``[1, x]`` with the curvature step and with a constant step (linear concepts, fixed and
+    drifting) and two KONS over the last ``max_size / 2`` and
     ``max_size / 5`` points (drift). Each computes exactly what a standalone ``CONKONS``, dense
     ONS or ``KONS`` with its settings computes (tests compare them step by step); they share
     each dictionary's kernel row and the window's points. The grid was chosen by measurement
@@ -345,7 +355,8 @@ class Auto(ExpertMixture, KernelLearner):
                 experts[-1].dictionary = index
                 continue
             if spec[0] == "linear":
-                experts.append(LinearExpert(self._loss, alpha=spec[1], eta=spec[2], C=self.C))
+                experts.append(LinearExpert(self._loss, alpha=spec[1], eta=spec[2], C=self.C,
+                                            bound=LINEAR_BOUND * self.C))
                 continue
             c, alpha, eta, share, *sketch = task if spec == "task" else spec
             if W is None and share < 1:

@@ -37,11 +37,18 @@ _NONE.flags.writeable = False
 class OnsHead:
     r"""The Online Newton Step over explicit coordinates :math:`z` (a mixin; module docstring).
 
-    Its object holds ``alpha`` (:math:`A = \alpha I` on every new coordinate), ``C``, ``_u``
+    Its object holds ``alpha`` (:math:`A = \alpha I` on every new coordinate), ``C`` (the
+    bound :math:`|z^\top u| \le C` it projects onto, unless the class names another in
+    ``_ons_bound``), ``_u``
     (the ONS point before the projection, in a doubling buffer), ``_P`` (:math:`A^{-1}`,
     ``PackedSymmetric``), and the running ``online_effective_dimension``, ``log_det`` and
     ``noise_scale_sum``.
     """
+
+    @property
+    def _ons_bound(self) -> float:
+        r"""The bound :math:`C` of the set :math:`|z^\top u| \le C` the step projects onto."""
+        return self.C
 
     def _ons_predict(self, z: np.ndarray) -> float:
         """:math:`z^\\top u` over the first ``len(z)`` coordinates (the unclipped prediction)."""
@@ -60,7 +67,7 @@ class OnsHead:
     def _ons_gradient(self, loss, y: float, ybar: float, eta: float | None):
         """``(excess, yhat, gdot, weight)`` of the step at the unclipped prediction ``ybar``
         (``eta`` ``None``: the weight of :math:`zz^\\top` is ``loss''``)."""
-        excess = clip_excess(ybar, self.C)
+        excess = clip_excess(ybar, self._ons_bound)
         yhat = ybar - excess
         gdot = float(loss.derivative(y, yhat))
         if eta is None:
@@ -273,13 +280,46 @@ class DictionaryExpert(_Expert):
 
 class LinearExpert(_Expert):
     r"""The ONS head on the explicit features :math:`z = [1, x]` (a linear model with an
-    intercept; ``O(d^2)`` a step); a feature first seen adds a coordinate."""
+    intercept; ``O(d^2)`` a step); a feature first seen adds a coordinate.
+
+    ``bound`` is the set :math:`|z^\top u| \le` ``bound`` that the step projects onto and
+    takes its gradient in (``None``: ``C``, as a file saved before the bound existed holds;
+    ``Auto`` gives :math:`10C`, :data:`okoco.learners.auto.LINEAR_BOUND`). The predictions
+    given to the mixture are clipped to ``[-C, C]`` either way. A linear function's values
+    grow with the distance to its zero set, so a bound caps its slope by the farthest points:
+    on river's ``Hyperplane`` (d = 10, 5% label noise, the logistic loss) the head with bound
+    3 made 7.6-8.3% mistakes per 10,000 steps, with bound 10 4.9-5.8%, bound 30 or 1,000
+    4.7-5.8%, river's ``LogisticRegression`` 5.5-6.4%.
+
+    ``eta=0`` gives the matrix no curvature (:math:`A = \alpha I` for ever): the step is then
+    online gradient descent :math:`u \leftarrow u - \ell'(\hat y)\,z/\alpha` with the
+    constant step :math:`1/\alpha` (Zinkevich 2003), which keeps up with a drifting concept
+    (with ``alpha=100`` and a bound it does not reach, it is river's ``LogisticRegression``
+    step for step on the logistic loss, its default ``SGD(0.01)``).
+    """
 
     max_size = None
-    _saved_state = {}
+    _parameter_constraints = {**_Expert._parameter_constraints,
+                              "eta": [Interval(Real, 0, None, closed="left"),
+                                      Options({"hessian"}, "a policy name")],
+                              "bound": [None, Interval(Real, 0, None, closed="neither")]}
+    _saved_state = {"bound": "opt number|none"}
+    bound = None  # a file saved before the bound existed: the projection onto |z.u| <= C
+
+    def __init__(self, loss, alpha: float = 0.1, eta="hessian", C: float = 3.0,
+                 bound: float | None = None):
+        self.bound = bound
+        super().__init__(loss, alpha, eta, C)
+
+    def get_params(self) -> dict:
+        return {**super().get_params(), "bound": self.bound}
+
+    @property
+    def _ons_bound(self) -> float:
+        return self.C if self.bound is None else self.bound
 
     def describe(self) -> str:
-        return f"LinearExpert(alpha={self.alpha:g}, eta={self.eta!r})"
+        return f"LinearExpert(alpha={self.alpha:g}, eta={self.eta!r}, bound={self.bound!r})"
 
     def analyse(self, v: np.ndarray) -> list:
         z = np.concatenate([[1.0], v])
