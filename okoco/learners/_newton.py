@@ -286,7 +286,7 @@ class KONS(RebuiltOnLoad, KernelLearner):
 
     def _window_core(self):
         """The compiled phases of the windowed step (``okoco._core._kons.KONSCore``), or
-        ``None`` for the unbounded learner; a cache, as ``_compiled_step``'s object."""
+        ``None`` for the unbounded learner; a cache on the learner (``_core``)."""
         if self.max_size is None:
             return None
         core = self._core
@@ -495,4 +495,4 @@ class KONS(RebuiltOnLoad, KernelLearner):
         return self._chol.size if self.max_size is None else self._window.size
 
 
-KONS.__module__ = "okoco.learners.kons"  # its public (and saved) path
+KONS.__module__ = "okoco.learners.kons"  # its public path (files name it "KONS")

@@ -92,4 +92,4 @@ class StepSize:
         return self._const
 
 
-StepSize.__module__ = "okoco.learners.base"  # its public (and saved) path
+StepSize.__module__ = "okoco.learners.base"  # its public path (files name it "StepSize")

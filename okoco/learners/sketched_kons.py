@@ -180,4 +180,4 @@ class SketchedKONS(KONS):
         return coins
 
 
-SketchedKONS.__module__ = "okoco.learners.kons"  # its public (and saved) path
+SketchedKONS.__module__ = "okoco.learners.kons"  # its public path (files: "SketchedKONS")
