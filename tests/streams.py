@@ -10,8 +10,11 @@ def as_dicts(X):
     return [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
 
 
-def run(model, X, y):
-    """Test-then-train over the rows of ``X``: the predictions made before each update."""
+def run(model, X, y, path="one"):
+    """Test-then-train over the rows of ``X``: the predictions made before each update, one
+    row at a time (``path="one"``, as dicts) or by ``predict_learn_many`` (``"array"``)."""
+    if path == "array":
+        return np.asarray(model.predict_learn_many(X, y))
     preds = []
     for x, target in zip(as_dicts(X), y):
         preds.append(model.predict_one(x))

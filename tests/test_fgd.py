@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 from river import checks, datasets, evaluate, metrics, preprocessing
-from streams import as_dicts, check_copies_go_on, unit_rows
+from streams import as_dicts, check_copies_go_on, run, unit_rows
 
 from okoco import BinaryClassifier, kernels, losses
 from okoco.learners import FunctionalGD
@@ -237,12 +237,6 @@ def test_every_path_of_the_step_equals_a_hand_written_norma_recursion(kernel, lo
     assert clipped > 0.2  # the projection is exercised
     assert np.abs(wrong - expected).max() > 1e-2  # the shrink of the projection matters
     model = FunctionalGD(kernel=kernel, loss=loss, C=C, eta=eta, lam=lam, budget=budget)
-    if path == "array":
-        got = model.predict_learn_many(X, y)
-    else:
-        got = []
-        for x, target in zip(as_dicts(X), y):
-            got.append(model.predict_one(x))
-            model.learn_one(x, target)
+    got = run(model, X, y, path)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
     assert model.dictionary_size == budget

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from river import checks, datasets, evaluate, metrics, preprocessing, proba
-from streams import as_dicts, check_copies_go_on
+from streams import as_dicts, check_copies_go_on, run
 
 from okoco import kernels, losses
 from okoco.learners import KRLS, FunctionalGD
@@ -380,13 +380,7 @@ def test_every_path_of_the_step_equals_dense_krls_with_its_noise_scale(kernel, p
     preds, weights, D, noise, delta = krls_replay(X, y, 0.6, nu, ridge, max_size)
     assert len(D) == max_size  # the bound is reached, later points only update the weights
     model = KRLS(kernel=kernel, nu=nu, alpha=ridge, max_size=max_size)
-    if path == "array":
-        got = model.predict_learn_many(X, y)
-    else:
-        got = []
-        for x, target in zip(as_dicts(X), y):
-            got.append(model.predict_one(x))
-            model.learn_one(x, target)
+    got = run(model, X, y, path)
     np.testing.assert_allclose(got, preds, rtol=0, atol=1e-8)
     np.testing.assert_allclose(model.atoms, D)
     np.testing.assert_allclose(model.weights, weights, rtol=1e-7, atol=1e-7)
