@@ -97,7 +97,9 @@ def _okoco(name: str, rbf_gamma: float | None, task: str, loss_name: str | None 
         else:
             loss = (losses.SquaredHinge() if loss_name == "squared-hinge" else
                     losses.Logistic() if task == "binary" else losses.Squared())
-            inner = getattr(ol, name)(kernel=kernel, loss=loss, C=3.0, **params)
+            if name != "Auto":  # (Auto picks its experts' kernels)
+                params["kernel"] = kernel
+            inner = getattr(ol, name)(loss=loss, C=3.0, **params)
         model = BinaryClassifier(inner) if task == "binary" else inner
         return Driver("dict", model.predict_one, model.learn_one,
                       _decoder(task), size=lambda: inner.dictionary_size)
@@ -274,6 +276,7 @@ def entries(stream: Stream, quick: bool = False, skip: tuple[str, ...] = (),
     def okoco_grid(defaults, settings):
         return [{"gamma": None, **defaults}] + with_gammas(settings)
 
+    add("Auto", "okoco", "okoco", [{}], lambda: _okoco("Auto", None, task))  # its defaults
     add("KONS", "okoco", "okoco", okoco_grid({"alpha": 0.1}, [{"alpha": 0.1}]),  # O(t^2)/step
         lambda gamma, alpha: _okoco("KONS", gamma, task, alpha=alpha))
     # SketchedKONS's defaults keep most points on the short streams (~1,070 of Phishing's
