@@ -286,7 +286,11 @@ def main(argv: list[str] | None = None) -> dict:
     for stream, (task, rows_of) in streams.items():
         rows = rows_of(args.n)
         for name, build in chosen.items():
-            run = prequential(build(task), rows, task)
+            try:
+                run = prequential(build(task), rows, task)
+            except Exception as error:  # a learner that cannot take the stream: said, no score
+                print(f"{stream:22s} {name:55s} failed: {type(error).__name__}: {error}")
+                continue
             results.setdefault(name, {})[stream] = [run["error"], run["us"], run["steps"]]
             print(f"{stream:22s} {name:55s} {run['error']:.4g} {run['us']:8.0f} us/sample",
                   flush=True)
