@@ -40,6 +40,7 @@ import numpy as np
 from okoco._core import _pros
 from okoco._input import Rows
 from okoco.dictionary import KORS
+from okoco.learners._rebuilt import rebuild_kept_factor_matrix
 from okoco.learners.base import overflow_message
 from okoco.linalg import IncrementalCholesky
 
@@ -66,6 +67,15 @@ class NystromEmbedding:
     (``okoco.linalg.IncrementalCholesky``, :math:`L L^\top = K_{\mathcal I}`) and ``max_size``
     (``None``: no cap; once full the dictionary is frozen).
     """
+
+    # What a model file leaves out and a load rebuilds (:meth:`_rebuild`): the matrix
+    # K_I of the embedding's factor (the factor stays: the heads' coordinates are L's).
+    _rebuilt_parts = {"embedding": ("matrix",)}
+
+    def _rebuild(self, charge) -> None:
+        r"""After a load, the embedding's matrix :math:`K_{\mathcal I}` from the atoms
+        (:func:`okoco.learners._rebuilt.rebuild_kept_factor_matrix`; ``O(m^2 d)``)."""
+        rebuild_kept_factor_matrix(self._embed, self._kernel, self._store, charge)
 
     def _embedding_of(self, v: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
         """``(k, kappa, h)``: the kernel row over the atoms, ``k(v, v)`` and ``L^{-1} k``."""
