@@ -13,7 +13,7 @@ import pytest
 
 import okoco
 from okoco import persistence
-from okoco.learners import CONKONS, PROSNKONS, Auto
+from okoco.learners import CONKONS, KRLS, PROSNKONS, Auto
 from okoco.learners import auto as auto_module
 
 
@@ -103,7 +103,26 @@ def test_auto_after_swaps_rebuilds_the_matrix_of_the_atoms_held_now(tmp_path, mo
     _answers_and_learns_as(loaded, model)
 
 
-@pytest.mark.parametrize("make", [lambda: CONKONS(seed=0), Auto])
+@pytest.mark.parametrize("make", [lambda: KRLS(nu=0.1), lambda: KRLS(nu=0.01, alpha=0.3),
+                                  lambda: KRLS(nu=0.05, max_size=40)],
+                         ids=["KRLS", "KRLS-alpha", "KRLS-full-40"])
+def test_krls_is_saved_without_ald_matrix_and_rebuilt(make, tmp_path):
+    """ALD's matrix is G_D + alpha I over the dictionary (the kernel from the raw points plus
+    the ridge on the diagonal); its factor, in whose coordinates the weights are, stays."""
+    model = _trained(make, 300)
+    path = model.save(tmp_path / "krls.npz")
+    ald = persistence.read_metadata(path)["state"]["ald"]["attrs"]["cholesky"]["attrs"]
+    assert "matrix" not in ald and "factor" in ald
+    loaded = okoco.load(path)
+    want = _dense_gram(model._kernel, model._store) + model.alpha * np.eye(model._ald.size)
+    assert want.shape[0] == loaded._ald.size > 1
+    np.testing.assert_allclose(loaded._ald.cholesky.matrix(), want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(model._ald.cholesky.matrix(), want, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(loaded._ald.cholesky.factor(), model._ald.cholesky.factor())
+    _answers_and_learns_as(loaded, model)
+
+
+@pytest.mark.parametrize("make", [lambda: KRLS(), lambda: CONKONS(seed=0), Auto])
 def test_an_unfitted_model_round_trips(make, tmp_path):
     """Nothing to rebuild before the first step (no kernel resolved yet)."""
     loaded = okoco.load(make().save(tmp_path / "m.npz"))
