@@ -8,12 +8,14 @@ factorized) is rebuilt. Checked against the live model (predictions, then more s
 of the predictions' scale) and against the kernel matrix built from the raw points.
 """
 
+import json
+
 import numpy as np
 import pytest
 
 import okoco
 from okoco import persistence
-from okoco.learners import CONKONS, KRLS, PROSNKONS, Auto
+from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, MulticlassClassifier
 from okoco.learners import auto as auto_module
 
 
@@ -129,3 +131,54 @@ def test_an_unfitted_model_round_trips(make, tmp_path):
     x = _rows(1, seed=3)[0]
     loaded.learn_one(x, 0.5)
     assert np.isfinite(loaded.predict_one(x))
+
+
+# -- multiclass: one shared window inverse ------------------------------------------------------
+
+
+def _labelled(n, seed):
+    rows = _rows(n, seed, d=4)
+    return [(x, int(x["x0"] > 0) + int(x["x1"] > 0.5)) for x in rows]
+
+
+def _shared_parts(model):
+    shared = model._shared
+    return list(shared.experts) if hasattr(shared, "experts") else [shared]
+
+
+@pytest.mark.parametrize("make", [lambda: MulticlassClassifier(KONS(max_size=40)),
+                                  lambda: MulticlassClassifier(KONS(max_size=None)),
+                                  lambda: MulticlassClassifier(Auto(max_size=30))],
+                         ids=["KONS-window-40", "KONS-unbounded", "Auto"])
+def test_a_multiclass_file_holds_no_shared_inverse_and_rebuilds_it(make, tmp_path):
+    """SharedSquaredKONS's inverse is (2 K_W + alpha I)^{-1} over the points held now: left
+    out of the file, rebuilt equal to np.linalg.inv of that matrix from the raw points, and
+    the loaded classifier scores and learns as the live one."""
+    model = make()
+    for x, label in _labelled(120, seed=1):
+        model.learn_one(x, label)
+    path = model.save(tmp_path / "mc.npz")
+    text = json.dumps(persistence.read_metadata(path)["state"])
+    assert '"SlotInverse"' in text and '"P"' not in text and '"pending' not in text
+    loaded = okoco.load(path)
+    for live, again in zip(_shared_parts(model), _shared_parts(loaded)):
+        inverse = live.inverse
+        slots = np.flatnonzero(inverse.diagonal)  # the atoms' (own) slots; compact: mapped
+        slots = slots if inverse._outer is None else np.sort(inverse._outer[slots])
+        assert slots.size == inverse.size > 0
+        X = live.points.data[slots, : live.points.d]
+        dense = np.linalg.inv(2.0 * np.asarray(live.kernel(X, X))
+                              + live.alpha * np.eye(slots.size))
+        for m in (live, again):
+            np.testing.assert_allclose(m.inverse.inverse()[np.ix_(slots, slots)], dense,
+                                       rtol=1e-9, atol=1e-9 * np.abs(dense).max())
+    probes = [x for x, _ in _labelled(20, seed=2)]
+
+    def scores(m):
+        return [[p.get(c, 0.0) for c in range(3)] for p in map(m.predict_proba_one, probes)]
+
+    _agree(scores(loaded), scores(model))
+    for x, label in _labelled(5, seed=3):
+        loaded.learn_one(x, label)
+        model.learn_one(x, label)
+        _agree(scores(loaded), scores(model))

@@ -15,7 +15,7 @@ import numpy as np
 
 from okoco._blas import all_one_thread
 
-__all__ = ["RebuiltOnLoad", "rebuild_kept_factor_matrix"]
+__all__ = ["RebuiltOnLoad", "rebuild_kept_factor_matrix", "window_matrix"]
 
 
 def rebuild_kept_factor_matrix(chol, kernel, store, charge) -> None:
@@ -39,6 +39,20 @@ def rebuild_kept_factor_matrix(chol, kernel, store, charge) -> None:
     A = np.zeros(chol._L.shape[0])  # the packed buffer, over the factor's capacity
     A[: m * (m + 1) // 2] = gram[np.tril_indices(m)]
     chol._A = A
+
+
+def window_matrix(kernel, points, scale, window, own: np.ndarray) -> np.ndarray:
+    r"""``M = D K D + alpha I`` over the atoms at a window inverse's own slots ``own``
+    (``okoco.linalg.SlotInverse``; compact: mapped to the caller's slots): ``kernel`` over the
+    rows of ``points.data`` (``okoco._input.Rows`` or a shared store's ``ExpertRows``) scaled by
+    ``scale`` (the weights :math:`d_j` by slot, or one number for all), with the diagonal as
+    the steps made it, :math:`d_j^2 \kappa_j + \alpha`, from the inverse."""
+    slots = own if window._outer is None else window._outer[own]
+    X = points.data[slots, : points.d]
+    d = scale[slots] if np.ndim(scale) else np.full(slots.shape[0], float(scale))
+    M = d[:, None] * np.asarray(kernel(X, X), dtype=float) * d[None, :]
+    M[np.diag_indices(own.shape[0])] = window.diagonal[own]
+    return M
 
 
 class RebuiltOnLoad:
@@ -82,9 +96,6 @@ class RebuiltOnLoad:
 
     def _preconditioner_matrix(self, own: np.ndarray) -> np.ndarray:
         """``M = D K D + alpha I`` over the atoms at the window inverse's own slots ``own``
-        (the diagonal as the steps made it, ``d_j^2 kappa_j + alpha``, from the inverse)."""
-        window = self._window
-        slots = own if window._outer is None else window._outer[own]  # (compact: mapped)
-        M = self._points_matrix(slots, self._store.fields["d"][slots])
-        M[np.diag_indices(own.shape[0])] = window.diagonal[own]
-        return M
+        (:func:`window_matrix`)."""
+        store = self._store
+        return window_matrix(self._kernel, store, store.fields["d"], self._window, own)
