@@ -87,6 +87,37 @@ def test_an_embedding_is_saved_without_its_matrix_and_rebuilt(name, tmp_path):
     _answers_and_learns_as(loaded, model)
 
 
+def _kors_parts(meta, name):
+    parts = meta["embeddings"] if name == "Auto" else [{"attrs": meta}]
+    return [part["attrs"]["kors"]["attrs"]["cholesky"]["attrs"] for part in parts]
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDED))
+def test_kors_factor_and_matrix_are_rebuilt_while_its_atoms_are_the_stores(name, tmp_path):
+    """KORS's atoms are the store's (none leaves before a swap), so its S K S + gamma I (S^2
+    its weights, the diagonal w_j k(x_j, x_j) + gamma) and its factor are rebuilt."""
+    model = _trained(EMBEDDED[name], 400)
+    path = model.save(tmp_path / "m.npz")
+    for kors in _kors_parts(persistence.read_metadata(path)["state"], name):
+        assert "matrix" not in kors and "factor" not in kors
+    loaded = okoco.load(path)
+    for live_part, again_part in zip(_embeddings(model), _embeddings(loaded)):
+        live, again = live_part._kors, again_part._kors
+        s = np.sqrt(live.weights)
+        X = live_part._store.view()
+        want = s[:, None] * _dense_gram(live_part._kernel, live_part._store) * s[None, :] \
+            + live.alpha * np.eye(live.size)
+        np.testing.assert_allclose(want.diagonal(),
+                                   s * s * live_part._kernel.diag(X) + live.alpha)
+        scale = np.abs(want).max()
+        for chol in (live.cholesky, again.cholesky):
+            np.testing.assert_allclose(chol.matrix(), want, rtol=0, atol=1e-12 * scale)
+        L = again.cholesky.factor()
+        np.testing.assert_allclose(L @ L.T, want, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(L, live.cholesky.factor(), rtol=0, atol=1e-9)
+    _answers_and_learns_as(loaded, model)
+
+
 def test_auto_after_swaps_rebuilds_the_matrix_of_the_atoms_held_now(tmp_path, monkeypatch):
     """Swaps remove atoms from the embedding (its matrix loses their rows): the rebuilt
     matrix is that of the atoms held now."""
@@ -96,6 +127,8 @@ def test_auto_after_swaps_rebuilds_the_matrix_of_the_atoms_held_now(tmp_path, mo
     path = model.save(tmp_path / "auto.npz")
     for part in persistence.read_metadata(path)["state"]["embeddings"]:
         assert "matrix" not in part["attrs"]["embedding"]["attrs"]
+        kors = part["attrs"]["kors"]["attrs"]["cholesky"]["attrs"]  # no longer the store's
+        assert "matrix" in kors and "factor" in kors
     loaded = okoco.load(path)
     for live, again in zip(model._embeddings, loaded._embeddings):
         np.testing.assert_allclose(again._embed.matrix(), live._embed.matrix(), rtol=0,
