@@ -78,9 +78,10 @@ class NystromEmbedding:
         r"""After a load, the embedding's matrix :math:`K_{\mathcal I}` from the atoms
         (:func:`okoco.learners._rebuilt.rebuild_kept_factor_matrix`, ``O(m^2 d)``), and KORS's
         factor and matrix if the file left them out (:meth:`_rebuild_kors`)."""
-        rebuild_kept_factor_matrix(self._embed, self._kernel, self._store, charge)
-        if self._kors.cholesky._A is None:
-            self._rebuild_kors(charge)
+        with all_one_thread:  # (a learner's sizes: BLAS's threads would only spin after)
+            rebuild_kept_factor_matrix(self._embed, self._kernel, self._store, charge)
+            if self._kors.cholesky._A is None:
+                self._rebuild_kors(charge)
 
     def _rebuild_kors(self, charge) -> None:
         r"""KORS's :math:`S K_{\mathcal I} S + \gamma I` (:math:`S^2` its weights, the diagonal
@@ -94,12 +95,11 @@ class NystromEmbedding:
         charge(8 * (n + 2 * m * m), "KORS's matrix")
         A = np.zeros(n)
         if m:
-            with all_one_thread:
-                X = store.view()
-                s = np.sqrt(self._kors._weights[:m])
-                M = s[:, None] * np.asarray(self._kernel(X, X), dtype=float) * s[None, :]
-                M[np.diag_indices(m)] = s * s * self._kernel.diag(X) + self._kors.alpha
-                A[: m * (m + 1) // 2] = M[np.tril_indices(m)]
+            X = store.view()
+            s = np.sqrt(self._kors._weights[:m])
+            M = s[:, None] * np.asarray(self._kernel(X, X), dtype=float) * s[None, :]
+            M[np.diag_indices(m)] = s * s * self._kernel.diag(X) + self._kors.alpha
+            A[: m * (m + 1) // 2] = M[np.tril_indices(m)]
         chol._A = A
         chol.rebuild_factor(charge)
 
