@@ -4,9 +4,11 @@
     python -m benchmarks.bench_persistence --baseline /work/main # also time another tree's load
     python -m benchmarks.bench_persistence --sizes --baseline T  # file sizes, save and load time
 
-``--sizes`` (issue 41: "save the model, not its buffers"): ``KONS()``, ``SketchedKONS()`` and
-``Auto()`` after 1,000 steps at ``d = 10`` (and the unbounded KONS), each tree saving its own
-model: the file's size, the median time of a save and of a load (a fresh process per tree).
+``--sizes`` (issue 41: "save the model, not its buffers"): ``KONS()``, ``SketchedKONS()``,
+``Auto()``, the unbounded KONS, ``CONKONS``, ``PROSNKONS``, ``KRLS()`` and the multiclass
+``MulticlassClassifier(KONS())`` / ``MulticlassClassifier(Auto())`` (3 classes) after 1,000
+steps at ``d = 10``, each tree saving its own model: the file's size, the median time of a
+save and of a load (a fresh process per tree).
 
 With a baseline, each tree loads the file it wrote, and this tree also loads the baseline's
 file (read through the migrations when the baseline writes an older format).
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,15 +78,22 @@ model.save(path)
 _SIZES = r"""
 import json, sys, time
 import numpy as np
-from okoco.learners import KONS, Auto, SketchedKONS
+from okoco.learners import (CONKONS, KONS, KRLS, PROSNKONS, Auto, MulticlassClassifier,
+                            SketchedKONS)
 name, n, d, path, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], \
     int(sys.argv[5])
 model = {"KONS()": KONS, "SketchedKONS()": lambda: SketchedKONS(seed=0), "Auto()": Auto,
-         "KONS(max_size=None)": lambda: KONS(max_size=None)}[name]()
+         "KONS(max_size=None)": lambda: KONS(max_size=None),
+         "CONKONS(seed=0)": lambda: CONKONS(seed=0),
+         "PROSNKONS(seed=0)": lambda: PROSNKONS(seed=0), "KRLS()": KRLS,
+         "MulticlassClassifier(KONS())": lambda: MulticlassClassifier(KONS()),
+         "MulticlassClassifier(Auto())": lambda: MulticlassClassifier(Auto())}[name]()
+classes = name.startswith("Multiclass")  # 3 classes: int(x0 > 0) + int(x1 > 0.5)
 rng = np.random.default_rng(0)
 for _ in range(n):
     x = {f"x{j}": float(v) for j, v in enumerate(rng.normal(size=d))}
-    model.learn_one(x, float(np.tanh(x["x0"] - 0.5 * x["x1"])))
+    model.learn_one(x, int(x["x0"] > 0) + int(x["x1"] > 0.5) if classes
+                    else float(np.tanh(x["x0"] - 0.5 * x["x1"])))
 times = []
 for _ in range(repeat):
     t0 = time.perf_counter()
@@ -97,17 +107,19 @@ def sizes(trees: dict[str, Path], folder: Path, repeat: int, n: int = 1000, d: i
     """File size, save and load time of the default learners after ``n`` steps at ``d``."""
     print(f"after {n} steps at d = {d}; median of {repeat} saves and of {repeat - 1} loads "
           "(fresh processes)")
-    for name in ("KONS()", "SketchedKONS()", "Auto()", "KONS(max_size=None)"):
+    for name in ("KONS()", "SketchedKONS()", "Auto()", "KONS(max_size=None)", "CONKONS(seed=0)",
+                 "PROSNKONS(seed=0)", "KRLS()", "MulticlassClassifier(KONS())",
+                 "MulticlassClassifier(Auto())"):
         for tree_name, tree in trees.items():
-            path = folder / f"sizes-{name.replace('(', '').replace(')', '').replace('=', '')}-" \
-                f"{tree_name.replace(' ', '_')}.npz"
+            stem = re.sub(r"\W", "", name)
+            path = folder / f"sizes-{stem}-{tree_name.replace(' ', '_')}.npz"
             out = subprocess.run([sys.executable, "-c", _SIZES, name, str(n), str(d), str(path),
                                   str(repeat)], env={**os.environ, "PYTHONPATH": str(tree)},
                                  capture_output=True, text=True, check=True,
                                  cwd=tempfile.gettempdir())
             saved = json.loads(out.stdout.splitlines()[-1])
             loaded = measure(tree, path, repeat)
-            print(f"{name:20s} {tree_name:10s} {path.stat().st_size / 1e3:10.1f} KB  save "
+            print(f"{name:28s} {tree_name:10s} {path.stat().st_size / 1e3:10.1f} KB  save "
                   f"{saved['save_median_s'] * 1e3:8.2f} ms  load {loaded['median_s'] * 1e3:8.2f} "
                   f"ms  {loaded['outcome'][:40]}")
 

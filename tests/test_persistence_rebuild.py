@@ -297,22 +297,23 @@ def test_a_huge_rebuilt_side_is_refused_quickly(window_file, tmp_path):
 
 
 def test_a_missing_factorization_that_no_owner_rebuilds_is_refused(tmp_path):
-    """Only an owner's hook rebuilds: a SlotInverse without P elsewhere (the shared multiclass
-    step's, which keeps its P in the file) is refused, not loaded half-built."""
-    from okoco.learners import MulticlassClassifier
+    """Only an owner's hook rebuilds, and only what it names: a CON-KONS file without its
+    embedding's Cholesky factor (kept: the ONS head's coordinates are L's; the hook rebuilds
+    its matrix only) is refused, not loaded half-built."""
+    from okoco.learners import CONKONS
 
-    model = MulticlassClassifier()
-    for i, x in enumerate(_rows(20, seed=8, d=3)):
-        model.learn_one(x, "abc"[i % 3])
-    path = model.save(tmp_path / "mc.npz")
+    model = CONKONS(seed=0)
+    for x in _rows(20, seed=8, d=3):
+        model.learn_one(x, _target(x, False))
+    path = model.save(tmp_path / "m.npz")
     meta = persistence.read_metadata(path)
-    assert "P" in json.dumps(meta)  # kept: its class has no rebuild hook
+    assert "factor" in meta["state"]["embedding"]["attrs"]  # kept
 
     def edit(meta, arrays):
         def strip(tree):
             if isinstance(tree, dict):
-                if tree.get("__obj__") == "SlotInverse":
-                    tree["attrs"].pop("P", None)
+                if tree.get("__obj__") == "IncrementalCholesky":
+                    tree["attrs"].pop("factor", None)
                 for value in tree.values():
                     strip(value)
             elif isinstance(tree, list):
@@ -341,7 +342,7 @@ def test_a_missing_factorization_that_no_owner_rebuilds_is_refused(tmp_path):
     refs(meta)
     np.savez(bad, __okoco__=np.array(json.dumps(meta)),
              **{k: v for k, v in arrays.items() if k in used})
-    with pytest.raises(ValueError, match="P"):
+    with pytest.raises(ValueError, match="factor.*nothing in the file rebuilds it"):
         okoco.load(bad)
 
 
@@ -384,9 +385,9 @@ else:
 
 
 def test_a_rebuilt_field_left_out_where_no_owner_rebuilds_it_is_refused():
-    """A KRLS keeps its ALD factor in the file (KRLS has no rebuild hook): a file without it
-    is refused, where a format-10 reader that left it None let the compiled core crash (run
-    in a subprocess: a regression is a failed test, not a dead pytest)."""
+    """A KRLS keeps its ALD factor in the file (its hook rebuilds ALD's matrix only): a file
+    without it is refused, where a format-10 reader that left it None let the compiled core
+    crash (run in a subprocess: a regression is a failed test, not a dead pytest)."""
     import subprocess
     import sys
 

@@ -41,11 +41,12 @@ import math
 
 import numpy as np
 
-from okoco._blas import scipy_one_thread
+from okoco._blas import all_one_thread, scipy_one_thread
 from okoco._core import _multiclass
 from okoco._input import Rows
 from okoco.kernels import RBF, self_similarity
 from okoco.learners._codes import compiled_kernel
+from okoco.learners._rebuilt import window_matrix
 from okoco.learners.base import overflow_message
 from okoco.learners.kons import (
     _MAX_D,
@@ -98,6 +99,20 @@ class SharedSquaredKONS:
                     "Kc": "array(>=points.n, *) float64", "_cache": "cache:None"}
 
     eta = "hessian"  # the curvature step, always (as KONS names it)
+
+    # What a model file leaves out and a load rebuilds (:meth:`_rebuild`): the shared
+    # inverse's P and pending terms (its diagonal stays).
+    _rebuilt_parts = {"inverse": None}
+
+    def _rebuild(self, charge) -> None:
+        r"""After a load, the shared inverse :math:`(2 K_W + \alpha I)^{-1}` over the points
+        held now (``okoco.linalg.SlotInverse.rebuild``, :math:`O(m^2 d + m^3)`)."""
+        inverse = self.inverse
+        if inverse.P is not None:  # (a file that holds it: used as saved)
+            return
+        with all_one_thread:
+            inverse.rebuild(lambda own: window_matrix(self.kernel, self.points, _D, inverse, own),
+                            self.points.size, charge)
 
     def __init__(self, kernel=None, C: float | None = 3.0, alpha: float = 0.1,
                  max_size: int | None = 500):

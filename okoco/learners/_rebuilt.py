@@ -15,7 +15,44 @@ import numpy as np
 
 from okoco._blas import all_one_thread
 
-__all__ = ["RebuiltOnLoad"]
+__all__ = ["RebuiltOnLoad", "rebuild_kept_factor_matrix", "window_matrix"]
+
+
+def rebuild_kept_factor_matrix(chol, kernel, store, charge) -> None:
+    r"""After a load, the matrix :math:`A` of a Cholesky factor kept in the file (an
+    ``okoco.linalg.IncrementalCholesky`` whose factor :math:`L` is the model's coordinates:
+    PROS-N-KONS's embedding, KRLS's ALD), if the file left it out: ``kernel`` over the atoms of
+    ``store`` (``okoco._input.Rows``, in the factor's order) off the diagonal, as the steps
+    appended its columns, and on the diagonal :math:`A_{jj} = \|L_{j,:}\|^2`, the entry the
+    steps factorized (a clamped pivot's :math:`\|h\|^2 + \text{min\_pivot}`, a ridge, as
+    well as :math:`k(x_j, x_j)`), to rounding. ``O(m^2 d)``; ``charge(nbytes, what)`` is called
+    before anything is allocated."""
+    if chol._A is not None or chol._L is None:  # (held by the file, used as saved; or
+        return  # no factor to take the diagonal from: the load refuses the file, as it lacks it)
+    m = chol.size
+    charge(8 * (chol._L.shape[0] + 3 * m * m), "a Cholesky factor's matrix")
+    with all_one_thread:
+        X = store.view()
+        gram = np.array(kernel(X, X), dtype=float) if m else np.zeros((0, 0))
+        L = chol.factor()
+        gram[np.diag_indices(m)] = np.einsum("ij,ij->i", L, L)
+    A = np.zeros(chol._L.shape[0])  # the packed buffer, over the factor's capacity
+    A[: m * (m + 1) // 2] = gram[np.tril_indices(m)]
+    chol._A = A
+
+
+def window_matrix(kernel, points, scale, window, own: np.ndarray) -> np.ndarray:
+    r"""``M = D K D + alpha I`` over the atoms at a window inverse's own slots ``own``
+    (``okoco.linalg.SlotInverse``; compact: mapped to the caller's slots): ``kernel`` over the
+    rows of ``points.data`` (``okoco._input.Rows`` or a shared store's ``ExpertRows``) scaled by
+    ``scale`` (the weights :math:`d_j` by slot, or one number for all), with the diagonal as
+    the steps made it, :math:`d_j^2 \kappa_j + \alpha`, from the inverse."""
+    slots = own if window._outer is None else window._outer[own]
+    X = points.data[slots, : points.d]
+    d = scale[slots] if np.ndim(scale) else np.full(slots.shape[0], float(scale))
+    M = d[:, None] * np.asarray(kernel(X, X), dtype=float) * d[None, :]
+    M[np.diag_indices(own.shape[0])] = window.diagonal[own]
+    return M
 
 
 class RebuiltOnLoad:
@@ -59,9 +96,6 @@ class RebuiltOnLoad:
 
     def _preconditioner_matrix(self, own: np.ndarray) -> np.ndarray:
         """``M = D K D + alpha I`` over the atoms at the window inverse's own slots ``own``
-        (the diagonal as the steps made it, ``d_j^2 kappa_j + alpha``, from the inverse)."""
-        window = self._window
-        slots = own if window._outer is None else window._outer[own]  # (compact: mapped)
-        M = self._points_matrix(slots, self._store.fields["d"][slots])
-        M[np.diag_indices(own.shape[0])] = window.diagonal[own]
-        return M
+        (:func:`window_matrix`)."""
+        store = self._store
+        return window_matrix(self._kernel, store, store.fields["d"], self._window, own)

@@ -37,9 +37,11 @@ import math
 
 import numpy as np
 
+from okoco._blas import all_one_thread
 from okoco._core import _pros
 from okoco._input import Rows
 from okoco.dictionary import KORS
+from okoco.learners._rebuilt import rebuild_kept_factor_matrix
 from okoco.learners.base import overflow_message
 from okoco.linalg import IncrementalCholesky
 
@@ -66,6 +68,40 @@ class NystromEmbedding:
     (``okoco.linalg.IncrementalCholesky``, :math:`L L^\top = K_{\mathcal I}`) and ``max_size``
     (``None``: no cap; once full the dictionary is frozen).
     """
+
+    # What a model file leaves out and a load rebuilds (:meth:`_rebuild`): the matrix K_I of
+    # the embedding's factor (the factor stays: the heads' coordinates are L's), and KORS's
+    # factor and matrix, whose atoms are the store's.
+    _rebuilt_parts = {"embedding": ("matrix",), "kors.cholesky": None}
+
+    def _rebuild(self, charge) -> None:
+        r"""After a load, the embedding's matrix :math:`K_{\mathcal I}` from the atoms
+        (:func:`okoco.learners._rebuilt.rebuild_kept_factor_matrix`, ``O(m^2 d)``), and KORS's
+        factor and matrix if the file left them out (:meth:`_rebuild_kors`)."""
+        with all_one_thread:  # (a learner's sizes: BLAS's threads would only spin after)
+            rebuild_kept_factor_matrix(self._embed, self._kernel, self._store, charge)
+            if self._kors.cholesky._A is None:
+                self._rebuild_kors(charge)
+
+    def _rebuild_kors(self, charge) -> None:
+        r"""KORS's :math:`S K_{\mathcal I} S + \gamma I` (:math:`S^2` its weights, the diagonal
+        :math:`w_j k(x_j, x_j) + \gamma` as its appends made it) over the store's atoms, and its
+        Cholesky factor, ``O(m^2 d + m^3)``."""
+        chol, store = self._kors.cholesky, self._store
+        m = chol.size
+        if store.n != m:
+            raise ValueError(f"KORS holds {m} atoms but the store {store.n}")
+        n = chol.capacity * (chol.capacity + 1) // 2
+        charge(8 * (n + 2 * m * m), "KORS's matrix")
+        A = np.zeros(n)
+        if m:
+            X = store.view()
+            s = np.sqrt(self._kors._weights[:m])
+            M = s[:, None] * np.asarray(self._kernel(X, X), dtype=float) * s[None, :]
+            M[np.diag_indices(m)] = s * s * self._kernel.diag(X) + self._kors.alpha
+            A[: m * (m + 1) // 2] = M[np.tril_indices(m)]
+        chol._A = A
+        chol.rebuild_factor(charge)
 
     def _embedding_of(self, v: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
         """``(k, kappa, h)``: the kernel row over the atoms, ``k(v, v)`` and ``L^{-1} k``."""
@@ -119,6 +155,16 @@ class SharedEmbedding(NystromEmbedding):
                     "_kors": "obj:KORS as kors", "_store": "obj:Rows as store",
                     "_embed": "obj:IncrementalCholesky as embedding",
                     "_inverse_diagonal": "cache:None"}
+
+    @property
+    def _rebuilt_parts(self) -> dict:
+        """What a model file leaves out (:meth:`NystromEmbedding._rebuild`): KORS's factor and
+        matrix only until a swap, after which its atoms are no longer the store's (KORS, never
+        consulted by a full dictionary, keeps them in the file)."""
+        parts = {"embedding": ("matrix",)}
+        if not self.n_swaps:
+            parts["kors.cholesky"] = None
+        return parts
 
     def __init__(self, kernel, dictionary_alpha: float = 1.0, eps: float = 0.5,
                  beta: float = 3.0, p_min: float = 0.0, max_size: int | None = 500,

@@ -11,6 +11,7 @@ from okoco._core import _krls, _steps
 from okoco._input import Rows, in_row, reserve
 from okoco.dictionary import ALD
 from okoco.kernels import self_similarity
+from okoco.learners._rebuilt import rebuild_kept_factor_matrix
 from okoco.learners.base import (
     BOUND,
     SIZE,
@@ -118,6 +119,15 @@ class KRLS(KernelLearner):
                     "_w": "array(>=ald.size) float64 as weights",
                     "_M": "obj:PackedSymmetric as p_matrix", "last_residual": "float",
                     "noise_scale_sum": "float"}
+
+    # What a model file leaves out and a load rebuilds (:meth:`_rebuild`): ALD's matrix
+    # G_D + alpha I (its factor stays: the weights are in its coordinates).
+    _rebuilt_parts = {"ald.cholesky": ("matrix",)}
+
+    def _rebuild(self, charge) -> None:
+        r"""After a load, ALD's matrix :math:`G_{\mathcal D} + \alpha I` from the stored
+        points (:func:`okoco.learners._rebuilt.rebuild_kept_factor_matrix`, ``O(m^2 d)``)."""
+        rebuild_kept_factor_matrix(self._ald.cholesky, self._kernel, self._store, charge)
 
     def __init__(self, kernel=None, nu: float = 0.1, C: float | None = None,
                  max_size: int | None = 500, alpha: float = 0.0, loss=None):

@@ -17,9 +17,11 @@ A saved learner is **one** ``.npz`` archive (``numpy.savez``) that holds
 coefficients, weights, dictionary, counters, generator state and parameters. What is computed
 from them, the factorizations (a windowed KONS's inverse :math:`(\bar K_I + \alpha I)^{-1}`
 and its pending rank-16 terms, Sketched-KONS's KORS inverse in the same array, the unbounded
-KONS's Cholesky factor), is declared ``rebuilt`` and left out, and rebuilt on load from the
-model by its owner's ``_rebuild`` hook (a class attribute ``_rebuilt_parts`` names the parts
-whose ``rebuilt`` fields it rebuilds, by their paths in the file, all of them or, as a mapping
+KONS's Cholesky factor; the matrices of PROS-N-KONS's and Auto's embeddings, KORS's factor
+and KRLS's ALD matrix; the multiclass KONS's shared inverse), is declared ``rebuilt`` and left
+out, and rebuilt on load from the model by its owner's ``_rebuild`` hook (a class attribute
+``_rebuilt_parts``, or a property where it depends on the state, names the parts whose
+``rebuilt`` fields it rebuilds, by their paths in the file, all of them or, as a mapping
 ``{"cholesky": ("factor",)}``, those named). A ``rebuilt`` field that no hook rebuilt is
 refused (``None`` where the compiled core needs an array). The loaded learner is the
 same model: its predictions and its next steps equal the saved learner's up to rounding

@@ -170,7 +170,7 @@ class _Encoder:
         if not callable(getattr(type(obj), "_rebuild", None)):
             return
         self._rebuilt[id(obj)] = None
-        parts = getattr(type(obj), "_rebuilt_parts", ())
+        parts = getattr(obj, "_rebuilt_parts", ())  # (a property if it depends on the state)
         for path, names in (parts.items() if isinstance(parts, dict) else
                             ((path, None) for path in parts)):
             part = obj

@@ -35,8 +35,9 @@ Format history (what each version changed, and where it is migrated here):
   its inverses hold every change (none pending, the fields' defaults).
 - 10: a file holds the model, not its buffers, and names classes by stable names. The fields
   declared ``rebuilt`` (a window's inverse ``P`` and its pending terms, the unbounded KONS's
-  Cholesky factor) are left out when their owner rebuilds them on load (``_rebuild``: from the
-  points, coefficients and weights of the model), and a class is named by the name it was
+  Cholesky factor, an embedding's or ALD's matrix, KORS's factor and matrix) are left out
+  when their owner rebuilds them on load (``_rebuild``: from the points, coefficients and
+  weights of the model), and a class is named by the name it was
   registered with (``"KONS"``), not by its module path (:data:`LEGACY_CLASS_PATHS` maps the
   paths of the files before 10: :func:`stable_class_name`). A version-9 file needs no other
   migration: its rebuilt fields are there, and are used as saved (an optional cache).
