@@ -382,6 +382,20 @@ class Rows:
             self._sq, self._sq_max = sq, float(sq.max(initial=0.0))
         return sq[: self.n], self._sq_max
 
+    def norms_buffer(self) -> np.ndarray:
+        """The squared norms' cache over the buffer's whole capacity (rebuilt if absent), for a
+        compiled step that writes rows in place (then :meth:`wrote_row`)."""
+        self.squared_norms()
+        return self._sq
+
+    def wrote_row(self, n: int, d: int, norm: float) -> None:
+        """The counters after a compiled step wrote a row in place (after :meth:`make_room`):
+        ``n`` rows of ``d`` columns held, one more appended, of squared norm ``norm``."""
+        self.n, self.d = n, d
+        self.n_added += 1
+        if norm > self._sq_max:
+            self._sq_max = norm
+
     @property
     def size(self) -> int:
         return self.n

@@ -39,7 +39,7 @@ from numbers import Real
 import numpy as np
 
 from okoco._blas import dot, scipy_one_thread
-from okoco._core import _kons
+from okoco._core import _kons, _steps
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.kernels import finite_row, self_similarity
@@ -280,7 +280,8 @@ class KONS(RebuiltOnLoad, KernelLearner):
     def _analyse_now(self, v: np.ndarray):
         core = self._window_core()
         if core is not None and core.has_kernel and type(self._store) is Rows:
-            return core.analyse(self, v)  # the kernel row too, in the same call
+            # the kernel row too, in the same call
+            return core.analyse(self._store, self._window, self.alpha, v)
         return self._analyse_row(self._store.kernel_row(self._kernel, v),
                                  self_similarity(self._kernel, v))
 
@@ -305,7 +306,8 @@ class KONS(RebuiltOnLoad, KernelLearner):
         ``h = L^{-1} e`` (unbounded), or ``h = (Kbar_I + alpha I)^{-1} e`` over the store's
         slots (the window's inverse form)."""
         if self.max_size is not None:  # the window's inverse form, in one compiled call
-            return self._window_core().analyse_row(self, k, kappa)
+            return self._window_core().analyse_row(self._store, self._window, self.alpha, k,
+                                                   kappa)
         store = self._store
         kc = dot(k, store.field("c"))
         e = self._gather(store.field("d") * k)
@@ -362,9 +364,13 @@ class KONS(RebuiltOnLoad, KernelLearner):
         it, ``O(m d)``), in one compiled call (``okoco._core._kons``). The unbounded learner
         forgets nothing."""
         if self.max_size is not None:
-            self._window_core().forget(self)
-        else:
-            self._settle()
+            core = self._window_core()
+            status = core.forget(self._store, self._window, self._selected, self.max_size,
+                                 self.alpha)
+            if status == _steps.STEP_FORGOT_ATOM:
+                self.log_det += core.log_det_term
+                self._forget_atom()
+        self._settle()
 
     def _settle(self) -> None:
         """Make what waited for the step's end: a recomputation of a paired window inverse
@@ -383,7 +389,9 @@ class KONS(RebuiltOnLoad, KernelLearner):
         step before it applies any)."""
         core = self._window_core()
         if core is not None:  # the compiled check; None: the error is worded below
-            step = core.check(self, analysis, y, math.nan if eta is None else eta)
+            step = core.check(analysis, y, math.nan if eta is None else eta, self.alpha,
+                              self.C, self.noise_scale_sum + self.rg_sum
+                              + self.online_effective_dimension, self._least_coin)
             if step is not None:
                 return step
         k, kappa, e, h, ybar, kc, hh = analysis
@@ -442,7 +450,7 @@ class KONS(RebuiltOnLoad, KernelLearner):
         z = self._coin(e, kappa, d_t)  # may refuse (Sketched-KONS): before any state changes
         self.noise_scale_sum += noise
         if self.max_size is not None:  # the window's inverse form, in one compiled call
-            self._window_core().apply(self, v, analysis, step, z)
+            self._apply_window_step(v, analysis, step, z)
             return
         c_t = z * weight * yhat - gdot - shift
         if not (z or c_t or d_t or gdot) and self._drops_null_points:
@@ -472,6 +480,26 @@ class KONS(RebuiltOnLoad, KernelLearner):
             self._g[m] = (d_t * kc_new - half.dot(self._g[:m])) / math.sqrt(pivot)
             self._note_selected(index)
             self._sync_g()  # the append may have refreshed the factor: recompute g then
+
+    def _apply_window_step(self, v: np.ndarray, analysis, step: tuple, z: int) -> None:
+        """:meth:`_apply_step` with a window: the compiled phase (``okoco._core._kons``), once
+        more after the buffers grew if they lacked room, then the counters and statistics."""
+        core = self._window_core()
+        store, window = self._store, self._window
+        status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
+        if status == _steps.STEP_NEED_ROOM:
+            self._make_room(v, core.needed)
+            status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
+        if status == _steps.STEP_SKIPPED:
+            return
+        if status != _steps.STEP_OK:
+            raise RuntimeError(f"the window's step returned the status {status}")
+        if core.wrote_row:
+            store.wrote_row(core.size, core.width, core.row_norm)
+        self.online_effective_dimension += core.tau
+        self.rg_sum += core.rg_term
+        if z:
+            self.log_det += core.log_det_term
 
     def _make_room(self, v: np.ndarray, size: int) -> None:
         """Room for one more point over ``size`` slots of the ring, before the compiled step
