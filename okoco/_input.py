@@ -385,8 +385,11 @@ class Rows:
     def norms_buffer(self) -> np.ndarray:
         """The squared norms' cache over the buffer's whole capacity (rebuilt if absent), for a
         compiled step that writes rows in place (then :meth:`wrote_row`)."""
-        self.squared_norms()
-        return self._sq
+        sq = self._sq
+        if sq is None or sq.shape[0] != self.data.shape[0]:  # (a step's hot path: no call)
+            self.squared_norms()
+            sq = self._sq
+        return sq
 
     def wrote_row(self, n: int, d: int, norm: float) -> None:
         """The counters after a compiled step wrote a row in place (after :meth:`make_room`):

@@ -214,7 +214,7 @@ cdef class KONSCore(StepCore):
 
     # -- the step ---------------------------------------------------------------------------
 
-    def apply(self, store, window, Py_ssize_t[::1] selected, const double[:] v,
+    def apply(self, store, window, selected, const double[:] v,
               tuple analysis, tuple step, int z, double alpha):
         """KONS._apply_step's window form in one call: ``NEED_ROOM`` (nothing changed, the
         size wanted in ``needed``: the learner's ``_make_room``, then this call again),
@@ -227,7 +227,7 @@ cdef class KONSCore(StepCore):
         cdef double s = step[0], shift = step[1], yhat = step[2], gdot = step[3]
         cdef double weight = step[4], d_t = step[5]
         cdef double c_t, q, sigma
-        cdef Py_ssize_t n = k.shape[0], slot, size, m
+        cdef Py_ssize_t n = k.shape[0], slot, size
         c_t = z * weight * yhat - gdot - shift
         if not (z or c_t or d_t or gdot) and self.drops_null:
             return SKIPPED  # beyond the squared hinge's margin: it would only add zeros
@@ -262,11 +262,11 @@ cdef class KONSCore(StepCore):
         sigma = d_t * d_t * s + alpha
         # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only
         self.border(window, slot, size, n, d_t, h, e, zf, sigma, d_t * d_t * kappa + alpha)
-        m = window.size
-        selected[m - 1] = slot
+        cdef Py_ssize_t[::1] atoms = selected
+        atoms[window.size - 1] = slot
         return OK
 
-    cdef bint has_room(self, store, bint own_rows, window, const Py_ssize_t[::1] selected,
+    cdef bint has_room(self, store, bint own_rows, window, selected,
                        const double[:] v, Py_ssize_t slot, Py_ssize_t size,
                        int z) except -1:
         """Whether every buffer has room for the point at ``slot`` (``size`` slots then)."""
@@ -287,7 +287,7 @@ cdef class KONSCore(StepCore):
                 return False  # the inverse becomes compact
         elif window.size >= len(outer):
             return False  # more atoms than announced
-        return selected.shape[0] > window.size
+        return len(selected) > window.size
 
     cdef int border(self, window, Py_ssize_t slot, Py_ssize_t size, Py_ssize_t n, double d_t,
                     const double[::1] h, const double[::1] e, const double[::1] zf,
@@ -302,8 +302,7 @@ cdef class KONSCore(StepCore):
         append_to(window, slot, w, n, sigma, &w[n], diagonal, size)
         return 0
 
-    def forget(self, store, window, Py_ssize_t[::1] selected, Py_ssize_t max_size,
-               double alpha):
+    def forget(self, store, window, selected, Py_ssize_t max_size, double alpha):
         """KONS._forget_oldest in one call: once more than ``max_size`` points are stored, the
         oldest leaves ``K c`` and, if it is an atom, ``P`` and ``selected`` (its first entry):
         ``FORGOT_ATOM`` then, its term of ``log_det`` in ``log_det_term``; else ``OK``. The
@@ -320,6 +319,7 @@ cdef class KONSCore(StepCore):
         cdef double c_j = c[slot]
         cdef double[::1] row
         cdef int status = OK
+        cdef Py_ssize_t[::1] atoms
         n = store.n
         if c_j != 0.0:
             if self.has_kernel:  # over the learner's rows, or the points its experts share
@@ -338,7 +338,8 @@ cdef class KONSCore(StepCore):
             m = window.size
             self.log_det_term = self.remove(window, slot, n) + log(alpha)
             if m > 1:  # the atoms leave in the order they came: this one is the first
-                memmove(&selected[0], &selected[1], (m - 1) * sizeof(Py_ssize_t))
+                atoms = selected
+                memmove(&atoms[0], &atoms[1], (m - 1) * sizeof(Py_ssize_t))
             status = FORGOT_ATOM
         d[slot] = 0.0
         zf[slot] = 0.0

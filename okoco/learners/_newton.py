@@ -39,7 +39,8 @@ from numbers import Real
 import numpy as np
 
 from okoco._blas import dot, scipy_one_thread
-from okoco._core import _kons, _steps
+from okoco._core import _kons
+from okoco._core._steps import STEP_FORGOT_ATOM, STEP_NEED_ROOM, STEP_OK, STEP_SKIPPED
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.kernels import finite_row, self_similarity
@@ -367,7 +368,7 @@ class KONS(RebuiltOnLoad, KernelLearner):
             core = self._window_core()
             status = core.forget(self._store, self._window, self._selected, self.max_size,
                                  self.alpha)
-            if status == _steps.STEP_FORGOT_ATOM:
+            if status == STEP_FORGOT_ATOM:
                 self.log_det += core.log_det_term
                 self._forget_atom()
         self._settle()
@@ -487,12 +488,12 @@ class KONS(RebuiltOnLoad, KernelLearner):
         core = self._window_core()
         store, window = self._store, self._window
         status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
-        if status == _steps.STEP_NEED_ROOM:
+        if status == STEP_NEED_ROOM:
             self._make_room(v, core.needed)
             status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
-        if status == _steps.STEP_SKIPPED:
+        if status == STEP_SKIPPED:
             return
-        if status != _steps.STEP_OK:
+        if status != STEP_OK:
             raise RuntimeError(f"the window's step returned the status {status}")
         if core.wrote_row:
             store.wrote_row(core.size, core.width, core.row_norm)
