@@ -40,12 +40,12 @@ import numpy as np
 
 from okoco._blas import dot, scipy_one_thread
 from okoco._core import _kons
-from okoco._core._steps import STEP_FORGOT_ATOM, STEP_NEED_ROOM, STEP_OK, STEP_SKIPPED
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners._codes import compiled_kernel, compiled_loss
 from okoco.learners._rebuilt import RebuiltOnLoad
+from okoco.learners._window_phases import WindowPhases
 from okoco.learners.base import (
     ETA_HESSIAN,
     SIZE,
@@ -85,7 +85,7 @@ def singular_message(kernel, kappa: float, alpha: float) -> str:
             "StandardScaler) or raise alpha")
 
 
-class KONS(RebuiltOnLoad, KernelLearner):
+class KONS(WindowPhases, RebuiltOnLoad, KernelLearner):
     r"""Kernel Online Newton Step (Algorithm 1), :math:`O(t)` kernel evaluations and
     :math:`O(t^2)` work per step.
 
@@ -281,8 +281,7 @@ class KONS(RebuiltOnLoad, KernelLearner):
     def _analyse_now(self, v: np.ndarray):
         core = self._window_core()
         if core is not None and core.has_kernel and type(self._store) is Rows:
-            # the kernel row too, in the same call
-            return core.analyse(self._store, self._window, self.alpha, v)
+            return core.analyse(self._store, self._window, self.alpha, v)  # and the kernel row
         return self._analyse_row(self._store.kernel_row(self._kernel, v),
                                  self_similarity(self._kernel, v))
 
@@ -307,8 +306,7 @@ class KONS(RebuiltOnLoad, KernelLearner):
         ``h = L^{-1} e`` (unbounded), or ``h = (Kbar_I + alpha I)^{-1} e`` over the store's
         slots (the window's inverse form)."""
         if self.max_size is not None:  # the window's inverse form, in one compiled call
-            return self._window_core().analyse_row(self._store, self._window, self.alpha, k,
-                                                   kappa)
+            return self._window_core().analyse_row(self._store, self._window, self.alpha, k, kappa)
         store = self._store
         kc = dot(k, store.field("c"))
         e = self._gather(store.field("d") * k)
@@ -365,12 +363,7 @@ class KONS(RebuiltOnLoad, KernelLearner):
         it, ``O(m d)``), in one compiled call (``okoco._core._kons``). The unbounded learner
         forgets nothing."""
         if self.max_size is not None:
-            core = self._window_core()
-            status = core.forget(self._store, self._window, self._selected, self.max_size,
-                                 self.alpha)
-            if status == STEP_FORGOT_ATOM:
-                self.log_det += core.log_det_term
-                self._forget_atom()
+            return self._forget_window_oldest()
         self._settle()
 
     def _settle(self) -> None:
@@ -388,11 +381,8 @@ class KONS(RebuiltOnLoad, KernelLearner):
         running statistics (``noise_scale_sum``, ``rg_sum``, ``online_effective_dimension``:
         a target too far from the prediction for its spread; ``Auto`` checks every expert's
         step before it applies any)."""
-        core = self._window_core()
-        if core is not None:  # the compiled check; None: the error is worded below
-            step = core.check(analysis, y, math.nan if eta is None else eta, self.alpha,
-                              self.C, self.noise_scale_sum + self.rg_sum
-                              + self.online_effective_dimension, self._least_coin)
+        if self.max_size is not None:  # the compiled check; None: the error is worded below
+            step = self._window_check(analysis, y, eta)
             if step is not None:
                 return step
         k, kappa, e, h, ybar, kc, hh = analysis
@@ -481,26 +471,6 @@ class KONS(RebuiltOnLoad, KernelLearner):
             self._g[m] = (d_t * kc_new - half.dot(self._g[:m])) / math.sqrt(pivot)
             self._note_selected(index)
             self._sync_g()  # the append may have refreshed the factor: recompute g then
-
-    def _apply_window_step(self, v: np.ndarray, analysis, step: tuple, z: int) -> None:
-        """:meth:`_apply_step` with a window: the compiled phase (``okoco._core._kons``), once
-        more after the buffers grew if they lacked room, then the counters and statistics."""
-        core = self._window_core()
-        store, window = self._store, self._window
-        status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
-        if status == STEP_NEED_ROOM:
-            self._make_room(v, core.needed)
-            status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
-        if status == STEP_SKIPPED:
-            return
-        if status != STEP_OK:
-            raise RuntimeError(f"the window's step returned the status {status}")
-        if core.wrote_row:
-            store.wrote_row(core.size, core.width, core.row_norm)
-        self.online_effective_dimension += core.tau
-        self.rg_sum += core.rg_term
-        if z:
-            self.log_det += core.log_det_term
 
     def _make_room(self, v: np.ndarray, size: int) -> None:
         """Room for one more point over ``size`` slots of the ring, before the compiled step
