@@ -24,10 +24,10 @@ A phase returns a status (``okoco._core._steps.STEP_*``): ``NEED_ROOM`` (nothing
 buffers grow in Python, the learner's ``_make_room``, and the call is made again),
 ``SKIPPED`` (a null step), ``FORGOT_ATOM`` (the learner's selection follows: Sketched-KONS's
 KORS); a row written into the learner's own ``Rows`` leaves its counters to the learner
-(``Rows.wrote_row``). ``check`` leaves the wording of an error, and a loss without a compiled
-form, to the Python ``KONS._check_step``. The learner runs the phases inside one one-thread
-BLAS scope (okoco._blas.scipy_one_thread). The unbounded learner (a Cholesky factor, no window) keeps its
-Python step in okoco.learners._newton.
+(okoco.learners._window_phases). ``check`` leaves the wording of an error, and a loss without
+a compiled form, to the Python ``KONS._check_step``. The learner runs the phases inside one
+one-thread BLAS scope (okoco._blas.scipy_one_thread). The unbounded learner (a Cholesky
+factor, no window) keeps its Python step in okoco.learners._newton.
 """
 
 import numpy as np

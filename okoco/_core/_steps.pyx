@@ -3,11 +3,11 @@ that the steps of KRLS (``_krls``) and KONS (``_kons``) share.
 
 A learner (``okoco.learners``) validates its input, grows its buffers (``Rows`` and the
 factorizations double in Python) and owns a state object of this module: typed views of its
-buffers and the scalars of the step (``FGDState`` here, ``_krls.KRLSState``, after
-scikit-learn's ``WeightVector``). The state's step returns a status (``STEP_*`` below) and leaves its results
-in the state's fields; the learner words the errors, grows what must grow and writes the
-counters back to its own objects. Nothing here reads another object's attributes or calls
-back into a learner.
+buffers and the scalars of the step (``FGDState`` here, ``_krls.KRLSState``,
+``_kons.KONSCore``, after scikit-learn's ``WeightVector``). The state's step returns a status
+(``STEP_*`` below) and leaves its results in the state's fields; the learner words the errors,
+grows what must grow and writes the counters back to its own objects. Nothing here reads
+another object's private attributes or calls back into a learner.
 
 A kernel without a compiled form (a user's class following the kernel protocol) takes the same
 step: the learner computes the kernel row in Python and feeds it (``feed``); a loss without a
