@@ -374,13 +374,15 @@ class Rows:
 
     def squared_norms(self) -> tuple[np.ndarray, float]:
         """``||r_i||^2`` of the rows held (a view of the cache) and an upper bound of them."""
-        sq = self._sq
-        if sq is None or sq.shape[0] != self.data.shape[0]:
+        return self.norms_buffer()[: self.n], self._sq_max
+
+    def norms_buffer(self) -> np.ndarray:
+        """The norms' cache over the whole capacity, for a compiled step writing rows in place."""
+        if self._sq is None or self._sq.shape[0] != self.data.shape[0]:  # (saved without them)
             sq = np.zeros(self.data.shape[0])
-            rows = self.view()
-            sq[: self.n] = np.einsum("ij,ij->i", rows, rows)
+            sq[: self.n] = np.einsum("ij,ij->i", self.view(), self.view())
             self._sq, self._sq_max = sq, float(sq.max(initial=0.0))
-        return sq[: self.n], self._sq_max
+        return self._sq
 
     @property
     def size(self) -> int:

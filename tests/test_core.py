@@ -159,27 +159,38 @@ def _compiled_signatures(path):
     return out
 
 
-def test_the_steps_take_at_most_ten_arguments_and_read_no_private_attribute():
-    """Issue 41's measure for FunctionalGD's and KRLS's compiled steps and KORS's: no compiled
-    function takes more than 10 arguments (krls_run took 28), and the steps read no private
-    attribute of another object (only their own state, ``self`` / ``s`` / ``state``), but
-    for StepCore's two methods left for KONS's step (okoco._core._kons)."""
+def _private_reads(path):
+    """``(object, attribute)`` of every private attribute of another object that the code of a
+    .pyx file names (not its own: ``self`` / ``s`` / ``state``; docstrings, comments and
+    imports aside)."""
     import re
+
+    text = re.sub(r'"""(?:.|\n)*?"""', "", path.read_text())  # docstrings name others freely
+    code = "\n".join(line.split("#")[0] for line in text.splitlines()
+                     if not line.lstrip().startswith(("from ", "cimport ", "import ")))
+    return re.findall(r"\b(?!self\b|s\b|state\b)([A-Za-z_]\w*)\.(_[a-z]\w*)", code)
+
+
+#: Private attributes of the window inverse that okoco._core._slots still reads or writes (its
+#: ``cdef`` functions take the ``SlotInverse`` itself, as okoco._core._kors calls them): a
+#: ceiling, lowered as they move to public accessors or a typed state.
+_SLOTS_PRIVATE_READS = 30
+
+
+def test_the_steps_take_at_most_ten_arguments_and_read_no_private_attribute():
+    """Issue 41's measure for the compiled steps (FunctionalGD's, KRLS's, KORS's, the windowed
+    KONS's and the shared multiclass step's): no compiled function takes more than 10
+    arguments (krls_run took 28), and the steps read no private attribute of another object
+    (only their own state, ``self`` / ``s`` / ``state``) nor call one of a learner (KONS's
+    step called ``learner._make_room``, ``_settle`` and ``_forget_atom``); the window
+    inverse's kernels (``_slots``) no more than they did."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / "okoco" / "_core"
-    for name in ("_steps.pyx", "_krls.pyx", "_kors.pyx"):
+    for name in ("_steps.pyx", "_krls.pyx", "_kors.pyx", "_kons.pyx", "_multiclass.pyx"):
         signatures = _compiled_signatures(root / name)
         assert len(signatures) >= 1 and all(count >= 0 for _, count in signatures)
         assert max(count for _, count in signatures) <= 10, signatures
-        text = (root / name).read_text()
-        compat = re.search(r"cdef int bind_rows.*?(?=\n    cdef bint known)", text, re.S)
-        append = re.search(r"cdef int append_row.*?(?=\n\n\n)", text, re.S)
-        for part in (compat, append):
-            if part is not None:
-                text = text.replace(part.group(0), "")
-        text = re.sub(r'"""(?:.|\n)*?"""', "", text)  # docstrings name other objects freely
-        code = "\n".join(line.split("#")[0] for line in text.splitlines()
-                         if not line.lstrip().startswith(("from ", "cimport ", "import ")))
-        private = re.findall(r"\b(?!self\b|s\b|state\b)([A-Za-z_]\w*)\.(_[a-z]\w*)", code)
-        assert private == [], private
+        assert _private_reads(root / name) == [], name
+    private = _private_reads(root / "_slots.pyx")
+    assert private and len(private) <= _SLOTS_PRIVATE_READS, private

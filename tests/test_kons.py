@@ -434,3 +434,40 @@ def test_sketched_kons_keeps_its_public_and_saved_path():
     model.learn_one({"a": 0.5}, 0.2)
     again = pickle.loads(pickle.dumps(model))
     assert type(again) is cls and again.predict_one({"a": 0.5}) == model.predict_one({"a": 0.5})
+
+
+def test_the_window_step_asks_for_room_and_leaves_the_counters_and_statistics_to_the_learner():
+    """Issue 41: the compiled window step (``okoco._core._kons.KONSCore``) calls nothing of the
+    learner: with buffers too small it returns ``STEP_NEED_ROOM`` and changes nothing; after
+    the learner grows them it writes the point and leaves the store's counters and the
+    statistics' terms (``tau``, ``rg_term``, ``log_det_term``) to the learner, which adds
+    them as the unbounded learner's Python step does (a dense check of ``tau`` below)."""
+    from okoco._blas import scipy_one_thread
+    from okoco._core import _steps
+
+    model = KONS(kernel=kernels.RBF(0.5), alpha=0.5, max_size=4)
+    v, y = np.array([0.3, -0.2]), 0.7
+    core, store, window = model._window_core(), model._store, model._window
+    with scipy_one_thread:
+        analysis = model._analyse(v)
+        step = model._check_step(y, None, analysis)
+        before = (store.n, store.n_added, store.data.shape, window.size)
+        status = core.apply(store, window, model._selected, v, analysis, step, 1, model.alpha)
+        assert status == _steps.STEP_NEED_ROOM and core.needed == 1
+        assert (store.n, store.n_added, store.data.shape, window.size) == before
+        model._make_room(v, core.needed)
+        status = core.apply(store, window, model._selected, v, analysis, step, 1, model.alpha)
+    assert status == _steps.STEP_OK and core.wrote_row and core.slot == 0
+    assert store.n_added == 0 and window.size == 1  # the counters wait for the learner
+    s, d_t = step[0], step[5]
+    q = d_t * d_t * s / model.alpha  # the first point: s = kappa = 1, tau = q / (1 + q)
+    assert s == pytest.approx(1.0) and core.tau == pytest.approx(q / (1.0 + q))
+    assert core.log_det_term == pytest.approx(math.log1p(q))
+    assert core.row_norm == pytest.approx(float(v @ v))
+    np.testing.assert_array_equal(store.data[0, :2], v)
+    # the learner's own step: the same point, counters and statistics written back
+    other = KONS(kernel=kernels.RBF(0.5), alpha=0.5, max_size=4)
+    other.learn_one({"a": 0.3, "b": -0.2}, y)
+    assert (other._store.n, other._store.n_added) == (1, 1)
+    assert other.online_effective_dimension == core.tau
+    assert other.log_det == core.log_det_term and other.rg_sum == core.rg_term

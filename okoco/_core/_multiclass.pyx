@@ -43,7 +43,7 @@ cdef double WEIGHT = 2.0  # the squared loss's second derivative: every class's 
 cdef double[::1] workspace(window, Py_ssize_t n):
     """Room for a solve over the caller's first n slots (SlotInverse: 2 x its own slots),
     and for n values."""
-    outer = window._outer
+    outer = window.outer
     return np.empty(2 * (n if outer is None else max(n, outer.shape[0])) + 1)
 
 

@@ -11,12 +11,14 @@ cdef enum:
     NOISE = 3         # the noise scale's sum would overflow (KRLS)
     NEED_ROOM = 4     # the buffers must grow first
     JOINS = 5         # the point joins KRLS's dictionary: the learner's ALD takes it
+    SKIPPED = 6       # a null step: nothing to store (KONS)
+    FORGOT_ATOM = 7   # the oldest point left, an atom with it: the learner's selection follows
 
 
 cdef class StepCore:
     cdef Kernel k
     cdef readonly object kernel  # the kernel object it was built for
-    cdef object store, data_obj, sq_obj, g_obj
+    cdef object data_obj, sq_obj, g_obj
     cdef double[:, ::1] data
     cdef double[::1] sq, g
     cdef double* x                 # the last row analysed, zero-padded to x_width
@@ -24,10 +26,8 @@ cdef class StepCore:
 
     cdef int bind_buffers(self, object data, object sq, Py_ssize_t n, Py_ssize_t d) except -1
     cdef int column_room(self) except -1
-    cdef int bind_rows(self, object store) except -1
     cdef bint known(self, const double[:] v, Py_ssize_t seen) noexcept
     cdef int keep(self, const double[:] v) except -1
     cdef int kernel_column(self) except -1
     cdef int take_column(self, const double[::1] g) except -1
     cdef double put_row(self, Py_ssize_t slot) noexcept
-    cdef int append_row(self, Py_ssize_t slot, double norm_bound) except -1

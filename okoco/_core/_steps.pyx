@@ -3,11 +3,11 @@ that the steps of KRLS (``_krls``) and KONS (``_kons``) share.
 
 A learner (``okoco.learners``) validates its input, grows its buffers (``Rows`` and the
 factorizations double in Python) and owns a state object of this module: typed views of its
-buffers and the scalars of the step (``FGDState`` here, ``_krls.KRLSState``, after
-scikit-learn's ``WeightVector``). The state's step returns a status (``STEP_*`` below) and leaves its results
-in the state's fields; the learner words the errors, grows what must grow and writes the
-counters back to its own objects. Nothing here reads another object's attributes or calls
-back into a learner.
+buffers and the scalars of the step (``FGDState`` here, ``_krls.KRLSState``,
+``_kons.KONSCore``, after scikit-learn's ``WeightVector``). The state's step returns a status
+(``STEP_*`` below) and leaves its results in the state's fields; the learner words the errors,
+grows what must grow and writes the counters back to its own objects. Nothing here reads
+another object's private attributes or calls back into a learner.
 
 A kernel without a compiled form (a user's class following the kernel protocol) takes the same
 step: the learner computes the kernel row in Python and feeds it (``feed``); a loss without a
@@ -27,14 +27,14 @@ from okoco._core._losses cimport clip, clip_excess, derivative
 
 #: statuses of the steps, for the learners
 STEP_OK, STEP_OVERFLOW, STEP_NEGATIVE, STEP_NOISE = OK, OVERFLOW, NEGATIVE, NOISE
-STEP_NEED_ROOM, STEP_JOINS = NEED_ROOM, JOINS
+STEP_NEED_ROOM, STEP_JOINS, STEP_SKIPPED, STEP_FORGOT_ATOM = NEED_ROOM, JOINS, SKIPPED, FORGOT_ATOM
 
 
 # ------------------------------------------------------------------------------ rows
 cdef class StepCore:
     """Typed views of a learner's rows (points and their squared norms, the ``Rows`` buffers)
     and the last row analysed (its attributes are declared in ``_steps.pxd``, for the step
-    objects of other modules)."""
+    objects of other modules). The learner binds the buffers and writes the counters back."""
 
     def __cinit__(self):
         self.x, self.x_cap, self.seen = NULL, 0, -1
@@ -69,16 +69,6 @@ cdef class StepCore:
             self.g_obj = np.empty(max(2 * (self.n + 1), 16))
             self.g = self.g_obj
         return 0
-
-    cdef int bind_rows(self, object store) except -1:
-        """``bind_buffers`` from a ``Rows`` store: for ``okoco._core._kons``, whose step still
-        hands its store (FunctionalGD and KRLS bind their buffers themselves)."""
-        self.store = store
-        sq = store._sq
-        if sq is None or sq.shape[0] != store.data.shape[0]:  # a store loaded without norms
-            store.squared_norms()
-            sq = store._sq
-        return self.bind_buffers(store.data, sq, store.n, store.d)
 
     cdef bint known(self, const double[:] v, Py_ssize_t seen) noexcept:
         """Whether v was the last row analysed (bit for bit), at the same state."""
@@ -141,16 +131,6 @@ cdef class StepCore:
             self.d = w
         self.seen = -1
         return norm
-
-    cdef int append_row(self, Py_ssize_t slot, double norm_bound) except -1:
-        """``put_row`` and the ``Rows`` store's counters: for ``okoco._core._kons``."""
-        cdef double norm = self.put_row(slot)
-        store = self.store
-        if norm > norm_bound:
-            store._sq_max = norm
-        store.n, store.d = self.n, self.d
-        store.n_added += 1
-        return 0
 
 
 # ------------------------------------------------------------------------------ FunctionalGD

@@ -45,6 +45,7 @@ from okoco._validation import Interval
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners._codes import compiled_kernel, compiled_loss
 from okoco.learners._rebuilt import RebuiltOnLoad
+from okoco.learners._window_phases import WindowPhases
 from okoco.learners.base import (
     ETA_HESSIAN,
     SIZE,
@@ -84,7 +85,7 @@ def singular_message(kernel, kappa: float, alpha: float) -> str:
             "StandardScaler) or raise alpha")
 
 
-class KONS(RebuiltOnLoad, KernelLearner):
+class KONS(WindowPhases, RebuiltOnLoad, KernelLearner):
     r"""Kernel Online Newton Step (Algorithm 1), :math:`O(t)` kernel evaluations and
     :math:`O(t^2)` work per step.
 
@@ -280,7 +281,7 @@ class KONS(RebuiltOnLoad, KernelLearner):
     def _analyse_now(self, v: np.ndarray):
         core = self._window_core()
         if core is not None and core.has_kernel and type(self._store) is Rows:
-            return core.analyse(self, v)  # the kernel row too, in the same call
+            return core.analyse(self._store, self._window, self.alpha, v)  # and the kernel row
         return self._analyse_row(self._store.kernel_row(self._kernel, v),
                                  self_similarity(self._kernel, v))
 
@@ -305,7 +306,7 @@ class KONS(RebuiltOnLoad, KernelLearner):
         ``h = L^{-1} e`` (unbounded), or ``h = (Kbar_I + alpha I)^{-1} e`` over the store's
         slots (the window's inverse form)."""
         if self.max_size is not None:  # the window's inverse form, in one compiled call
-            return self._window_core().analyse_row(self, k, kappa)
+            return self._window_core().analyse_row(self._store, self._window, self.alpha, k, kappa)
         store = self._store
         kc = dot(k, store.field("c"))
         e = self._gather(store.field("d") * k)
@@ -362,9 +363,8 @@ class KONS(RebuiltOnLoad, KernelLearner):
         it, ``O(m d)``), in one compiled call (``okoco._core._kons``). The unbounded learner
         forgets nothing."""
         if self.max_size is not None:
-            self._window_core().forget(self)
-        else:
-            self._settle()
+            return self._forget_window_oldest()
+        self._settle()
 
     def _settle(self) -> None:
         """Make what waited for the step's end: a recomputation of a paired window inverse
@@ -381,9 +381,8 @@ class KONS(RebuiltOnLoad, KernelLearner):
         running statistics (``noise_scale_sum``, ``rg_sum``, ``online_effective_dimension``:
         a target too far from the prediction for its spread; ``Auto`` checks every expert's
         step before it applies any)."""
-        core = self._window_core()
-        if core is not None:  # the compiled check; None: the error is worded below
-            step = core.check(self, analysis, y, math.nan if eta is None else eta)
+        if self.max_size is not None:  # the compiled check; None: the error is worded below
+            step = self._window_check(analysis, y, eta)
             if step is not None:
                 return step
         k, kappa, e, h, ybar, kc, hh = analysis
@@ -442,7 +441,7 @@ class KONS(RebuiltOnLoad, KernelLearner):
         z = self._coin(e, kappa, d_t)  # may refuse (Sketched-KONS): before any state changes
         self.noise_scale_sum += noise
         if self.max_size is not None:  # the window's inverse form, in one compiled call
-            self._window_core().apply(self, v, analysis, step, z)
+            self._apply_window_step(v, analysis, step, z)
             return
         c_t = z * weight * yhat - gdot - shift
         if not (z or c_t or d_t or gdot) and self._drops_null_points:

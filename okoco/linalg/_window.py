@@ -131,6 +131,12 @@ class SlotInverse:
         self._resize(self.P.shape[0])  # one more column: the second's P
         return second
 
+    @property
+    def outer(self) -> np.ndarray | None:
+        """The compact form's map from its own slots to the caller's (-1: free), or ``None``
+        (the inverse is over the caller's slots themselves)."""
+        return self._outer
+
     def solve(self, e: np.ndarray) -> np.ndarray:
         """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
         if e.ndim == 1:

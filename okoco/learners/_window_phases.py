@@ -1,0 +1,60 @@
+"""The windowed KONS's step around its compiled phases (okoco._core._kons.KONSCore).
+
+The compiled phases work on the learner's store, window inverse and atoms' slots, handed to
+each call, and return a status (``okoco._core._steps.STEP_*``) and their results in the core's
+fields; this mixin of :class:`okoco.learners.kons.KONS` makes what they leave to Python: it
+grows the buffers and calls the phase again (``STEP_NEED_ROOM``), writes back the store's
+counters after a row written in place, adds the running statistics' terms, and lets the
+selection follow an atom that left (``STEP_FORGOT_ATOM``: Sketched-KONS's KORS).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from okoco._core._steps import STEP_FORGOT_ATOM, STEP_NEED_ROOM, STEP_OK, STEP_SKIPPED
+
+
+class WindowPhases:
+    """The Python side of the windowed step, for :class:`okoco.learners.kons.KONS` (which
+    defines ``_window_core``, ``_make_room``, ``_forget_atom`` and the statistics)."""
+
+    def _window_check(self, analysis, y: float, eta: float | None):
+        """The step's scalars (``KONSCore.check``), or ``None``: the Python check words why."""
+        running = self.noise_scale_sum + self.rg_sum + self.online_effective_dimension
+        return self._window_core().check(analysis, y, math.nan if eta is None else eta,
+                                         self.alpha, self.C, running, self._least_coin)
+
+    def _apply_window_step(self, v: np.ndarray, analysis, step: tuple, z: int) -> None:
+        """Learn ``v`` (``KONSCore.apply``; once more after :meth:`_make_room` if a buffer
+        lacked room), then the store's counters and the running statistics."""
+        core, store, window = self._window_core(), self._store, self._window
+        status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
+        if status == STEP_NEED_ROOM:
+            self._make_room(v, core.needed)  # (a new array of the atoms' slots, maybe)
+            status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
+        if status == STEP_SKIPPED:
+            return
+        if status != STEP_OK:
+            raise RuntimeError(f"the window's step returned the status {status}")
+        if core.wrote_row:  # into the learner's own Rows: its counters and norms' bound
+            store.n, store.d, store.n_added = core.size, core.width, store.n_added + 1
+            if core.row_norm > store._sq_max:
+                store._sq_max = core.row_norm
+        self.online_effective_dimension += core.tau
+        self.rg_sum += core.rg_term
+        if z:
+            self.log_det += core.log_det_term
+
+    def _forget_window_oldest(self) -> None:
+        """The oldest point out of the window (``KONSCore.forget``), and its atom out of the
+        selection if it was one; then what waited for the step's end (``_settle``)."""
+        core = self._window_core()
+        status = core.forget(self._store, self._window, self._selected, self.max_size,
+                             self.alpha)
+        if status == STEP_FORGOT_ATOM:
+            self.log_det += core.log_det_term
+            self._forget_atom()
+        self._settle()
