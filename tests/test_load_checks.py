@@ -237,3 +237,25 @@ def test_a_shared_dictionarys_size_edited_is_refused(auto_file, tmp_path, delta)
 
     with pytest.raises(ValueError, match=r"SharedEmbedding\) breaks its invariant"):
         okoco.load(_edit(auto_file, tmp_path, edit))
+
+
+@pytest.mark.parametrize("field, value", [("max_size", 9), ("nu", 0.5), ("alpha", 0.25)])
+def test_a_krls_whose_bound_or_test_differs_from_its_dictionarys_is_refused(tmp_path, field,
+                                                                            value):
+    """The fuzz over format 10: KRLS(max_size=8) edited to 9 in one place loaded, and every
+    prediction after was -inf (the step let a point join that the ALD would not take)."""
+    from load_fuzz import _rows
+
+    from okoco.learners import KRLS
+
+    model = KRLS(nu=1e-3, max_size=8)
+    for x, y in _rows(60, seed=0):
+        model.learn_one(x, y)
+    path = okoco.save(model, tmp_path / "krls.npz")
+
+    def edit(meta):
+        meta["state"][field] = value
+
+    assert okoco.load(path).predict_one(x) == pytest.approx(model.predict_one(x), rel=1e-9)
+    with pytest.raises(ValueError, match=r"KRLS\) breaks its invariant"):
+        okoco.load(_edit(path, tmp_path, edit))

@@ -134,6 +134,8 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         "max_size is None or embedding.size <= max_size"),
     "AdaptiveConformal": ("sorted_scores == sorted(recent_scores)",),
     "FunctionalGD": ("store.max_size == budget",),
+    # the step's bound and test are the ALD's (a file with them apart learned to -inf)
+    "KRLS": ("ald.max_size == max_size", "ald.nu == nu", "ald.alpha == alpha"),
     "KONS": (
         "max_size is None or window_inverse is not None"
         " and get(store, 'max_size') in (None, max_size + 1)",
