@@ -119,8 +119,8 @@ class FunctionalGD(KernelLearner):
     def _bind(self, state: _steps.FGDState) -> None:
         """The state's views of the store's buffers and counters (again after they grow)."""
         store = self._store
-        store.squared_norms()  # the norms' cache, sized to the buffer (a loaded store's too)
-        state.bind(store.data, store._sq, store.fields["coef"], store.n, store.d,
+        norms = store.norms_buffer()  # sized to the buffer (a loaded store's too)
+        state.bind(store.data, norms, store.fields["coef"], store.n, store.d,
                    store.n_added, store._sq_max)
 
     def _predict_vec(self, v: np.ndarray) -> float:

@@ -169,8 +169,7 @@ class KRLS(KernelLearner):
         """The state's views of the points, the ALD factor, ``w`` and ``M`` (again after a
         point joins)."""
         store, M = self._store, self._M
-        store.squared_norms()  # the norms' cache, sized to the buffer (a loaded store's too)
-        state.bind_points(store.data, store._sq, store.n, store.d)
+        state.bind_points(store.data, store.norms_buffer(), store.n, store.d)
         state.bind_weights(self._ald.cholesky._L, self._w, M._storage(), M.is_dense)
 
     def _analysed(self, v: np.ndarray) -> _krls.KRLSState:
