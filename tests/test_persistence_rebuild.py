@@ -309,37 +309,15 @@ def test_a_missing_factorization_that_no_owner_rebuilds_is_refused(tmp_path):
     meta = persistence.read_metadata(path)
     assert "factor" in meta["state"]["embedding"]["attrs"]  # kept
 
-    def edit(meta, arrays):
-        def strip(tree):
-            if isinstance(tree, dict):
-                if tree.get("__obj__") == "IncrementalCholesky":
-                    tree["attrs"].pop("factor", None)
-                for value in tree.values():
-                    strip(value)
-            elif isinstance(tree, list):
-                for value in tree:
-                    strip(value)
-        strip(meta)
-
     bad = tmp_path / "bad.npz"
     with np.load(path) as archive:
         meta = json.loads(str(archive["__okoco__"]))
         arrays = {k: archive[k] for k in archive.files if k != "__okoco__"}
-    edit(meta, arrays)
-    used = set()
-
-    def refs(tree):
-        if isinstance(tree, dict):
-            for key in ("__array__", "__padded__"):
-                if key in tree:
-                    used.add(tree[key])
-            for value in tree.values():
-                refs(value)
-        elif isinstance(tree, list):
-            for value in tree:
-                refs(value)
-
-    refs(meta)
+    for node in _dicts(meta):
+        if node.get("__obj__") == "IncrementalCholesky":
+            node["attrs"].pop("factor", None)
+    used = {node[key] for node in _dicts(meta) for key in ("__array__", "__padded__")
+            if key in node}
     np.savez(bad, __okoco__=np.array(json.dumps(meta)),
              **{k: v for k, v in arrays.items() if k in used})
     with pytest.raises(ValueError, match="factor.*nothing in the file rebuilds it"):
@@ -397,3 +375,14 @@ def test_a_rebuilt_field_left_out_where_no_owner_rebuilds_it_is_refused():
     assert out.returncode == 0, out.stderr[-500:]
     assert "refused:" in out.stdout and "cholesky.factor" in out.stdout
     assert "nothing in the file rebuilds it" in out.stdout
+
+
+def _dicts(tree):
+    """Every dict of a file's JSON tree, the outer ones first."""
+    if isinstance(tree, dict):
+        yield tree
+        for value in list(tree.values()):
+            yield from _dicts(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            yield from _dicts(value)
