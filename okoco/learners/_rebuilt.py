@@ -36,9 +36,7 @@ def rebuild_kept_factor_matrix(chol, kernel, store, charge) -> None:
         gram = np.array(kernel(X, X), dtype=float) if m else np.zeros((0, 0))
         L = chol.factor()
         gram[np.diag_indices(m)] = np.einsum("ij,ij->i", L, L)
-    A = np.zeros(chol._L.shape[0])  # the packed buffer, over the factor's capacity
-    A[: m * (m + 1) // 2] = gram[np.tril_indices(m)]
-    chol._A = A
+    chol.restore_matrix(gram)
 
 
 def window_matrix(kernel, points, scale, window, own: np.ndarray) -> np.ndarray:

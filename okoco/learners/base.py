@@ -35,7 +35,7 @@ from okoco._core import _encode
 from okoco._core._loss import clip_excess  # noqa: F401  (the papers' h(z), compiled)
 from okoco._dist import gaussian
 from okoco._input import MAX_ABS_VALUE, FeatureMap, check_target, check_targets
-from okoco._locking import Locked, one_at_a_time  # noqa: F401  (the learners' lock)
+from okoco._locking import Locked, one_at_a_time
 from okoco._validation import Interval, Protocol, check_params
 from okoco.learners._codes import compiled_kernel, compiled_loss, widened  # noqa: F401
 from okoco.learners._step_size import ETA, ETA_HESSIAN, StepSize  # noqa: F401

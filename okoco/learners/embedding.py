@@ -91,16 +91,14 @@ class NystromEmbedding:
         m = chol.size
         if store.n != m:
             raise ValueError(f"KORS holds {m} atoms but the store {store.n}")
-        n = chol.capacity * (chol.capacity + 1) // 2
-        charge(8 * (n + 2 * m * m), "KORS's matrix")
-        A = np.zeros(n)
+        charge(8 * (chol.capacity * (chol.capacity + 1) // 2 + 2 * m * m), "KORS's matrix")
+        M = np.zeros((m, m))
         if m:
             X = store.view()
             s = np.sqrt(self._kors._weights[:m])
             M = s[:, None] * np.asarray(self._kernel(X, X), dtype=float) * s[None, :]
             M[np.diag_indices(m)] = s * s * self._kernel.diag(X) + self._kors.alpha
-            A[: m * (m + 1) // 2] = M[np.tril_indices(m)]
-        chol._A = A
+        chol.restore_matrix(M)
         chol.rebuild_factor(charge)
 
     def _embedding_of(self, v: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:

@@ -19,8 +19,9 @@ import numpy as np
 
 from okoco._core import _pros
 from okoco._input import reserve
+from okoco._locking import Locked
 from okoco._validation import Interval, Options, check_params
-from okoco.learners.base import Locked, clip_excess
+from okoco.learners.base import clip_excess
 from okoco.learners.embedding import Embedded, SharedEmbedding, rotate_coordinates, step_message
 from okoco.linalg import PackedSymmetric
 

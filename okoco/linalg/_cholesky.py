@@ -419,6 +419,17 @@ class IncrementalCholesky:
         self._L = np.zeros(self._A.shape[0])
         self._factorize()
 
+    def restore_matrix(self, M: np.ndarray) -> None:
+        """After a load that left ``A`` out: ``A`` from the dense symmetric ``(m, m)`` matrix
+        ``M`` its owner rebuilt from the model (the lower triangle, packed over the
+        capacity). The factor and the counters are kept."""
+        m = self._m
+        if M.shape != (m, m):
+            raise ValueError(f"a matrix of shape {M.shape} for a factor of {m} atoms")
+        A = np.zeros(self._cap * (self._cap + 1) // 2)
+        A[: _packed_len(m)] = M[np.tril_indices(m)]
+        self._A = A
+
     def _factorize(self) -> None:
         """``L`` from ``A`` (the work of :meth:`refresh`)."""
         m = self._m
