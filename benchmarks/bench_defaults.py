@@ -15,6 +15,10 @@ beside them, and ``Auto`` is judged against both. Stream sets (``--streams``):
 - ``held-out``: other generators, far seeds, okoco's bundled streams outside the table: where
   the choice is only checked; or stream names of these sets, comma-separated.
 
+``--auto-grid NAME`` replays ``Auto`` with another grid of experts (:data:`AUTO_GRIDS`, set as
+``okoco.learners.auto.DEFAULT_EXPERTS`` for the whole process), named ``Auto() [NAME]``: how
+the default grid is chosen (on ``training``, checked on ``held-out``).
+
 Usage::
 
     python -m benchmarks.bench_defaults                        # the table, 1,000 rows a stream
@@ -43,7 +47,7 @@ from river.datasets import synth
 
 from benchmarks.harness import as_user, load, prequential, select, table
 from okoco import datasets, kernels
-from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, FunctionalGD, SketchedKONS
+from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, FunctionalGD, SketchedKONS, auto
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LSOKL = Path(os.environ.get("OKOCO_LSOKL", "/work/shared/data/lsokl"))
@@ -209,6 +213,20 @@ def candidates() -> dict:
     return out
 
 
+_GRID = auto.DEFAULT_EXPERTS
+#: Grids of ``Auto``'s experts a study compares (``--auto-grid``; the spec of each entry:
+#: :data:`okoco.learners.auto.DEFAULT_EXPERTS`); ``"rbf1"`` was the default before issue 42's
+#: grid study.
+AUTO_GRIDS = {
+    "default": _GRID,
+    "rbf1": (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 1.0, 0.1, "hessian"),
+             *_GRID[2:]),
+    "rbf3": (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 3.0, 0.1, "hessian"),
+             *_GRID[2:]),
+    "rbf1+window3": (*(("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 1.0, 0.1, "hessian"),
+                       *_GRID[2:]), (3.0, 0.1, "hessian", 1.0)),
+}
+
 RIVER_DEFAULTS = ("river Linear/LogisticRegression", "river KNN", "river HoeffdingAdaptiveTree",
                   "river ARF")
 
@@ -266,6 +284,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="candidate names (a full name selects it alone) or parts of names")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--markdown", type=Path, default=None, help="also write the tables here")
+    parser.add_argument("--auto-grid", choices=list(AUTO_GRIDS), default=None,
+                        help="replay Auto with this grid of experts only, as 'Auto() [NAME]'")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.streams in SETS:
@@ -281,6 +301,9 @@ def main(argv: list[str] | None = None) -> dict:
                                        else "defaults.json")
     known = candidates()
     chosen = {k: known[k] for k in select(list(known), args.only)}
+    if args.auto_grid is not None:  # the grid is read when an Auto learns its first row
+        auto.DEFAULT_EXPERTS = AUTO_GRIDS[args.auto_grid]
+        chosen = {f"Auto() [{args.auto_grid}]": known["Auto()"]}
     stored = json.loads(output.read_text()) if output.exists() else {}
     results, start = stored.get("results", {}), load()
     for stream, (task, rows_of) in streams.items():

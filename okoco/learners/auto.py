@@ -338,12 +338,15 @@ class Auto(ExpertMixture, KernelLearner):
         state["_mixture"] = None  # derived from the cumulative losses
         return state
 
-    def _build_experts(self, d: int, grid=DEFAULT_EXPERTS) -> list:
-        """The grid's experts (:data:`DEFAULT_EXPERTS`, :data:`EXPERTS`): standalone KONS and
+    def _build_experts(self, d: int, grid=None) -> list:
+        """The grid's experts (``None``: :data:`DEFAULT_EXPERTS` as the module holds it when
+        the first row is learned, so that a study of grids can set it; :data:`EXPERTS`):
+        standalone KONS and
         Sketched-KONS (one kernel object per scale, so rows can be shared; a Sketched-KONS's
         coins from ``seed=0``, so that ``Auto`` is deterministic), and ONS heads on the shared
         dictionary (built here, :data:`DICTIONARY`, its coins from ``seed=0``) or on ``[1, x]``."""
         g, W, kernels = 1.0 / max(d, 1), self.max_size, {}
+        grid = DEFAULT_EXPERTS if grid is None else grid
         task = TASK_EXPERTS["regression" if _is_regression(self._loss) else "classification"]
         experts = []
         for spec in grid:
