@@ -107,7 +107,7 @@ def drive(learners, points, X, y, C):
 def stream(n, d=3, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
-    return X, np.sin(X[:, 0]) + 0.3 * X[:, 1] * X[:, 2]
+    return X, np.sin(X[:, 0]) + 0.3 * X[:, 1] * X[:, -1]
 
 
 @pytest.mark.parametrize("window", [None, 9])
@@ -165,3 +165,103 @@ def test_share_points_is_refused_after_a_step_or_over_a_short_ring(cls):
     with pytest.raises(ValueError, match="has learned 1 steps; share points before"):
         learner.share_points(SharedPoints(6))
     assert learner._store is store
+
+
+class PyLogistic(losses.Logistic):
+    """The logistic loss without a compiled form (the learner gives the check its derivatives)."""
+
+
+def dense_check(model, x, y):
+    """The step's scalars ``(s, shift, yhat, gdot, weight, d_t, noise)`` from their definitions
+    with dense solves over the points the model holds (every one an atom: KONS):
+    ``M = D K D + alpha I``, ``e = D k``, ``ybar = (k.c - e^T M^{-1} D K c) / alpha``,
+    ``s = kappa - e^T M^{-1} e``, the curvature step's ``w = loss''``, ``d_t = sqrt(w)``."""
+    store, kernel, alpha, loss = model._store, model._kernel, model.alpha, model._loss
+    P, d, c = store.view(), store.field("d"), store.field("c")
+    held = store.field("z") != 0
+    P, d, c = P[held], d[held], c[held]
+    k = kernel(P, x[None, :])[:, 0]
+    K = kernel(P)
+    M = d[:, None] * K * d[None, :] + alpha * np.eye(len(d))
+    e = d * k
+    ybar = (k @ c - e @ np.linalg.solve(M, d * (K @ c))) / alpha
+    s = 1.0 - e @ np.linalg.solve(M, e)
+    yhat = float(np.clip(ybar, -model.C, model.C))
+    gdot, weight = float(loss.derivative(y, yhat)), float(loss.second_derivative(y, yhat))
+    shift = alpha * (ybar - yhat) / s
+    return s, shift, yhat, gdot, weight, np.sqrt(weight), (y - yhat) ** 2 / (s + alpha / 2)
+
+
+@pytest.mark.parametrize("max_size", [None, 7])
+@pytest.mark.parametrize("loss", [losses.Logistic(), PyLogistic()])
+def test_the_one_check_equals_a_dense_reference_for_both_forms_and_python_losses(loss, max_size):
+    """``KONSCore.check`` is the check of the unbounded learner too (a Python body of it
+    before), and takes a Python loss's derivatives (it returned ``None`` for one, and the
+    Python body recomputed the step): the scalars equal their dense definitions, with the
+    projection active (C small)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(25, 2))
+    y = np.sign(X[:, 0] + 0.3 * X[:, 1])
+    model = KONS(kernel=kernels.RBF(0.6), loss=loss, C=0.4, alpha=0.3, max_size=max_size)
+    shifts = 0
+    for x, target in zip(X[:-1], y[:-1]):
+        x_dict = dict(enumerate(x))
+        v = model._features.encode(x_dict, arrays=False)[0]
+        if model.n_seen:
+            step = model._check_step(target, None, model._analyse(v))
+            np.testing.assert_allclose(step, dense_check(model, v, target), rtol=1e-9,
+                                       atol=1e-12)
+            shifts += step[1] != 0.0
+        model.learn_one(x_dict, target)
+    assert model._step_core().loss == (-1 if isinstance(loss, PyLogistic) else 1)
+    assert shifts >= 3  # the projection was active
+
+
+def test_a_python_losss_derivatives_give_the_compiled_losss_check_bit_for_bit():
+    model = KONS(kernel=kernels.RBF(0.6), loss=losses.Logistic(), C=0.4, alpha=0.3, max_size=9)
+    X, _ = stream(12, d=2, seed=2)
+    for i, x in enumerate(X):
+        model.learn_one(dict(enumerate(x)), 1.0 if i % 3 else -1.0)
+    analysis = model._analyse(X[0])
+    core, loss = model._step_core(), losses.Logistic()
+    yhat = float(np.clip(analysis[4], -0.4, 0.4))
+    for y in (1.0, -1.0):
+        compiled = core.check(analysis, y, np.nan, 0.3, 0.4, 0.0, 1)
+        given = core.check(analysis, y, np.nan, 0.3, 0.4, 0.0, 1, loss.derivative(y, yhat),
+                           loss.second_derivative(y, yhat))
+        assert compiled == given and len(compiled) == 7
+
+
+@pytest.mark.parametrize("max_size", [None, 5])
+def test_each_refusal_of_the_check_is_worded_and_changes_nothing(max_size):
+    """The check's codes (``_kons.CHECK_*``; it returned ``None`` for the Python body to
+    recompute and word), each worded by the learner, for both forms."""
+    from okoco._core import _kons
+
+    class BadCurvature(losses.Squared):
+        def second_derivative(self, y, z):
+            return -1.0
+
+    X, y = stream(8, d=2, seed=3)
+    cases = [
+        (KONS(loss=BadCurvature(), max_size=max_size), 0.5, None, _kons.CHECK_WEIGHT,
+         "loss.second_derivative returned -1.0; it must be >= 0"),
+        (KONS(max_size=max_size), 1e200, 1.0, _kons.CHECK_DERIVATIVE,
+         "too large for a second-order step"),
+        (KONS(max_size=max_size), 1e160, None, _kons.CHECK_TARGET,
+         "learning it would overflow the learner.s running statistics"),
+    ]
+    for model, target, eta, code, words in cases:
+        for x, t in zip(X, y) if code != _kons.CHECK_WEIGHT else ():  # (none is learned)
+            model.learn_one(dict(enumerate(x)), t)
+        analysis = model._analyse(X[0])
+        before = (model.noise_scale_sum, model.rg_sum, model._store.size)
+        core = model._step_core()
+        gdot = weight = np.nan
+        if core.loss < 0:
+            gdot, weight = 0.0, -1.0
+        assert core.check(analysis, target, np.nan if eta is None else eta, model.alpha,
+                          model.C, 0.0, 1, gdot, weight) == code
+        with pytest.raises(ValueError, match=words):
+            model._check_step(target, eta, analysis)
+        assert (model.noise_scale_sum, model.rg_sum, model._store.size) == before
