@@ -447,7 +447,7 @@ def test_the_window_step_asks_for_room_and_leaves_the_counters_and_statistics_to
 
     model = KONS(kernel=kernels.RBF(0.5), alpha=0.5, max_size=4)
     v, y = np.array([0.3, -0.2]), 0.7
-    core, store, window = model._window_core(), model._store, model._window
+    core, store, window = model._step_core(), model._store, model._window
     with scipy_one_thread:
         analysis = model._analyse(v)
         step = model._check_step(y, None, analysis)

@@ -9,9 +9,10 @@ call, on views of those buffers and of the store's fields (``d``, ``c``, ``Kc``,
 
 - ``analyse`` / ``analyse_row``: the kernel row (or the one given), ``e = d k``, ``h = P e``,
   ``e^T P e`` and the prediction ``ybar``, as ``(k, kappa, e, h, ybar, kc, hh)``;
-- ``check``: the step's scalars ``(s, shift, yhat, gdot, weight, d_t, noise)``, or ``None``
-  where the Python step must word an error (nothing changed): a value that is not finite, a
-  pivot lost to rounding, or running statistics that would overflow;
+- ``check`` (of every KONS step, the window's and the unbounded learner's): the step's
+  scalars ``(s, shift, yhat, gdot, weight, d_t, noise)``, or the code of a refusal (nothing
+  changed; ``CHECK_*``, worded by the learner): a value that is not finite, a pivot lost to
+  rounding, or running statistics that would overflow;
 - ``apply``: the coefficient, the running ``K c``, the store's slot and the new atom's
   bordering of ``P`` (as ``SlotInverse.append``); the statistics' terms are left in the
   object's fields (``tau``, ``rg_term``, ``log_det_term``) for the learner to add;
@@ -24,15 +25,16 @@ A phase returns a status (``okoco._core._steps.STEP_*``): ``NEED_ROOM`` (nothing
 buffers grow in Python, the learner's ``_make_room``, and the call is made again),
 ``SKIPPED`` (a null step), ``FORGOT_ATOM`` (the learner's selection follows: Sketched-KONS's
 KORS); a row written into the learner's own ``Rows`` leaves its counters to the learner
-(okoco.learners._window_phases). ``check`` leaves the wording of an error, and a loss without
-a compiled form, to the Python ``KONS._check_step``. The learner runs the phases inside one
-one-thread BLAS scope (okoco._blas.scipy_one_thread). The unbounded learner (a Cholesky
-factor, no window) keeps its Python step in okoco.learners._newton.
+(okoco.learners._window_phases). A loss without a compiled form gives ``check`` its
+derivatives (the learner computes them at the clipped prediction). The learner runs the phases
+inside one one-thread BLAS scope (okoco._blas.scipy_one_thread). The unbounded learner (a
+Cholesky factor, no window) shares ``check`` and keeps its own update of the factor
+(okoco.learners._newton).
 """
 
 import numpy as np
 
-from libc.math cimport fabs, isfinite, log, log1p, sqrt
+from libc.math cimport NAN, fabs, isfinite, log, log1p, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memmove
 
@@ -45,9 +47,16 @@ from okoco._core._kernels cimport (
     self_similarity,
 )
 from okoco._core._linalg cimport axpy, dot
-from okoco._core._slots cimport append_to, remove_from, solve_into
+from okoco._core._slots cimport SlotViews, append_views, remove_views, solve_views
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
 from okoco._core._steps cimport FORGOT_ATOM, NEED_ROOM, OK, SKIPPED, StepCore
+
+#: Why ``KONSCore.check`` refused a step (the learner words each): the curvature step's weight
+#: (the loss's second derivative) is not a finite number >= 0; a value of the analysis is not
+#: finite (the kernel overflowed); the point lies in the atoms' span to float64 precision with
+#: a pivot lost to rounding; the loss derivative is too large for a second-order step; the
+#: running statistics would overflow (a target too far from the prediction for its spread).
+CHECK_WEIGHT, CHECK_OVERFLOW, CHECK_SINGULAR, CHECK_DERIVATIVE, CHECK_TARGET = 1, 2, 3, 4, 5
 
 
 cdef class KONSCore(StepCore):
@@ -71,7 +80,14 @@ cdef class KONSCore(StepCore):
     cdef double min_s, s_rtol, min_ridge_ratio, max_d
     cdef double* work
     cdef Py_ssize_t work_cap
-    #: results of the last ``apply`` / ``forget``, for the learner
+    # typed state: views of the window inverse's buffers and of the store's fields and the
+    # atoms' slots, taken again only when an array is reallocated (bind_fields, bind_atoms)
+    cdef SlotViews views
+    cdef object fields_d, fields_c, fields_Kc, fields_z, atoms_obj
+    cdef double[::1] fd, fc, fKc, fz
+    cdef Py_ssize_t[::1] atoms
+    #: results of the last ``check`` (for the wording of a refusal), ``apply`` and ``forget``
+    cdef readonly double yhat, gdot, weight
     cdef readonly double tau, rg_term, log_det_term, row_norm
     cdef readonly Py_ssize_t slot, needed
     cdef readonly bint wrote_row
@@ -82,6 +98,7 @@ cdef class KONSCore(StepCore):
             self.k = make_kernel(spec)
         self.kernel, self.loss, self.drops_null = kernel, loss, drops_null
         self.min_s, self.s_rtol, self.min_ridge_ratio, self.max_d = guards
+        self.views = SlotViews()
 
     def __dealloc__(self):
         free(self.work)
@@ -99,6 +116,34 @@ cdef class KONSCore(StepCore):
     cdef int bind_rows(self, rows) except -1:
         """Views of a ``Rows`` store's buffers (its norms' cache over its capacity)."""
         return self.bind_buffers(rows.data, rows.norms_buffer(), rows.n, rows.d)
+
+    cdef int bind_fields(self, store) except -1:
+        """Views of the store's fields ``d``, ``c``, ``Kc`` and ``z`` (again only if one was
+        reallocated)."""
+        fields = store.fields
+        d, c, Kc, z = fields["d"], fields["c"], fields["Kc"], fields["z"]
+        if d is not self.fields_d:
+            self.fd, self.fields_d = d, d
+        if c is not self.fields_c:
+            self.fc, self.fields_c = c, c
+        if Kc is not self.fields_Kc:
+            self.fKc, self.fields_Kc = Kc, Kc
+        if z is not self.fields_z:
+            self.fz, self.fields_z = z, z
+        return 0
+
+    cdef int bind_atoms(self, selected) except -1:
+        """A view of the atoms' slots (again only if reallocated)."""
+        if selected is not self.atoms_obj:
+            self.atoms, self.atoms_obj = selected, selected
+        return 0
+
+    cdef double* row_buffer(self, Py_ssize_t n) except NULL:
+        """The step object's column buffer (``g``) with room for ``n`` values."""
+        if self.g_obj is None or self.g.shape[0] < n + 1:
+            self.g_obj = np.empty(max(2 * (n + 1), 16))
+            self.g = self.g_obj
+        return &self.g[0]
 
     # -- analysis -------------------------------------------------------------------------
 
@@ -120,8 +165,8 @@ cdef class KONSCore(StepCore):
         """The analysis from the kernel row ``k`` over the stored points and ``kappa``."""
         cdef const double[::1] k = k_obj
         cdef Py_ssize_t n = k.shape[0], i
-        fields = store.fields
-        cdef const double[::1] d = fields["d"], c = fields["c"], Kc = fields["Kc"]
+        self.bind_fields(store)
+        cdef const double[::1] d = self.fd, c = self.fc, Kc = self.fKc
         e_obj, h_obj = np.empty(n), np.empty(n)
         cdef double[::1] e = e_obj, h = h_obj
         cdef double kc = 0.0, hh = 0.0, t = 0.0
@@ -150,53 +195,68 @@ cdef class KONSCore(StepCore):
 
     cdef int solve(self, window, double* e, double* h, Py_ssize_t n) except -1:
         """h <- P e over the first n slots of the caller's ring (SlotInverse.solve)."""
-        outer = window.outer
-        solve_into(window, e, h, n, self.workspace(2 * (n if outer is None else len(outer))))
-        return 0
+        self.views.bind(window)
+        return solve_views(self.views, e, h, n, self.workspace(2 * self.own_slots(n)))
+
+    cdef Py_ssize_t own_slots(self, Py_ssize_t n) noexcept:
+        """The bound inverse's slots: the caller's ``n``, or its compact form's own."""
+        return self.views.outer.shape[0] if self.views.compact else n
 
     # -- the step's scalars ---------------------------------------------------------------
 
     def check(self, tuple analysis, double y, double eta, double alpha, double C,
-              double running, double least_coin):
-        """KONS._check_step in one call (``eta`` NaN: the curvature step), or ``None`` where
-        the Python step must word an error (or for a loss without a compiled form).
-        ``running`` is the sum of the running statistics (``noise_scale_sum + rg_sum +
-        online_effective_dimension``), ``least_coin`` the least coin a step can draw."""
-        if self.loss < 0:
-            return None
+              double running, double least_coin, double gdot=NAN, double weight=NAN):
+        """KONS._check_step's arithmetic, the one definition (``eta`` NaN: the curvature step):
+        the step's scalars ``(s, shift, yhat, gdot, weight, d_t, noise)``, or a refusal's code
+        (``CHECK_*``; nothing changed) that the learner words, with ``yhat``, ``gdot`` and
+        ``weight`` left in the object's fields. ``running`` is the sum of the running
+        statistics (``noise_scale_sum + rg_sum + online_effective_dimension``),
+        ``least_coin`` the least coin a step can draw. For a loss without a compiled form the
+        learner gives the loss's ``gdot`` (and ``weight``, its second derivative, for the
+        curvature step) at ``yhat = ybar - h(ybar)``."""
         cdef const double[::1] k = analysis[0], e = analysis[2]
         cdef double kappa = analysis[1], ybar = analysis[4], hh = analysis[6]
-        cdef double excess, yhat, gdot, weight, d_t, s, shift = 0.0, level, worst, total, noise
+        cdef double excess, yhat, d_t, s, shift = 0.0, level, worst, total, noise
         cdef double ee = -1.0
         cdef Py_ssize_t n = e.shape[0], i
         excess = clip_excess(ybar, C)
         yhat = ybar - excess
-        gdot = derivative(self.loss, y, yhat)
+        if self.loss >= 0:
+            gdot = derivative(self.loss, y, yhat)
+            if eta != eta:
+                weight = second_derivative(self.loss, y, yhat)
+        self.yhat, self.gdot, self.weight = yhat, gdot, weight
         if eta != eta:  # the curvature step: the weight eta_t gdot^2 is loss'' itself
-            weight = second_derivative(self.loss, y, yhat)
             if not (isfinite(weight) and weight >= 0.0):
-                return None
-            d_t = sqrt(weight)
+                return CHECK_WEIGHT
+            d_t = sqrt(weight)  # D's signs cancel in every formula: sqrt is a valid d_t
         else:
             weight = eta * gdot * gdot
             d_t = gdot * sqrt(eta)
+        # a step that would store non-finite numbers is refused before the coin or any state
+        # changes: kernel values that overflowed (RBF and Laplacian rows lie in [0, 1])
         if not (isfinite(ybar) and isfinite(kappa)):
-            return None
+            return CHECK_OVERFLOW
         if not self.has_kernel or (self.k.kind != RBF and self.k.kind != LAPLACIAN):
             total = 0.0
             for i in range(k.shape[0]):
                 total += k[i]
             if not isfinite(total):
-                return None
+                return CHECK_OVERFLOW
         s = kappa - hh
         if d_t * d_t * kappa * self.min_ridge_ratio > alpha:
+            # the ridge alone cannot keep the new pivot alpha + d_t^2 s resolvable, and s lies
+            # below the solve's rounding error (which grows like |e|^2 / alpha, as |P| <= 1/alpha)
             ee = dot(<int>n, &e[0], &e[0]) if n else 0.0
             if not (s >= self.s_rtol * (kappa + ee / alpha)):
-                return None
+                return CHECK_SINGULAR
         if not isfinite(s):
-            return None
+            return CHECK_TARGET
         s = s if s > self.min_s else self.min_s
         if excess != 0.0:
+            # s below its rounding level is noise: dividing by it would multiply the excess by
+            # ~1 / eps, and the next step's excess by as much (a geometric growth to overflow);
+            # with s raised to that level the projection is partial, never wild
             if ee < 0.0:
                 ee = dot(<int>n, &e[0], &e[0]) if n else 0.0
             level = self.s_rtol * (kappa + ee / alpha)
@@ -204,12 +264,13 @@ cdef class KONSCore(StepCore):
         worst = weight * fabs(yhat) + fabs(gdot) + fabs(shift)
         if not (fabs(d_t) <= self.max_d and isfinite(worst)
                 and isfinite(d_t * d_t * kappa + alpha)):
-            return None
-        noise = (y - yhat) * (y - yhat) / (s + 0.5 * alpha)
-        # the running statistics stay finite (their terms' bounds, as KONS._check_step)
+            return CHECK_DERIVATIVE
+        noise = (y - yhat) * (y - yhat) / (s + 0.5 * alpha)  # the a-priori error over its spread
+        # the running statistics grow by noise and (gdot^2 + weight) s / (alpha + z weight s)
+        # (rg_sum's and online_effective_dimension's terms) at most, z the least coin
         if not isfinite(running + noise + (gdot * gdot + weight)
                         * s / (alpha + least_coin * weight * s)):
-            return None
+            return CHECK_TARGET
         return s, shift, yhat, gdot, weight, d_t, noise
 
     # -- the step ---------------------------------------------------------------------------
@@ -226,9 +287,9 @@ cdef class KONSCore(StepCore):
         cdef double kappa = analysis[1], kc = analysis[5]
         cdef double s = step[0], shift = step[1], yhat = step[2], gdot = step[3]
         cdef double weight = step[4], d_t = step[5]
-        cdef double c_t, q, sigma
+        cdef double c_t, sigma
         cdef Py_ssize_t n = k.shape[0], slot, size
-        c_t = z * weight * yhat - gdot - shift
+        c_t = self.step_terms(s, shift, yhat, gdot, weight, d_t, z, alpha)
         if not (z or c_t or d_t or gdot) and self.drops_null:
             return SKIPPED  # beyond the squared hinge's margin: it would only add zeros
         points = getattr(store, "points", None)
@@ -239,8 +300,8 @@ cdef class KONSCore(StepCore):
         if not self.has_room(store, points is None, window, selected, v, slot, size, z):
             self.needed = size
             return NEED_ROOM
-        fields = store.fields
-        cdef double[::1] d = fields["d"], c = fields["c"], Kc = fields["Kc"], zf = fields["z"]
+        self.bind_fields(store)
+        cdef double[::1] d = self.fd, c = self.fc, Kc = self.fKc, zf = self.fz
         if c_t != 0.0 and n:
             with nogil:
                 axpy(<int>n, c_t, &k[0], &Kc[0])
@@ -252,19 +313,32 @@ cdef class KONSCore(StepCore):
         elif slot >= store.n:
             store.n = slot + 1
         d[slot], c[slot], Kc[slot], zf[slot] = d_t, c_t, kc + kappa * c_t, z
-        q = d_t * d_t * s / alpha
-        self.tau = q / (1.0 + z * q)
-        self.rg_term = gdot * gdot * s / (alpha * (1.0 + z * q))
-        self.log_det_term = 0.0
         if not z:
             return OK
-        self.log_det_term = log1p(q)
         sigma = d_t * d_t * s + alpha
         # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only
         self.border(window, slot, size, n, d_t, h, e, zf, sigma, d_t * d_t * kappa + alpha)
-        cdef Py_ssize_t[::1] atoms = selected
-        atoms[window.size - 1] = slot
+        self.bind_atoms(selected)
+        self.atoms[window.size - 1] = slot
         return OK
+
+    def terms(self, tuple step, int z, double alpha):
+        """The new point's coefficient ``c_t`` of a checked ``step`` with the coin ``z``, and
+        the statistics' terms in ``tau``, ``rg_term`` and ``log_det_term`` (the unbounded
+        learner's step; ``apply`` computes the same)."""
+        return self.step_terms(step[0], step[1], step[2], step[3], step[4], step[5], z, alpha)
+
+    cdef double step_terms(self, double s, double shift, double yhat, double gdot,
+                           double weight, double d_t, int z, double alpha) noexcept:
+        """``c_t = z w_t yhat - gdot - alpha h(ybar) / s`` (returned), and, with
+        ``q = d_t^2 s / alpha``, ``tau = q / (1 + z q)`` (``g^T A_t^{-1} g eta_t``),
+        ``rg_term = gdot^2 s / (alpha (1 + z q))`` (``tau / eta_t``, eta-free) and
+        ``log_det_term = z log(1 + q)``."""
+        cdef double q = d_t * d_t * s / alpha
+        self.tau = q / (1.0 + z * q)
+        self.rg_term = gdot * gdot * s / (alpha * (1.0 + z * q))
+        self.log_det_term = log1p(q) if z else 0.0
+        return z * weight * yhat - gdot - shift
 
     cdef bint has_room(self, store, bint own_rows, window, selected,
                        const double[:] v, Py_ssize_t slot, Py_ssize_t size,
@@ -299,8 +373,8 @@ cdef class KONSCore(StepCore):
             for i in range(n):
                 w[i] = d_t * h[i]
                 w[n + i] = d_t * e[i] * zf[i]
-        append_to(window, slot, w, n, sigma, &w[n], diagonal, size)
-        return 0
+        self.views.bind(window)
+        return append_views(self.views, slot, w, n, sigma, &w[n], diagonal, size)
 
     def forget(self, store, window, selected, Py_ssize_t max_size, double alpha):
         """KONS._forget_oldest in one call: once more than ``max_size`` points are stored, the
@@ -314,32 +388,32 @@ cdef class KONSCore(StepCore):
         if oldest < 0:
             return OK
         slot = oldest % rows.max_size
-        fields = store.fields
-        cdef double[::1] d = fields["d"], c = fields["c"], Kc = fields["Kc"], zf = fields["z"]
+        self.bind_fields(store)
+        cdef double[::1] d = self.fd, c = self.fc, Kc = self.fKc, zf = self.fz
         cdef double c_j = c[slot]
-        cdef double[::1] row
+        cdef double* row
+        cdef const double[::1] given
         cdef int status = OK
-        cdef Py_ssize_t[::1] atoms
         n = store.n
         if c_j != 0.0:
             if self.has_kernel:  # over the learner's rows, or the points its experts share
                 self.bind_rows(rows)
-                row_obj = np.empty(n)
-                row = row_obj
+                row = self.row_buffer(n)
                 if kernel_row(&self.k, &self.data[0, 0], self.data.shape[1], n, <int>self.d,
-                              &self.sq[0], &self.data[slot, 0], <int>self.d, &row[0]):
-                    kernel_exp(row_obj, &row[0], n)
+                              &self.sq[0], &self.data[slot, 0], <int>self.d, row):
+                    kernel_exp(self.g_obj, row, n)
             else:
                 point = np.array(rows.data[slot, : rows.d])
-                row = np.asarray(store.kernel_row(self.kernel, point), dtype=float)
+                given = np.asarray(store.kernel_row(self.kernel, point), dtype=float)
+                row = <double*>&given[0]
             with nogil:
-                axpy(<int>n, -c_j, &row[0], &Kc[0])
+                axpy(<int>n, -c_j, row, &Kc[0])
         if zf[slot] != 0.0:
             m = window.size
             self.log_det_term = self.remove(window, slot, n) + log(alpha)
             if m > 1:  # the atoms leave in the order they came: this one is the first
-                atoms = selected
-                memmove(&atoms[0], &atoms[1], (m - 1) * sizeof(Py_ssize_t))
+                self.bind_atoms(selected)
+                memmove(&self.atoms[0], &self.atoms[1], (m - 1) * sizeof(Py_ssize_t))
             status = FORGOT_ATOM
         d[slot] = 0.0
         zf[slot] = 0.0
@@ -348,6 +422,5 @@ cdef class KONSCore(StepCore):
 
     cdef double remove(self, window, Py_ssize_t slot, Py_ssize_t n) except? -1.0:
         """SlotInverse.remove(slot, n): returns log P_jj (0 if P was recomputed instead)."""
-        outer = window.outer
-        return remove_from(window, slot, n,
-                           self.workspace(2 * (n if outer is None else len(outer)) + 1))
+        self.views.bind(window)
+        return remove_views(self.views, slot, n, self.workspace(2 * self.own_slots(n) + 1))

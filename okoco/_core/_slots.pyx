@@ -11,6 +11,15 @@ arrays grow, the compact form is created) and call these; the windowed KONS's co
 (okoco._core._kons) calls the ``cdef`` forms directly. The caller runs them in a one-thread
 BLAS scope (okoco._blas.scipy_one_thread).
 
+**Typed state.** Every operation works on a :class:`SlotViews`: typed views of one inverse's
+buffers (``P`` and ``M``, ``M``'s diagonal, the pending terms and their counts, the compact
+form's map) and its flags, bound by :meth:`SlotViews.bind` at the start of the operation. A
+view is taken again only when its array was reallocated (as ``okoco._core._steps.StepCore``
+binds a learner's rows), so a caller that keeps one ``SlotViews`` per inverse (the windowed
+KONS's step object) pays a few identity checks a call, where taking every view afresh cost
+about a quarter of a microsecond each (up to a dozen an operation). ``bind`` is the one place
+that reads the inverse's private buffers; the operations write back only its counters.
+
 **Pending terms.** Each append and removal is a rank-one change of ``P`` (``+ b b^T / sigma``,
 ``- p p^T / p_jj``). Made one at a time, each is a pass over the whole triangle (a ``dsyr``,
 memory-bound: 26 us at 500 slots on one thread). Instead they are kept as rows of
@@ -32,112 +41,142 @@ from scipy.linalg.cython_blas cimport dgemv
 
 from okoco._core._linalg cimport window_clear, window_column, window_symv, window_syrk
 
-cdef enum:
-    TERMS = 16  # pending terms of each sign before they are applied to P
-
 #: The rows of ``SlotInverse._pending``: the additions' block, then the subtractions'.
 PENDING_ROWS = 2 * TERMS
 
 
-cdef inline double* data(double[:, ::1] P, bint upper) noexcept nogil:
+cdef class SlotViews:
+    """Typed views of one ``SlotInverse``'s buffers and flags (module docstring)."""
+
+    cdef int bind(self, object window) except -1:
+        """Views of ``window``'s buffers, each taken again only if its array was
+        reallocated (or another inverse is bound)."""
+        cdef object P = window.P, diag = window.diagonal, outer = window._outer
+        self.window = window
+        if P is not self.P_obj:
+            self.P, self.P_obj = P, P
+        if diag is not self.diag_obj:
+            self.diag, self.diag_obj = diag, diag
+        if outer is not self.outer_obj:
+            self.outer_obj = outer
+            if outer is not None:
+                self.outer = outer
+        self.compact = outer is not None
+        self.bind_pending(window._pending_terms, window._pending)
+        self.upper, self.keeps_m = window._upper, window._keeps_m
+        return 0
+
+    cdef int bind_pending(self, object terms, object U) except -1:
+        """Views of the pending terms' counts and rows (``None``: none yet)."""
+        if terms is not self.terms_obj:
+            self.terms_obj = terms
+            if terms is not None:
+                self.terms = terms
+        if U is not self.U_obj:
+            self.U_obj = U
+            if U is not None:
+                self.U = U
+        self.pending = terms is not None and (self.terms[0] or self.terms[1])
+        return 0
+
+
+cdef inline double* data(SlotViews s) noexcept nogil:
     """Where the triangle of P starts: the array's data, or its second column (upper)."""
-    return &P[0, 1] if upper else &P[0, 0]
+    return &s.P[0, 1] if s.upper else &s.P[0, 0]
 
 
-cdef int flush(object window) except -1:
+cdef int flush_views(SlotViews s) except -1:
     """Apply the pending terms to P (one dsyrk per sign)."""
-    terms_obj = window._pending_terms
-    if terms_obj is None:
+    if not s.pending:
         return 0
-    cdef Py_ssize_t[::1] terms = terms_obj
-    if not (terms[0] or terms[1]):
-        return 0
-    cdef double[:, ::1] P = window.P
-    cdef const double[:, ::1] U = window._pending
-    cdef bint upper = window._upper
-    cdef int n = <int>terms[2]
+    cdef int n = <int>s.terms[2]
     with nogil:
-        window_syrk(data(P, upper), P.shape[1], n, <int>terms[0], 1.0, &U[0, 0], U.shape[1],
-                    upper)
-        window_syrk(data(P, upper), P.shape[1], n, <int>terms[1], -1.0, &U[TERMS, 0],
-                    U.shape[1], upper)
-    terms[0] = terms[1] = terms[2] = 0
+        window_syrk(data(s), s.P.shape[1], n, <int>s.terms[0], 1.0, &s.U[0, 0], s.U.shape[1],
+                    s.upper)
+        window_syrk(data(s), s.P.shape[1], n, <int>s.terms[1], -1.0, &s.U[TERMS, 0],
+                    s.U.shape[1], s.upper)
+    s.terms[0] = s.terms[1] = s.terms[2] = 0
+    s.pending = False
     return 0
 
 
-cdef double* next_term(object window, double weight, Py_ssize_t n) except NULL:
+cdef int flush(object window) except -1:
+    """Apply ``window``'s pending terms to P (one dsyrk per sign)."""
+    cdef SlotViews s = SlotViews()
+    s.bind(window)
+    return flush_views(s)
+
+
+cdef double* next_term(SlotViews s, double weight, Py_ssize_t n) except NULL:
     """A new pending term of weight ``weight`` over the first ``n`` slots: the row the caller
     fills with the term's vector times ``sqrt(|weight|)`` (the rest of the row is zero); the
     pending terms are applied first if its block is full."""
-    cdef Py_ssize_t width = window.P.shape[0], side = 0 if weight > 0.0 else 1
-    terms_obj = window._pending_terms
-    if terms_obj is None:
-        terms_obj = window._pending_terms = np.zeros(3, dtype=np.intp)
-    cdef Py_ssize_t[::1] terms = terms_obj
-    if terms[side] == TERMS:
-        flush(window)
-    rows_obj = window._pending
-    if rows_obj is None or rows_obj.shape[1] != width:  # (P was resized: nothing pending)
-        rows_obj = window._pending = np.zeros((2 * TERMS, width))
-    cdef double[:, ::1] rows = rows_obj
-    cdef double* row = &rows[side * TERMS + terms[side], 0]
+    cdef Py_ssize_t width = s.P.shape[0], side = 0 if weight > 0.0 else 1
+    window = s.window
+    if s.terms_obj is None:
+        terms = window._pending_terms = np.zeros(3, dtype=np.intp)
+        s.bind_pending(terms, s.U_obj)
+    if s.terms[side] == TERMS:
+        flush_views(s)
+    if s.U_obj is None or s.U.shape[1] != width:  # (P was resized: nothing pending)
+        U = window._pending = np.zeros((2 * TERMS, width))
+        s.bind_pending(s.terms_obj, U)
+    cdef double* row = &s.U[side * TERMS + s.terms[side], 0]
     if n < width:
         memset(row + n, 0, (width - n) * sizeof(double))
-    terms[side] += 1
-    if n > terms[2]:
-        terms[2] = n
+    s.terms[side] += 1
+    if n > s.terms[2]:
+        s.terms[2] = n
+    s.pending = True
     return row
 
 
-cdef void add_pending(const double[:, ::1] U, const Py_ssize_t[::1] terms, const double* x,
-                      double* out, int n) noexcept nogil:
+cdef void add_pending(SlotViews s, const double* x, double* out, int n) noexcept nogil:
     """out += (U_+^T U_+ - U_-^T U_-) x over the first n slots (two thin products a block)."""
-    cdef int k, one = 1, ldu = <int>U.shape[1]
+    cdef int k, one = 1, ldu = <int>s.U.shape[1]
     cdef double unit = 1.0, zero = 0.0, sign
     cdef double t[TERMS]
     cdef Py_ssize_t block
     for block in range(2):
-        k = <int>terms[block]
+        k = <int>s.terms[block]
         if k == 0 or n == 0:
             continue
         sign = 1.0 if block == 0 else -1.0
-        dgemv(b"T", &n, &k, &unit, <double*>&U[block * TERMS, 0], &ldu, <double*>x, &one,
+        dgemv(b"T", &n, &k, &unit, &s.U[block * TERMS, 0], &ldu, <double*>x, &one,
               &zero, t, &one)
-        dgemv(b"N", &n, &k, &sign, <double*>&U[block * TERMS, 0], &ldu, t, &one, &unit, out,
+        dgemv(b"N", &n, &k, &sign, &s.U[block * TERMS, 0], &ldu, t, &one, &unit, out,
               &one)
 
 
-cdef int clear_pending(object window, Py_ssize_t j) except -1:
+cdef int clear_pending(SlotViews s, Py_ssize_t j) except -1:
     """Slot j's entry of every pending term set to zero (its atom left)."""
-    terms_obj = window._pending_terms
-    if terms_obj is None:
+    if s.terms_obj is None:
         return 0
-    cdef const Py_ssize_t[::1] terms = terms_obj
-    cdef double[:, ::1] U = window._pending
     cdef Py_ssize_t k
-    for k in range(terms[0]):
-        U[k, j] = 0.0
-    for k in range(terms[1]):
-        U[TERMS + k, j] = 0.0
+    for k in range(s.terms[0]):
+        s.U[k, j] = 0.0
+    for k in range(s.terms[1]):
+        s.U[TERMS + k, j] = 0.0
     return 0
 
 
-cdef int recompute(object window) except -1:
+cdef int recompute(SlotViews s) except -1:
     """P recomputed from M now, or, for one of a pair (whose M comes from the caller's points,
     which may be half-way through a step), by the caller at the end of the step."""
-    if window._keeps_m:
-        window.refresh()
+    if s.keeps_m:
+        s.window.refresh()
     else:
-        window._due = True
+        s.window._due = True
     return 0
 
 
-cdef int modified(object window, Py_ssize_t n) except -1:
+cdef int modified(SlotViews s, Py_ssize_t n) except -1:
     """One more modification: P is recomputed from M every 16 n of them (measured: P M - I
     stays within 2e-12 at alpha = 0.01 after 4 n and after 16 n, within 1e-10 at 0.001)."""
+    window = s.window
     window._mods += 1
     if window._mods >= max(16 * n, 64):
-        recompute(window)
+        recompute(s)
     return 0
 
 
@@ -151,168 +190,170 @@ cdef Py_ssize_t in_use(const Py_ssize_t[::1] outer) noexcept nogil:
     return j
 
 
-cdef int solve_into(object window, const double* e, double* h, Py_ssize_t n,
-                    double* work) except -1:
-    """h <- P e over the first n slots of the caller's ring, pending terms included (work:
-    2 x own slots)."""
-    cdef double[:, ::1] P = window.P
-    cdef bint upper = window._upper
-    cdef const double[:, ::1] U
-    cdef const Py_ssize_t[::1] terms
-    cdef bint pending = False
-    terms_obj = window._pending_terms
-    if terms_obj is not None:
-        terms = terms_obj
-        pending = terms[0] or terms[1]
-        if pending:
-            U = window._pending
-    outer_obj = window._outer
-    if outer_obj is None:
+cdef int solve_views(SlotViews s, const double* e, double* h, Py_ssize_t n,
+                     double* work) except -1:
+    """h <- P e over the first n slots of the caller's ring, pending terms included (``s``
+    bound; work: 2 x own slots)."""
+    cdef Py_ssize_t a, j
+    if not s.compact:
         with nogil:
-            window_symv(data(P, upper), P.shape[1], <int>n, e, h, upper)
-            if pending:
-                add_pending(U, terms, e, h, <int>n)
+            window_symv(data(s), s.P.shape[1], <int>n, e, h, s.upper)
+            if s.pending:
+                add_pending(s, e, h, <int>n)
         return 0
-    cdef const Py_ssize_t[::1] outer = outer_obj
-    cdef Py_ssize_t a = in_use(outer), j
     with nogil:
+        a = in_use(s.outer)
         for j in range(a):
-            work[j] = e[outer[j]] if outer[j] >= 0 else 0.0
-        window_symv(data(P, upper), P.shape[1], <int>a, work, &work[a], upper)
-        if pending:
-            add_pending(U, terms, work, &work[a], <int>a)
+            work[j] = e[s.outer[j]] if s.outer[j] >= 0 else 0.0
+        window_symv(data(s), s.P.shape[1], <int>a, work, &work[a], s.upper)
+        if s.pending:
+            add_pending(s, work, &work[a], <int>a)
         for j in range(n):
             h[j] = 0.0
         for j in range(a):
-            if outer[j] >= 0:
-                h[outer[j]] = work[a + j]
+            if s.outer[j] >= 0:
+                h[s.outer[j]] = work[a + j]
     return 0
 
 
-cdef int append_to(object window, Py_ssize_t slot, const double* a, Py_ssize_t m, double sigma,
-                   const double* column, double diagonal, Py_ssize_t n) except -1:
-    """SlotInverse.append, its room made: border with the atom at the caller's ``slot``
-    (``a = P c`` and ``column`` over the first ``m`` slots, ``n`` the caller's slots), as a
-    pending term ``+ b b^T / sigma``, ``b = (a, -1)``."""
-    cdef double[:, ::1] P = window.P
-    cdef double[::1] diag = window.diagonal
-    cdef Py_ssize_t[::1] outer
+cdef int solve_into(object window, const double* e, double* h, Py_ssize_t n,
+                    double* work) except -1:
+    """:func:`solve_views` on ``window``'s views, taken for this call."""
+    cdef SlotViews s = SlotViews()
+    s.bind(window)
+    return solve_views(s, e, h, n, work)
+
+
+cdef int append_views(SlotViews s, Py_ssize_t slot, const double* a, Py_ssize_t m,
+                      double sigma, const double* column, double diagonal,
+                      Py_ssize_t n) except -1:
+    """SlotInverse.append, its room made (``s`` bound): border with the atom at the caller's
+    ``slot`` (``a = P c`` and ``column`` over the first ``m`` slots, ``n`` the caller's
+    slots), as a pending term ``+ b b^T / sigma``, ``b = (a, -1)``."""
     cdef Py_ssize_t i, j, own = slot, dim = n, used = n
-    cdef bint keeps_m = window._keeps_m
     cdef double scale = sqrt(fabs(1.0 / sigma))
     cdef double* b
-    outer_obj = window._outer
-    if outer_obj is None:
-        b = next_term(window, 1.0 / sigma, n)
+    if not s.compact:
+        b = next_term(s, 1.0 / sigma, n)
         with nogil:
             for i in range(m):
                 b[i] = scale * a[i]
             for i in range(m, n):
                 b[i] = 0.0
-            if keeps_m:  # M's new row and column, in its strict upper triangle
+            if s.keeps_m:  # M's new row and column, in its strict upper triangle
                 for i in range(own):
-                    P[i, own] = column[i]
+                    s.P[i, own] = column[i]
                 for i in range(own + 1, m):
-                    P[own, i] = column[i]
+                    s.P[own, i] = column[i]
     else:
-        outer = outer_obj
-        dim = outer.shape[0]
+        dim = s.outer.shape[0]
         for j in range(dim):
-            if outer[j] < 0:
+            if s.outer[j] < 0:
                 own = j
                 break
-        used = max(in_use(outer), own + 1)
-        b = next_term(window, 1.0 / sigma, used)
+        used = max(in_use(s.outer), own + 1)
+        b = next_term(s, 1.0 / sigma, used)
         with nogil:
             for j in range(used):
-                i = outer[j]
+                i = s.outer[j]
                 b[j] = scale * a[i] if 0 <= i < m and j != own else 0.0
-                if not keeps_m or j == own:
+                if not s.keeps_m or j == own:
                     continue
                 if j < own:
-                    P[j, own] = column[i] if 0 <= i < m else 0.0
+                    s.P[j, own] = column[i] if 0 <= i < m else 0.0
                 else:
-                    P[own, j] = column[i] if 0 <= i < m else 0.0
-        outer[own] = slot
-        window._held_slots = None
+                    s.P[own, j] = column[i] if 0 <= i < m else 0.0
+        s.outer[own] = slot
+        s.window._held_slots = None
     b[own] = -scale
-    diag[own] = diagonal
-    window.size += 1
-    modified(window, dim)
+    s.diag[own] = diagonal
+    s.window.size += 1
+    modified(s, dim)
     return 0
 
 
-cdef double remove_from(object window, Py_ssize_t slot, Py_ssize_t n,
-                        double* work) except? -1.0:
-    """SlotInverse.remove: the atom at the caller's ``slot`` of the first ``n`` out of P (a
-    pending term ``- p p^T / p_jj``, ``p`` the true ``P[:, j]``, and ``j``'s row and column
-    zeroed); returns log P_jj, or 0 if P was recomputed instead (work: 2 x own slots)."""
+cdef int append_to(object window, Py_ssize_t slot, const double* a, Py_ssize_t m, double sigma,
+                   const double* column, double diagonal, Py_ssize_t n) except -1:
+    """:func:`append_views` on ``window``'s views, taken for this call."""
+    cdef SlotViews s = SlotViews()
+    s.bind(window)
+    return append_views(s, slot, a, m, sigma, column, diagonal, n)
+
+
+cdef double remove_views(SlotViews s, Py_ssize_t slot, Py_ssize_t n,
+                         double* work) except? -1.0:
+    """SlotInverse.remove (``s`` bound): the atom at the caller's ``slot`` of the first ``n``
+    out of P (a pending term ``- p p^T / p_jj``, ``p`` the true ``P[:, j]``, and ``j``'s row
+    and column zeroed); returns log P_jj, or 0 if P was recomputed instead (work: 2 x own
+    slots)."""
     cdef Py_ssize_t own = slot, dim = n, used = n, i, k
-    cdef Py_ssize_t[::1] outer
-    outer_obj = window._outer
-    if outer_obj is not None:
-        outer = outer_obj
-        dim = outer.shape[0]
-        used = in_use(outer)  # (P is zero beyond: the downdate needs only these)
+    if s.compact:
+        dim = s.outer.shape[0]
+        used = in_use(s.outer)  # (P is zero beyond: the downdate needs only these)
         for i in range(dim):
-            if outer[i] == slot:
+            if s.outer[i] == slot:
                 own = i
                 break
-        outer[own] = -1
-        window._held_slots = None
-    cdef double[:, ::1] P = window.P
-    cdef double[::1] diag = window.diagonal
-    cdef double pivot, scale, m_jj = diag[own]
-    cdef bint upper = window._upper, keeps_m = window._keeps_m
+        s.outer[own] = -1
+        s.window._held_slots = None
+    cdef double pivot, scale, m_jj = s.diag[own]
     cdef double* row
     cdef int ui = <int>used, one = 1, ldu, count
     cdef double sign, unit = 1.0
-    cdef const double[:, ::1] U
-    cdef const Py_ssize_t[::1] terms
-    terms_obj = window._pending_terms
     with nogil:
-        window_column(data(P, upper), P.shape[1], used, own, work, upper)
-    if terms_obj is not None:  # the pending terms' part of the column
-        terms = terms_obj
-        if terms[0] or terms[1]:
-            U = window._pending
-            ldu = <int>U.shape[1]
-            for k in range(2):
-                count = <int>terms[k]
-                sign = 1.0 if k == 0 else -1.0
-                if count:
-                    with nogil:
-                        dgemv(b"N", &ui, &count, &sign, <double*>&U[k * TERMS, 0], &ldu,
-                              <double*>&U[k * TERMS, own], &ldu, &unit, work, &one)
+        window_column(data(s), s.P.shape[1], used, own, work, s.upper)
+    if s.pending:  # the pending terms' part of the column
+        ldu = <int>s.U.shape[1]
+        for k in range(2):
+            count = <int>s.terms[k]
+            sign = 1.0 if k == 0 else -1.0
+            if count:
+                with nogil:
+                    dgemv(b"N", &ui, &count, &sign, &s.U[k * TERMS, 0], &ldu,
+                          &s.U[k * TERMS, own], &ldu, &unit, work, &one)
     pivot = work[own]
-    if keeps_m:  # M's row and column (strict upper triangle)
+    if s.keeps_m:  # M's row and column (strict upper triangle)
         for i in range(own):
-            P[i, own] = 0.0
+            s.P[i, own] = 0.0
         for i in range(own + 1, used):
-            P[own, i] = 0.0
-    diag[own] = 0.0
-    window.size -= 1
+            s.P[own, i] = 0.0
+    s.diag[own] = 0.0
+    s.window.size -= 1
     # exactly, P_jj = 1 / (M_jj - the part the other atoms explain) >= 1 / M_jj: a pivot
     # below half of that is rounding (the downdate would divide by it): P is then left as it
     # was, and recomputed from M instead
     if not (isfinite(pivot) and pivot * m_jj >= 0.5):
-        recompute(window)
+        recompute(s)
         return 0.0  # (log det then misses this removal's term: a statistic only)
-    row = next_term(window, -1.0 / pivot, used)
+    row = next_term(s, -1.0 / pivot, used)
     scale = sqrt(1.0 / pivot)
     with nogil:
         for i in range(used):
             row[i] = scale * work[i]
-        window_clear(data(P, upper), P.shape[1], used, own, upper)
-    clear_pending(window, own)
-    modified(window, dim)
+        window_clear(data(s), s.P.shape[1], used, own, s.upper)
+    clear_pending(s, own)
+    modified(s, dim)
     return log(pivot)
+
+
+cdef double remove_from(object window, Py_ssize_t slot, Py_ssize_t n,
+                        double* work) except? -1.0:
+    """:func:`remove_views` on ``window``'s views, taken for this call."""
+    cdef SlotViews s = SlotViews()
+    s.bind(window)
+    return remove_views(s, slot, n, work)
+
+
+cdef Py_ssize_t own_slots(object window, Py_ssize_t n):
+    """The caller's ``n`` slots, or the compact form's own slots."""
+    outer = window.outer
+    return n if outer is None else len(outer)
 
 
 def solve(window, const double[::1] e, double[::1] out):
     """``out <- P e`` over the first ``len(e)`` slots of the caller's ring."""
     cdef Py_ssize_t n = e.shape[0]
-    work = np.empty(2 * (n if window._outer is None else window._outer.shape[0]) + 1)
+    work = np.empty(2 * own_slots(window, n) + 1)
     cdef double[::1] w = work
     if n:
         solve_into(window, &e[0], &out[0], n, &w[0])
@@ -329,7 +370,7 @@ def append(window, Py_ssize_t slot, const double[::1] a, double sigma,
 
 def remove(window, Py_ssize_t slot, Py_ssize_t n):
     """:meth:`SlotInverse.remove`: returns ``log P_jj`` (0 if ``P`` was recomputed)."""
-    work = np.empty(2 * (n if window._outer is None else window._outer.shape[0]) + 1)
+    work = np.empty(2 * own_slots(window, n) + 1)
     cdef double[::1] w = work
     return remove_from(window, slot, n, &w[0])
 

@@ -42,7 +42,7 @@ from okoco._blas import dot, scipy_one_thread
 from okoco._core import _kons
 from okoco._input import Rows, reserve
 from okoco._validation import Interval
-from okoco.kernels import finite_row, self_similarity
+from okoco.kernels import self_similarity
 from okoco.learners._codes import compiled_kernel, compiled_loss
 from okoco.learners._rebuilt import RebuiltOnLoad
 from okoco.learners._window_phases import WindowPhases
@@ -54,6 +54,7 @@ from okoco.learners.base import (
     overflow_message,
     overflow_target_message,
 )
+from okoco.learners.shared import SharesPoints
 from okoco.linalg import IncrementalCholesky, SlotInverse
 
 __all__ = ["KONS", "DEFAULT_MAX_SIZE", "singular_message"]
@@ -85,7 +86,7 @@ def singular_message(kernel, kappa: float, alpha: float) -> str:
             "StandardScaler) or raise alpha")
 
 
-class KONS(WindowPhases, RebuiltOnLoad, KernelLearner):
+class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
     r"""Kernel Online Newton Step (Algorithm 1), :math:`O(t)` kernel evaluations and
     :math:`O(t^2)` work per step.
 
@@ -279,17 +280,16 @@ class KONS(WindowPhases, RebuiltOnLoad, KernelLearner):
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
-        core = self._window_core()
-        if core is not None and core.has_kernel and type(self._store) is Rows:
-            return core.analyse(self._store, self._window, self.alpha, v)  # and the kernel row
+        if self.max_size is not None and type(self._store) is Rows:
+            core = self._step_core()
+            if core.has_kernel:  # the kernel row too, in the same compiled call
+                return core.analyse(self._store, self._window, self.alpha, v)
         return self._analyse_row(self._store.kernel_row(self._kernel, v),
                                  self_similarity(self._kernel, v))
 
-    def _window_core(self):
-        """The compiled phases of the windowed step (``okoco._core._kons.KONSCore``), or
-        ``None`` for the unbounded learner; a cache on the learner (``_core``)."""
-        if self.max_size is None:
-            return None
+    def _step_core(self):
+        """The compiled step object (``okoco._core._kons.KONSCore``): the check of every step,
+        and the phases of the windowed one; a cache on the learner (``_core``)."""
         core = self._core
         if core is None or core[0] is not self._kernel:
             loss = compiled_loss(self._loss)
@@ -306,7 +306,7 @@ class KONS(WindowPhases, RebuiltOnLoad, KernelLearner):
         ``h = L^{-1} e`` (unbounded), or ``h = (Kbar_I + alpha I)^{-1} e`` over the store's
         slots (the window's inverse form)."""
         if self.max_size is not None:  # the window's inverse form, in one compiled call
-            return self._window_core().analyse_row(self._store, self._window, self.alpha, k, kappa)
+            return self._step_core().analyse_row(self._store, self._window, self.alpha, k, kappa)
         store = self._store
         kc = dot(k, store.field("c"))
         e = self._gather(store.field("d") * k)
@@ -376,62 +376,42 @@ class KONS(WindowPhases, RebuiltOnLoad, KernelLearner):
         """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""
 
     def _check_step(self, y: float, eta: float | None, analysis) -> tuple:
-        """The step's scalars from :meth:`_analyse`'s ``analysis``; raises ``ValueError``, before
-        any state changes, if the step would store non-finite numbers, in the model or in its
-        running statistics (``noise_scale_sum``, ``rg_sum``, ``online_effective_dimension``:
-        a target too far from the prediction for its spread; ``Auto`` checks every expert's
-        step before it applies any)."""
-        if self.max_size is not None:  # the compiled check; None: the error is worded below
-            step = self._window_check(analysis, y, eta)
-            if step is not None:
-                return step
-        k, kappa, e, h, ybar, kc, hh = analysis
-        alpha = self.alpha
-        excess = clip_excess(ybar, self.C)
-        yhat = ybar - excess
-        gdot = float(self._loss.derivative(y, yhat))
-        if eta is None:  # eta="hessian": the weight eta_t gdot^2 is loss'' itself
-            weight = float(self._loss.second_derivative(y, yhat))
-            if not (math.isfinite(weight) and weight >= 0):
-                raise ValueError(f"loss.second_derivative returned {weight!r}; it must be >= 0")
-            d_t = math.sqrt(weight)  # D's signs cancel in every formula: sqrt is a valid d_t
-        else:
-            weight = eta * gdot * gdot
-            d_t = gdot * math.sqrt(eta)
-        # Refuse a step that would store non-finite numbers, before the coin or any state
-        # changes: kernel values that overflowed, or a loss derivative far beyond the scale of C.
-        if not (math.isfinite(ybar) and math.isfinite(kappa) and finite_row(self._kernel, k)):
-            raise ValueError(overflow_message(self._kernel, ybar))
-        s = kappa - hh
-        if d_t * d_t * kappa * _MIN_RIDGE_RATIO > alpha and not (
-                s >= _S_RTOL * (kappa + dot(e, e) / alpha)):
-            # the ridge alone cannot keep the new pivot alpha + d_t^2 s resolvable, and s lies
-            # below the solve's rounding error (which grows like |e|^2 / alpha, as |P| <= 1/alpha)
-            raise ValueError(singular_message(self._kernel, kappa, alpha))
-        s = max(s, _MIN_S)
-        shift = 0.0  # the projection's term alpha h(ybar) / s of the coefficient
-        if excess:
-            # s below its rounding level (see _S_RTOL) is noise: dividing by it would multiply
-            # the excess by ~1 / eps, and the next step's excess by as much (a geometric growth
-            # to overflow); with s raised to that level the projection is partial, never wild
-            level = _S_RTOL * (kappa + dot(e, e) / alpha)
-            shift = alpha * excess / (s if s > level else level)
-        worst = weight * abs(yhat) + abs(gdot) + abs(shift)
-        if not (abs(d_t) <= _MAX_D and math.isfinite(worst)
-                and math.isfinite(d_t * d_t * kappa + alpha)):
-            raise ValueError(
-                f"the target {y!r} gives the loss derivative {gdot:g} at the prediction {yhat:g},"
-                " too large for a second-order step; rescale the targets"
-            )
-        error = y - yhat
-        noise = error * error / (s + 0.5 * alpha)  # the a-priori error over its spread
-        # the running statistics grow by noise and (gdot^2 + weight) s / (alpha + z weight s)
-        # (rg_sum's and online_effective_dimension's terms) at most, z the least coin
-        if not math.isfinite(self.noise_scale_sum + self.rg_sum + self.online_effective_dimension
-                             + noise + (gdot * gdot + weight) * s
-                             / (alpha + self._least_coin * weight * s)):
-            raise ValueError(overflow_target_message(y, yhat))
-        return s, shift, yhat, gdot, weight, d_t, noise
+        """The step's scalars ``(s, shift, yhat, gdot, weight, d_t, noise)`` from
+        :meth:`_analyse`'s ``analysis`` (``KONSCore.check``, the one definition, for the window
+        and the unbounded learner); raises ``ValueError``, before any state changes, if the
+        step would store non-finite numbers, in the model or in its running statistics
+        (``noise_scale_sum``, ``rg_sum``, ``online_effective_dimension``: a target too far from
+        the prediction for its spread; ``Auto`` checks every expert's step before it applies
+        any). A loss without a compiled form gives its derivatives here."""
+        core = self._step_core()
+        gdot = weight = math.nan
+        if core.loss < 0:
+            ybar = analysis[4]
+            yhat = ybar - clip_excess(ybar, self.C)
+            gdot = float(self._loss.derivative(y, yhat))
+            if eta is None:  # eta="hessian": the weight eta_t gdot^2 is loss'' itself
+                weight = float(self._loss.second_derivative(y, yhat))
+        running = self.noise_scale_sum + self.rg_sum + self.online_effective_dimension
+        step = core.check(analysis, y, math.nan if eta is None else eta, self.alpha, self.C,
+                          running, self._least_coin, gdot, weight)
+        if type(step) is not tuple:
+            raise ValueError(self._refusal(step, y, analysis))
+        return step
+
+    def _refusal(self, code: int, y: float, analysis) -> str:
+        """Why ``KONSCore.check`` refused the step (its code ``_kons.CHECK_*``)."""
+        core = self._step_core()
+        if code == _kons.CHECK_WEIGHT:
+            return f"loss.second_derivative returned {core.weight!r}; it must be >= 0"
+        if code == _kons.CHECK_OVERFLOW:
+            return overflow_message(self._kernel, analysis[4])
+        if code == _kons.CHECK_SINGULAR:
+            return singular_message(self._kernel, analysis[1], self.alpha)
+        if code == _kons.CHECK_DERIVATIVE:
+            return (f"the target {y!r} gives the loss derivative {core.gdot:g} at the "
+                    f"prediction {core.yhat:g}, too large for a second-order step; rescale "
+                    "the targets")
+        return overflow_target_message(y, core.yhat)
 
     def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:
         """Learn ``v`` from its ``analysis`` and the ``step`` of :meth:`_check_step`."""
@@ -443,7 +423,8 @@ class KONS(WindowPhases, RebuiltOnLoad, KernelLearner):
         if self.max_size is not None:  # the window's inverse form, in one compiled call
             self._apply_window_step(v, analysis, step, z)
             return
-        c_t = z * weight * yhat - gdot - shift
+        core = self._step_core()
+        c_t = core.terms(step, z, alpha)  # and the statistics' terms (KONSCore.step_terms)
         if not (z or c_t or d_t or gdot) and self._drops_null_points:
             return  # a null step (beyond the squared hinge's margin): it would only add zeros
 
@@ -458,12 +439,10 @@ class KONS(WindowPhases, RebuiltOnLoad, KernelLearner):
         if z or c_t or not self._drops_null_points:
             index = store.append(v, d=d_t, c=c_t, Kc=kc_new, z=z)
 
-        q = d_t * d_t * s / alpha
-        tau = q / (1.0 + z * q)  # g_t^T A_t^{-1} g_t * eta_t
-        self.online_effective_dimension += tau
-        self.rg_sum += gdot * gdot * s / (alpha * (1.0 + z * q))  # = tau / eta_t, eta-free
+        self.online_effective_dimension += core.tau
+        self.rg_sum += core.rg_term
         if z:
-            self.log_det += math.log1p(q)
+            self.log_det += core.log_det_term
             m = self._chol.size
             half = d_t * h
             pivot = self._chol.append(d_t * e, d_t * d_t * kappa + alpha, half=half)

@@ -10,8 +10,6 @@ selection follow an atom that left (``STEP_FORGOT_ATOM``: Sketched-KONS's KORS).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from okoco._core._steps import STEP_FORGOT_ATOM, STEP_NEED_ROOM, STEP_OK, STEP_SKIPPED
@@ -19,18 +17,12 @@ from okoco._core._steps import STEP_FORGOT_ATOM, STEP_NEED_ROOM, STEP_OK, STEP_S
 
 class WindowPhases:
     """The Python side of the windowed step, for :class:`okoco.learners.kons.KONS` (which
-    defines ``_window_core``, ``_make_room``, ``_forget_atom`` and the statistics)."""
-
-    def _window_check(self, analysis, y: float, eta: float | None):
-        """The step's scalars (``KONSCore.check``), or ``None``: the Python check words why."""
-        running = self.noise_scale_sum + self.rg_sum + self.online_effective_dimension
-        return self._window_core().check(analysis, y, math.nan if eta is None else eta,
-                                         self.alpha, self.C, running, self._least_coin)
+    defines ``_step_core``, ``_make_room``, ``_forget_atom`` and the statistics)."""
 
     def _apply_window_step(self, v: np.ndarray, analysis, step: tuple, z: int) -> None:
         """Learn ``v`` (``KONSCore.apply``; once more after :meth:`_make_room` if a buffer
         lacked room), then the store's counters and the running statistics."""
-        core, store, window = self._window_core(), self._store, self._window
+        core, store, window = self._step_core(), self._store, self._window
         status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
         if status == STEP_NEED_ROOM:
             self._make_room(v, core.needed)  # (a new array of the atoms' slots, maybe)
@@ -51,7 +43,7 @@ class WindowPhases:
     def _forget_window_oldest(self) -> None:
         """The oldest point out of the window (``KONSCore.forget``), and its atom out of the
         selection if it was one; then what waited for the step's end (``_settle``)."""
-        core = self._window_core()
+        core = self._step_core()
         status = core.forget(self._store, self._window, self._selected, self.max_size,
                              self.alpha)
         if status == STEP_FORGOT_ATOM:

@@ -437,10 +437,8 @@ class Auto(ExpertMixture, KernelLearner):
             windowed = [e for e in self.experts if isinstance(e, KONS)]
             if self.max_size is not None and windowed:  # the ring holds the longest window
                 self._points = SharedPoints(max(e.max_size for e in windowed) + 1)
-            for expert in windowed:
-                expert._store = ExpertRows(self._points)
-                if expert.max_size is not None:  # its slots are the shared ring's
-                    expert._window.capacity = self._points.rows.max_size
+            for expert in windowed:  # its slots are the shared ring's (KONS.share_points)
+                expert.share_points(self._points)
             self.cumulative_losses = np.zeros(len(self.experts))
             self.recent_losses = np.zeros(len(self.experts))
         statistics = None

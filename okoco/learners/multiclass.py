@@ -50,13 +50,13 @@ from river import base
 from okoco import kernels as _kernels
 from okoco import losses, persistence
 from okoco._checks import check_label, in_row
-from okoco._input import FeatureMap, reserve
+from okoco._input import FeatureMap
 from okoco._locking import Locked, one_at_a_time
 from okoco._validation import Interval, Protocol, check_params
 from okoco.learners._multiclass_auto import SharedSquaredAuto
 from okoco.learners._multiclass_auto import shares_preconditioner as _auto_shares
 from okoco.learners._multiclass_shared import SharedSquaredKONS
-from okoco.learners.auto import ExpertRows, SharedPoints
+from okoco.learners.auto import SharedPoints
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS
 
@@ -261,27 +261,10 @@ class MulticlassClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
     def _new_learner(self):
         learner = self.learner.clone()
         learner._features = self._features  # every class sees the same columns
-        if self._points is not None:
-            learner._store = ExpertRows(self._points)
-            # a class created after t samples holds them as points it learned nothing from
-            # (d = c = 0): what a KONS that has seen no gradient yet predicts, 0, exactly
-            store, n = learner._store, self._points.rows.n
-            for name in store.fields:  # fresh zero buffers: d = c = Kc = 0 for every point
-                store.fields[name] = reserve(store.fields[name], n)
-            store.n = n
-            if learner.max_size is None:
-                # every stored point is an atom of the unbounded KONS: the factor's rows are
-                # then sqrt(alpha) e_i (appends with a zero half-solve)
-                store.fields["z"][:n] = 1.0
-                for m in range(n):
-                    learner._chol.append(np.zeros(m), learner.alpha, half=np.zeros(m))
-                learner._g = reserve(learner._g, learner._chol.size)
-            else:
-                # the window's slots are the shared ring's; the earlier points are no atoms
-                # (z = 0: zero rows of its inverse) and leave the ring as no-ops, so the class
-                # forgets its own points when a standalone KONS would
-                learner._window.capacity = self._points.rows.max_size
-                learner._window.make_room(n)
+        if self._points is not None:  # a class created after t samples holds them as points
+            # it learned nothing from, and the classes' one kernel object (KONS.share_points)
+            learner.share_points(self._points, self.learners[0]._kernel if self.learners
+                                 else None)
         return learner
 
     # -- scores ---------------------------------------------------------------------------
@@ -349,8 +332,6 @@ class MulticlassClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
             return
         if added:
             learner = self._new_learner()
-            if self._points is not None and self.learners:
-                learner._kernel = self.learners[0]._kernel  # one object: one row per step
             self.classes.append(y)
             self.learners.append(learner)
         index = self.classes.index(y)
@@ -392,16 +373,15 @@ class MulticlassClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
         first = learners[0]
         if not first.n_seen and first.kernel is None and not self._points.rows.n:
             first._fix_default_kernel(v.shape[0])
-            for learner in learners[1:]:
-                learner._kernel = first._kernel
+            for learner in learners[1:]:  # (none has learned: their stores are still empty)
+                learner.share_points(self._points, first._kernel)
         analyses = self._analyses(v)
         steps = [learner._check_step(1.0 if i == index else -1.0,
                                      learner._step(learner.n_seen + 1), analysis)
                  for i, (learner, analysis) in enumerate(zip(learners, analyses))]
         for learner, analysis, step in zip(learners, analyses, steps):
             learner._apply_step(v, analysis, step)
-            learner.n_seen += 1
-            learner._cache = None
+            learner.n_seen += 1  # (its cached analysis is for the previous n_seen)
         self._points.append(v)
         for learner in learners:  # each window forgets its oldest point, once v is stored
             learner._forget_oldest()

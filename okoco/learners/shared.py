@@ -3,7 +3,8 @@
 :class:`SharedPoints` holds the points (a ring of ``max_size`` slots, or unbounded) and computes
 each distinct kernel's row once per input; :class:`ExpertRows` is the part of
 ``okoco._input.Rows`` a KONS expert uses, over a :class:`SharedPoints`. ``Auto`` and
-``MulticlassClassifier`` share one store among their experts with them. Both are public as
+``MulticlassClassifier`` share one store among their experts with them, through
+:class:`SharesPoints` (KONS's ``share_points``). Both are public as
 ``okoco.learners.auto.SharedPoints`` and ``okoco.learners.auto.ExpertRows`` (the path okoco
 files name them by).
 """
@@ -15,7 +16,7 @@ import numpy as np
 from okoco import kernels as _kernels
 from okoco._input import Rows, reserve
 
-__all__ = ["SharedPoints", "ExpertRows"]
+__all__ = ["SharedPoints", "ExpertRows", "SharesPoints"]
 
 
 class SharedPoints:
@@ -194,6 +195,61 @@ class ExpertRows:
 
     def kernel_block(self, kernel, V: np.ndarray) -> np.ndarray:
         return self.points.kernel_block(kernel, V)
+
+
+class SharesPoints:
+    """The sharing protocol of :class:`okoco.learners.kons.KONS` (a mixin): its points held in
+    a :class:`SharedPoints` with other learners (``Auto``'s windowed experts,
+    ``MulticlassClassifier``'s classes), set up by :meth:`share_points`, so that no owner sets
+    a KONS's private state."""
+
+    def share_points(self, points, kernel=None) -> None:
+        """Store this learner's points in ``points`` (an ``okoco.learners.shared.SharedPoints``)
+        that other learners hold too, in place of a store of its own; before its first step.
+
+        The points ``points`` already holds count as points this learner learned nothing from
+        (``d = c = K c = 0``): it predicts 0 there, as a KONS that saw no gradient does. The
+        unbounded learner takes them as atoms (its factor's rows ``sqrt(alpha) e_i``); a window
+        takes its slots from the shared ring (the earlier points are no atoms and leave it as
+        no-ops, so it forgets its own points when a standalone KONS would).
+
+        The owner then drives the step: the sharers' analyses from one kernel row
+        (:meth:`_analyse_row`), every :meth:`_check_step` before any :meth:`_apply_step`, the
+        point appended to ``points`` once every sharer applied its step, then each sharer's
+        :meth:`_forget_oldest`.
+
+        Parameters
+        ----------
+        points
+            The shared points; a ring (``points.rows.max_size``) at least one slot longer than
+            this learner's window.
+        kernel
+            The kernel object of the sharers (its rows are then computed once per input, by
+            identity), or ``None`` to keep this learner's own.
+        """
+        ring = points.rows.max_size
+        if self.n_seen or self._store.size:
+            raise ValueError(f"share_points on a {type(self).__name__} that has learned "
+                             f"{self.n_seen} steps; share points before the first step")
+        if self.max_size is not None and (ring is None or ring < self.max_size + 1):
+            raise ValueError(f"share_points: a window of {self.max_size} points needs a ring of "
+                             f"at least {self.max_size + 1} slots, got {ring}")
+        if kernel is not None:
+            self._kernel = kernel
+        store = self._store = ExpertRows(points)
+        n = points.rows.n
+        for name in store.fields:  # fresh zero buffers: d = c = Kc = 0 for every point
+            store.fields[name] = reserve(store.fields[name], n)
+        store.n = n
+        if self.max_size is None:
+            store.fields["z"][:n] = 1.0  # every stored point is an atom of the unbounded KONS
+            for m in range(n):
+                self._chol.append(np.zeros(m), self.alpha, half=np.zeros(m))
+            self._g = reserve(self._g, self._chol.size)
+            return
+        self._window.capacity = ring  # the window's slots are the shared ring's
+        if n:
+            self._window.make_room(n)
 
 
 # okoco files name classes by module path: keep the path these classes were saved under

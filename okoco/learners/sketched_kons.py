@@ -112,11 +112,11 @@ class SketchedKONS(KONS):
             self._kors._use_inverse(ring, pair_of=self._window)
             self._link()
 
-    def _window_core(self):
+    def _step_core(self):
         core = self._core
         if core is None or core[0] is not self._kernel:  # (after a load or a copy too)
             self._link()
-        return super()._window_core()
+        return super()._step_core()
 
     def _link(self) -> None:
         """Link the pair of inverses (the preconditioner's and KORS's share one array) and
