@@ -190,7 +190,18 @@ def test_the_ons_step_has_one_definition():
     source = (CORE / "_pros.pyx").read_text()
     for name in ("sym_rank_one", "sym_matvec", "second_derivative", "clip_excess", "log1p"):
         assert name not in source
-    assert "head._apply(" in source and "head._check(" in source
+    assert "head.take(" in source and "head.admits(" in source
+
+
+def test_the_ons_and_pros_steps_take_at_most_ten_arguments_and_read_no_private_attribute():
+    """Issue 41's measure (tests/test_core.py's) for the head's step and the array loop over
+    it: pros_run took 29 arguments and reached into the head's buffers."""
+    from test_core import _compiled_signatures, _private_reads
+
+    for name in ("_ons.pyx", "_pros.pyx"):
+        signatures = _compiled_signatures(CORE / name)
+        assert signatures and max(count for _, count in signatures) <= 10, signatures
+        assert _private_reads(CORE / name) == [], name
 
 
 def test_auto_predicts_as_main_did_over_3000_friedman_steps():

@@ -20,10 +20,10 @@ cdef class OnsState:
     cdef readonly int loss
     cdef readonly double ybar, excess, yhat, gdot, weight, gained_dimension, gained_log_det, noise
 
-    cdef double _direction(self, const double* z, double* out) noexcept nogil
-    cdef int _gradient(self, double y, double ybar, double eta) noexcept nogil
-    cdef int _weigh(self, double ybar, double gdot, double weight) noexcept nogil
-    cdef int _check(self, const double* Pz, double s, const double* new,
+    cdef double product(self, const double* z, double* out) noexcept nogil
+    cdef int differentiate(self, double y, double ybar, double eta) noexcept nogil
+    cdef int weigh(self, double ybar, double gdot, double weight) noexcept nogil
+    cdef int admits(self, const double* Pz, double s, const double* new,
                     Py_ssize_t n_new) noexcept nogil
-    cdef void _apply(self, const double* Pz, double s, const double* new, Py_ssize_t n_new,
+    cdef void take(self, const double* Pz, double s, const double* new, Py_ssize_t n_new,
                      double y, double residual) noexcept nogil

@@ -16,8 +16,11 @@ The learner owns an ``OnsState``: views of its ``u`` (a buffer of at least ``m``
 ``A^{-1}``'s storage (``okoco.linalg.PackedSymmetric``: dense ``(m, m)`` row-major, or the
 packed lower triangle, row ``r`` at ``r (r + 1) / 2``), bound again after they grow (``bind``).
 A step is ``gradient`` (or ``feed`` for a loss without a compiled form), ``direction``,
-``check`` for each way the coordinates may grow, then ``apply``: every status but ``OK``
-leaves the state as it was, and the learner words it as an error.
+``check`` for each way the coordinates may grow, then ``apply`` (compiled loops call their
+``cdef`` forms ``differentiate``, ``product``, ``admits`` and ``take``): a status other than ``OK``
+comes before anything of the model (``u``, ``A^{-1}``) changed, and the learner words it as
+an error. The fields of the last step (``yhat``, ``gdot``, ...) are its record, not model
+state.
 """
 
 import numpy as np
@@ -30,7 +33,6 @@ from okoco._core._losses cimport clip_excess, derivative, second_derivative
 # s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never
 # projects)
 cdef double MIN_S = 1e-300
-PROJECTION_FLOOR = MIN_S
 
 cdef inline double spread(double alpha, double s, double residual) noexcept nogil:
     """The spread of a prediction before the noise scale, alpha s + r + alpha / 2 (``s =
@@ -66,8 +68,8 @@ cdef class OnsState:
         self.x = self.x_obj
 
     def bind(self, P_obj, P_storage, Py_ssize_t m, bint dense, u):
-        """Views of ``A^{-1}``'s storage (``P_obj`` its owner; ``m`` coordinates) and of
-        ``u`` (at least ``m`` entries)."""
+        """Views of ``A^{-1}``'s flat storage (``P_obj`` the array that holds it; ``m``
+        coordinates) and of ``u`` (at least ``m`` entries)."""
         if u.shape[0] < m:
             raise ValueError(f"u holds {u.shape[0]} entries for {m} coordinates")
         self.P_obj, self.P_buf, self.u_obj = P_obj, P_storage, u
@@ -83,7 +85,7 @@ cdef class OnsState:
         self.alpha, self.bound, self.loss, self.hessian = alpha, bound, loss, hessian
 
     # -- the step, for compiled loops --------------------------------------------------------
-    cdef double _direction(self, const double* z, double* out) noexcept nogil:
+    cdef double product(self, const double* z, double* out) noexcept nogil:
         """``out = A^{-1} z`` over the ``m`` coordinates, and ``s = max(z . A^{-1} z, 0)``."""
         cdef int m = <int>self.m
         if m == 0:
@@ -92,7 +94,7 @@ cdef class OnsState:
         cdef double s = dot(m, z, out)
         return s if s > 0.0 else 0.0
 
-    cdef int _gradient(self, double y, double ybar, double eta) noexcept nogil:
+    cdef int differentiate(self, double y, double ybar, double eta) noexcept nogil:
         """``excess``, ``yhat`` and, for a compiled loss, ``gdot`` and ``weight`` (``eta``:
         the step size, unless ``hessian``)."""
         cdef double gdot
@@ -102,10 +104,10 @@ cdef class OnsState:
         if self.loss < 0:
             return ONS_NEED_DERIVATIVE
         gdot = derivative(self.loss, y, self.yhat)
-        return self._weigh(ybar, gdot, second_derivative(self.loss, y, self.yhat)
+        return self.weigh(ybar, gdot, second_derivative(self.loss, y, self.yhat)
                            if self.hessian else eta * gdot * gdot)
 
-    cdef int _weigh(self, double ybar, double gdot, double weight) noexcept nogil:
+    cdef int weigh(self, double ybar, double gdot, double weight) noexcept nogil:
         """The derivative ``gdot`` and the weight of :math:`zz^\\top`, and whether they are
         usable."""
         self.gdot, self.weight = gdot, weight
@@ -115,7 +117,7 @@ cdef class OnsState:
             return ONS_NOT_FINITE
         return ONS_OK
 
-    cdef int _check(self, const double* Pz, double s, const double* new,
+    cdef int admits(self, const double* Pz, double s, const double* new,
                     Py_ssize_t n_new) noexcept nogil:
         """Whether the step, with ``n_new`` new coordinates of values ``new``, stores only
         finite numbers: with ``top = max |u|`` and ``big = max |Pz|`` (the new coordinates'
@@ -140,7 +142,7 @@ cdef class OnsState:
             return ONS_TOO_LARGE
         return ONS_OK
 
-    cdef void _apply(self, const double* Pz, double s, const double* new, Py_ssize_t n_new,
+    cdef void take(self, const double* Pz, double s, const double* new, Py_ssize_t n_new,
                      double y, double residual) noexcept nogil:
         """The checked step, the head grown by its ``n_new`` new coordinates first (``Pz``
         holds the ``m - n_new`` others): ``u`` moves and ``A^{-1}`` takes its rank-one
@@ -176,25 +178,25 @@ cdef class OnsState:
         cdef double[::1] o = out
         cdef double s = 0.0
         if self.m:
-            s = self._direction(&z[0], &o[0])
+            s = self.product(&z[0], &o[0])
         return out, s
 
     def gradient(self, double y, double ybar, double eta=0.0):
         """The status of the gradient at the unclipped prediction ``ybar`` (``OK``, or
         ``NEED_DERIVATIVE``: call :meth:`feed`)."""
-        return self._gradient(y, ybar, eta)
+        return self.differentiate(y, ybar, eta)
 
     def feed(self, double gdot, double second_derivative, double eta=0.0):
         """The status of the gradient from a loss without a compiled form: its derivative
         ``gdot`` at ``yhat`` and, for the ``hessian`` policy, its second derivative there."""
-        return self._weigh(self.ybar, gdot,
+        return self.weigh(self.ybar, gdot,
                            second_derivative if self.hessian else eta * gdot * gdot)
 
     def check(self, const double[::1] Pz, double s, const double[::1] new):
         """The status of the step with the new coordinates ``new`` (``Pz`` over ``m``)."""
         if Pz.shape[0] != self.m:
             raise ValueError(f"Pz has {Pz.shape[0]} coordinates, the head {self.m}")
-        return self._check(&Pz[0] if self.m else NULL, s,
+        return self.admits(&Pz[0] if self.m else NULL, s,
                            &new[0] if new.shape[0] else NULL, new.shape[0])
 
     def apply(self, const double[::1] Pz, double s, const double[::1] new, double y,
@@ -202,5 +204,5 @@ cdef class OnsState:
         """Take the checked step (the head already grown by ``len(new)`` coordinates)."""
         if Pz.shape[0] + new.shape[0] != self.m:
             raise ValueError(f"{Pz.shape[0]} + {new.shape[0]} coordinates, the head {self.m}")
-        self._apply(&Pz[0] if Pz.shape[0] else NULL, s, &new[0] if new.shape[0] else NULL,
+        self.take(&Pz[0] if Pz.shape[0] else NULL, s, &new[0] if new.shape[0] else NULL,
                     new.shape[0], y, residual)

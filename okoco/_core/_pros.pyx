@@ -32,21 +32,19 @@ STATUS_NEED_COINS = NEED_COINS
 cdef double SPAN_TOL = 1e-10
 SPAN_TOLERANCE = SPAN_TOL
 
-def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq,
-             const double[::1] L, OnsState head, tuple kors, const double[::1] coins,
-             const double[::1] eta, Py_ssize_t max_size, tuple counters, int d_atoms,
-             const double[:, ::1] V, const double[::1] y, Py_ssize_t begin,
-             double[::1] predictions):
+def pros_run(tuple kernel, tuple atoms, OnsState head, tuple kors, const double[::1] coins,
+             const double[::1] eta, Py_ssize_t max_size, tuple counters, tuple rows):
     """PROS-N-KONS / CON-KONS's test-then-train over rows ``begin ..`` of ``V``
     (okoco.learners.pros) while the dictionary does not change: the kernel row against the
-    ``head.m`` atoms (``L`` the embedding's packed factor), ``h = L^{-1} k``, the clipped
-    prediction into ``predictions``, the KORS score and its coin (``kors``: its weights, packed
-    factor, alpha, eps, beta and p_min; ``coins``, uniforms drawn beforehand from KORS's
-    generator), then the head's step (``_ons.OnsState``: the one ONS step; ``eta`` per row,
-    ignored by the ``hessian`` policy). ``max_size`` 0 means none; ``counters`` the head's
-    online effective dimension, log det and noise sum before the first row. The atoms are the
-    first ``d_atoms`` columns of ``data``; the rows of ``V`` may be wider (their other features
-    are 0 in the atoms).
+    ``head.m`` atoms (``atoms``: their ``data``, squared norms ``sq``, the embedding's packed
+    factor ``L`` and ``d_atoms``, the number of features they have), ``h = L^{-1} k``, the
+    clipped prediction into ``predictions``, the KORS score and its coin (``kors``: its
+    weights, packed factor, alpha, eps, beta and p_min; ``coins``, uniforms drawn beforehand
+    from KORS's generator), then the head's step (``_ons.OnsState``: the one ONS step; ``eta``
+    per row, ignored by the ``hessian`` policy). ``max_size`` 0 means none; ``counters`` the
+    head's online effective dimension, log det and noise sum before the first row; ``rows``
+    is ``(V, y, begin, predictions)``. The rows of ``V`` may be wider than the atoms (their
+    other features are 0 in the atoms).
 
     Stops before a row that needs the Python step: a point whose coin lands (it joins: the
     factors and buffers grow), a value that is not finite or a step the head refuses (the
@@ -54,12 +52,17 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq,
     points seen, last q, last tau, last p, counters)`` (the counters summed in row order as
     the Python step does); the coins used are those of the rows learned.
     """
+    cdef const double[:, ::1] data = atoms[0], V = rows[0]
+    cdef const double[::1] sq = atoms[1], L = atoms[2], y = rows[1]
+    cdef double[::1] predictions = rows[3]
+    cdef int d_atoms = atoms[3]
+    cdef Py_ssize_t begin = rows[2]
     cdef Kernel k = make_kernel(kernel)
     cdef const double[::1] kors_weights = kors[0], kors_L = kors[1]
     cdef double kors_alpha = kors[2], eps = kors[3], beta = kors[4], p_min = kors[5]
     cdef double oed = counters[0], log_det = counters[1], noise_sum = counters[2]
     cdef Py_ssize_t m = head.m
-    cdef Py_ssize_t ld = data.shape[1], t = begin, rows = V.shape[0], i, used = 0, n_coins
+    cdef Py_ssize_t ld = data.shape[1], t = begin, n_rows = V.shape[0], i, used = 0, n_coins
     cdef Py_ssize_t kors_seen = 0
     cdef int d = <int>V.shape[1], status = OK
     cdef double kappa, ybar, s, residual, q, tau, p
@@ -79,7 +82,7 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq,
     if work == NULL:
         raise MemoryError()
     with nogil:
-        while t < rows:
+        while t < n_rows:
             if kernel_row(&k, X, ld, m, d_atoms, sq_p, &V[t, 0], d, g):
                 with gil:
                     kernel_exp(g_buffer, g, m)
@@ -97,14 +100,14 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq,
                 memcpy(h, g, m * sizeof(double))
                 tp_half_solve(&L[0], <int>m, h)
             ybar = dot(<int>m, h, u)
-            if head._gradient(y[t], ybar, eta[t]) != ONS_OK:
+            if head.differentiate(y[t], ybar, eta[t]) != ONS_OK:
                 status = PYTHON_STEP
                 break
-            s = head._direction(h, Pz)
+            s = head.product(h, Pz)
             # a point that could join gets a coordinate of value at most sqrt(kappa): the
             # Python step checks that plan too, so a weight that would overflow it goes there
             if not (isfinite(head.weight * (s + (kappa if kappa > 1.0 else 1.0) / head.alpha))
-                    and head._check(Pz, s, NULL, 0) == ONS_OK):
+                    and head.admits(Pz, s, NULL, 0) == ONS_OK):
                 status = PYTHON_STEP
                 break
             residual = kappa - dot(<int>m, h, h)
@@ -126,7 +129,7 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq,
                 kors_seen += 1
                 last_q, last_tau, last_p = q, tau, p
             predictions[t] = head.yhat
-            head._apply(Pz, s, NULL, 0, y[t], residual)
+            head.take(Pz, s, NULL, 0, y[t], residual)
             noise_sum += head.noise
             oed += head.gained_dimension
             log_det += head.gained_log_det

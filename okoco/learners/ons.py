@@ -66,8 +66,8 @@ class OnsHead:
             code = compiled_loss(self._ons_loss)
             state = self._ons = _ons.OnsState(float(self.alpha), float(self._ons_bound),
                                               -1 if code is None else code, hessian)
-        if state.u_obj is not u or state.m != P.size or state.P_obj is not P:
-            state.bind(P, P._storage(), P.size, P.is_dense, u)
+        if state.u_obj is not u or state.m != P.size or state.P_obj is not P.buffer:
+            state.bind(P.buffer, P._storage(), P.size, P.is_dense, u)
         if state.hessian != hessian:
             state.retune(float(self.alpha), float(self._ons_bound), state.loss, hessian)
         return state

@@ -343,13 +343,13 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         coins = rng.random(min(block, V.shape[0] - t))
         head = self._ons_state(hessian)
         stop, status, used, seen, q, tau, p, counters = _pros.pros_run(
-            compiled_kernel(self._kernel), store.data, store.squared_norms()[0],
-            self._embed._L, head,
+            compiled_kernel(self._kernel),
+            (store.data, store.squared_norms()[0], self._embed._L, store.d), head,
             (kors._weights, kors.cholesky._L, float(kors.alpha), float(kors.eps),
              float(kors.beta), float(kors.p_min)),
             coins, eta, self.max_size or 0,
-            (self.online_effective_dimension, self.log_det, self.noise_scale_sum), store.d,
-            V, y, t, predictions)
+            (self.online_effective_dimension, self.log_det, self.noise_scale_sum),
+            (V, y, t, predictions))
         self.online_effective_dimension, self.log_det, self.noise_scale_sum = counters
         if used < coins.shape[0]:
             rng.bit_generator.state = state
