@@ -73,16 +73,16 @@ class OnsHead:
         return state
 
     def _ons_predict(self, z: np.ndarray) -> float:
-        """:math:`z^\top u` over the first ``len(z)`` coordinates (the unclipped prediction)."""
+        r""":math:`z^\top u` over the first ``len(z)`` coordinates (the unclipped prediction)."""
         return float(z @ self._u[: z.shape[0]])
 
     def _ons_direction(self, z: np.ndarray, hessian: bool) -> tuple[np.ndarray, float]:
-        """``(A^{-1}z, s)``, :math:`s = \\max(z^\\top A^{-1} z, 0)`, over the head's current
+        r"""``(A^{-1}z, s)``, :math:`s = \max(z^\top A^{-1} z, 0)`, over the head's current
         coordinates (``len(z)`` of them)."""
         return self._ons_state(hessian).direction(z)
 
     def _ons_gradient(self, y: float, ybar: float, eta: float | None) -> _ons.OnsState:
-        """The state, holding the step's gradient at the unclipped prediction ``ybar``
+        r"""The state, holding the step's gradient at the unclipped prediction ``ybar``
         (``eta`` ``None``: the weight of :math:`zz^\top` is ``loss''``); raises
         ``ValueError`` if it is not usable."""
         state = self._ons_state(eta is None)
@@ -145,7 +145,7 @@ class OnsHead:
         self._u[m - 1] = 0.0
 
     def _ons_grow(self, n: int) -> None:
-        """``n`` new coordinates: ``u`` 0 and :math:`A^{-1} = 1/\alpha` on them."""
+        r"""``n`` new coordinates: ``u`` 0 and :math:`A^{-1} = 1/\alpha` on them."""
         P = self._P
         for _ in range(n):
             m = P.size
