@@ -7,14 +7,14 @@ Its own module so that it builds and changes apart from the other learners' step
 
 import numpy as np
 
-from libc.math cimport fabs, isfinite, log1p, sqrt
+from libc.math cimport isfinite, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from okoco._core._kernels cimport Kernel, kernel_exp, kernel_row, make_kernel, self_similarity
 from okoco._core._leverage cimport kors_probability
-from okoco._core._losses cimport clip_excess, derivative, second_derivative
-from okoco._core._linalg cimport dot, sym_matvec, sym_rank_one, tp_half_solve
+from okoco._core._linalg cimport dot, tp_half_solve
+from okoco._core._ons cimport ONS_OK, OnsState
 
 # the row at which pros_run stopped: OK at the end, else it needs the Python step, or the
 # coins drawn for it ran out
@@ -26,44 +26,46 @@ cdef enum:
 #: pros_run's status when its coins ran out (draw more and call again)
 STATUS_NEED_COINS = NEED_COINS
 
-# s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never
-# projects); a point whose residual k(x, x) - h.h is below SPAN_TOL k(x, x) lies in the span of
-# the dictionary to working precision and is not offered to KORS. Their one home: the Python
-# steps (okoco.learners.ons, okoco.learners.embedding) read them from here.
-cdef double MIN_S = 1e-300
+# a point whose residual k(x, x) - h.h is below SPAN_TOL k(x, x) lies in the span of the
+# dictionary to working precision and is not offered to KORS. Its one home: the Python step
+# (okoco.learners.embedding) reads it from here.
 cdef double SPAN_TOL = 1e-10
-PROJECTION_FLOOR, SPAN_TOLERANCE = MIN_S, SPAN_TOL
+SPAN_TOLERANCE = SPAN_TOL
 
-def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_ssize_t m,
-             const double[::1] L, double[::1] u, double[::1] P, bint dense,
-             const double[::1] kors_weights, const double[::1] kors_L, double kors_alpha,
-             double eps, double beta, double p_min, const double[::1] coins,
-             double alpha, double C, int loss, bint hessian, const double[::1] eta,
-             Py_ssize_t max_size, double oed, double log_det, double noise_sum, int d_atoms,
-             const double[:, ::1] V, const double[::1] y, Py_ssize_t begin,
-             double[::1] predictions):
+def pros_run(tuple kernel, tuple atoms, OnsState head, tuple kors, const double[::1] coins,
+             const double[::1] eta, Py_ssize_t max_size, tuple counters, tuple rows):
     """PROS-N-KONS / CON-KONS's test-then-train over rows ``begin ..`` of ``V``
     (okoco.learners.pros) while the dictionary does not change: the kernel row against the
-    ``m`` atoms, ``h = L^{-1} k``, the clipped prediction into ``predictions``, the KORS score
-    and its coin (``coins``, uniforms drawn beforehand from KORS's generator), the a-priori
-    error over the predictive spread added to ``noise_sum`` (the learner's noise scale), the
-    oblique projection, the Sherman-Morrison update of ``A^{-1}`` (``P``, packed unless
-    ``dense``) and the ONS step on ``u``. ``eta`` is ignored with ``hessian`` (the weight is
-    ``loss''``); ``max_size`` 0 means none. The atoms are the first ``d_atoms`` columns of
-    ``data``; the rows of ``V`` may be wider (their other features are 0 in the atoms).
+    ``head.m`` atoms (``atoms``: their ``data``, squared norms ``sq``, the embedding's packed
+    factor ``L`` and ``d_atoms``, the number of features they have), ``h = L^{-1} k``, the
+    clipped prediction into ``predictions``, the KORS score and its coin (``kors``: its
+    weights, packed factor, alpha, eps, beta and p_min; ``coins``, uniforms drawn beforehand
+    from KORS's generator), then the head's step (``_ons.OnsState``: the one ONS step; ``eta``
+    per row, ignored by the ``hessian`` policy). ``max_size`` 0 means none; ``counters`` the
+    head's online effective dimension, log det and noise sum before the first row; ``rows``
+    is ``(V, y, begin, predictions)``. The rows of ``V`` may be wider than the atoms (their
+    other features are 0 in the atoms).
 
     Stops before a row that needs the Python step: a point whose coin lands (it joins: the
-    factors and buffers grow), a value that is not finite (the Python step words the error),
-    or no coin left. Returns ``(row, status, coins used, KORS points seen, last q, last tau,
-    last p, online effective dimension, log det, noise sum)`` (``oed``, ``log_det`` and
-    ``noise_sum`` are the values before the first row, summed in row order as the Python
-    step does); the coins used are those of the rows learned.
+    factors and buffers grow), a value that is not finite or a step the head refuses (the
+    Python step words the error), or no coin left. Returns ``(row, status, coins used, KORS
+    points seen, last q, last tau, last p, counters)`` (the counters summed in row order as
+    the Python step does); the coins used are those of the rows learned.
     """
+    cdef const double[:, ::1] data = atoms[0], V = rows[0]
+    cdef const double[::1] sq = atoms[1], L = atoms[2], y = rows[1]
+    cdef double[::1] predictions = rows[3]
+    cdef int d_atoms = atoms[3]
+    cdef Py_ssize_t begin = rows[2]
     cdef Kernel k = make_kernel(kernel)
-    cdef Py_ssize_t ld = data.shape[1], t = begin, rows = V.shape[0], i, used = 0, n_coins
+    cdef const double[::1] kors_weights = kors[0], kors_L = kors[1]
+    cdef double kors_alpha = kors[2], eps = kors[3], beta = kors[4], p_min = kors[5]
+    cdef double oed = counters[0], log_det = counters[1], noise_sum = counters[2]
+    cdef Py_ssize_t m = head.m
+    cdef Py_ssize_t ld = data.shape[1], t = begin, n_rows = V.shape[0], i, used = 0, n_coins
     cdef Py_ssize_t kors_seen = 0
     cdef int d = <int>V.shape[1], status = OK
-    cdef double kappa, ybar, excess, yhat, gdot, weight, s, residual, q, tau, p, c, top, big
+    cdef double kappa, ybar, s, residual, q, tau, p
     cdef double last_q = float("nan"), last_tau = float("nan")
     cdef double last_p = float("nan")
     n_coins = coins.shape[0]
@@ -76,10 +78,11 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
     cdef double* a = work + 2 * m
     cdef const double* X = &data[0, 0] if data.shape[0] else NULL
     cdef const double* sq_p = &sq[0] if m else NULL
+    cdef const double* u = &head.u[0]
     if work == NULL:
         raise MemoryError()
     with nogil:
-        while t < rows:
+        while t < n_rows:
             if kernel_row(&k, X, ld, m, d_atoms, sq_p, &V[t, 0], d, g):
                 with gil:
                     kernel_exp(g_buffer, g, m)
@@ -96,30 +99,15 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
             if m:
                 memcpy(h, g, m * sizeof(double))
                 tp_half_solve(&L[0], <int>m, h)
-            ybar = dot(<int>m, h, &u[0])
-            excess = clip_excess(ybar, C)
-            yhat = ybar - excess
-            gdot = derivative(loss, y[t], yhat)
-            weight = second_derivative(loss, y[t], yhat) if hessian else eta[t] * gdot * gdot
-            if m:
-                sym_matvec(&P[0], <int>m, dense, h, Pz)
-            s = dot(<int>m, h, Pz)
-            s = s if s > 0.0 else 0.0
-            if not (isfinite(ybar) and isfinite(gdot)
-                    and isfinite(weight * (s + (kappa if kappa > 1.0 else 1.0) / alpha))):
+            ybar = dot(<int>m, h, u)
+            if head.differentiate(y[t], ybar, eta[t]) != ONS_OK:
                 status = PYTHON_STEP
                 break
-            # the step's new u and A^{-1}'s update finite, or the Python step refuses it
-            # (okoco.learners.embedding.OnsHead._ons_plan: the same bound)
-            q = weight * s
-            c = excess / (s if s > MIN_S else MIN_S) if excess != 0.0 else 0.0
-            big = 0.0
-            top = 0.0
-            for i in range(m):
-                big = big if big >= fabs(Pz[i]) else fabs(Pz[i])
-                top = top if top >= fabs(u[i]) else fabs(u[i])
-            if not (isfinite(1.01 * (top + (fabs(c) + fabs(gdot / (1.0 + q))) * big))
-                    and isfinite(-weight / (1.0 + q) * big * big) and isfinite(q)):
+            s = head.product(h, Pz)
+            # a point that could join gets a coordinate of value at most sqrt(kappa): the
+            # Python step checks that plan too, so a weight that would overflow it goes there
+            if not (isfinite(head.weight * (s + (kappa if kappa > 1.0 else 1.0) / head.alpha))
+                    and head.admits(Pz, s, NULL, 0) == ONS_OK):
                 status = PYTHON_STEP
                 break
             residual = kappa - dot(<int>m, h, h)
@@ -140,23 +128,11 @@ def pros_run(tuple kernel, const double[:, ::1] data, const double[::1] sq, Py_s
                 used += 1
                 kors_seen += 1
                 last_q, last_tau, last_p = q, tau, p
-            predictions[t] = yhat
-            # the a-priori error over the spread alpha z.A^{-1}z + residual + alpha / 2
-            noise_sum += (y[t] - yhat) * (y[t] - yhat) / (
-                alpha * s + (residual if residual > 0.0 else 0.0) + 0.5 * alpha)
-            # oblique projection onto |z.w| <= C in the A-norm, then the Newton step
-            if excess != 0.0:
-                c = excess / (s if s > MIN_S else MIN_S)
-                for i in range(m):
-                    u[i] -= c * Pz[i]
-            q = weight * s
-            if m:
-                sym_rank_one(&P[0], <int>m, dense, -weight / (1.0 + q), Pz)
-            c = gdot / (1.0 + q)
-            for i in range(m):
-                u[i] -= c * Pz[i]
-            oed += q / (1.0 + q)
-            log_det += log1p(q)
+            predictions[t] = head.yhat
+            head.take(Pz, s, NULL, 0, y[t], residual)
+            noise_sum += head.noise
+            oed += head.gained_dimension
+            log_det += head.gained_log_det
             t += 1
     free(work)
-    return t, status, used, kors_seen, last_q, last_tau, last_p, oed, log_det, noise_sum
+    return (t, status, used, kors_seen, last_q, last_tau, last_p, (oed, log_det, noise_sum))

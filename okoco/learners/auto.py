@@ -418,8 +418,7 @@ class Auto(ExpertMixture, KernelLearner):
                                                _kernels.self_similarity(expert._kernel, v))
                 prediction = analysis[4]
             else:
-                analysis = expert.analyse(embedded[expert.dictionary]
-                                          if isinstance(expert, DictionaryExpert) else v)
+                analysis = expert.analyse_row(v, embedded)
                 prediction = expert.prediction(analysis)
             analyses.append(analysis)
             preds.append(expert._clip(prediction))
@@ -482,9 +481,10 @@ class Auto(ExpertMixture, KernelLearner):
             else:
                 expert._apply_step(analysis, step)
         for index, (embedding, its) in enumerate(zip(self._embeddings, embedded)):
-            # a full dictionary's rule (SharedEmbedding.swap_in), for the heads on it
-            embedding.swap_in(v, its, [e for e in experts if isinstance(e, DictionaryExpert)
-                                       and e.dictionary == index])
+            if embedding.swap_margin is not None:  # (else a full dictionary is frozen)
+                # a full dictionary's rule (SharedEmbedding.swap_in), for the heads on it
+                embedding.swap_in(v, its, [e for e in experts if isinstance(e, DictionaryExpert)
+                                           and e.dictionary == index])
         if windowed:
             self._points.append(v)
             for expert in experts:  # each window forgets its oldest point, once v is stored

@@ -22,8 +22,9 @@ which ``Auto``'s dictionary experts share (the embedding here, the head in
       u <- u - h(ybar) Pz / s                  # oblique projection onto |z . u| <= C, A-norm
       q = w s;  A^{-1} <- A^{-1} - w Pz Pz^T / (1 + q);  u <- u - gdot Pz / (1 + q)
 
-  planned (``OnsHead._ons_plan``, every number checked finite) before anything changes,
-  then applied (``OnsHead._ons_apply``), so that a refused step changes nothing.
+  compiled once (``okoco._core._ons.OnsState``): checked for each way the coordinates may
+  grow (every number it would store finite) before anything changes, then applied
+  (``OnsHead._ons_check``, ``OnsHead._ons_apply``), so that a refused step changes nothing.
 
 ``PROSNKONS`` and ``CONKONS`` are one embedding and one head (mixins over their own attributes,
 so their saved files keep their layout); ``Auto`` holds one :class:`SharedEmbedding` and

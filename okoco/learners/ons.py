@@ -2,34 +2,30 @@ r"""The Online Newton Step over explicit coordinates: one home of the step that 
 CON-KONS and ``Auto``'s experts take (the embedding it runs in: :mod:`okoco.learners.embedding`).
 
 :class:`OnsHead` holds the primal ONS point :math:`u` and :math:`A^{-1}` (packed,
-``okoco.linalg.PackedSymmetric``) and its step, planned (:meth:`OnsHead._ons_plan`, every
-number checked finite) before anything changes, then applied (:meth:`OnsHead._ons_apply`), so
-that a refused step changes nothing. ``Auto``'s experts are heads: :class:`DictionaryExpert` on a
-shared :class:`~okoco.learners.embedding.SharedEmbedding`, :class:`LinearExpert` on
-:math:`[1, x]`.
+``okoco.linalg.PackedSymmetric``); its step is compiled, once, on a typed state over those
+buffers (``okoco._core._ons.OnsState``): the gradient, :math:`A^{-1}z`, a check for each way
+the coordinates may grow (every number it would store finite) before anything changes, then
+the step, so that a refused step changes nothing. Python validates and words the statuses as
+errors. ``Auto``'s experts are heads: :class:`DictionaryExpert` on a shared
+:class:`~okoco.learners.embedding.SharedEmbedding`, :class:`LinearExpert` on :math:`[1, x]`.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from numbers import Real
 
 import numpy as np
 
-from okoco._core import _pros
+from okoco._core import _ons
 from okoco._input import reserve
 from okoco._locking import Locked
 from okoco._validation import Interval, Options, check_params
-from okoco.learners.base import clip_excess
+from okoco.learners._codes import compiled_loss
 from okoco.learners.embedding import Embedded, SharedEmbedding, rotate_coordinates, step_message
 from okoco.linalg import PackedSymmetric
 
 __all__ = ["OnsHead", "DictionaryExpert", "LinearExpert"]
-
-# s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never projects;
-# one value, which the compiled loop uses too).
-_MIN_S = _pros.PROJECTION_FLOOR
 
 _NONE = np.zeros(0)  # no new coordinate (read-only)
 _NONE.flags.writeable = False
@@ -40,85 +36,93 @@ class OnsHead:
 
     Its object holds ``alpha`` (:math:`A = \alpha I` on every new coordinate), ``C`` (the
     bound :math:`|z^\top u| \le C` it projects onto, unless the class names another in
-    ``_ons_bound``), ``_u``
-    (the ONS point before the projection, in a doubling buffer), ``_P`` (:math:`A^{-1}`,
-    ``PackedSymmetric``), and the running ``online_effective_dimension``, ``log_det`` and
-    ``noise_scale_sum``.
+    ``_ons_bound``), ``_u`` (the ONS point before the projection, in a doubling buffer), ``_P``
+    (:math:`A^{-1}`, ``PackedSymmetric``), the running ``online_effective_dimension``,
+    ``log_det`` and ``noise_scale_sum``, and ``_ons``, the compiled state over ``_u`` and
+    ``_P`` (a cache, bound again when they grow or are replaced).
     """
+
+    _ons = None  # the compiled state (a cache, never saved)
 
     @property
     def _ons_bound(self) -> float:
         r"""The bound :math:`C` of the set :math:`|z^\top u| \le C` the step projects onto."""
         return self.C
 
+    @property
+    def _ons_loss(self):
+        """The loss object of the step."""
+        return self._loss
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_ons", None)  # a cache over _u and _P
+        return state
+
+    def _ons_state(self, hessian: bool) -> _ons.OnsState:
+        """The compiled state over ``_u`` and ``_P``, bound again after either grew."""
+        state, P, u = self._ons, self._P, self._u
+        if state is None:
+            code = compiled_loss(self._ons_loss)
+            state = self._ons = _ons.OnsState(float(self.alpha), float(self._ons_bound),
+                                              -1 if code is None else code, hessian)
+        if state.u_obj is not u or state.m != P.size or state.P_obj is not P.buffer:
+            state.bind(P.buffer, P._storage(), P.size, P.is_dense, u)
+        if state.hessian != hessian:
+            state.retune(float(self.alpha), float(self._ons_bound), state.loss, hessian)
+        return state
+
     def _ons_predict(self, z: np.ndarray) -> float:
-        """:math:`z^\\top u` over the first ``len(z)`` coordinates (the unclipped prediction)."""
+        r""":math:`z^\top u` over the first ``len(z)`` coordinates (the unclipped prediction)."""
         return float(z @ self._u[: z.shape[0]])
 
-    def _ons_direction(self, z: np.ndarray) -> np.ndarray:
-        """:math:`A^{-1}z` over the head's current coordinates (``len(z)`` of them)."""
-        return self._P.matvec(z) if z.shape[0] else np.zeros(0)
+    def _ons_direction(self, z: np.ndarray, hessian: bool) -> tuple[np.ndarray, float]:
+        r"""``(A^{-1}z, s)``, :math:`s = \max(z^\top A^{-1} z, 0)`, over the head's current
+        coordinates (``len(z)`` of them)."""
+        return self._ons_state(hessian).direction(z)
 
-    def _ons_extended(self, Pz: np.ndarray, s: float, values: np.ndarray):
-        """``(Pz, s)`` of ``z`` extended by new coordinates of ``values`` (where
-        :math:`A^{-1}` is :math:`1/\\alpha` and ``u`` is 0)."""
-        scaled = values / self.alpha
-        return np.concatenate([Pz, scaled]), s + float(values @ scaled)
+    def _ons_gradient(self, y: float, ybar: float, eta: float | None) -> _ons.OnsState:
+        r"""The state, holding the step's gradient at the unclipped prediction ``ybar``
+        (``eta`` ``None``: the weight of :math:`zz^\top` is ``loss''``); raises
+        ``ValueError`` if it is not usable."""
+        state = self._ons_state(eta is None)
+        status = state.gradient(y, ybar, eta or 0.0)
+        if status == _ons.NEED_DERIVATIVE:  # a loss without a compiled form feeds the step
+            loss, yhat = self._ons_loss, state.yhat
+            second = float(loss.second_derivative(y, yhat)) if eta is None else 0.0
+            status = state.feed(float(loss.derivative(y, yhat)), second, eta or 0.0)
+        if status:
+            raise ValueError(self._ons_refusal(state, y, status))
+        return state
 
-    def _ons_gradient(self, loss, y: float, ybar: float, eta: float | None):
-        """``(excess, yhat, gdot, weight)`` of the step at the unclipped prediction ``ybar``
-        (``eta`` ``None``: the weight of :math:`zz^\\top` is ``loss''``)."""
-        excess = clip_excess(ybar, self._ons_bound)
-        yhat = ybar - excess
-        gdot = float(loss.derivative(y, yhat))
-        if eta is None:
-            weight = float(loss.second_derivative(y, yhat))
-            if not weight >= 0:
-                raise ValueError(f"loss.second_derivative returned {weight!r}; it must be >= 0")
-        else:
-            weight = eta * gdot * gdot
-        if not (math.isfinite(ybar) and math.isfinite(gdot) and math.isfinite(weight)):
-            raise ValueError(step_message(y, gdot, yhat))
-        return excess, yhat, gdot, weight
+    def _ons_check(self, state, y: float, Pz: np.ndarray, s: float, new: np.ndarray) -> None:
+        """Raise ``ValueError`` if the step with the new coordinates ``new`` would store a
+        number that is not finite."""
+        status = state.check(Pz, s, new)
+        if status:
+            raise ValueError(self._ons_refusal(state, y, status))
 
-    def _ons_plan(self, y, Pz: np.ndarray, s: float, excess: float, gdot: float,
-                  weight: float) -> tuple:
-        """The step's new ``u``, the coefficient of :math:`A^{-1}`'s rank-one update and
-        :math:`q = w s`, for ``Pz`` and ``s`` over ``len(Pz)`` coordinates (the head's, then
-        any new ones); raises ``ValueError`` if any number it would store is not finite."""
-        m_old, m = self._P.size, Pz.shape[0]
-        q = weight * s
-        shift = excess / max(s, _MIN_S) if excess else 0.0
-        newton = gdot / (1.0 + q)
-        coef = -weight / (1.0 + q)
-        big = float(np.abs(Pz).max()) if m else 0.0
-        top = float(np.abs(self._u[:m_old]).max()) if m_old else 0.0
-        # |u_i - shift Pz_i - newton Pz_i| <= top + (|shift| + |newton|) big: every entry of
-        # the new u is finite when this bound is (with a margin for rounding), and so is every
-        # entry of the rank-one update when coef big^2 is (|A^{-1}| <= 1 / alpha before it)
-        if not (math.isfinite(1.01 * (top + (abs(shift) + abs(newton)) * big))
-                and math.isfinite(coef * big * big) and math.isfinite(q)):
-            raise ValueError(
-                f"the target {y!r} gives the loss derivative {gdot:g}, too large for a "
+    def _ons_refusal(self, state, y: float, status: int) -> str:
+        """The error of a refused step, from its status (``okoco._core._ons``)."""
+        if status == _ons.NEGATIVE:
+            return f"loss.second_derivative returned {state.weight!r}; it must be >= 0"
+        if status == _ons.NOT_FINITE:
+            return step_message(y, state.gdot, state.yhat)
+        return (f"the target {y!r} gives the loss derivative {state.gdot:g}, too large for a "
                 f"second-order step at alpha={self.alpha!r} (it would store non-finite "
                 "numbers); rescale the targets or raise alpha")
-        u = np.zeros(m) if m > m_old else np.empty(m)
-        u[:m_old] = self._u[:m_old]
-        if excess:
-            u -= shift * Pz
-        u -= newton * Pz
-        return u, coef, Pz, q
 
-    def _ons_apply(self, plan: tuple) -> None:
-        """Apply a plan of :meth:`_ons_plan` (``O(m^2)``: the rank-one update of
-        :math:`A^{-1}`), growing the head by the plan's new coordinates first."""
-        u, coef, Pz, q = plan
-        m = u.shape[0]
-        self._ons_grow(m - self._P.size)
-        self._u[:m] = u
-        self._P.rank_one(coef, Pz)
-        self.online_effective_dimension += q / (1.0 + q)
-        self.log_det += math.log1p(q)
+    def _ons_apply(self, state, Pz: np.ndarray, s: float, new: np.ndarray, y: float,
+                   residual: float) -> None:
+        """The checked step (:meth:`_ons_gradient`, :meth:`_ons_check`), growing the head by
+        the new coordinates ``new`` first."""
+        if new.shape[0]:
+            self._ons_grow(new.shape[0])
+            state = self._ons_state(state.hessian)
+        state.apply(Pz, s, new, y, residual)
+        self.online_effective_dimension += state.gained_dimension
+        self.log_det += state.gained_log_det
+        self.noise_scale_sum += state.noise
 
     def _ons_drop(self, j: int, rotations: list) -> None:
         r"""Coordinate ``j`` of the embedding leaves (:meth:`SharedEmbedding.swap_in`): the
@@ -141,10 +145,11 @@ class OnsHead:
         self._u[m - 1] = 0.0
 
     def _ons_grow(self, n: int) -> None:
-        """``n`` new coordinates: ``u`` 0 and :math:`A^{-1} = 1/\alpha` on them."""
+        r"""``n`` new coordinates: ``u`` 0 and :math:`A^{-1} = 1/\alpha` on them."""
+        P = self._P
         for _ in range(n):
-            m = self._P.size
-            self._P.append(np.zeros(m), 1.0 / self.alpha)
+            m = P.size
+            P.append(np.zeros(m), 1.0 / self.alpha)
             self._u = reserve(self._u, m + 1)
             self._u[m] = 0.0
 
@@ -154,18 +159,10 @@ class OnsHead:
         :math:`\hat\tau^2 = (1 + \text{noise\_scale\_sum}) / (1 + t)`
         (:meth:`okoco.learners.PROSNKONS._predictive_variance`)."""
         scale = (1.0 + self.noise_scale_sum) / (1.0 + n_seen)
-        return scale * self._ons_spread(s, residual)
-
-    def _ons_noise(self, y: float, yhat: float, s: float, residual: float) -> float:
-        """The a-priori error over its spread, added to ``noise_scale_sum`` by the step."""
-        return (y - yhat) ** 2 / self._ons_spread(s, residual)
-
-    def _ons_spread(self, s: float, residual: float) -> float:
-        """:math:`\alpha s + r + \alpha/2`: the spread of a prediction before the noise scale."""
-        return self.alpha * s + max(residual, 0.0) + 0.5 * self.alpha
+        return scale * _ons.predictive_spread(self.alpha, s, residual)
 
 
-class _Expert(Locked, OnsHead):
+class _Expert(OnsHead, Locked):
     """An ONS head that ``Auto`` mixes: validated ``alpha`` and ``eta`` (``"hessian"`` or a
     number), clipping to ``[-C, C]``, a lock of its own (as every learner has), and the step in
     two halves, :meth:`_check_step` (before anything changes) and :meth:`_apply_step`."""
@@ -178,7 +175,7 @@ class _Expert(Locked, OnsHead):
                     "n_seen": "int[0,]", "_u": "array(>=ons_inverse.size) float64 as ons_point",
                     "_P": "obj:PackedSymmetric as ons_inverse",
                     "online_effective_dimension": "float", "log_det": "float",
-                    "noise_scale_sum": "float", "_lock": "cache:lock"}
+                    "noise_scale_sum": "float", "_lock": "cache:lock", "_ons": "cache:None"}
 
     def __init__(self, loss, alpha: float = 0.1, eta="hessian", C: float = 3.0):
         self.loss = loss
@@ -195,6 +192,9 @@ class _Expert(Locked, OnsHead):
     def get_params(self) -> dict:
         return {"loss": self.loss, "alpha": self.alpha, "eta": self.eta, "C": self.C}
 
+    @property
+    def _ons_loss(self):
+        return self.loss
 
     def _clip(self, z: float) -> float:
         return float(min(max(z, -self.C), self.C))
@@ -202,45 +202,34 @@ class _Expert(Locked, OnsHead):
     def _head_eta(self) -> float | None:
         return None if self.eta == "hessian" else float(self.eta)
 
-    def _coordinates(self, analysis) -> tuple:
-        """``(z, new)``: the point's coordinates over the head's current ones and the values
-        of its new coordinates (none, unless the step adds some)."""
-        raise NotImplementedError
-
     def _analysis(self, z: np.ndarray, residual: float, extra) -> list:
-        """``[z, ybar, residual, extra, Pz memo]``."""
+        """``[z, ybar, residual, extra, (A^{-1} z, s) memo]``."""
         return [z, self._ons_predict(z), residual, extra, None]
 
     @staticmethod
     def prediction(analysis) -> float:
         return analysis[1]
 
-    def _direction_of(self, analysis) -> np.ndarray:
+    def _direction_of(self, analysis) -> tuple[np.ndarray, float]:
         if analysis[4] is None:
-            analysis[4] = self._ons_direction(analysis[0])
+            analysis[4] = self._ons_direction(analysis[0], self.eta == "hessian")
         return analysis[4]
 
     def _variance_of(self, analysis) -> float:
-        z = analysis[0]
-        s = max(float(z @ self._direction_of(analysis)), 0.0)
-        return self._ons_variance(s, analysis[2], self.n_seen)
+        return self._ons_variance(self._direction_of(analysis)[1], analysis[2], self.n_seen)
 
-    def _plans(self, y: float, analysis, extensions) -> tuple:
-        """The step's plan for each way the coordinates may grow (``extensions``: arrays of
-        new coordinates' values), and its noise term; every plan is checked."""
-        z, ybar, residual = analysis[0], analysis[1], analysis[2]
-        excess, yhat, gdot, weight = self._ons_gradient(self.loss, y, ybar, self._head_eta())
-        Pz = self._direction_of(analysis)
-        s = max(float(z @ Pz), 0.0)
-        plans = []
-        for values in extensions:
-            Pz_e, s_e = self._ons_extended(Pz, s, values) if values.shape[0] else (Pz, s)
-            plans.append(self._ons_plan(y, Pz_e, s_e, excess, gdot, weight))
-        return plans, self._ons_noise(y, yhat, s, residual)
+    def _check(self, y: float, analysis, extensions) -> tuple:
+        """Check the step for each way the coordinates may grow (``extensions``: arrays of new
+        coordinates' values); returns the state holding its gradient."""
+        state = self._ons_gradient(y, analysis[1], self._head_eta())
+        Pz, s = self._direction_of(analysis)
+        for new in extensions:
+            self._ons_check(state, y, Pz, s, new)
+        return state
 
-    def _apply_plan(self, plan, noise: float) -> None:
-        self._ons_apply(plan)
-        self.noise_scale_sum += noise
+    def _apply(self, state, y: float, analysis, new: np.ndarray) -> None:
+        Pz, s = analysis[4]
+        self._ons_apply(state, Pz, s, new, y, analysis[2])
         self.n_seen += 1
 
 
@@ -261,18 +250,25 @@ class DictionaryExpert(_Expert):
         return (f"DictionaryExpert(kernel={self.kernel!r}, alpha={self.alpha:g}, "
                 f"eta={self.eta!r}, max_size={self.max_size!r})")
 
+    def analyse_row(self, v: np.ndarray, embedded: list) -> list:
+        """:meth:`analyse` of the row ``v`` from its embeddings by its owner's dictionaries
+        (``embedded``, in order; this head's is number ``dictionary``)."""
+        return self.analyse(embedded[self.dictionary])
+
     def analyse(self, embedded: Embedded) -> list:
         h = embedded.h
         return self._analysis(h, embedded.kappa - float(h @ h), embedded)
 
     def _check_step(self, y: float, analysis) -> tuple:
-        embedded = analysis[3]
-        grow = [_NONE] if embedded.pivot is None else [_NONE, np.array([embedded.pivot])]
-        return self._plans(y, analysis, grow)
+        pivot = analysis[3].pivot
+        if pivot is None:  # it cannot join
+            return self._check(y, analysis, (_NONE,)), y, _NONE
+        joins = np.array([pivot])
+        return self._check(y, analysis, (_NONE, joins)), y, joins
 
     def _apply_step(self, analysis, step) -> None:
-        plans, noise = step
-        self._apply_plan(plans[1] if analysis[3].joined else plans[0], noise)
+        state, y, joins = step
+        self._apply(state, y, analysis, joins if analysis[3].joined else _NONE)
 
     @property
     def dictionary_size(self) -> int:
@@ -322,6 +318,10 @@ class LinearExpert(_Expert):
     def describe(self) -> str:
         return f"LinearExpert(alpha={self.alpha:g}, eta={self.eta!r}, bound={self.bound!r})"
 
+    def analyse_row(self, v: np.ndarray, embedded: list) -> list:
+        """:meth:`analyse` of the row ``v`` (its owner's embeddings ``embedded`` unused)."""
+        return self.analyse(v)
+
     def analyse(self, v: np.ndarray) -> list:
         z = np.concatenate([[1.0], v])
         m = self._P.size
@@ -332,11 +332,11 @@ class LinearExpert(_Expert):
         return self._analysis(known, 0.0, new)
 
     def _check_step(self, y: float, analysis) -> tuple:
-        return self._plans(y, analysis, [analysis[3]])
+        return self._check(y, analysis, (analysis[3],)), y
 
     def _apply_step(self, analysis, step) -> None:
-        plans, noise = step
-        self._apply_plan(plans[0], noise)
+        state, y = step
+        self._apply(state, y, analysis, analysis[3])
 
     @property
     def dictionary_size(self) -> int:

@@ -46,6 +46,9 @@ from okoco.linalg import IncrementalCholesky, PackedSymmetric
 
 __all__ = ["PROSNKONS", "CONKONS"]
 
+_NONE = np.zeros(0)  # no new coordinate (read-only)
+_NONE.flags.writeable = False
+
 
 
 class _UnitScale:
@@ -189,7 +192,7 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
                     "_u": "array(>=embedding.size) float64 as ons_point",
                     "_P": "obj:PackedSymmetric as ons_inverse", "noise_scale_sum": "opt float",
                     "n_restarts": "int[0,]", "online_effective_dimension": "float",
-                    "log_det": "float"}
+                    "log_det": "float", "_ons": "cache:None"}
 
     def __init__(self, kernel=None, loss=None, C: float = 3.0, alpha: float = 0.1,
                  eta="hessian", dictionary_alpha: float = 1.0, eps: float = 0.5,
@@ -215,6 +218,7 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         self._embed = IncrementalCholesky()  # L L^T = K_I
         self._u = np.zeros(16)  # the ONS point before projection, in a doubling buffer
         self._P = PackedSymmetric()  # A^{-1} of the current phase
+        self._ons = None  # the head's compiled state (okoco.learners.ons.OnsHead._ons_state)
         self.n_restarts = 0
         self.online_effective_dimension = 0.0
         self.log_det = 0.0
@@ -228,15 +232,15 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
-        # the last entry will hold A^{-1} z once computed (_direction): the variance of
+        # the last entry will hold (A^{-1} z, s) once computed (_direction): the variance of
         # predict_one(x, with_dist=True) and the step of learn_one on the same row share it
         return (*self._embedding_of(v), [])
 
-    def _direction(self, analysis) -> np.ndarray:
-        """:math:`A^{-1} z` of an :meth:`_analyse` result, computed once per analysis."""
+    def _direction(self, analysis) -> tuple[np.ndarray, float]:
+        """``(A^{-1} z, s)`` of an :meth:`_analyse` result, computed once per analysis."""
         memo = analysis[3]
         if not memo:
-            memo.append(self._ons_direction(analysis[2]))
+            memo.append(self._ons_direction(analysis[2], self.eta == "hessian"))
         return memo[0]
 
     def embed(self, x: dict) -> np.ndarray:
@@ -273,8 +277,8 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         """
         analysis = self._analyse(v)
         _, kappa, h, _ = analysis
-        s = max(float(h @ self._direction(analysis)), 0.0)  # as the step computes it
-        return self._ons_variance(s, kappa - float(h @ h), self.n_seen)
+        return self._ons_variance(self._direction(analysis)[1], kappa - float(h @ h),
+                                  self.n_seen)
 
     def _predict_vecs(self, V: np.ndarray) -> np.ndarray:
         H = self._embed.half_solve(self._store.kernel_block(self._kernel, V))
@@ -286,19 +290,15 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         so that a refused step changes nothing."""
         analysis = self._analyse(v)
         k, kappa, h, _ = analysis
-        excess, yhat, gdot, weight = self._ons_gradient(self._loss, y, self._ons_predict(h),
-                                                        eta)
-        Pz = self._direction(analysis)
-        s = max(float(h @ Pz), 0.0)
-        plan = self._ons_plan(y, Pz, s, excess, gdot, weight)
+        state = self._ons_gradient(y, self._ons_predict(h), eta)
+        Pz, s = self._direction(analysis)
+        self._ons_check(state, y, Pz, s, _NONE)
         pivot = self._join_pivot(kappa, h)
-        if pivot is not None:  # the plan if the point joins: a new coordinate, its pivot
-            joined_plan = self._ons_plan(y, *self._ons_extended(Pz, s, np.array([pivot])),
-                                         excess, gdot, weight)
-        noise = self._ons_noise(y, yhat, s, kappa - float(h @ h))
+        if pivot is not None:  # the step if the point joins: a new coordinate, its pivot
+            joins = np.array([pivot])
+            self._ons_check(state, y, Pz, s, joins)
         joined = pivot is not None and self._offer(v, k, kappa, h)
-        self._ons_apply(joined_plan if joined else plan)
-        self.noise_scale_sum += noise
+        self._ons_apply(state, Pz, s, joins if joined else _NONE, y, kappa - float(h @ h))
         if joined and self._restart:
             self._new_phase(self._embed.size)
 
@@ -337,19 +337,20 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         needs the Python step; returns that row and the status. KORS's coins are drawn ahead,
         ``block`` at most; the generator is then set back to where only the coins of the rows
         learned were drawn, so the Python step draws the same coin as row by row."""
-        store, kors, P = self._store, self._kors, self._P
+        store, kors = self._store, self._kors
         rng = kors._rng
         state = rng.bit_generator.state
         coins = rng.random(min(block, V.shape[0] - t))
-        (stop, status, used, seen, q, tau, p, self.online_effective_dimension,
-         self.log_det, self.noise_scale_sum) = _pros.pros_run(
-            compiled_kernel(self._kernel), store.data, store.squared_norms()[0],
-            self._embed.size, self._embed._L, self._u, P._storage(), P.is_dense,
-            kors._weights, kors.cholesky._L, float(kors.alpha), float(kors.eps),
-            float(kors.beta), float(kors.p_min), coins, float(self.alpha), float(self.C),
-            compiled_loss(self._loss), hessian, eta, self.max_size or 0,
-            self.online_effective_dimension, self.log_det, self.noise_scale_sum, store.d, V, y,
-            t, predictions)
+        head = self._ons_state(hessian)
+        stop, status, used, seen, q, tau, p, counters = _pros.pros_run(
+            compiled_kernel(self._kernel),
+            (store.data, store.squared_norms()[0], self._embed._L, store.d), head,
+            (kors._weights, kors.cholesky._L, float(kors.alpha), float(kors.eps),
+             float(kors.beta), float(kors.p_min)),
+            coins, eta, self.max_size or 0,
+            (self.online_effective_dimension, self.log_det, self.noise_scale_sum),
+            (V, y, t, predictions))
+        self.online_effective_dimension, self.log_det, self.noise_scale_sum = counters
         if used < coins.shape[0]:
             rng.bit_generator.state = state
             rng.random(used)

@@ -156,6 +156,12 @@ class PackedSymmetric:
             grown[: _packed_len(self._m)] = self._packed()
             self._buf, self._cap = grown, cap
 
+    @property
+    def buffer(self) -> np.ndarray:
+        """The array holding the matrix now: the dense ``(m, m)`` array, or the packed buffer
+        (a new one after a growth that reallocates; compiled views of it are bound again)."""
+        return self._buf if self._dense is None else self._dense
+
     def _storage(self) -> np.ndarray:
         """The flat buffer the core works on: the dense matrix's data, or the packed buffer."""
         D = self._dense

@@ -1,0 +1,29 @@
+# The Online Newton Step head (okoco._core._ons.OnsState): its state and step, for the compiled
+# loops of other modules (okoco._core._pros).
+
+# statuses of a step (nothing changed by any but ONS_OK)
+cdef enum:
+    ONS_OK = 0
+    ONS_NOT_FINITE = 1       # the prediction, the derivative or the weight is not finite
+    ONS_TOO_LARGE = 2        # the step would store non-finite numbers (u or A^{-1})
+    ONS_NEGATIVE = 3         # the loss's second derivative is negative (or NaN)
+    ONS_NEED_DERIVATIVE = 4  # a loss without a compiled form: feed its derivative (feed)
+
+
+cdef class OnsState:
+    cdef readonly object P_obj, u_obj  # the owners of the bound buffers
+    cdef object P_buf, x_obj
+    cdef double[::1] P, u, x  # x: the step's A^{-1} z over the grown coordinates
+    cdef readonly Py_ssize_t m
+    cdef readonly bint dense, hessian
+    cdef readonly double alpha, bound
+    cdef readonly int loss
+    cdef readonly double ybar, excess, yhat, gdot, weight, gained_dimension, gained_log_det, noise
+
+    cdef double product(self, const double* z, double* out) noexcept nogil
+    cdef int differentiate(self, double y, double ybar, double eta) noexcept nogil
+    cdef int weigh(self, double ybar, double gdot, double weight) noexcept nogil
+    cdef int admits(self, const double* Pz, double s, const double* new,
+                    Py_ssize_t n_new) noexcept nogil
+    cdef void take(self, const double* Pz, double s, const double* new, Py_ssize_t n_new,
+                     double y, double residual) noexcept nogil
