@@ -202,8 +202,10 @@ class SharedEmbedding(NystromEmbedding):
     def swap_in(self, v: np.ndarray, embedded: Embedded, heads) -> int | None:
         """The full-dictionary rule (class docstring), after the step on ``v``: if ``v``'s
         residual exceeds ``swap_margin`` times the smallest atom residual, that atom ``j``
-        leaves (the heads rotate its direction to coordinate ``j`` and drop it,
-        ``O(m^2)`` each) and ``v`` joins as the last atom (a zero coordinate in every head).
+        leaves (:meth:`_remove`: the factor without it and the rotations that take its
+        coordinate out of the embedding), every head rotates and drops that coordinate and
+        frees its last one (``OnsHead._ons_drop``), and ``v`` joins as the last atom there
+        (a zero weight), all compiled, ``O(m^2)`` for the embedding and for each head.
         Returns ``j``, or ``None`` if nothing changed."""
         m = self.size
         if (self.swap_margin is None or self.max_size is None or m < self.max_size
@@ -214,10 +216,9 @@ class SharedEmbedding(NystromEmbedding):
         j = int(np.argmin(r))
         if not residual > self.swap_margin * r[j]:
             return None
-        rotations = drop_rotations(self._embed.factor(), j)
+        rotations = self._remove(j)
         for head in heads:
             head._ons_drop(j, rotations)
-        self._remove(j)
         k = np.delete(embedded.k, j)
         h = self._embed.half_solve(k)
         pivot_sq = self._embed.append(k, embedded.kappa, half=h)
@@ -226,21 +227,28 @@ class SharedEmbedding(NystromEmbedding):
         b = self._embed.leading_back_solve(h)
         self._inverse_diagonal = np.append(self._inverse_diagonal + b * b / pivot_sq,
                                            1.0 / pivot_sq)
-        for head in heads:
-            head._ons_grow(1)
         self.n_swaps += 1
+        if self.n_swaps % m == 0:  # diag(K^{-1}) afresh every m swaps (O(m^2) amortized)
+            self._inverse_diagonal = None
         return j
 
-    def _remove(self, j: int) -> None:
-        """Atom ``j`` leaves the factor, the store and ``diag(K^{-1})``, ``O(m^2)``."""
+    def _remove(self, j: int) -> np.ndarray:
+        """Atom ``j`` leaves the factor, the store and ``diag(K^{-1})``, ``O(m^2)``; returns
+        the rotations that take its coordinate out of the embedding
+        (``IncrementalCholesky.remove``, ``(m - j - 1, 2)``)."""
         self.atom_residuals()  # diag(K^{-1}) at hand
-        column = self._embed.solve(np.eye(self.size)[j])  # K^{-1} e_j
+        m = self.size
+        unit = np.zeros(m)
+        unit[j] = 1.0
+        column = self._embed.solve(unit)  # K^{-1} e_j
         self._inverse_diagonal = np.delete(
             self._inverse_diagonal - column * column / column[j], j)
-        self._embed.remove(j)
-        mask = np.ones(self.size + 1, dtype=bool)
+        rotations = np.empty((m - j - 1, 2))
+        self._embed.remove(j, rotations)
+        mask = np.ones(m, dtype=bool)
         mask[j] = False
         self._store.keep(mask)
+        return rotations
 
 
 def drop_rotations(L: np.ndarray, j: int) -> list:
@@ -250,7 +258,9 @@ def drop_rotations(L: np.ndarray, j: int) -> list:
     trailing block of the factor without atom ``j`` (positive diagonal). Rotation ``i`` acts
     on coordinates ``j`` and ``j + 1 + i``: ``(c, s)``, :math:`v_j \leftarrow c v_j - s
     v_{j+1+i}`, :math:`v_{j+1+i} \leftarrow s v_j + c v_{j+1+i}` for a vector of coordinates
-    (:math:`G^	op v`). ``O(k^2)``, ``k = m - j - 1``."""
+    (:math:`G^\top v`). ``O(k^2)``, ``k = m - j - 1``. The dense reference of the compiled
+    rotations (``IncrementalCholesky.remove(j, rotations)``, ``okoco._core._swap``), which
+    :meth:`SharedEmbedding.swap_in` uses."""
     W = np.array(L[j + 1:, j:], dtype=float)
     rotations = []
     for i in range(W.shape[0]):
@@ -266,7 +276,8 @@ def drop_rotations(L: np.ndarray, j: int) -> list:
 
 def rotate_coordinates(v: np.ndarray, j: int, rotations: list) -> None:
     """Apply :func:`drop_rotations`'s rotations to the coordinates of ``v`` in place (its
-    rows: ``v`` a vector or a matrix whose rows are coordinates)."""
+    rows: ``v`` a vector or a matrix whose rows are coordinates); the dense reference of
+    ``okoco._core._swap``'s."""
     for i, (c, s) in enumerate(rotations):
         first, other = v[j].copy(), v[j + 1 + i].copy()
         v[j] = c * first - s * other
