@@ -210,3 +210,43 @@ def test_the_kept_inverse_diagonal_is_recomputed_every_m_swaps():
                                    1.0 / np.diag(np.linalg.inv(kernel(atoms, atoms))),
                                    rtol=1e-8)
     assert dropped >= 2
+
+
+def test_a_swapping_auto_with_packed_heads_round_trips(tmp_path, monkeypatch):
+    """Auto whose dictionaries swapped past PackedSymmetric.DENSE_MAX atoms: the file is the
+    model (n_swaps, the atoms held now, the heads after their drops), and the loaded model
+    answers, swaps and learns as the live one, to 1e-9 of the predictions' scale."""
+    import okoco
+    import okoco.learners.auto as auto_module
+    from okoco.learners import Auto
+
+    size = PackedSymmetric.DENSE_MAX + 4
+    monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, size, 2.0))
+    rng = np.random.default_rng(5)
+
+    def rows(n, shift):
+        X = rng.normal(size=(n, 3)) + shift
+        return [({i: float(v) for i, v in enumerate(x)}, float(np.sin(x[0]) + x[1]))
+                for x in X]
+
+    model = Auto()
+    for x, y in rows(300, 0.0) + rows(100, 2.0):  # the region moves after the fill
+        model.learn_one(x, y)
+    swaps = [e.n_swaps for e in model._embeddings]
+    assert min(swaps) > 0 and all(e.size == size for e in model._embeddings)
+    loaded = okoco.load(model.save(tmp_path / "auto.npz"))
+    assert [e.n_swaps for e in loaded._embeddings] == swaps
+    probes = [x for x, _ in rows(20, 1.0)]
+
+    def agree():
+        got = np.array([loaded.predict_one(x) for x in probes])
+        want = np.array([model.predict_one(x) for x in probes])
+        assert np.max(np.abs(got - want)) <= 1e-9 * np.max(np.abs(want))
+
+    agree()
+    for x, y in rows(40, 3.0):  # more swaps in both
+        model.learn_one(x, y)
+        loaded.learn_one(x, y)
+    assert [e.n_swaps for e in loaded._embeddings] == [e.n_swaps for e in model._embeddings]
+    assert sum(e.n_swaps for e in model._embeddings) > sum(swaps)
+    agree()
