@@ -108,8 +108,7 @@ EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
 #: on long streams (``benchmarks/bench_long_streams.py``, docs/guide/auto.md). Frozen: with
 #: margin 2 the MAE on river's Friedman (100k steps, seed 0) went 0.882 -> 0.899 and the
 #: swaps did not help on a covariate shift (``--stream friedman-shift``: 4.095 frozen, 4.132
-#: with margin 2, 4.082 with 10), where they stop once every atom's residual exceeds
-#: 1 / margin.
+#: with margin 2, 4.082 with 10): a burst of swaps after the shift, then none.
 DICTIONARY = (1.0, 500, None)
 #: Auto's default experts: ``("dictionary", c, alpha, eta)``, an ONS head with ridge ``alpha``
 #: on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`: CON-KONS's step,

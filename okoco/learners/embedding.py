@@ -154,7 +154,7 @@ class SharedEmbedding(NystromEmbedding):
     the bound of ``Auto``'s mixture to its best expert does not depend on what the experts
     are and holds as stated. Measured (docs/guide/auto.md), swaps cost accuracy on stationary
     streams (river's Friedman #1, 100k steps: MAE 0.882 frozen, 0.899 with :math:`\mu = 2`)
-    and did not repair a covariate shift: they stop once the atoms are spread apart.
+    and did not repair a covariate shift (a burst of swaps after it, then none).
     """
 
     _saved_state = {"_kernel": "kernel as kernel", "max_size": "int|none",
