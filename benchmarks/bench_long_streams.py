@@ -13,7 +13,11 @@ loss). Streams (river ``datasets.synth``):
 - ``sea-switch``: ``ConceptDriftStream(SEA(variant=0), SEA(variant=2), position=steps/2,
   width=max(50, steps/100))`` (river's transition overflows ``math.exp`` farther than 700
   widths from it);
-- ``friedman-gra``: ``FriedmanDrift(drift_type="gra", position=(steps/3, 2 steps/3))``.
+- ``friedman-gra``: ``FriedmanDrift(drift_type="gra", position=(steps/3, 2 steps/3))``;
+- ``friedman-shift``: covariate shift, ``Friedman(seed=s)`` whose ten inputs all move from
+  ``[0, 1)`` to ``[1, 2)`` after 30% of the steps (the target is Friedman #1's formula on the
+  moved inputs plus the generator's noise): a region first seen after a 500-atom dictionary
+  filled (``Auto``'s fill by 30,000 steps).
 
 For each learner: the error (MAE, or the error rate) over every block of ``--block`` steps, the
 whole stream's, CPU microseconds per step (``time.process_time``, the learner's predict and
@@ -48,7 +52,24 @@ from okoco.learners import CONKONS, KRLS, Auto
 STREAMS = {
     "friedman": "regression", "rbf": "binary", "hyperplane": "binary",
     "hyperplane-drift": "binary", "sea-switch": "binary", "friedman-gra": "regression",
+    "friedman-shift": "regression",
 }
+
+
+def friedman_one(x: dict) -> float:
+    """Friedman #1's noiseless target at ``x`` (river's ``synth.Friedman``)."""
+    return (10 * np.sin(np.pi * x[0] * x[1]) + 20 * (x[2] - 0.5) ** 2 + 10 * x[3]
+            + 5 * x[4])
+
+
+def shifted(rows, at: int):
+    """``rows`` of Friedman #1 whose inputs move by +1 from step ``at`` on (the target
+    recomputed at the moved inputs, the noise kept)."""
+    for t, (x, y) in enumerate(rows):
+        if t >= at:
+            moved = {i: v + 1.0 for i, v in x.items()}
+            x, y = moved, y - friedman_one(x) + friedman_one(moved)
+        yield x, float(y)
 
 
 def stream(name: str, steps: int, seed: int):
@@ -69,6 +90,8 @@ def stream(name: str, steps: int, seed: int):
     elif name == "friedman-gra":
         gen = synth.FriedmanDrift(drift_type="gra", position=(steps // 3, 2 * steps // 3),
                                   seed=seed)
+    elif name == "friedman-shift":
+        return shifted(synth.Friedman(seed=seed).take(steps), 3 * steps // 10)
     else:
         raise ValueError(f"unknown stream {name!r}; one of {', '.join(STREAMS)}")
     return gen.take(steps)

@@ -17,12 +17,12 @@ from numbers import Real
 
 import numpy as np
 
-from okoco._core import _ons
+from okoco._core import _ons, _swap
 from okoco._input import reserve
 from okoco._locking import Locked
 from okoco._validation import Interval, Options, check_params
 from okoco.learners._codes import compiled_loss
-from okoco.learners.embedding import Embedded, SharedEmbedding, rotate_coordinates, step_message
+from okoco.learners.embedding import Embedded, SharedEmbedding, step_message
 from okoco.linalg import PackedSymmetric
 
 __all__ = ["OnsHead", "DictionaryExpert", "LinearExpert"]
@@ -124,25 +124,25 @@ class OnsHead:
         self.log_det += state.gained_log_det
         self.noise_scale_sum += state.noise
 
-    def _ons_drop(self, j: int, rotations: list) -> None:
-        r"""Coordinate ``j`` of the embedding leaves (:meth:`SharedEmbedding.swap_in`): the
-        coordinates rotate (:func:`drop_rotations`: :math:`u \leftarrow G^\top u`,
-        :math:`A^{-1} \leftarrow G^\top A^{-1} G`), then the ONS point is projected onto
-        the others (coordinate ``j`` dropped: the function projected onto the smaller span)
-        and :math:`A` restricted to them (:math:`A'^{-1}` the Schur complement of
-        :math:`A^{-1}`'s entry ``j``), ``O(m^2)``."""
+    def _ons_drop(self, j: int, rotations: np.ndarray) -> None:
+        r"""Coordinate ``j`` of the embedding leaves (:meth:`SharedEmbedding.swap_in`) and the
+        last one is freed for the atom that joins in its place, compiled, ``O(m^2)``
+        (``okoco._core._swap``): the coordinates rotate (``rotations``, ``(m - j - 1, 2)``
+        from ``IncrementalCholesky.remove``: :math:`u \leftarrow G^\top u`,
+        :math:`A^{-1} \leftarrow G^\top A^{-1} G`), the ONS point is projected onto the
+        others (coordinate ``j`` dropped: the function projected onto the smaller span) and
+        :math:`A` restricted to them (:math:`A'^{-1}` the Schur complement of
+        :math:`A^{-1}`'s entry ``j``); the others move up one place and the last coordinate
+        starts as a new one does (``u`` 0, :math:`A^{-1}` :math:`1/\alpha` there, 0 off the
+        diagonal). The order stays ``m``."""
         m = self._P.size
-        u = self._u[:m].copy()
-        rotate_coordinates(u, j, rotations)
-        P = self._P.matrix()
-        rotate_coordinates(P, j, rotations)
-        P = P.T.copy()
-        rotate_coordinates(P, j, rotations)
-        keep = np.arange(m) != j
-        P = P[keep][:, keep] - np.outer(P[keep, j], P[j, keep]) / P[j, j]
-        self._P = PackedSymmetric.from_matrix(P)
-        self._u[: m - 1] = u[keep]
-        self._u[m - 1] = 0.0
+        storage = self._P._storage()
+        if self._P.is_dense:
+            _swap.dense_drop(storage, m, j, rotations, self._u)
+            storage[m * m - 1] = 1.0 / self.alpha
+        else:
+            _swap.packed_drop(storage, m, j, rotations, self._u)
+            storage[m * (m + 1) // 2 - 1] = 1.0 / self.alpha
 
     def _ons_grow(self, n: int) -> None:
         r"""``n`` new coordinates: ``u`` 0 and :math:`A^{-1} = 1/\alpha` on them."""

@@ -140,9 +140,10 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         not controlled). On river's Friedman #1 (``benchmarks/bench_long_streams.py``)
         ``CONKONS()`` has MAE 1.10 over the first 10,000 steps and 0.97-0.99 over every later
         10,000 up to 100,000 (the Bayes MAE is 0.80): its frozen dictionary of ``RBF(1/d)``
-        stops improving there. ``Auto``'s dictionaries replace atoms instead once full
-        (``okoco.learners.embedding.SharedEmbedding.swap_in``). ``None``: no cap, the learner of
-        the theorem.
+        stops improving there (a rule that replaces atoms once full,
+        ``okoco.learners.embedding.SharedEmbedding.swap_in``, did not do better on the streams
+        measured: ``okoco.learners.auto.DICTIONARY``). ``None``: no cap, the learner of the
+        theorem.
     seed
         Seed of KORS's coins.
 

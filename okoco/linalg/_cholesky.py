@@ -10,7 +10,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
 
 from okoco._blas import all_one_thread
-from okoco._core import _linalg
+from okoco._core import _linalg, _swap
 
 
 def _packed_len(m: int) -> int:
@@ -306,16 +306,39 @@ class IncrementalCholesky:
         self._after_modification()
         return schur
 
-    def remove(self, i: int) -> None:
+    def remove(self, i: int, rotations: np.ndarray | None = None) -> None:
         """Delete atom ``i`` (row and column ``i`` of ``A``), ``O(m^2)``.
 
         Rows above ``i`` are untouched; the trailing factor ``L_33`` becomes the factor of
         ``L_33 L_33^T + l l^T`` with ``l = L[i+1:, i]`` (a rank-one *update*, always stable).
         Later atoms shift down by one position.
+
+        Parameters
+        ----------
+        i
+            Atom position.
+        rotations
+            ``None``, or a C-ordered float64 array of shape ``(m - i - 1, 2)`` that receives
+            the Givens rotations ``(c, s)`` taking coordinate ``i`` out of the embeddings
+            ``L^{-1} k`` (``okoco._core._swap``: ``[l, L_33] G = [0, L_33']``), ``O(m^2)``
+            more; an embedding over the factor after the removal is the rotated one without
+            coordinate ``i``.
         """
         i = self._index(i)
+        k = self._m - i - 1
+        if rotations is not None:
+            if not (isinstance(rotations, np.ndarray) and rotations.dtype == np.float64
+                    and rotations.shape == (k, 2) and rotations.flags.c_contiguous
+                    and rotations.flags.writeable):
+                raise ValueError(f"rotations must be a writable C-ordered float64 array of "
+                                 f"shape ({k}, 2), got {getattr(rotations, 'shape', rotations)!r}")
+            rows = i + 1 + np.arange(k)
+            start = rows * (rows + 1) // 2
+            column, pivots = self._L[start + i], self._L[start + rows]  # l and L_33's diagonal
         _linalg.remove(self._L, self._A, self._m, i)
         self._m -= 1
+        if rotations is not None:
+            _swap.rotations_after_drop(self._L, i, column, pivots, rotations)
         self._after_modification()
 
     def rescale(self, i: int, factor: float, ridge: float = 0.0) -> None:

@@ -1,0 +1,252 @@
+"""A full dictionary's swap, compiled (okoco._core._swap): the rotations of a removal against
+the dense Cholesky factor without the atom, a head's projection and restriction against the
+dense rotation and Schur complement, and the swap of a packed head against dense solves."""
+
+import math
+
+import numpy as np
+import pytest
+
+from okoco import kernels, losses
+from okoco._core import _swap
+from okoco.learners.embedding import SharedEmbedding, drop_rotations, rotate_coordinates
+from okoco.learners.ons import DictionaryExpert
+from okoco.linalg import IncrementalCholesky, PackedSymmetric
+
+
+def _factor(K):
+    chol = IncrementalCholesky(capacity=4)
+    for a in range(K.shape[0]):
+        chol.append(K[:a, a], K[a, a])
+    return chol
+
+
+def _gram(m, seed=0, ridge=1e-6):
+    X = np.random.default_rng(seed).normal(size=(m, 3))
+    return kernels.RBF(0.5)(X, X) + ridge * np.eye(m)
+
+
+@pytest.mark.parametrize("m", [1, 2, 9, 60])
+def test_removal_rotations_take_the_atom_out_as_the_dense_factor_without_it(m):
+    """Rotating the old factor's columns by the rotations of ``remove(j, rotations)`` zeroes
+    coordinate j and leaves the dense Cholesky factor of K without atom j (and the rotations
+    are those of the dense reference ``drop_rotations``)."""
+    K = _gram(m)
+    for j in sorted({0, m // 3, m - 2, m - 1} - {-1}):
+        chol = _factor(K)
+        L = chol.factor()
+        rotations = np.empty((m - j - 1, 2))
+        chol.remove(j, rotations)
+        keep = np.arange(m) != j
+        dense = np.linalg.cholesky(K[np.ix_(keep, keep)]) if m > 1 else np.zeros((0, 0))
+        np.testing.assert_allclose(chol.factor(), dense, atol=1e-12)
+        W = L.T.copy()  # L's columns as rows: rotate them as coordinates
+        rotate_coordinates(W, j, rotations)
+        W = W.T
+        np.testing.assert_allclose(W[keep, j], 0.0, atol=1e-12)
+        np.testing.assert_allclose(W[keep][:, keep], dense, atol=1e-12)
+        np.testing.assert_allclose(rotations.reshape(-1, 2),
+                                   np.array(drop_rotations(L, j)).reshape(-1, 2), atol=1e-12)
+        np.testing.assert_allclose((rotations ** 2).sum(axis=1), 1.0, rtol=1e-15)
+
+
+def test_a_refused_rotations_buffer_changes_nothing():
+    chol = _factor(_gram(6))
+    L, A = chol.factor(), chol.matrix()
+    for bad in (np.empty((3, 2)), np.empty((4, 2), dtype=np.float32), np.empty((2, 4)),
+                np.empty((4, 2))[::-1], [[0.0, 0.0]] * 4):
+        with pytest.raises(ValueError, match="rotations must be"):
+            chol.remove(1, bad)
+    assert chol.size == 6
+    np.testing.assert_array_equal(chol.factor(), L)
+    np.testing.assert_array_equal(chol.matrix(), A)
+
+
+def _reference_drop(P, u, j, rotations):
+    """The dense reference: G^T u and G^T P G, coordinate j dropped (P by its Schur
+    complement)."""
+    u, P = u.copy(), P.copy()
+    rotate_coordinates(u, j, rotations)
+    rotate_coordinates(P, j, rotations)
+    P = P.T.copy()
+    rotate_coordinates(P, j, rotations)
+    keep = np.arange(P.shape[0]) != j
+    return u[keep], P[keep][:, keep] - np.outer(P[keep, j], P[j, keep]) / P[j, j]
+
+
+def _rotations(k, seed):
+    angle = np.random.default_rng(seed).uniform(-np.pi / 2, np.pi / 2, size=k)
+    return np.ascontiguousarray(np.column_stack([np.cos(angle), np.sin(angle)]))
+
+
+@pytest.mark.parametrize("m", [1, 2, 7, 40])
+def test_a_head_drop_is_the_dense_rotation_and_schur_complement(m):
+    """Both layouts (packed lower, dense C-ordered) against the dense reference: the order
+    m - 1 result in place, u's coordinates moved up, the freed last row and entry zeroed."""
+    rng = np.random.default_rng(m)
+    B = rng.normal(size=(m, m))
+    P = B @ B.T + np.eye(m)
+    u = rng.normal(size=m)
+    for j in sorted({0, m // 2, m - 1}):
+        rotations = _rotations(m - j - 1, j)
+        u_want, P_want = _reference_drop(P, u, j, rotations)
+        packed = np.full(m * (m + 1) // 2 + 5, 7.0)  # a buffer with room to spare
+        packed[: m * (m + 1) // 2] = P[np.tril_indices(m)]
+        u_packed = np.append(u, 7.0)
+        _swap.packed_drop(packed, m, j, rotations, u_packed)
+        got = np.zeros((m - 1, m - 1))
+        got[np.tril_indices(m - 1)] = packed[: (m - 1) * m // 2]
+        got += np.tril(got, -1).T
+        np.testing.assert_allclose(got, P_want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(u_packed[: m - 1], u_want, rtol=1e-12, atol=1e-12)
+        assert u_packed[m - 1] == 0.0 and u_packed[m] == 7.0
+        np.testing.assert_array_equal(packed[(m - 1) * m // 2: m * (m + 1) // 2], 0.0)
+        np.testing.assert_array_equal(packed[m * (m + 1) // 2:], 7.0)
+        dense, u_dense = P.copy().reshape(-1), u.copy()
+        _swap.dense_drop(dense, m, j, rotations, u_dense)
+        dense = dense.reshape(m, m)
+        np.testing.assert_allclose(dense[: m - 1, : m - 1], P_want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(u_dense[: m - 1], u_want, rtol=1e-12, atol=1e-12)
+        assert u_dense[m - 1] == 0.0
+        np.testing.assert_array_equal(dense[m - 1], 0.0)
+        np.testing.assert_array_equal(dense[:, m - 1], 0.0)
+
+
+@pytest.mark.parametrize("call", [_swap.packed_drop, _swap.dense_drop])
+def test_a_refused_head_drop_changes_nothing(call):
+    m = 5
+    size = m * m if call is _swap.dense_drop else m * (m + 1) // 2
+    P, u = np.arange(size, dtype=float), np.arange(m, dtype=float)
+    cases = [(P, m, 2, np.zeros((3, 2)), u, ValueError),   # 2 rotations are due
+             (P, m, 5, np.zeros((0, 2)), u, IndexError),   # no coordinate 5
+             (P[:-1], m, 1, np.zeros((3, 2)), u, ValueError),  # too small a matrix
+             (P, m, 1, np.zeros((3, 2)), u[:4], ValueError)]  # too short a point
+    for args in cases:
+        before = [a.copy() for a in (args[0], args[4])]
+        with pytest.raises(args[5], match=call.__name__):
+            call(*args[:5])
+        np.testing.assert_array_equal(args[0], before[0])
+        np.testing.assert_array_equal(args[4], before[1])
+
+
+def _step(embedding, heads, v, y):
+    """One step of the heads on the shared embedding, as Auto takes it."""
+    embedded = embedding.analyse(v)
+    analyses = [h.analyse(embedded) for h in heads]
+    steps = [h._check_step(y, a) for h, a in zip(heads, analyses)]
+    embedding.offer(v, embedded)
+    for head, analysis, planned in zip(heads, analyses, steps):
+        head._apply_step(analysis, planned)
+    return embedded
+
+
+def test_a_packed_heads_swap_projects_its_function_as_dense_solves_do():
+    """Past PackedSymmetric.DENSE_MAX atoms (the packed layout): each swap's new function is
+    the RKHS least-squares projection of the old one onto the remaining atoms (predictions
+    by dense solves), A^{-1} the inverse of A restricted to their span, diag(K^{-1}) the
+    dense one, and log det K_I grows by more than log(margin) a swap (the bound on swaps)."""
+    rng = np.random.default_rng(3)
+    kernel, m, margin = kernels.RBF(0.3), PackedSymmetric.DENSE_MAX + 6, 2.0
+    embedding = SharedEmbedding(kernel, dictionary_alpha=0.01, max_size=m, swap_margin=margin)
+    head = DictionaryExpert(embedding, losses.Squared(), alpha=0.3)
+    checked, X_test = 0, rng.normal(size=(10, 4)) * 2.0
+    t = 0
+    while checked < 3 and t < 3000:
+        v = rng.normal(size=4) * (1.0 if embedding.size < m else 2.5)
+        embedded = _step(embedding, [head], v, float(np.sin(v[0])))
+        t += 1
+        if embedding.size < m or embedded.joined:
+            continue
+        atoms = embedding._store.view().copy()
+        K = kernel(atoms, atoms)
+        coefficients = np.linalg.solve(np.linalg.cholesky(K).T, head._u[:m])
+        P, logdet = head._P.matrix(), embedding._embed.logdet()
+        j = embedding.swap_in(v, embedded, [head])
+        if j is None:
+            continue
+        checked += 1
+        assert not head._P.is_dense and head._P.size == m
+        keep = np.arange(m) != j
+        new_atoms = embedding._store.view()
+        np.testing.assert_array_equal(new_atoms[:-1], atoms[keep])
+        K_new = kernel(new_atoms, new_atoms)
+        projected = np.linalg.solve(K[np.ix_(keep, keep)], K[keep] @ coefficients)
+        after = kernel(X_test, new_atoms) @ np.linalg.solve(np.linalg.cholesky(K_new).T,
+                                                            head._u[:m])
+        want = kernel(X_test, atoms[keep]) @ projected
+        np.testing.assert_allclose(after, want, atol=1e-9 * max(1.0, np.abs(want).max()))
+        M = np.linalg.solve(np.linalg.cholesky(K[np.ix_(keep, keep)]),
+                            np.linalg.cholesky(K)[keep])
+        restricted = np.linalg.inv(M @ np.linalg.inv(P) @ M.T)
+        got = head._P.matrix()
+        np.testing.assert_allclose(got[: m - 1, : m - 1], restricted, rtol=1e-7,
+                                   atol=1e-8 * np.abs(restricted).max())
+        np.testing.assert_array_equal(got[m - 1, : m - 1], 0.0)
+        assert got[m - 1, m - 1] == 1.0 / head.alpha and head._u[m - 1] == 0.0
+        np.testing.assert_allclose(embedding.atom_residuals(),
+                                   1.0 / np.diag(np.linalg.inv(K_new)), rtol=1e-7)
+        assert embedding._embed.logdet() > logdet + math.log(margin)
+    assert checked == 3, f"{checked} swaps in {t} steps"
+
+
+def test_the_kept_inverse_diagonal_is_recomputed_every_m_swaps():
+    """diag(K^{-1}) is kept by O(m) updates and recomputed afresh every m swaps (against
+    drift); either way it is the dense one."""
+    rng = np.random.default_rng(4)
+    kernel = kernels.RBF(0.5)
+    embedding = SharedEmbedding(kernel, dictionary_alpha=0.01, max_size=6, swap_margin=1.01)
+    head = DictionaryExpert(embedding, losses.Squared())
+    dropped = 0
+    for t in range(300):
+        v = rng.normal(size=2) * 0.7 + [0.02 * t, 0.0]  # a region that moves: swaps go on
+        embedded = _step(embedding, [head], v, 0.0)
+        if embedding.swap_in(v, embedded, [head]) is None:
+            continue
+        if embedding._inverse_diagonal is None:
+            dropped += 1
+            assert embedding.n_swaps % embedding.size == 0
+        atoms = embedding._store.view()
+        np.testing.assert_allclose(embedding.atom_residuals(),
+                                   1.0 / np.diag(np.linalg.inv(kernel(atoms, atoms))),
+                                   rtol=1e-8)
+    assert dropped >= 2
+
+
+def test_a_swapping_auto_with_packed_heads_round_trips(tmp_path, monkeypatch):
+    """Auto whose dictionaries swapped past PackedSymmetric.DENSE_MAX atoms: the file is the
+    model (n_swaps, the atoms held now, the heads after their drops), and the loaded model
+    answers, swaps and learns as the live one, to 1e-9 of the predictions' scale."""
+    import okoco
+    import okoco.learners.auto as auto_module
+    from okoco.learners import Auto
+
+    size = PackedSymmetric.DENSE_MAX + 4
+    monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, size, 2.0))
+    rng = np.random.default_rng(5)
+
+    def rows(n, shift):
+        X = rng.normal(size=(n, 3)) + shift
+        return [({i: float(v) for i, v in enumerate(x)}, float(np.sin(x[0]) + x[1]))
+                for x in X]
+
+    model = Auto()
+    for x, y in rows(300, 0.0) + rows(100, 2.0):  # the region moves after the fill
+        model.learn_one(x, y)
+    swaps = [e.n_swaps for e in model._embeddings]
+    assert min(swaps) > 0 and all(e.size == size for e in model._embeddings)
+    loaded = okoco.load(model.save(tmp_path / "auto.npz"))
+    assert [e.n_swaps for e in loaded._embeddings] == swaps
+    probes = [x for x, _ in rows(20, 1.0)]
+
+    def agree():
+        got = np.array([loaded.predict_one(x) for x in probes])
+        want = np.array([model.predict_one(x) for x in probes])
+        assert np.max(np.abs(got - want)) <= 1e-9 * np.max(np.abs(want))
+
+    agree()
+    for x, y in rows(40, 3.0):  # more swaps in both
+        model.learn_one(x, y)
+        loaded.learn_one(x, y)
+    assert [e.n_swaps for e in loaded._embeddings] == [e.n_swaps for e in model._embeddings]
+    assert sum(e.n_swaps for e in model._embeddings) > sum(swaps)
+    agree()
