@@ -84,6 +84,8 @@ from okoco.learners.shared import ExpertRows, SharedPoints
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.learners.shared
 
+#: Fixed share's switch rate, chosen by measurement (docs/guide/auto.md).
+SWITCH_RATE = 1e-3
 #: Auto's default window (``max_size``), chosen by measurement (docs/defaults.md).
 DEFAULT_WINDOW = 400
 #: Auto's windowed grid before issue 42 (the benchmarks that chose it record and compare it; a
@@ -235,12 +237,14 @@ class Auto(ExpertMixture, KernelLearner):
     KONS(kernel=..., alpha=..., eta=..., max_size=...)
     """
 
-    _parameter_constraints = {"fast_rate": [Interval(Real, 0, None, closed="neither")],
+    _parameter_constraints = {"switch_rate": [Interval(Real, 0, 1, closed="left")],
+                              "fast_rate": [Interval(Real, 0, None, closed="neither")],
                               "fast_discount": [Interval(Real, 0, 1, closed="right")],
                               "max_size": [None, Interval(Integral, 5, None, closed="left")],
                               "scale_target": ["boolean"]}
 
-    _saved_state = {"fast_rate": "number", "fast_discount": "number",
+    _saved_state = {"switch_rate": "opt number", "log_weights": "opt array(*) float64",
+                    "mix_loss": "opt float", "fast_rate": "number", "fast_discount": "number",
                     "experts": "list[obj:KONS,SketchedKONS,DictionaryExpert,LinearExpert]",
                     "_embeddings": "opt list[obj:SharedEmbedding] as embeddings",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
@@ -250,12 +254,13 @@ class Auto(ExpertMixture, KernelLearner):
                     "scale_target": "bool", "target_count": "int[0,]", "target_mean": "float",
                     "_target_m2": "float as target_m2"}
 
-    def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0,
-                 fast_discount: float = 0.99, max_size: int | None = DEFAULT_WINDOW,
-                 scale_target: bool = True):
+    def __init__(self, loss=None, C: float = 3.0, switch_rate: float = SWITCH_RATE,
+                 fast_rate: float = 1.0, fast_discount: float = 0.99,
+                 max_size: int | None = DEFAULT_WINDOW, scale_target: bool = True):
         self.kernel = None
         self.loss = loss
         self.C = C
+        self.switch_rate = switch_rate
         self.fast_rate = fast_rate
         self.fast_discount = fast_discount
         self.max_size = max_size
@@ -282,6 +287,7 @@ class Auto(ExpertMixture, KernelLearner):
         self.cumulative_losses = np.zeros(0)
         self.recent_losses = np.zeros(0)
         self.cumulative_loss = 0.0
+        self.log_weights, self.mix_loss = np.zeros(0), 0.0  # fixed share's (switch_rate)
         # one ring of points for every expert: the window and the slot the next point takes
         self._points = SharedPoints(None if self.max_size is None else self.max_size + 1)
         self._mixture = None  # (both weight tuples, slack) until the next learn
