@@ -4,6 +4,7 @@ regret to the best switching sequence of experts, checked at every step."""
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -186,3 +187,15 @@ def test_a_bad_switch_rate_is_refused(bad):
 def test_a_switch_rate_of_another_type_is_refused():
     with pytest.raises(TypeError, match="switch_rate"):
         Auto(switch_rate="often")
+
+
+def test_an_auto_saved_before_fixed_share_keeps_the_weights_of_its_losses():
+    """A format-10 file of the day before (tests/data) has no switch rate: it loads with
+    ``switch_rate=0`` and goes on with the closed-form weights it was saved with."""
+    model = okoco.load(Path(__file__).parent / "data" / "format-v10" / "auto.npz")
+    assert model.switch_rate == 0.0 and model.log_weights.size == 0
+    logits = -model.rate * model.cumulative_losses
+    np.testing.assert_allclose(model.weights, np.exp(logits - logits.max())
+                               / np.exp(logits - logits.max()).sum(), rtol=1e-12)
+    model.learn_one({"x0": 0.3, "x1": -0.2}, 0.5)
+    assert model.switch_rate == 0.0 and model.log_weights.size == 0

@@ -9,6 +9,13 @@ predictions that are floats (``Auto``) or arrays (a score a class: the multiclas
 leading expert and its window. The owner says how far the slack lets the prediction move
 (``_share``: the worst case of its own loss) through :meth:`_spend`, and adds each step's
 losses with :meth:`_record`.
+
+The guaranteed weights are those of the cumulative losses at the current ``rate`` (the mix loss
+in closed form) unless the owner has a ``switch_rate`` :math:`\alpha > 0`: then they are fixed
+share's (Herbster & Warmuth 1998), a recursion whose state the owner keeps and saves,
+``log_weights`` (the next step's, normalized; uniform before the first step) and ``mix_loss``
+(:math:`\Phi`), both advanced by :meth:`_track` at each :meth:`_record`. The recursion needs
+one rate for every step (the multiclass form's rate changes with the classes: it has none).
 """
 
 from __future__ import annotations

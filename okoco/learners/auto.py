@@ -21,11 +21,40 @@ hence
 .. math:: \sum_t \ell_t(\hat y_t) - \min_i \sum_t \ell_t(\hat y_{t,i})
           \le \Phi_T - \min_i L_{T,i} \le \frac{\log N}{\eta}
 
-on every stream, as for the plain weighted average (:math:`\lambda_t = 0`). The slack grows
+on every stream with ``switch_rate=0`` (the default trades a little of it for following a
+switch: below), as for the plain weighted average (:math:`\lambda_t = 0`). The slack grows
 whenever the prediction does better than the mix loss, and it is spent on the faster average.
 The argument holds for any :math:`\tilde y_t` chosen before :math:`y_t` is seen: the faster
 average weighs the experts by their discounted losses :math:`R_{t,i} = \gamma R_{t-1,i} +
 \ell_t(\hat y_{t,i})`, so that it follows the expert that has led lately.
+
+**Following a switch: fixed share.** The bound above is to the best *single* expert, and the
+weights :math:`w_{t,i} \propto e^{-\eta L_{t-1,i}}` that give it stay with the old leader
+long after a change (at the logistic loss's :math:`\eta = e^{-3}`, until the new one has
+gained back tens of nats of cumulative loss); the slack, spent while the experts were close,
+is then about 0 and the prediction cannot move toward the faster average either. So by
+default (``switch_rate`` :math:`\alpha > 0`) the guaranteed weights are fixed share's
+(Herbster & Warmuth 1998, "Tracking the best expert"): :math:`w_1` uniform,
+:math:`v_{t,i} \propto w_{t,i}e^{-\eta\ell_t(\hat y_{t,i})}`,
+:math:`w_{t+1,i} = (1-\alpha)v_{t,i} + \alpha/N`, and the mix loss is the sum of
+:math:`-\frac1\eta\log\sum_i w_{t,i}e^{-\eta\ell_t(\hat y_{t,i})}`. Jensen's step and
+the slack's argument above hold for any weights, so still :math:`A_t \le \Phi_t`; and
+:math:`\Phi_T = -\frac1\eta\log\sum_{i_{1:T}}\pi(i_{1:T})e^{-\eta\sum_t
+\ell_t(\hat y_{t,i_t})}`, the mixture over every sequence of experts under the Markov prior
+:math:`\pi` (uniform start; stay with probability :math:`1-\alpha+\alpha/N`, move to each
+other expert with :math:`\alpha/N`). Keeping one term of the sum: for every sequence
+:math:`i_1, \dots, i_T` with :math:`k` switches,
+
+.. math:: \sum_t \ell_t(\hat y_t) - \sum_t \ell_t(\hat y_{t,i_t})
+          \le \frac1\eta\Big[\log N + k\log\frac N\alpha
+          + (T-1-k)\log\frac1{1-\alpha+\alpha/N}\Big],
+
+at every step :math:`T` of every stream. With :math:`k = 0` this is the bound to the best
+expert, :math:`\log N/\eta` plus at most :math:`(T-1)\,\alpha(1-1/N)/((1-\alpha)\eta)`
+(about :math:`T\alpha/\eta`): the price of tracking. ``switch_rate=0`` gives back the weights
+of the cumulative losses and :math:`\log N/\eta` exactly. The fixed share keeps at least
+:math:`\alpha/N` on every expert, so a new leader's weight grows from there, and the experts'
+disagreement on that mass refills the slack, which the faster average then spends.
 
 **Experts that remember, experts that forget.** By default (:data:`DEFAULT_EXPERTS`):
 
@@ -84,7 +113,8 @@ from okoco.learners.shared import ExpertRows, SharedPoints
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.learners.shared
 
-#: Fixed share's switch rate, chosen by measurement (docs/guide/auto.md).
+#: Fixed share's switch rate (``switch_rate``), chosen by measurement on long streams
+#: (docs/guide/auto.md, "Following a switch").
 SWITCH_RATE = 1e-3
 #: Auto's default window (``max_size``), chosen by measurement (docs/defaults.md).
 DEFAULT_WINDOW = 400
@@ -153,10 +183,18 @@ class Auto(ExpertMixture, KernelLearner):
     :math:`\lambda \in [0, 1]` the largest value whose worst case (over the targets
     :math:`\pm C` of the squared loss, where :math:`\ell(y, a) - \ell(y, b)` is linear in
     :math:`y`, or the labels :math:`\pm 1`) keeps ``Auto``'s cumulative loss below the mix loss
-    (module docstring). So the regret to the best expert is at most :math:`\log N/\eta` at every
-    step of every stream whose targets lie in :math:`[-C, C]` (labels :math:`\pm 1`), as for the
-    plain weighted average; ``fast_rate`` and ``fast_discount`` only decide how the slack is
-    spent.
+    (module docstring). The weights at rate :math:`\eta` are fixed share's (``switch_rate``
+    :math:`\alpha`: after each step's exponential update every expert gets back
+    :math:`\alpha/N` of the mass), so on every stream whose targets lie in :math:`[-C, C]`
+    (labels :math:`\pm 1`), at every step :math:`T`, the regret to every sequence of experts
+    with :math:`k` switches is at most
+
+    .. math:: \frac1\eta\Big[\log N + k\log\frac N\alpha
+              + (T-1-k)\log\frac1{1-\alpha+\alpha/N}\Big]
+
+    (:math:`k = 0`: the best expert, :math:`\log N/\eta` plus about :math:`T\alpha/\eta`;
+    :math:`\alpha = 0`: :math:`\log N/\eta`, the plain weighted average's bound).
+    ``fast_rate`` and ``fast_discount`` only decide how the slack is spent.
 
     The experts are built at the first learn, when ``d`` (the number of features) is known
     (:data:`DEFAULT_EXPERTS`, module docstring): CON-KONS heads on two shared KORS
@@ -180,6 +218,14 @@ class Auto(ExpertMixture, KernelLearner):
         An okoco loss with ``exp_concavity``; ``None`` means ``Squared()``.
     C
         Every expert's predictions, and so ``Auto``'s, lie in ``[-C, C]``.
+    switch_rate
+        Fixed share's :math:`\alpha \in [0, 1)`: the prior probability that the best expert
+        changes at a step. It sets the guarantee (above): a switch costs
+        :math:`\log(N/\alpha)/\eta`, each step about :math:`\alpha/\eta`. 0 is the plain
+        exponential weights of the cumulative losses (bound :math:`\log N/\eta`, but the
+        weights stay with an old leader long after a change). The default 0.001 was chosen by
+        measurement on long streams with a switch and stationary ones
+        (``benchmarks/bench_long_streams.py``, docs/guide/auto.md).
     fast_rate
         Rate of the faster weighted average, > 0 (chosen by measurement; for the squared loss
         it is the exp-concavity rate for errors up to :math:`1/\sqrt2`, in the units of
@@ -207,7 +253,10 @@ class Auto(ExpertMixture, KernelLearner):
     experts
         The experts (empty before the first learn).
     weights
-        Their weights at the guaranteed rate, summing to 1.
+        Their weights at the guaranteed rate (fixed share's), summing to 1.
+    log_weights, mix_loss
+        With a ``switch_rate``: the logarithms of the weights of the next step and the mix loss
+        :math:`\Phi` (empty and 0 before the first learn).
     fast_weights
         Their weights at ``fast_rate`` on ``recent_losses``.
     recent_losses
