@@ -66,10 +66,10 @@ class ExpertMixture:
 
     def _current_log_weights(self) -> np.ndarray:
         """The fixed-share weights' logarithms: the uniform prior until the first step."""
+        if self.log_weights.size:
+            return self.log_weights
         n = self.cumulative_losses.size
-        if self.log_weights.size != n:
-            return np.full(n, -math.log(n))
-        return self.log_weights
+        return np.full(n, -math.log(n))
 
     def _track(self, expert_losses: np.ndarray) -> None:
         r"""Fixed share's step (Herbster & Warmuth 1998): the weights' posterior
