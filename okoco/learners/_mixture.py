@@ -95,7 +95,8 @@ class ExpertMixture:
     @property
     def slack(self) -> float:
         r""":math:`\Phi - A`, with the mix loss
-        :math:`\Phi = -\frac1\eta\log\frac1N\sum_i e^{-\eta L_i}`."""
+        :math:`\Phi = -\frac1\eta\log\frac1N\sum_i e^{-\eta L_i}` (with a ``switch_rate``,
+        fixed share's ``mix_loss``)."""
         return self._mix()[2] if self.experts else 0.0
 
     def _combine(self, preds: list):
