@@ -24,7 +24,7 @@ Usage::
 
     python -m benchmarks.bench_long_streams --stream friedman --steps 100000 --seeds 0
     python -m benchmarks.bench_long_streams --stream rbf --learners auto,krls,conkons
-    python -m benchmarks.bench_long_streams --stream sea-switch --auto switch_rate=0  # Auto's kwargs
+    python -m benchmarks.bench_long_streams --stream sea-switch --auto switch_rate=0  # kwargs
     cd /work/main && python /path/to/benchmarks/bench_long_streams.py ...   # another okoco
 
 Run as a module from a checkout's root to import that checkout's okoco (the header prints the
