@@ -16,6 +16,15 @@ share's (Herbster & Warmuth 1998), a recursion whose state the owner keeps and s
 ``log_weights`` (the next step's, normalized; uniform before the first step) and ``mix_loss``
 (:math:`\Phi`), both advanced by :meth:`_track` at each :meth:`_record`. The recursion needs
 one rate for every step (the multiclass form's rate changes with the classes: it has none).
+
+Fixed share's mix loss is the mix loss of every sequence of experts: by induction over the
+steps, :math:`\Phi_T = -\frac1\eta\log\sum_{i_{1:T}}\pi(i_{1:T})e^{-\eta\sum_t
+\ell_t(\hat y_{t,i_t})}` under the Markov prior :math:`\pi` that starts uniform, stays with
+probability :math:`1-\alpha+\alpha/N` and moves to each other expert with :math:`\alpha/N`.
+Keeping one term of the sum, :math:`\Phi_T \le \sum_t \ell_t(\hat y_{t,i_t}) +
+\frac1\eta[\log N + k\log(N/\alpha) + (T-1-k)\log\frac1{1-\alpha+\alpha/N}]` for a
+sequence with :math:`k` switches; with the owner's :math:`A_T \le \Phi_T` it is the regret
+bound of :mod:`okoco.learners.auto` (tests/test_mixture.py enumerates the paths).
 """
 
 from __future__ import annotations
@@ -103,6 +112,13 @@ class ExpertMixture:
         """The guaranteed average, moved toward the fast one as far as the slack allows."""
         safe, fast = self._averages(preds)
         return safe + self._share(safe, fast) * (fast - safe)
+
+    def _prediction_weights(self, preds: list) -> list:
+        """The weights the prediction gives the experts: the guaranteed ones moved toward the
+        fast ones by the share the slack allows (:meth:`_combine`)."""
+        safe_weights, fast_weights, _ = self._mix()
+        share = self._share(*self._averages(preds))
+        return [safe + share * (fast - safe) for safe, fast in zip(safe_weights, fast_weights)]
 
     def _averages(self, preds: list) -> tuple:
         """The guaranteed and the fast weighted averages of the experts' predictions."""
