@@ -28,6 +28,7 @@ Usage::
 
     python -m benchmarks.bench_long_streams --stream friedman --steps 100000 --seeds 0
     python -m benchmarks.bench_long_streams --stream rbf --learners auto,krls,conkons
+    python -m benchmarks.bench_long_streams --stream sea-switch --auto switch_rate=0  # kwargs
     cd /work/main && python /path/to/benchmarks/bench_long_streams.py ...   # another okoco
 
 Run as a module from a checkout's root to import that checkout's okoco (the header prints the
@@ -97,19 +98,21 @@ def stream(name: str, steps: int, seed: int):
     return gen.take(steps)
 
 
-def learner(name: str, task: str):
-    """A learner at its defaults, as a user builds it for ``task``."""
+def learner(name: str, task: str, auto: dict | None = None):
+    """A learner at its defaults, as a user builds it for ``task`` (``Auto`` with the keyword
+    arguments ``auto``, if given)."""
     scaled = preprocessing.StandardScaler
+    auto = auto or {}
     if task == "regression":
         if name == "auto":
-            return scaled() | Auto()
+            return scaled() | Auto(**auto)
         if name == "lr":
             return preprocessing.TargetStandardScaler(scaled() | linear_model.LinearRegression())
         inner = {"krls": KRLS, "conkons": CONKONS}[name]()
         return preprocessing.TargetStandardScaler(scaled() | inner)
     if name == "lr":
         return scaled() | linear_model.LogisticRegression()
-    inner = {"auto": lambda: Auto(loss=losses.Logistic()), "krls": KRLS,
+    inner = {"auto": lambda: Auto(loss=losses.Logistic(), **auto), "krls": KRLS,
              "conkons": lambda: CONKONS(loss=losses.Logistic())}[name]()
     return scaled() | BinaryClassifier(inner)
 
@@ -157,18 +160,21 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", default="0", help="comma-separated seeds")
     parser.add_argument("--learners", default="auto,krls,conkons",
                         help="comma-separated: auto, krls, conkons, lr")
+    parser.add_argument("--auto", default="", help="Auto's keyword arguments, comma-separated "
+                        "NAME=VALUE (numbers), e.g. switch_rate=0.001")
     parser.add_argument("--tag", default="", help="a label for this okoco in the table")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     parser.add_argument("--progress", action="store_true", help="print every block as it ends")
     args = parser.parse_args(argv)
     task = STREAMS[args.stream]
+    auto = {k: float(v) for k, v in (kv.split("=") for kv in args.auto.split(",") if kv)}
     print(f"# okoco from {os.path.dirname(okoco.__file__)}; stream {args.stream}, "
           f"{args.steps} steps, blocks of {args.block}; load {os.getloadavg()[0]:.2f}",
           flush=True)
     results = {}
     for seed in (int(s) for s in args.seeds.split(",")):
         for name in args.learners.split(","):
-            out = replay(learner(name, task), task, stream(args.stream, args.steps, seed),
+            out = replay(learner(name, task, auto), task, stream(args.stream, args.steps, seed),
                          args.block, args.progress)
             out["load_end"] = os.getloadavg()[0]
             results[f"{args.tag}{name}/{seed}"] = out

@@ -90,13 +90,12 @@ def softmax(logits):
     return w / w.sum()
 
 
-def closed_form(preds, cumulative, recent, own, loss, C, rate, fast_rate, labels):
-    """Auto's prediction from its definition: the weighted average at ``rate`` moved toward the
-    one at ``fast_rate`` on the recent losses by the largest share whose worst case the slack
-    covers."""
-    safe = softmax(-rate * cumulative) @ preds
+def closed_form(preds, weights, mix, recent, own, loss, C, fast_rate, labels):
+    """Auto's prediction from its definition: the weighted average with the guaranteed
+    ``weights`` moved toward the one at ``fast_rate`` on the recent losses by the largest share
+    whose worst case the slack (the mix loss ``mix`` minus ``own``) covers."""
+    safe = weights @ preds
     fast = softmax(-fast_rate * recent) @ preds
-    mix = -math.log(np.mean(np.exp(-rate * cumulative))) / rate
     slack = mix - own
     ends = [-1.0, 1.0] if labels else [-C, C]
     worst = max(float(loss.value(y, fast) - loss.value(y, safe)) for y in ends)
@@ -104,20 +103,31 @@ def closed_form(preds, cumulative, recent, own, loss, C, rate, fast_rate, labels
     return safe + share * (fast - safe), slack
 
 
+def fixed_share(weights, step_losses, rate, alpha):
+    """Fixed share's step written directly (Herbster & Warmuth 1998): the mix loss's
+    increment and the next weights."""
+    v = weights * np.exp(-rate * step_losses)
+    return -math.log(v.sum()) / rate, (1 - alpha) * v / v.sum() + alpha / len(v)
+
+
 @pytest.mark.parametrize(("loss", "labels"), [(losses.Squared(), False),
                                               (losses.Logistic(), True)])
 @pytest.mark.parametrize("discount", [0.99, 0.8, 1.0])
-def test_predictions_and_weights_match_the_closed_form(loss, labels, discount):
+@pytest.mark.parametrize("alpha", [0.0, 1e-3, 0.1])
+def test_predictions_and_weights_match_the_closed_form(loss, labels, discount, alpha):
+    """With ``switch_rate=0`` the weights are those of the cumulative losses, the mix loss
+    :math:`-\\frac1\\eta\\log\\frac1N\\sum_i e^{-\\eta L_i}`; with one, fixed share's."""
     C = 2.0
     X, y = bounded_stream(C=C, labels=labels)
-    model = Auto(loss=loss, C=C, fast_discount=discount, max_size=None, scale_target=False)
+    model = Auto(loss=loss, C=C, switch_rate=alpha, fast_discount=discount, max_size=None,
+                 scale_target=False)
     experts = expert_grid(X.shape[1], loss, C)
     cumulative, recent, own = np.zeros(len(experts)), np.zeros(len(experts)), 0.0
+    weights, mix = np.full(len(experts), 1 / len(experts)), 0.0
     rate = loss.exp_concavity(C)
     for x, target in zip(as_dicts(X), y):
         preds = np.array([e.predict_one(x) for e in experts])
-        expected, slack = closed_form(preds, cumulative, recent, own, loss, C, rate, 1.0,
-                                      labels)
+        expected, slack = closed_form(preds, weights, mix, recent, own, loss, C, 1.0, labels)
         if not model.n_seen:
             expected, slack = 0.0, 0.0
         got = model.predict_one(x)
@@ -127,9 +137,15 @@ def test_predictions_and_weights_match_the_closed_form(loss, labels, discount):
         for e in experts:
             e.learn_one(x, target)
         own += float(loss.value(target, got))
-        cumulative += loss.value(target, preds)
-        recent = discount * recent + loss.value(target, preds)
-    np.testing.assert_allclose(model.weights, softmax(-rate * cumulative), rtol=1e-10)
+        step = loss.value(target, preds)
+        cumulative += step
+        recent = discount * recent + step
+        increment, weights = fixed_share(weights, step, rate, alpha)
+        mix += increment
+    if alpha == 0.0:
+        np.testing.assert_allclose(weights, softmax(-rate * cumulative), rtol=1e-10)
+        assert mix == pytest.approx(-math.log(np.mean(np.exp(-rate * cumulative))) / rate)
+    np.testing.assert_allclose(model.weights, weights, rtol=1e-10)
     np.testing.assert_allclose(model.fast_weights, softmax(-1.0 * recent), rtol=1e-10)
     np.testing.assert_allclose(model.recent_losses, recent, rtol=1e-10)
     np.testing.assert_allclose(model.cumulative_losses, cumulative, rtol=1e-10)
@@ -138,7 +154,8 @@ def test_predictions_and_weights_match_the_closed_form(loss, labels, discount):
 
 def test_fast_rate_equal_to_the_rate_is_the_plain_weighted_average():
     X, y = bounded_stream(n=80)
-    model = Auto(C=1.0, fast_rate=1 / 8, fast_discount=1.0, max_size=None, scale_target=False)
+    model = Auto(C=1.0, switch_rate=0.0, fast_rate=1 / 8, fast_discount=1.0, max_size=None,
+                 scale_target=False)
     experts = expert_grid(X.shape[1], losses.Squared(), 1.0)
     cumulative = np.zeros(len(experts))
     for x, target in zip(as_dicts(X), y):
@@ -163,22 +180,26 @@ def switching_stream(n=300, C=1.0, seed=1):
     (losses.Squared(), False, "uniform"), (losses.Squared(), False, "switching"),
     (losses.Logistic(), True, "uniform"), (losses.SquaredHinge(), True, "uniform")])
 @pytest.mark.parametrize(("fast_rate", "discount"), [(1.0, 0.99), (50.0, 0.5), (1.0, 1.0)])
-@pytest.mark.parametrize("window", [None, 40])
-def test_regret_to_the_best_expert_is_at_most_log_n_over_eta_at_every_step(loss, labels, stream,
-                                                                            fast_rate, discount,
-                                                                            window):
-    """Unbounded or windowed experts (the bound does not depend on what the experts are)."""
+@pytest.mark.parametrize(("window", "alpha"), [(None, 0.0), (40, 0.0), (40, 1e-3)])
+def test_regret_to_the_best_expert_is_within_the_bound_at_every_step(loss, labels, stream,
+                                                                      fast_rate, discount,
+                                                                      window, alpha):
+    """log N / eta with no switch rate; with one, fixed share's bound for a sequence with no
+    switch, (log N + (t-1) log(1 / (1 - alpha + alpha/N))) / eta (unbounded or windowed
+    experts: the bound does not depend on what the experts are)."""
     C = 1.0
     X, y = (switching_stream(C=C) if stream == "switching"
             else bounded_stream(n=200, C=C, seed=3, labels=labels))
-    model = Auto(loss=loss, C=C, fast_rate=fast_rate, fast_discount=discount, max_size=window,
-                 scale_target=False)
+    model = Auto(loss=loss, C=C, switch_rate=alpha, fast_rate=fast_rate,
+                 fast_discount=discount, max_size=window, scale_target=False)
     total = 0.0
-    for x, target in zip(as_dicts(X), y):
+    for t, (x, target) in enumerate(zip(as_dicts(X), y), 1):
         total += float(loss.value(target, model.predict_one(x)))
         model.learn_one(x, target)
         regret = total - model.cumulative_losses.min()
-        assert regret <= math.log(len(model.experts)) / model.rate + 1e-9
+        n = len(model.experts)
+        stay = 1 - alpha + alpha / n
+        assert regret <= (math.log(n) - (t - 1) * math.log(stay)) / model.rate + 1e-9
     assert model.rate == loss.exp_concavity(C)
     assert model.slack >= -1e-9
 

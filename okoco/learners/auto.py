@@ -21,48 +21,54 @@ hence
 .. math:: \sum_t \ell_t(\hat y_t) - \min_i \sum_t \ell_t(\hat y_{t,i})
           \le \Phi_T - \min_i L_{T,i} \le \frac{\log N}{\eta}
 
-on every stream, as for the plain weighted average (:math:`\lambda_t = 0`). The slack grows
-whenever the prediction does better than the mix loss, and it is spent on the faster average.
-The argument holds for any :math:`\tilde y_t` chosen before :math:`y_t` is seen: the faster
-average weighs the experts by their discounted losses :math:`R_{t,i} = \gamma R_{t-1,i} +
-\ell_t(\hat y_{t,i})`, so that it follows the expert that has led lately.
+on every stream with ``switch_rate=0``, as for the plain weighted average
+(:math:`\lambda_t = 0`). Any :math:`\tilde y_t` chosen before :math:`y_t` is seen will do: the
+faster average weighs the experts by their discounted losses :math:`R_{t,i} = \gamma
+R_{t-1,i} + \ell_t(\hat y_{t,i})`, so that it follows the expert that has led lately.
+
+**Following a switch: fixed share.** Those weights stay with an old leader long after a
+change (the slack spent), so by default they are fixed share's (Herbster & Warmuth 1998;
+``switch_rate`` :math:`\alpha`): :math:`w_{t+1,i} = (1-\alpha)v_{t,i} + \alpha/N`,
+:math:`v_{t,i} \propto w_{t,i}e^{-\eta\ell_t(\hat y_{t,i})}`, the mix loss summing
+:math:`-\frac1\eta\log\sum_i w_{t,i}e^{-\eta\ell_t(\hat y_{t,i})}`: that of every sequence of
+experts under a Markov prior (:mod:`okoco.learners._mixture`). The argument above holds for
+any weights, so at every step :math:`T`, for every sequence :math:`i_{1:T}` with :math:`k`
+switches,
+
+.. math:: \sum_t \ell_t(\hat y_t) - \sum_t \ell_t(\hat y_{t,i_t})
+          \le \frac1\eta\Big[\log N + k\log\frac N\alpha
+          + (T-1-k)\log\frac1{1-\alpha+\alpha/N}\Big]
+
+(:math:`k = 0`: :math:`\log N/\eta` plus about :math:`T\alpha/\eta`, the price of tracking;
+:math:`\alpha = 0`: :math:`\log N/\eta`). The argument never used what the experts are, only
+that they predict before the target is seen: the bounds hold against the bounded experts below
+(what a frozen dictionary or a window does to an expert's own regret: :class:`CONKONS`,
+:class:`KONS`).
 
 **Experts that remember, experts that forget.** By default (:data:`DEFAULT_EXPERTS`):
 
-- two CON-KONS heads, each on a shared KORS dictionary (:class:`SharedEmbedding`,
-  ``RBF(0.2/d)`` and ``RBF(1/d)``, KORS ridge 1, at most 500 atoms each, coins of
-  ``seed=0``): the Online Newton Step in the Nyström embedding
-  :math:`z = L^{-1}k_{\mathcal I}(x)` with ridge 0.1 (:class:`DictionaryExpert`, exactly what
-  ``CONKONS`` with those settings computes until the dictionary is full). The atoms summarize
-  the *whole* stream, so the error keeps falling on a long stationary stream while memory and
-  the step stay flat, :math:`O(m^2 + m d)` with :math:`m \le 500`; one kernel row over a
-  dictionary's atoms a step, shared by every head on it. Once a dictionary is full it is
-  frozen (as ``CONKONS(max_size=500)``; :data:`DICTIONARY`): the ONS goes on in a fixed
-  embedding. The swap rule of :class:`SharedEmbedding` (a newcomer far from the atoms
-  replaces the atom nearest the others' span, compiled, ~0.7 ms a swap at 500 atoms) is there,
-  tested, but off by default: it did not lower the error on the long streams measured, a
-  covariate shift among them (:data:`DICTIONARY`, docs/guide/auto.md);
-- two linear experts on the explicit features :math:`[1, x]` (:class:`LinearExpert`,
-  :math:`O(d^2)`, projected onto :math:`|z^\top u| \le 10C`, :data:`LINEAR_BOUND`): the ONS
-  (ridge 1, the curvature step), which a stationary linear concept is learned by, and
-  gradient descent with the constant step 0.01 (river's ``LogisticRegression`` step), which
-  follows a linear concept that drifts;
+- two CON-KONS heads on shared KORS dictionaries (:class:`SharedEmbedding`, ``RBF(0.2/d)`` and
+  ``RBF(1/d)``, KORS ridge 1, at most 500 atoms each, coins of ``seed=0``): the Online Newton
+  Step with ridge 0.1 in the Nyström embedding :math:`z = L^{-1}k_{\mathcal I}(x)`
+  (:class:`DictionaryExpert`: ``CONKONS`` with those settings until the dictionary is full).
+  The atoms summarize the *whole* stream, so the error keeps falling on a long stationary
+  stream while memory and the step stay flat, :math:`O(m^2 + m d)`, :math:`m \le 500`, one
+  kernel row a step per dictionary. A full dictionary is frozen (:data:`DICTIONARY`); the swap
+  rule of :class:`SharedEmbedding` (compiled, ~0.7 ms a swap) is tested but off: it did not
+  lower the error on the long streams measured (docs/guide/auto.md);
+- two linear experts on :math:`[1, x]` (:class:`LinearExpert`, :math:`O(d^2)`, projected onto
+  :math:`|z^\top u| \le 10C`, :data:`LINEAR_BOUND`): the ONS (ridge 1, the curvature step)
+  for a stationary linear concept, and gradient descent with the constant step 0.01 (river's
+  ``LogisticRegression`` step) for one that drifts;
 - two KONS over short windows for drift: ``RBF(0.2/d)``, ridge 0.1, over the last
-  ``max_size / 2`` points, and ``RBF(0.5/d)``, ridge 0.03, over the last ``max_size / 5``
-  (one ring of the longer window's points, shared, each kernel's row computed once a step,
-  :class:`SharedPoints`); the faster average moves to them after a change.
+  ``max_size / 2`` points, ``RBF(0.5/d)``, ridge 0.03, over the last ``max_size / 5`` (one
+  shared ring of points, each kernel's row computed once a step, :class:`SharedPoints`).
 
-The argument above never used what the experts are: it holds for any experts whose predictions
-are made before the target is seen, so the bound :math:`\log N/\eta` to the best expert holds
-on every stream exactly as stated, against these bounded experts (what a frozen dictionary
-does to CON-KONS's own regret is in :class:`CONKONS`, what a window does in :class:`KONS`).
-
-**Targets in their own units.** For regression ``Auto`` standardizes the targets online (a
-running mean and standard deviation, as river's ``TargetStandardScaler``), trains and weighs
-its experts on the standardized targets and predicts in the target's units. The guarantee is
-then about the squared loss of the standardized targets :math:`(y_t - \mu_t)/\sigma_t` (the
-statistics including :math:`y_t`), which must lie in :math:`[-C, C]`; ``C`` bounds the
-standardized prediction.
+**Targets in their own units.** For regression ``Auto`` standardizes the targets online (as
+river's ``TargetStandardScaler``), trains and weighs its experts on them and predicts in the
+target's units. The guarantee is then about the squared loss of the standardized targets
+:math:`(y_t - \mu_t)/\sigma_t` (statistics including :math:`y_t`), which must lie in
+:math:`[-C, C]`.
 """
 
 from __future__ import annotations
@@ -85,6 +91,8 @@ from okoco.learners.shared import ExpertRows, SharedPoints
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.learners.shared
 
+#: ``switch_rate``'s default, chosen on long streams (docs/guide/auto.md, "Following a switch").
+SWITCH_RATE = 1e-3
 #: Auto's default window (``max_size``), chosen by measurement (docs/defaults.md).
 DEFAULT_WINDOW = 400
 #: Auto's windowed grid before issue 42 (the benchmarks that chose it record and compare it; a
@@ -105,11 +113,9 @@ EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
 #: RBF scale ``c`` a grid names: ``(dictionary_alpha, max_size, swap_margin)``, KORS atoms of
 #: ``RBF(c/d)`` with ridge ``dictionary_alpha``, at most ``max_size`` of them, and the rule once
 #: full (``None``: frozen; a margin: a newcomer of residual above margin times the smallest atom
-#: residual replaces that atom, compiled, ~0.7 ms a swap at 500 atoms), chosen by measurement
-#: on long streams (``benchmarks/bench_long_streams.py``, docs/guide/auto.md). Frozen: with
-#: margin 2 the MAE on river's Friedman (100k steps, seed 0) went 0.882 -> 0.899 and the
-#: swaps did not help on a covariate shift (``--stream friedman-shift``: 4.095 frozen, 4.132
-#: with margin 2, 4.082 with 10): a burst of swaps after the shift, then none.
+#: residual replaces that atom, ~0.7 ms at 500 atoms), chosen on long streams (docs/guide/auto.md):
+#: frozen, since with margin 2 the MAE on river's Friedman (100k steps, seed 0) went 0.882 ->
+#: 0.899, and on a covariate shift (``--stream friedman-shift``) 4.095 -> 4.132 (4.082 at 10).
 DICTIONARY = (1.0, 500, None)
 #: Auto's default experts: ``("dictionary", c, alpha, eta)``, an ONS head with ridge ``alpha``
 #: on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`: CON-KONS's step,
@@ -139,40 +145,31 @@ class Auto(ExpertMixture, KernelLearner):
     loss's exp-concavity rate, with a faster average used as far as the guarantee allows.
 
     The guaranteed rate :math:`\eta` is ``loss.exp_concavity(C)``, the largest :math:`\eta` for
-    which :math:`e^{-\eta\ell}` is concave on :math:`[-C, C]`:
-
-    - squared loss, :math:`|y| \le C`: :math:`(e^{-\eta u^2})'' \le 0` iff
-      :math:`u^2 \le 1/(2\eta)` with :math:`u = z - y \in [-2C, 2C]`, so :math:`\eta = 1/(8C^2)`;
-    - logistic loss: :math:`\ell''/\ell'^2 = e^{yz} \ge e^{-C}`, so :math:`\eta = e^{-C}`;
-    - squared hinge: :math:`\ell''/\ell'^2 = 1/(2(1-yz)^2) \ge 1/(2(1+C)^2)` inside the margin
-      and :math:`e^{-\eta\ell} = 1` outside, so :math:`\eta = 1/(2(1+C)^2)`.
+    which :math:`e^{-\eta\ell}` is concave on :math:`[-C, C]`: squared loss (:math:`|y| \le C`),
+    :math:`(e^{-\eta u^2})'' \le 0` iff :math:`u^2 \le 1/(2\eta)`, :math:`u = z - y \in [-2C,
+    2C]`, so :math:`\eta = 1/(8C^2)`; logistic, :math:`\ell''/\ell'^2 = e^{yz} \ge e^{-C}`, so
+    :math:`\eta = e^{-C}`; squared hinge, :math:`\ell''/\ell'^2 = 1/(2(1-yz)^2) \ge
+    1/(2(1+C)^2)` inside the margin, :math:`e^{-\eta\ell} = 1` outside: :math:`\eta =
+    1/(2(1+C)^2)`.
 
     The prediction is :math:`\bar y + \lambda(\tilde y - \bar y)`: :math:`\bar y` the weighted
     average at rate :math:`\eta`, :math:`\tilde y` the one at ``fast_rate`` on the losses
-    discounted by ``fast_discount`` per step, and
-    :math:`\lambda \in [0, 1]` the largest value whose worst case (over the targets
-    :math:`\pm C` of the squared loss, where :math:`\ell(y, a) - \ell(y, b)` is linear in
-    :math:`y`, or the labels :math:`\pm 1`) keeps ``Auto``'s cumulative loss below the mix loss
-    (module docstring). So the regret to the best expert is at most :math:`\log N/\eta` at every
-    step of every stream whose targets lie in :math:`[-C, C]` (labels :math:`\pm 1`), as for the
-    plain weighted average; ``fast_rate`` and ``fast_discount`` only decide how the slack is
-    spent.
+    discounted by ``fast_discount`` per step, :math:`\lambda \in [0, 1]` the largest value
+    whose worst case (targets :math:`\pm C` of the squared loss, or labels :math:`\pm 1`) keeps
+    ``Auto``'s cumulative loss below the mix loss (module docstring). The weights at rate
+    :math:`\eta` are fixed share's (``switch_rate``), so on every stream whose targets lie in
+    :math:`[-C, C]` (labels :math:`\pm 1`) the regret to every sequence of experts with
+    :math:`k` switches is at most :math:`\frac1\eta[\log N + k\log(N/\alpha) +
+    (T-1-k)\log\frac1{1-\alpha+\alpha/N}]` at every step :math:`T`.
+    ``fast_rate`` and ``fast_discount`` only decide how the slack is spent.
 
-    The experts are built at the first learn, when ``d`` (the number of features) is known
-    (:data:`DEFAULT_EXPERTS`, module docstring): CON-KONS heads on two shared KORS
-    dictionaries of at most 500 atoms of ``RBF(0.2/d)`` and ``RBF(1/d)`` (they remember the
-    whole stream; frozen once full), the ONS on
-    ``[1, x]`` with the curvature step and with a constant step (linear concepts, fixed and
-    drifting) and two KONS over the last ``max_size / 2`` and
-    ``max_size / 5`` points (drift). Each computes exactly what a standalone ``CONKONS``, dense
-    ONS or ``KONS`` with its settings computes (tests compare them step by step); they share
-    each dictionary's kernel row and the window's points. The grid was chosen by measurement
-    on long streams (``benchmarks/bench_long_streams.py``, docs/guide/auto.md: on river's
-    Friedman #1 the smooth dictionary's expert has MAE 0.85 over steps 90,000-100,000, against
-    1.09 for the windowed grid it replaced, :data:`EXPERTS`; on RandomRBF the ``RBF(1/d)``
-    dictionary's) and on TrumpApproval and FriedmanDrift (the forgetting experts). Inputs
-    should be standardized (river's ``StandardScaler``); regression targets need not be
-    (``scale_target``).
+    The experts are built at the first learn, when ``d`` is known (:data:`DEFAULT_EXPERTS`,
+    module docstring): CON-KONS heads on two shared dictionaries (the whole stream), the ONS on
+    ``[1, x]`` with the curvature step and with a constant step, and two KONS over short
+    windows (drift), each computing exactly what the standalone learner does (tests compare
+    them step by step), chosen on long streams (``benchmarks/bench_long_streams.py``,
+    docs/guide/auto.md), TrumpApproval and FriedmanDrift. Inputs should be standardized
+    (river's ``StandardScaler``); regression targets need not be (``scale_target``).
 
     Parameters
     ----------
@@ -180,23 +177,24 @@ class Auto(ExpertMixture, KernelLearner):
         An okoco loss with ``exp_concavity``; ``None`` means ``Squared()``.
     C
         Every expert's predictions, and so ``Auto``'s, lie in ``[-C, C]``.
+    switch_rate
+        Fixed share's :math:`\alpha \in [0, 1)`, the prior probability of a switch of the best
+        expert a step: a switch costs :math:`\log(N/\alpha)/\eta`, a step about
+        :math:`\alpha/\eta` (above). 0: the weights of the cumulative losses. The default 0.001
+        was chosen on long streams (docs/guide/auto.md, "Following a switch").
     fast_rate
-        Rate of the faster weighted average, > 0 (chosen by measurement; for the squared loss
-        it is the exp-concavity rate for errors up to :math:`1/\sqrt2`, in the units of
-        standardized targets). It does not change the guarantee.
+        Rate of the faster weighted average, > 0 (for the squared loss the exp-concavity rate
+        for errors up to :math:`1/\sqrt2` of standardized targets). Not in the guarantee.
     fast_discount
-        In ``(0, 1]``: each step multiplies the losses the faster average weighs the experts
-        by, so that an early transient (the first steps of an online scaler, where
-        standardized targets are large) does not decide its weights for the rest of the
-        stream; 1 keeps the cumulative losses. The default 0.99 (a memory of about 100 steps)
-        was checked on the defaults table and on streams outside it (``docs/guide/auto.md``).
-        It does not change the guarantee.
+        In ``(0, 1]``: the factor a step on the losses the faster average weighs by (so an
+        online scaler's first steps do not decide its weights for good); 1 keeps them all. The
+        default 0.99 (a memory of about 100 steps) was checked on the defaults table and beyond
+        (``docs/guide/auto.md``). Not in the guarantee.
     max_size
-        The forgetting experts' window: they keep the last ``max_size / 2`` and
-        ``max_size / 5`` points (``max_size`` at least 5), ``O(max_size^2)`` each. ``None``:
-        no forgetting expert, and the dictionary has no cap (the CON-KONS of the theorem,
-        :math:`O(m^2)` per step with :math:`m` growing like the effective dimension: for
-        short streams). The default was chosen by measurement (docs/defaults.md).
+        The forgetting experts keep the last ``max_size / 2`` and ``max_size / 5`` points (at
+        least 5), ``O(max_size^2)`` each. ``None``: no forgetting expert, no cap on the
+        dictionary (CON-KONS of the theorem, :math:`O(m^2)` a step, :math:`m` growing like the
+        effective dimension: for short streams). Chosen by measurement (docs/defaults.md).
     scale_target
         Regression only: standardize the targets online inside and predict in their units
         (default). ``False`` learns the targets as given (then standardize them yourself:
@@ -207,7 +205,9 @@ class Auto(ExpertMixture, KernelLearner):
     experts
         The experts (empty before the first learn).
     weights
-        Their weights at the guaranteed rate, summing to 1.
+        Their weights at the guaranteed rate (fixed share's), summing to 1.
+    log_weights, mix_loss
+        With a ``switch_rate``: the next step's log-weights and the mix loss :math:`\Phi`.
     fast_weights
         Their weights at ``fast_rate`` on ``recent_losses``.
     recent_losses
@@ -215,8 +215,8 @@ class Auto(ExpertMixture, KernelLearner):
     cumulative_losses
         Each expert's loss summed over the steps learned.
     cumulative_loss
-        ``Auto``'s own loss summed over the steps learned (its prediction at each learned input).
-        With ``scale_target`` the losses are those of the standardized targets.
+        ``Auto``'s own loss summed over the steps learned (of standardized targets with
+        ``scale_target``).
     target_mean, target_std, target_count
         The running statistics of the targets (regression with ``scale_target``).
     slack
@@ -237,12 +237,14 @@ class Auto(ExpertMixture, KernelLearner):
     KONS(kernel=..., alpha=..., eta=..., max_size=...)
     """
 
-    _parameter_constraints = {"fast_rate": [Interval(Real, 0, None, closed="neither")],
+    _parameter_constraints = {"switch_rate": [Interval(Real, 0, 1, closed="left")],
+                              "fast_rate": [Interval(Real, 0, None, closed="neither")],
                               "fast_discount": [Interval(Real, 0, 1, closed="right")],
                               "max_size": [None, Interval(Integral, 5, None, closed="left")],
                               "scale_target": ["boolean"]}
 
-    _saved_state = {"fast_rate": "number", "fast_discount": "number",
+    _saved_state = {"switch_rate": "opt number", "log_weights": "opt array(*) float64",
+                    "mix_loss": "opt float", "fast_rate": "number", "fast_discount": "number",
                     "experts": "list[obj:KONS,SketchedKONS,DictionaryExpert,LinearExpert]",
                     "_embeddings": "opt list[obj:SharedEmbedding] as embeddings",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
@@ -252,12 +254,13 @@ class Auto(ExpertMixture, KernelLearner):
                     "scale_target": "bool", "target_count": "int[0,]", "target_mean": "float",
                     "_target_m2": "float as target_m2"}
 
-    def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0,
-                 fast_discount: float = 0.99, max_size: int | None = DEFAULT_WINDOW,
-                 scale_target: bool = True):
+    def __init__(self, loss=None, C: float = 3.0, switch_rate: float = SWITCH_RATE,
+                 fast_rate: float = 1.0, fast_discount: float = 0.99,
+                 max_size: int | None = DEFAULT_WINDOW, scale_target: bool = True):
         self.kernel = None
         self.loss = loss
         self.C = C
+        self.switch_rate = switch_rate
         self.fast_rate = fast_rate
         self.fast_discount = fast_discount
         self.max_size = max_size
@@ -284,6 +287,7 @@ class Auto(ExpertMixture, KernelLearner):
         self.cumulative_losses = np.zeros(0)
         self.recent_losses = np.zeros(0)
         self.cumulative_loss = 0.0
+        self.log_weights, self.mix_loss = np.zeros(0), 0.0  # fixed share's (switch_rate)
         # one ring of points for every expert: the window and the slot the next point takes
         self._points = SharedPoints(None if self.max_size is None else self.max_size + 1)
         self._mixture = None  # (both weight tuples, slack) until the next learn
@@ -318,12 +322,9 @@ class Auto(ExpertMixture, KernelLearner):
         if not self.experts:
             return 1.0
         analyses, preds, _, _ = self._analyse(v)
-        safe_weights, fast_weights, _ = self._mix()
-        share = self._share(*self._averages(preds))
         mean = second = 0.0
-        for expert, analysis, p, safe, fast in zip(self.experts, analyses, preds, safe_weights,
-                                                   fast_weights):
-            w = safe + share * (fast - safe)
+        for expert, analysis, p, w in zip(self.experts, analyses, preds,
+                                          self._prediction_weights(preds)):
             mean += w * p
             second += w * (expert._variance_of(analysis) + p * p)
         return max(second - mean * mean, 0.0)
