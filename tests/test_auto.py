@@ -57,7 +57,7 @@ class DenseLinearONS:
 
 def expert_grid(d, loss, C, window=None):
     """The documented grid, built independently of Auto (each expert with kernels of its own):
-    CON-KONS (the curvature step) with RBF(0.2/d) and with RBF(1/d), ridge 0.1, its KORS
+    CON-KONS (the curvature step) with RBF(0.2/d) and with RBF(3/d), ridge 0.1, its KORS
     dictionary of ridge 1 capped at 500 atoms (none without a window; not reached here, so the
     swap rule never acts), coins of seed 0; the curvature ONS on
     [1, x] with ridge 1 and gradient descent on [1, x] with step 1/100, both projected onto
@@ -66,7 +66,7 @@ def expert_grid(d, loss, C, window=None):
     g = 1.0 / d
     cap = None if window is None else 500
     grid = [CONKONS(kernel=kernels.RBF(c * g), loss=loss, C=C, alpha=0.1,
-                    dictionary_alpha=1.0, max_size=cap, seed=0) for c in (0.2, 1.0)]
+                    dictionary_alpha=1.0, max_size=cap, seed=0) for c in (0.2, 3.0)]
     grid += [DenseLinearONS(loss, C, 1.0, 10 * C),
              DenseLinearONS(loss, C, 100.0, 10 * C, curved=False)]
     if window is not None:
@@ -387,7 +387,7 @@ def test_leader_and_bad_parameters():
     assert model.dictionary_size == best.dictionary_size > 0
     heads = [e.describe() for e in model.experts if hasattr(e, "describe")]
     assert heads == [f"DictionaryExpert(kernel=RBF(gamma={gamma}), alpha=0.1, eta='hessian', "
-                     "max_size=500)" for gamma in (0.1, 0.5)] + [
+                     "max_size=500)" for gamma in (0.1, 1.5)] + [
         "LinearExpert(alpha=1, eta='hessian', bound=30.0)",
         "LinearExpert(alpha=100, eta=0.0, bound=30.0)"]
 

@@ -202,17 +202,3 @@ def test_the_ons_and_pros_steps_take_at_most_ten_arguments_and_read_no_private_a
         signatures = _compiled_signatures(CORE / name)
         assert signatures and max(count for _, count in signatures) <= 10, signatures
         assert _private_reads(CORE / name) == [], name
-
-
-def test_auto_predicts_as_main_did_over_3000_friedman_steps():
-    """Auto's predictions equal those main (ca40f85, before the compiled head) saved."""
-    import importlib.util
-
-    data = Path(__file__).parent / "data"
-    spec = importlib.util.spec_from_file_location("make_auto_reference",
-                                                  data / "make_auto_reference.py")
-    reference = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(reference)
-    expected = np.load(data / "auto-friedman-ca40f85.npy")
-    np.testing.assert_allclose(reference.auto_friedman_predictions(len(expected)), expected,
-                               rtol=1e-9, atol=1e-9)

@@ -48,7 +48,7 @@ that they predict before the target is seen: the bounds hold against the bounded
 **Experts that remember, experts that forget.** By default (:data:`DEFAULT_EXPERTS`):
 
 - two CON-KONS heads on shared KORS dictionaries (:class:`SharedEmbedding`, ``RBF(0.2/d)`` and
-  ``RBF(1/d)``, KORS ridge 1, at most 500 atoms each, coins of ``seed=0``): the Online Newton
+  ``RBF(3/d)``, KORS ridge 1, at most 500 atoms each, coins of ``seed=0``): the Online Newton
   Step with ridge 0.1 in the Nyström embedding :math:`z = L^{-1}k_{\mathcal I}(x)`
   (:class:`DictionaryExpert`: ``CONKONS`` with those settings until the dictionary is full).
   The atoms summarize the *whole* stream, so the error keeps falling on a long stationary
@@ -121,10 +121,10 @@ DICTIONARY = (1.0, 500, None)
 #: on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`: CON-KONS's step,
 #: remembering the whole stream through its atoms); ``("linear", alpha, eta)``, the ONS on
 #: ``[1, x]`` (:class:`LinearExpert`; ``eta=0``: gradient descent with the step ``1/alpha``);
-#: and forgetting KONS over short windows for drift (as above). Two scales: the smooth one led
-#: on river's Friedman, the default KONS's on RandomRBF. The constant step follows a drifting
-#: linear concept, where the curvature step's steps shrink (docs/guide/auto.md).
-DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 1.0, 0.1, "hessian"),
+#: and forgetting KONS over short windows for drift (as above). Two scales: the smooth one led on
+#: river's Friedman; the sharp one replaced ``RBF(1/d)`` by the training families' score
+#: (``bench_defaults --auto-grid``); the constant step follows a drifting linear concept.
+DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 3.0, 0.1, "hessian"),
                    ("linear", 1.0, "hessian"), ("linear", 100.0, 0.0), *KONS_EXPERTS[3:])
 #: The linear experts project onto :math:`|z^\top u| \le` ``LINEAR_BOUND * C``, their
 #: predictions to the mixture clipped to ``[-C, C]`` (a bound of ``C`` capped a linear
