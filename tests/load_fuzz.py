@@ -68,6 +68,7 @@ def _builders() -> dict:
     from okoco import preprocessing as okp
     from okoco.intervals import IntervalRegressor
     from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, FunctionalGD, SketchedKONS
+    from okoco.pipelines import shared
 
     return {
         "KONS": (lambda: KONS(), False),
@@ -94,13 +95,16 @@ def _builders() -> dict:
                               False),
         "Text-pipeline": (lambda: okp.TargetStandardScaler(
             okp.encode_text(["city"], ["street"], n_features=8) | KONS()), False),
+        "Shared-pipeline": (lambda: shared(preprocessing.StandardScaler() | KONS(max_size=12)),
+                            False),
     }
 
 
 MODELS = ("KONS", "KONS-window", "SketchedKONS", "SketchedKONS-window", "FunctionalGD",
           "FunctionalGD-budget", "KRLS", "KRLS-max_size", "PROSNKONS", "CONKONS", "Auto",
           "Auto-window", "BinaryClassifier", "Multiclass-KONS", "Multiclass-FGD",
-          "Multiclass-Auto", "Pipeline", "River-pipeline", "IntervalRegressor", "Text-pipeline")
+          "Multiclass-Auto", "Pipeline", "River-pipeline", "IntervalRegressor", "Text-pipeline",
+          "Shared-pipeline")
 TEXT_MODELS = frozenset({"Text-pipeline"})
 
 LABELS = ("x", "y", "z")

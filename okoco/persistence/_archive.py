@@ -13,6 +13,7 @@ import re
 import struct
 import threading
 import tokenize
+import traceback
 import zipfile
 import zlib
 from pathlib import Path
@@ -93,9 +94,29 @@ def collector_paused(read):
     @functools.wraps(read)
     def paused(*args, **kwargs):
         with _COLLECTOR_PAUSE:
-            return read(*args, **kwargs)
+            try:
+                return read(*args, **kwargs)
+            except BaseException as error:
+                release_frames(error)
+                raise
 
     return paused
+
+
+def release_frames(error: BaseException) -> None:
+    """Clear the local variables of the finished frames ``error`` and the exceptions chained
+    to it hold (their lines stay in the traceback): a refused file's JSON tree and decoded
+    objects, which those frames keep alive, are freed by their counts while the collector is
+    still off, instead of being carried into the next collections (and, now and then, into a
+    full one within the caller's handling of the error)."""
+    pending, seen = [error], set()
+    while pending:
+        exc = pending.pop()
+        if exc is None or id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        pending += [exc.__cause__, exc.__context__]
 
 
 class _Archive:
