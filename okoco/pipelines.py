@@ -105,9 +105,8 @@ class _Shared(Locked, base.Wrapper):
 
     @classmethod
     def _unit_test_params(cls):
-        from okoco.learners import FunctionalGD
-
-        yield {"model": compose.Pipeline(okoco.preprocessing.StandardScaler(), FunctionalGD())}
+        yield {"model": compose.Pipeline(okoco.preprocessing.StandardScaler(),
+                                         okoco.learners.FunctionalGD())}
 
 
 class SharedRegressor(_Shared, base.Regressor):
@@ -127,11 +126,9 @@ class SharedClassifier(_Shared, base.Classifier):
 
     @classmethod
     def _unit_test_params(cls):
-        from okoco import BinaryClassifier
-        from okoco.learners import FunctionalGD
-
         yield {"model": compose.Pipeline(okoco.preprocessing.StandardScaler(),
-                                         BinaryClassifier(FunctionalGD()))}
+                                         okoco.learners.BinaryClassifier(
+                                             okoco.learners.FunctionalGD()))}
 
 
 def shared(model: base.Estimator) -> SharedRegressor | SharedClassifier:
