@@ -41,8 +41,9 @@ feature map, point store, factorizations, dictionaries, step-size policy), kerne
 rebuilt *by name and parameters* through their constructors, numpy bit generators by name, and
 (for replay checkpoints and pipelines only) river's metrics, statistics, ``StandardScaler``,
 ``TargetStandardScaler`` and the encoders of text features (``OneHotEncoder``,
-``FeatureHasher``, ``Discard``; pipelines and ``TransformerUnion`` are held by structure). okoco's own scalers and metrics (:mod:`okoco.preprocessing`,
-:mod:`okoco.metrics`) are registered like the learners; a checkpoint written with river's
+``FeatureHasher``, ``Discard``; pipelines and ``TransformerUnion`` are held by structure).
+okoco's own scalers and metrics (:mod:`okoco.preprocessing`, :mod:`okoco.metrics`) are
+registered like the learners; a checkpoint written with river's
 counterparts resumes into them (each declares its ``_river_class`` and converts that state with
 ``_state_from_river``). Nothing in a file can name any other class or any function, so loading
 never runs code from the file. A learner holding
