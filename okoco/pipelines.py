@@ -7,18 +7,19 @@ users actually replay, is a river pipeline of preprocessing steps ending in an o
     TargetStandardScaler(StandardScaler() | KONS(...))
 
 :func:`save` writes such a model to the same ``.npz`` + JSON format: the pipeline's steps by name
-and in order, the target wrapper (or okoco's ``IntervalRegressor``) by class, and every
-step's state through the allow-list of
-:mod:`okoco.persistence` (okoco learners and their parts, and from river only
-``StandardScaler``, ``TargetStandardScaler`` and the statistics they hold). :func:`load` rebuilds
-the pipeline with river's own constructors, so nothing in the file can name a function or any
-other class and loading never runs code from the file. Predictions and further learning of the
-loaded model are bit-identical to the saved one's.
+and in order (a ``TransformerUnion``'s parts by name), the target wrapper (or okoco's
+``IntervalRegressor``, or the lock of :func:`shared`) by class, and every step's state through
+the allow-list of :mod:`okoco.persistence`: okoco learners and their parts, and from river only
+``StandardScaler``, ``TargetStandardScaler``, the statistics they hold, and the encoders of text
+features of :func:`okoco.preprocessing.encode_text` (``OneHotEncoder``, ``FeatureHasher``,
+``Discard``: their state is data, categories and a seed, checked against itself on loading).
+:func:`load` rebuilds the pipeline with river's own constructors, so nothing in the file can
+name a function or any other class and loading never runs code from the file. Predictions and
+further learning of the loaded model are bit-identical to the saved one's.
 
-A model with any other step (a river ``OneHotEncoder``, a user's ``FuncTransformer``) cannot be
-saved this way: :func:`save` raises a ``TypeError`` naming the step. Such a model holds code,
-and pickle (or ``dill``) is then the supported way, with its usual warning: load only files you
-wrote.
+A model with any other step (a user's ``FuncTransformer``) cannot be saved this way:
+:func:`save` raises a ``TypeError`` naming the step. Such a model holds code, and pickle (or
+``dill``) is then the supported way, with its usual warning: load only files you wrote.
 
 Examples
 --------
@@ -39,10 +40,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
-from river import compose
+from river import base, compose
 
 # Importing the learners, okoco's scalers and metrics registers them (and their parts) with
 # okoco.persistence's allow-list.
@@ -50,8 +52,8 @@ import okoco.learners  # noqa: F401
 import okoco.metrics  # noqa: F401
 import okoco.preprocessing  # noqa: F401
 from okoco import intervals, persistence
+from okoco._locking import Locked, one_at_a_time
 from okoco.persistence import (
-    _RIVER_PIPELINE,
     FORMAT_NAME,
     FORMAT_VERSION,
     _capture,
@@ -68,13 +70,109 @@ from okoco.persistence import (
     _version,
     _write,
 )
+from okoco.persistence._archive import collector_paused
+from okoco.persistence._checkpoints import _parts
 from okoco.persistence._invariants import check_model
 
-__all__ = ["save", "load", "PIPELINE_CLASS"]
+__all__ = ["save", "load", "PIPELINE_CLASS", "shared", "SharedRegressor", "SharedClassifier"]
+
+class _Shared(Locked, base.Wrapper):
+    """A model that takes one call at a time: see :func:`shared`."""
+
+    def __init__(self, model: base.Estimator):
+        self.model = model
+        self._lock = threading.Lock()
+
+    @property
+    def _wrapped_model(self):
+        return self.model
+
+    @one_at_a_time
+    def learn_one(self, x: dict, y: Any, **kwargs) -> None:
+        self.model.learn_one(x, y, **kwargs)
+
+    @one_at_a_time
+    def predict_one(self, x: dict, **kwargs) -> Any:
+        return self.model.predict_one(x, **kwargs)
+
+    @one_at_a_time
+    def learn_many(self, X, y, **kwargs) -> None:
+        self.model.learn_many(X, y, **kwargs)
+
+    @one_at_a_time
+    def predict_many(self, X, **kwargs):
+        return self.model.predict_many(X, **kwargs)
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"model": compose.Pipeline(okoco.preprocessing.StandardScaler(),
+                                         okoco.learners.FunctionalGD())}
+
+
+class SharedRegressor(_Shared, base.Regressor):
+    """A regressor (a pipeline ending in one) that threads may share: see :func:`shared`."""
+
+
+class SharedClassifier(_Shared, base.Classifier):
+    """A classifier (a pipeline ending in one) that threads may share: see :func:`shared`."""
+
+    @one_at_a_time
+    def predict_proba_one(self, x: dict, **kwargs) -> dict:
+        return self.model.predict_proba_one(x, **kwargs)
+
+    @one_at_a_time
+    def predict_proba_many(self, X, **kwargs):
+        return self.model.predict_proba_many(X, **kwargs)
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"model": compose.Pipeline(okoco.preprocessing.StandardScaler(),
+                                         okoco.learners.BinaryClassifier(
+                                             okoco.learners.FunctionalGD()))}
+
+
+def shared(model: base.Estimator) -> SharedRegressor | SharedClassifier:
+    """``model`` (a river pipeline, a wrapper, a learner) made safe to share between threads:
+    every call takes one lock, so calls from several threads run one at a time, whole.
+
+    A river ``Pipeline`` has no lock: ``learn_one`` runs its steps one after another, so two
+    threads interleave them (a scaler learns one thread's sample while the learner learns the
+    other's), and river's ``StandardScaler`` (unlike okoco's, the learners and the wrappers,
+    which take one call at a time) corrupts its statistics or raises "dictionary changed size
+    during iteration" when threads share it. Wrapped, the pipeline's state is always that of
+    some order of whole calls, and ``okoco.save`` of the wrapper holds its lock: the file is a
+    snapshot of the whole pipeline between two calls (``okoco.load`` gives the wrapper back).
+    It costs one lock per call and gives no speed-up (the calls are serialized; use one model
+    per thread, or the Dask grids, for parallel work).
+
+    Returns a :class:`SharedClassifier` for a classifier (a ``river.base.Classifier``, a
+    pipeline ending in one), a :class:`SharedRegressor` otherwise: river estimators of each
+    kind.
+
+    Examples
+    --------
+    >>> import threading
+    >>> from river import preprocessing
+    >>> from okoco.learners import KONS
+    >>> from okoco.pipelines import shared
+    >>> model = shared(preprocessing.StandardScaler() | KONS())
+    >>> def learn(k):
+    ...     for i in range(50):
+    ...         model.learn_one({"x": (i + k) / 50, "z": i % 7}, float(i % 3))
+    >>> threads = [threading.Thread(target=learn, args=(k,)) for k in range(4)]
+    >>> for t in threads: t.start()
+    >>> for t in threads: t.join()
+    >>> model.model["KONS"].n_seen, model.model["StandardScaler"].counts["x"]
+    (200, 200)
+    """
+    return (SharedClassifier if isinstance(model, base.Classifier) else SharedRegressor)(model)
+
 
 # okoco's interval wrapper (rebuilt around its regressor, as the target scalers) and its
-# calibration state: a model file holds them as a replay checkpoint does
-persistence.register(intervals.IntervalRegressor, wrapper=True)
+# calibration state: a model file holds them as a replay checkpoint does; the shared wrappers
+# (rebuilt around their model, their lock new)
+persistence.register(intervals.IntervalRegressor, SharedRegressor, SharedClassifier,
+                     wrapper=True)
 persistence.register(intervals.AdaptiveConformal)
 
 #: The ``class`` a model file names when it holds a river pipeline or target wrapper.
@@ -89,8 +187,9 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     model
         An okoco learner (``KONS``, ``SketchedKONS``, ``FunctionalGD``, ``KRLS``, ``Auto``,
         ``BinaryClassifier``, ``MulticlassClassifier``, ...), or a river ``Pipeline`` whose
-        steps are ``StandardScaler`` and okoco learners, optionally wrapped in a
-        ``TargetStandardScaler`` or an ``IntervalRegressor`` (or with one as its last step).
+        steps are ``StandardScaler``, :func:`okoco.preprocessing.encode_text` and okoco
+        learners, optionally wrapped in a ``TargetStandardScaler``, an ``IntervalRegressor``
+        (or with one as its last step) or :func:`shared`.
     path
         Destination, conventionally ``*.npz``; written atomically.
     compress
@@ -104,10 +203,12 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     that has one) are held, in a fixed order, while it is encoded, so other threads learning or
     predicting meanwhile never leave a step half-done in it (``learner.save`` holds the
     learner's lock too). A river ``Pipeline`` has no lock of its own and calls its steps one
-    after another: threads sharing one should serialise their calls to it (each step's
-    snapshot is whole either way). A ``BinaryClassifier``, ``MulticlassClassifier``,
-    ``IntervalRegressor`` (bare or in a pipeline) and ``AdaptiveConformal`` state are saved
-    too.
+    after another (and river's ``StandardScaler`` has none either): a pipeline that threads
+    share belongs in :func:`shared`, whose one lock makes each call whole and which this
+    function holds while it saves. A ``BinaryClassifier``, ``MulticlassClassifier``,
+    ``IntervalRegressor`` (bare or in a pipeline), ``AdaptiveConformal`` state and the
+    encoders of text features (:func:`okoco.preprocessing.encode_text`: river's
+    ``OneHotEncoder`` and ``FeatureHasher`` in a ``TransformerUnion``) are saved too.
 
     Raises
     ------
@@ -125,11 +226,14 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     >>> model = preprocessing.StandardScaler() | FunctionalGD(eta=0.2)
     >>> okoco.save(model, Path(tempfile.mkdtemp(), "fgd.npz")).name
     'fgd.npz'
-    >>> okoco.save(preprocessing.OneHotEncoder() | FunctionalGD(), "x.npz")
+    >>> from river import compose
+    >>> def clip(x):
+    ...     return {k: min(v, 1.0) for k, v in x.items()}
+    >>> okoco.save(compose.FuncTransformer(clip) | FunctionalGD(), "x.npz")
     Traceback (most recent call last):
     ...
-    TypeError: cannot save model['OneHotEncoder']: OneHotEncoder objects are not in okoco's allow-list
-    """  # noqa: E501
+    TypeError: cannot save model['clip']: FuncTransformer objects are not in okoco's allow-list
+    """
     with contextlib.ExitStack() as held:  # a snapshot: no step in the middle of a call
         for lock in _locks(model):
             held.enter_context(lock)
@@ -148,11 +252,12 @@ def _locks(model: Any) -> list:
         if callable(getattr(lock, "acquire", None)) and id(lock) not in seen:
             seen.add(id(lock))
             locks.append(lock)
-        if _class_path(type(obj)) == _RIVER_PIPELINE:
-            for step in obj.steps.values():
-                visit(step)
+        parts = _parts(obj)  # a pipeline's steps in order, a union's transformers
+        if parts is not None:
+            for part in parts.values():
+                visit(part)
         elif _is_wrapper(_class_path(type(obj))):
-            visit(obj.regressor)
+            visit(obj._wrapped_model)
 
     visit(model)
     return locks
@@ -163,7 +268,7 @@ def _save_unlocked(model: Any, path: str | os.PathLike, compress: bool) -> Path:
         return persistence.save(model, path, compress=compress)
     enc = _Encoder(river=True)
     tree = _capture(enc, model, "model")
-    if "__pipeline__" not in tree and "__wrapper__" not in tree:
+    if not {"__pipeline__", "__wrapper__"} & set(tree if isinstance(tree, dict) else ()):
         raise TypeError(f"okoco.save saves okoco learners and river pipelines of them, not "
                         f"{type(model).__qualname__}")
     meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
@@ -171,6 +276,7 @@ def _save_unlocked(model: Any, path: str | os.PathLike, compress: bool) -> Path:
     return _write(path, meta, enc.arrays, compress)
 
 
+@collector_paused
 def load(path: str | os.PathLike) -> Any:
     """Load what :func:`save` (or ``learner.save``) wrote: a learner or a whole pipeline.
 
@@ -215,6 +321,11 @@ def _build(dec: _Decoder, tree: Any, where: str, path: Any) -> Any:
         steps = [(name, _build(dec, sub, f"{where}[{name!r}]", path))
                  for name, sub in tree["__pipeline__"]]
         return compose.Pipeline(*steps)
+    if isinstance(tree, dict) and "__union__" in tree:
+        union = compose.TransformerUnion()  # (its constructor would copy each part)
+        union.transformers = {str(name): _build(dec, sub, f"{where}[{name!r}]", path)
+                              for name, sub in tree["__union__"]}
+        return union
     if isinstance(tree, dict) and "__wrapper__" in tree:
         if not _is_wrapper(tree["__wrapper__"]):
             raise ValueError(f"{str(path)!r} asks for a {tree['__wrapper__']!r} wrapper, which "
@@ -222,8 +333,7 @@ def _build(dec: _Decoder, tree: Any, where: str, path: Any) -> Any:
         regressor = _build(dec, tree["regressor"], f"{where}.regressor", path)
         wrapper = _resolve(tree["__wrapper__"])(regressor)
         attrs = {k: dec.decode(v, f"{where}.{k}") for k, v in tree["attrs"].items()}
-        rebuilt = {k for k, v in vars(wrapper).items() if _rebuilt(k, v)}
-        _check_state(wrapper, set(attrs) | rebuilt, where, path)
+        _check_state(wrapper, set(attrs) | _rebuilt(wrapper), where, path)
         wrapper.__dict__.update(attrs)
         return wrapper
     step = dec.decode(tree, where)

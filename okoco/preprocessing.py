@@ -223,6 +223,8 @@ class SelectPresent(compose.Select):
     {'city': 'Lyon'}
     """
 
+    _saved_state = {"keys": "plain"}
+
     def transform_one(self, x: dict) -> dict:
         return {i: x[i] for i in self.keys if i in x}
 
@@ -287,5 +289,5 @@ def encode_text(one_hot=(), hashed=(), *, scale: bool = True,
     return compose.TransformerUnion(*branches)
 
 
-persistence.register(StandardScaler)
+persistence.register(StandardScaler, SelectPresent)
 persistence.register(TargetStandardScaler, wrapper=True)

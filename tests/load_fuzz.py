@@ -20,6 +20,7 @@ Run as a script for the long selection::
 from __future__ import annotations
 
 import copy
+import gc
 import io
 import json
 import math
@@ -40,13 +41,20 @@ META = "__okoco__"
 # -- the models ------------------------------------------------------------------------------
 
 
-def _rows(n: int, seed: int, labels=None) -> list:
+#: The text features of the models with an encoder of text (``TEXT_MODELS``): a city,
+#: one-hot encoded, and a street, hashed.
+CITIES, STREETS = ("Paris", "Lyon", "Nice"), tuple(f"street {i}" for i in range(9))
+
+
+def _rows(n: int, seed: int, labels=None, text: bool = False) -> list:
     rng = np.random.default_rng(seed)
     rows = []
     for i in range(n):
         x = {"a": float(rng.normal()), "b": float(rng.uniform(-1, 1))}
         if i % 3 == 0:
             x["c"] = float(rng.normal())
+        if text:
+            x["city"], x["street"] = CITIES[i % 3], STREETS[int(rng.integers(len(STREETS)))]
         y = float(np.tanh(x["a"] - x["b"]) + 0.1 * rng.normal())
         rows.append((x, y if labels is None else labels[(int(y > 0) + (i % 5 == 0)) % len(labels)]))
     return rows
@@ -60,6 +68,7 @@ def _builders() -> dict:
     from okoco import preprocessing as okp
     from okoco.intervals import IntervalRegressor
     from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, FunctionalGD, SketchedKONS
+    from okoco.pipelines import shared
 
     return {
         "KONS": (lambda: KONS(), False),
@@ -84,16 +93,24 @@ def _builders() -> dict:
             preprocessing.StandardScaler() | KRLS(nu=0.05)), False),
         "IntervalRegressor": (lambda: okp.StandardScaler() | IntervalRegressor(KRLS(nu=0.05)),
                               False),
+        "Text-pipeline": (lambda: okp.TargetStandardScaler(
+            okp.encode_text(["city"], ["street"], n_features=8) | KONS()), False),
+        "Shared-pipeline": (lambda: shared(preprocessing.StandardScaler() | KONS(max_size=12)),
+                            False),
     }
 
 
 MODELS = ("KONS", "KONS-window", "SketchedKONS", "SketchedKONS-window", "FunctionalGD",
           "FunctionalGD-budget", "KRLS", "KRLS-max_size", "PROSNKONS", "CONKONS", "Auto",
           "Auto-window", "BinaryClassifier", "Multiclass-KONS", "Multiclass-FGD",
-          "Multiclass-Auto", "Pipeline", "River-pipeline", "IntervalRegressor")
+          "Multiclass-Auto", "Pipeline", "River-pipeline", "IntervalRegressor", "Text-pipeline",
+          "Shared-pipeline")
+TEXT_MODELS = frozenset({"Text-pipeline"})
 
 LABELS = ("x", "y", "z")
 PROBES = [{"a": 0.3, "b": -0.2}, {"a": -1.0, "c": 2.0}, {"b": 0.5, "zz": 1.0}, {}]
+TEXT_PROBES = [{"a": 0.3, "city": "Lyon", "street": "street 4"}, {"city": "Nice"},
+               {"b": 0.1, "city": "Rome", "street": "street 99"}]
 
 
 def save_model(name: str, path: Path, n: int = 40) -> Path:
@@ -103,16 +120,16 @@ def save_model(name: str, path: Path, n: int = 40) -> Path:
     build, classifies = _builders()[name]
     model = build()
     labels = (LABELS[:2] if name == "BinaryClassifier" else LABELS) if classifies else None
-    for x, y in _rows(n, seed=0, labels=labels):
+    for x, y in _rows(n, seed=0, labels=labels, text=name in TEXT_MODELS):
         model.learn_one(x, y)
     return okoco.save(model, path)
 
 
-def answers(model, classifies: bool, binary: bool) -> list:
+def answers(model, classifies: bool, binary: bool, text: bool = False) -> list:
     """What the model says at the probes, then after 6 more learned rows (strings: exact)."""
     def say():
         out = []
-        for x in PROBES:
+        for x in PROBES + (TEXT_PROBES if text else []):
             if classifies:
                 out.append(sorted(model.predict_proba_one(x).items(), key=repr))
             elif hasattr(model, "calibrator") or "IntervalRegressor" in getattr(model, "steps",
@@ -124,7 +141,7 @@ def answers(model, classifies: bool, binary: bool) -> list:
 
     labels = (LABELS[:2] if binary else LABELS) if classifies else None
     seen = [say()]
-    for x, y in _rows(6, seed=9, labels=labels):
+    for x, y in _rows(6, seed=9, labels=labels, text=text):
         model.learn_one(x, y)
     seen.append(say())
     return seen
@@ -198,11 +215,14 @@ COUNTERS = frozenset({"n_seen", "n_added", "n_missed", "target_count", "n_restar
                       "_n_finite"})
 
 def _is_counter(meta: dict, path: tuple) -> bool:
-    """A counter (:data:`COUNTERS`), a per-feature count of a scaler, or a parameter of one of
+    """A counter (:data:`COUNTERS`), a per-feature count of a scaler, an int key of a mapping
+    (the name of a feature: another name is another valid model), or a parameter of one of
     river's statistics (``Var(ddof=0)`` is another valid statistic: river's objects are
     checked for finite floats only)."""
     if path[-1] in COUNTERS or "counts" in path:
         return True
+    if len(path) >= 3 and path[-3] == "__dict__" and path[-1] == 0:
+        return True  # a mapping's int key: a feature's name (a hashed bucket), not a size
     node = meta
     for key in path[:-1]:
         node = node[key]
@@ -318,30 +338,56 @@ def _cut(meta, arrays, fraction):
 # -- the worker ---------------------------------------------------------------------------------
 
 
+class _Collections:
+    """The garbage collections (their count, the full ones and their time) since ``reset``."""
+
+    def __init__(self):
+        self.reset()
+        gc.callbacks.append(self._note)
+
+    def reset(self) -> None:
+        self.count, self.full, self.seconds, self._start = 0, 0, 0.0, None
+
+    def _note(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        elif self._start is not None:
+            self.count += 1
+            self.full += info["generation"] == 2
+            self.seconds += time.perf_counter() - self._start
+
+    def summary(self) -> dict:
+        return {"collections": self.count, "full_collections": self.full,
+                "collection_seconds": self.seconds}
+
+
 def _worker() -> None:
     """Read ``original<TAB>mutated<TAB>name`` lines; answer one JSON line each."""
     import okoco
 
     cache: dict = {}
+    collections = _Collections()
     for line in sys.stdin:
         original, mutated, name = line.rstrip("\n").split("\t")
         classifies = _builders()[name][1]
-        binary = name == "BinaryClassifier"
+        binary, text = name == "BinaryClassifier", name in TEXT_MODELS
         if original not in cache:
-            cache[original] = answers(okoco.load(original), classifies, binary)
+            cache[original] = answers(okoco.load(original), classifies, binary, text)
+        collections.reset()
         start, cpu = time.perf_counter(), time.process_time()
         try:
             model = okoco.load(mutated)
         except ValueError as error:
             result = {"status": "refused", "seconds": time.perf_counter() - start,
-                      "cpu_seconds": time.process_time() - cpu, "message": str(error)[:300]}
+                      "cpu_seconds": time.process_time() - cpu, "message": str(error)[:300],
+                      **collections.summary()}
         except Exception as error:  # noqa: BLE001  (a finding: reported)
             result = {"status": "error", "seconds": time.perf_counter() - start,
                       "message": f"{type(error).__name__}: {str(error)[:300]}"}
         else:
             seconds = time.perf_counter() - start
             try:
-                same = answers(model, classifies, binary) == cache[original]
+                same = answers(model, classifies, binary, text) == cache[original]
                 result = {"status": "same" if same else "different", "seconds": seconds}
             except Exception as error:  # noqa: BLE001
                 result = {"status": "different", "seconds": seconds,
@@ -471,8 +517,14 @@ def _main(argv: list) -> None:
     cpu = sorted(r["cpu_seconds"] for r in refusals) or [math.nan]
     for name, kind, description, r in failures(results):
         print(f"FAIL {name} [{kind}] {description}: {r}")
+    collected = [r for r in refusals if r.get("collections")]
     print(json.dumps({"cases": len(results), "counts": counts,
                       "refusal_cpu_s": {"median": cpu[len(cpu) // 2], "max": cpu[-1]},
+                      "refusals_with_a_collection": len(collected),
+                      "refusals_with_a_full_collection": sum(r["full_collections"] > 0
+                                                             for r in collected),
+                      "refusal_collection_s_max": max((r["collection_seconds"]
+                                                       for r in collected), default=0.0),
                       "refusal_wall_s": {"median": wall[len(wall) // 2], "max": wall[-1]},
                       "load_average": os.getloadavg(), "seconds": round(elapsed, 1)}))
 

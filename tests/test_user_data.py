@@ -235,14 +235,6 @@ def test_help_lists_whole_descriptions():
         assert "..." not in commands
 
 
-def test_checkpoints_of_text_columns_are_refused_in_one_line(tmp_path):
-    path = houses(tmp_path / "houses.csv", n=30)
-    line = error_line(run("replay", path, "-t", "price", "--checkpoint",
-                          str(tmp_path / "c.ckpt.npz")))
-    assert "cannot hold the encoders of text columns yet ('city')" in line
-    assert not (tmp_path / "c.ckpt.npz").exists()
-
-
 def test_pos_label_reaches_a_dask_clusters_runs(tmp_path):
     # before: refused with --scheduler ("--pos-label does not reach a Dask cluster's runs yet")
     path = churn(tmp_path / "w.csv", n=60)

@@ -61,8 +61,7 @@ _API = ("datasets", "DownloadError", "atomic_write", "to_json_ready", "plot_runs
         "KERNELS", "LOSSES", "METRICS", "REGRESSION_METRICS", "UserError", "build_model",
         "describe", "learner_registry", "load_dataset", "_kernel", "_metrics", "_parameters",
         "_note_leader", "read_metadata", "resolve", "RunSpec", "Checkpoint", "run",
-        "name_key", "text_encoding", "MAX_ONE_HOT", "refuse_checkpoint_of_text", "ReplayResult",
-        "check_pos_label")
+        "name_key", "text_encoding", "MAX_ONE_HOT", "ReplayResult", "check_pos_label")
 
 
 def _load_api() -> None:
@@ -70,7 +69,7 @@ def _load_api() -> None:
     global KERNELS, LOSSES, METRICS, REGRESSION_METRICS, UserError, build_model, describe
     global learner_registry, load_dataset, _kernel, _metrics, _parameters
     global read_metadata, _note_leader, resolve, RunSpec, Checkpoint, run, name_key
-    global text_encoding, MAX_ONE_HOT, refuse_checkpoint_of_text, ReplayResult, check_pos_label
+    global text_encoding, MAX_ONE_HOT, ReplayResult, check_pos_label
     if "UserError" in globals():  # bound already (and maybe replaced by a test's monkeypatch)
         return
     # deferred: scipy and river take about a second to import (see the note above _API)
@@ -91,7 +90,6 @@ def _load_api() -> None:
     _note_leader, resolve = experiment.note_leader, experiment.resolve
     name_key = experiment.name_key
     text_encoding, MAX_ONE_HOT = experiment.text_encoding, preprocessing.MAX_ONE_HOT
-    refuse_checkpoint_of_text = experiment.refuse_checkpoint_of_text
     check_pos_label = experiment.check_pos_label
 
 
@@ -426,8 +424,6 @@ def replay(
         _intervals_fit(interval, ds)
         check_pos_label(ds, pos_label)
         ckpt = _checkpoint_path(checkpoint, checkpoint_every, resume, output)
-        if ckpt is not None:
-            refuse_checkpoint_of_text(ds)
         _note_columns(ds, quiet or as_json)
         n = len(ds) if max_samples is None else min(len(ds), max_samples)
         if not (quiet or as_json):

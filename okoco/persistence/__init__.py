@@ -39,9 +39,11 @@ Loading reads the archive with ``allow_pickle=False`` and builds objects only fr
 allow-list: the classes registered with :func:`register` (the okoco learners and their parts:
 feature map, point store, factorizations, dictionaries, step-size policy), kernels and losses
 rebuilt *by name and parameters* through their constructors, numpy bit generators by name, and
-(for replay checkpoints and pipelines only) river's metrics, statistics, ``StandardScaler`` and
-``TargetStandardScaler``. okoco's own scalers and metrics (:mod:`okoco.preprocessing`,
-:mod:`okoco.metrics`) are registered like the learners; a checkpoint written with river's
+(for replay checkpoints and pipelines only) river's metrics, statistics, ``StandardScaler``,
+``TargetStandardScaler`` and the encoders of text features (``OneHotEncoder``,
+``FeatureHasher``, ``Discard``; pipelines and ``TransformerUnion`` are held by structure).
+okoco's own scalers and metrics (:mod:`okoco.preprocessing`, :mod:`okoco.metrics`) are
+registered like the learners; a checkpoint written with river's
 counterparts resumes into them (each declares its ``_river_class`` and converts that state with
 ``_state_from_river``). Nothing in a file can name any other class or any function, so loading
 never runs code from the file. A learner holding
@@ -90,6 +92,10 @@ a model file's river statistics) must be finite, but the diagnostics of the late
 (``last_residual``, ...): an edited file is refused, never loaded as another model. The JSON
 may not hold ``NaN``, ``Infinity`` or an overflowing number (okoco writes a non-finite float
 as ``{"__float__": "nan"}``).
+
+Reading a file holds the cyclic garbage collector off (``_archive.collector_paused``): a
+collection started by the containers a load builds would cost the whole heap's size, 80-160 ms
+in a process that imported river, for a file whose own checks take milliseconds.
 
 Loading is bounded by the file: an archive of more members than its metadata refers to is
 refused before its zip directory is read (from the zip's end record and its first member, the

@@ -8,35 +8,57 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from okoco.persistence._archive import _Damaged, _read, _write
+from okoco.persistence._archive import _Damaged, _read, _write, collector_paused
 from okoco.persistence._decode import _Decoder
 from okoco.persistence._encode import _Encoder
 from okoco.persistence._format import CHECKPOINT_FORMAT_NAME, FORMAT_VERSION, _version
-from okoco.persistence._registry import _RIVER_PIPELINE, _class_path, _is_wrapper
+from okoco.persistence._registry import _RIVER_PIPELINE, _RIVER_UNION, _class_path, _is_wrapper
 
-#: What a target wrapper's constructor rebuilds around its regressor (never saved): the
-#: regressor (saved apart), river's bound ``func`` / ``inverse_func``, and a lock.
+#: What a wrapper's constructor rebuilds around the model it wraps (never saved): the wrapped
+#: model (saved apart), river's bound ``func`` / ``inverse_func``, and a lock.
 _REBUILT = frozenset({"regressor", "func", "inverse_func"})
 _LOCKS = (type(threading.Lock()), type(threading.RLock()))
 
 
-def _rebuilt(name: str, value: Any) -> bool:
-    """Whether a wrapper's attribute ``name`` is rebuilt by its constructor, not saved."""
-    return name in _REBUILT or isinstance(value, _LOCKS) or name == "_lock"
+def _rebuilt(wrapper: Any) -> set:
+    """The attributes of ``wrapper`` that its constructor rebuilds, not saved: the wrapped
+    model (river's ``_wrapped_model``), river's ``func`` / ``inverse_func``, a lock."""
+    inner = wrapper._wrapped_model
+    return {name for name, value in vars(wrapper).items()
+            if name in _REBUILT or name == "_lock" or isinstance(value, _LOCKS)
+            or value is inner}
+
+
+#: The river compositions a model graph holds by structure: each one's marker in the file and
+#: the attribute that maps its parts' names to the parts (a pipeline's steps in order, a
+#: union's transformers).
+_COMPOSITIONS = {_RIVER_PIPELINE: ("__pipeline__", "steps"),
+                 _RIVER_UNION: ("__union__", "transformers")}
+
+
+def _parts(obj: Any) -> Mapping | None:
+    """The named parts of a river pipeline or union (``None`` for anything else)."""
+    composition = _COMPOSITIONS.get(_class_path(type(obj)))
+    return None if composition is None else getattr(obj, composition[1])
 
 
 def _capture(enc: _Encoder, obj: Any, where: str) -> Any:
-    """Encode a model graph: river pipelines and target scalers by structure, the rest whole."""
+    """Encode a model graph: river pipelines, unions and target scalers by structure, the rest
+    whole."""
     path = _class_path(type(obj))
-    if path == _RIVER_PIPELINE:
-        return {"__pipeline__": [[str(name), _capture(enc, step, f"{where}[{name!r}]")]
-                                 for name, step in obj.steps.items()]}
+    if path in _COMPOSITIONS:
+        marker, parts = _COMPOSITIONS[path]
+        return {marker: [[str(name), _capture(enc, part, f"{where}[{name!r}]")]
+                         for name, part in getattr(obj, parts).items()]}
     if _is_wrapper(path):
-        # func / inverse_func are bound methods of the wrapper itself: rebuilt by the caller.
+        # func / inverse_func are bound methods of the wrapper itself: rebuilt by the caller;
+        # the wrapped model is saved under "regressor" (the name of every wrapper's until the
+        # shared one's)
+        rebuilt = _rebuilt(obj)
         attrs = {k: enc.encode(v, f"{where}.{k}") for k, v in vars(obj).items()
-                 if not _rebuilt(k, v)}
+                 if k not in rebuilt}
         return {"__wrapper__": path, "attrs": attrs,
-                "regressor": _capture(enc, obj.regressor, f"{where}.regressor")}
+                "regressor": _capture(enc, obj._wrapped_model, f"{where}.regressor")}
     return enc.encode(obj, where)
 
 
@@ -46,22 +68,29 @@ def _transplant(dec: _Decoder, obj: Any, tree: Any, where: str, plan: list) -> N
     Everything is decoded and checked first; ``plan`` collects ``(object, attributes, replace)``
     and nothing is modified until the whole checkpoint is known to fit.
     """
-    if isinstance(tree, dict) and "__pipeline__" in tree:
-        steps = getattr(obj, "steps", None)
-        names = [name for name, _ in tree["__pipeline__"]]
-        if not isinstance(steps, Mapping) or [str(n) for n in steps] != names:
-            raise ValueError(f"the checkpoint's pipeline at {where} has steps {names}, the model "
-                             f"has {list(steps) if isinstance(steps, Mapping) else None}")
-        for (name, sub), step in zip(tree["__pipeline__"], steps.values()):
-            _transplant(dec, step, sub, f"{where}[{name!r}]", plan)
+    marker = next((m for m, _ in _COMPOSITIONS.values()
+                   if isinstance(tree, dict) and m in tree), None)
+    if marker is not None:
+        what = marker.strip("_")
+        parts, saved = _parts(obj), tree[marker]
+        if type(saved) is not list or not all(type(p) is list and len(p) == 2 for p in saved):
+            raise ValueError(f"the checkpoint's {what} at {where} must be a list of pairs")
+        names = [name for name, _ in saved]
+        kind = _COMPOSITIONS.get(_class_path(type(obj)), (None,))[0]
+        if kind != marker or [str(n) for n in parts] != names:
+            have = list(parts) if parts is not None else type(obj).__name__
+            raise ValueError(f"the checkpoint's {what} at {where} has parts {names}, the model "
+                             f"has {have}")
+        for (name, sub), part in zip(saved, parts.values()):
+            _transplant(dec, part, sub, f"{where}[{name!r}]", plan)
         return
     if isinstance(tree, dict) and "__wrapper__" in tree:
         attrs = {k: dec.decode(v) for k, v in tree["attrs"].items()}
         if _class_path(type(obj)) != tree["__wrapper__"]:
             attrs = _counterpart_state(obj, tree["__wrapper__"], attrs, where,
-                                       kept={k for k, v in vars(obj).items() if _rebuilt(k, v)})
+                                       kept=_rebuilt(obj))
         plan.append((obj, attrs, False))
-        _transplant(dec, obj.regressor, tree["regressor"], f"{where}.regressor", plan)
+        _transplant(dec, obj._wrapped_model, tree["regressor"], f"{where}.regressor", plan)
         return
     new = dec.decode(tree)
     state = vars(new)
@@ -107,6 +136,7 @@ def save_checkpoint(path: str | os.PathLike, model: Any, metrics: list, progress
     return _write(path, meta, enc.arrays, compress=False)
 
 
+@collector_paused
 def load_checkpoint(path: str | os.PathLike, model: Any, metrics: list,
                     check: Any = None) -> dict:
     """Restore a checkpoint into ``model`` and ``metrics`` (in place); return the progress.

@@ -32,7 +32,7 @@ _NEW_LOCK = object()  # a cache field holding a threading.Lock: a new one on loa
 _KERNELS = ("RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled")
 _LOSSES = ("Squared", "Logistic", "SquaredHinge")
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
-_FACTORIES = {"float": float, "int": int, "list": list, "dict": dict,
+_FACTORIES = {"float": float, "int": int, "list": list, "dict": dict, "set": set,
               "defaultdict(float)": functools.partial(collections.defaultdict, float)}
 
 

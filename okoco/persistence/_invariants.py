@@ -164,6 +164,13 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         "slots is None or within(slots, 0, max(len(slots), 1))",
     ),
     "ALD": ("within(indices, 0, max(n_seen, 1))",),
+    # river's encoders of text features (a pipeline's file, a checkpoint): a zero feature for
+    # each category seen, and the hash's seed derived from its parameter
+    "river.preprocessing.one_hot.OneHotEncoder": (
+        "categories is None or values is categories",
+        "zero_features(values) == _zero_dict if not drop_zeros else len(_zero_dict) == 0",),
+    "river.preprocessing.feature_hasher.FeatureHasher": (
+        "n_features >= 1", "seed is None or _seed == hash_seed(seed)"),
 }
 
 
@@ -279,6 +286,17 @@ def _heads_on(experts: list, embeddings: list | None) -> bool:
     return True
 
 
+def _zero_features(values: Any) -> dict:
+    """The features a river ``OneHotEncoder`` outputs as 0 before it sets a sample's to 1:
+    ``"<column>_<category>"`` for each category seen."""
+    return {f"{column}_{value}": 0 for column, seen in values.items() for value in seen}
+
+
+def _hash_seed(seed: int) -> int:
+    """The 32-bit seed river's ``FeatureHasher`` derives from its ``seed`` parameter."""
+    return int(np.random.RandomState(seed).randint(0, 2**32, dtype=np.uint32))
+
+
 def _sorted(x: Any) -> list:
     return sorted(x)
 
@@ -295,7 +313,8 @@ _FUNCTIONS = {"len": _length, "shape": _shape, "within": _within, "distinct": _d
               "permutation": _permutation, "held": _held, "min": min, "max": max,
               "zero_beyond": _zero_beyond, "sorted": _sorted, "width": _width,
               "ring": _ring, "largest": _largest, "holds_last": _holds_last,
-              "windowed": _windowed, "heads_on": _heads_on}
+              "windowed": _windowed, "heads_on": _heads_on, "zero_features": _zero_features,
+              "hash_seed": _hash_seed}
 
 
 @functools.cache
@@ -318,9 +337,13 @@ def _parse(rule: str) -> ast.expr:
 
 def _field(owner: Any, name: str) -> Any:
     """The saved field ``name`` of ``owner``: its declared attribute of that file name (an
-    optional one absent from the file: the class default)."""
-    fields = declared_state(type(owner)) or {}
-    attr = next((f.attr for f in fields.values() if f.name == name and not f.cache), None)
+    optional one absent from the file: the class default); of a class that declares no
+    state (river's), its attribute ``name``."""
+    fields = declared_state(type(owner))
+    if fields is None:
+        attr = name if type(owner).__module__.startswith("river.") else None
+    else:
+        attr = next((f.attr for f in fields.values() if f.name == name and not f.cache), None)
     value = getattr(owner, attr, _MISSING) if attr is not None else _MISSING
     if value is _MISSING:
         raise LookupError(name)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from okoco.persistence._archive import _Archive, _Damaged, _read, _write
+from okoco.persistence._archive import _Archive, _Damaged, _read, _write, collector_paused
 from okoco.persistence._decode import _REBUILT, _Decoder
 from okoco.persistence._encode import _Encoder
 from okoco.persistence._format import FORMAT_NAME, FORMAT_VERSION, _short, _version
@@ -21,6 +21,7 @@ from okoco.persistence._registry import (
 )
 
 
+@collector_paused
 def read_metadata(path: str | os.PathLike) -> dict:
     """The JSON metadata of an okoco file (model or checkpoint), checked but not loaded.
 
@@ -103,6 +104,7 @@ def save(model: Any, path: str | os.PathLike, *, compress: bool = False) -> Path
     return _write(path, meta, enc.arrays, compress)
 
 
+@collector_paused
 def load(path: str | os.PathLike) -> Any:
     """Load a learner saved by :func:`save` (or ``learner.save``).
 

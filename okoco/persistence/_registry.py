@@ -23,14 +23,21 @@ _WRAPPERS: dict[str, type] = {}
 _NAMES: dict[str, type] = {}
 _NAME_OF: dict[type, str] = {}
 
-#: Extra classes a replay checkpoint may hold (river preprocessing, metrics and statistics).
+#: Extra classes a replay checkpoint or a pipeline's file may hold (river preprocessing, metrics
+#: and statistics): river's scaler, the encoders of text features the command line uses
+#: (``okoco.preprocessing.encode_text``: their state is plain data, categories and a seed) and
+#: the selection of a union's numeric features.
 _RIVER_CLASSES = frozenset({
     "river.preprocessing.scale.StandardScaler",
+    "river.preprocessing.one_hot.OneHotEncoder",
+    "river.preprocessing.feature_hasher.FeatureHasher",
+    "river.compose.select.Discard",
 })
 
 _RIVER_MODULES = ("river.metrics.", "river.stats.")
 
 _RIVER_PIPELINE = "river.compose.pipeline.Pipeline"
+_RIVER_UNION = "river.compose.union.TransformerUnion"
 
 _RIVER_TARGET_WRAPPERS = frozenset({
     "river.preprocessing.scale_target.TargetStandardScaler",
