@@ -259,3 +259,14 @@ def test_a_krls_whose_bound_or_test_differs_from_its_dictionarys_is_refused(tmp_
     assert okoco.load(path).predict_one(x) == pytest.approx(model.predict_one(x), rel=1e-9)
     with pytest.raises(ValueError, match=r"KRLS\) breaks its invariant"):
         okoco.load(_edit(path, tmp_path, edit))
+
+
+def test_fixed_shares_weights_of_another_length_are_refused(auto_file, tmp_path):
+    """Auto's fixed-share log-weights (``switch_rate``) are one an expert: a file with one
+    more loaded and broke at the next step with numpy's broadcast error."""
+    def edit(meta, arrays):
+        key = meta["state"]["log_weights"]["__array__"]
+        arrays[key] = np.append(arrays[key], 0.0)
+
+    with pytest.raises(ValueError, match=r"shape\(log_weights, 0\)"):
+        okoco.load(_edit(auto_file, tmp_path, edit_arrays=edit))

@@ -110,8 +110,6 @@ def test_a_checkpoint_of_other_encoders_is_refused_before_anything_changes(datas
     assert other.predict_one(probe) == before
 
 
-@pytest.mark.xfail(strict=True, reason="okoco/experiment/_run.py's run() still calls "
-                   "refuse_checkpoint_of_text (a file of another helper; see the report)")
 def test_the_command_line_checkpoints_and_resumes_a_csv_with_text_columns(tmp_path):
     path = houses(tmp_path / "houses.csv")
     base = ["replay", path, "-t", "price", "-l", "kons", "--checkpoint",

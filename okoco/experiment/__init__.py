@@ -49,7 +49,6 @@ from okoco.experiment._run import (
     Checkpoint,
     RunSpec,
     check_pos_label,
-    refuse_checkpoint_of_text,
     run,
     run_one,
 )
@@ -60,4 +59,4 @@ __all__ = ["UserError", "name_key", "resolve", "learner_registry", "KERNELS", "L
            "REGRESSION_METRICS", "parameters", "make_kernel", "build_model", "load_dataset",
            "shuffled", "make_metrics", "RunSpec", "Checkpoint", "run", "run_one", "describe",
            "note_leader", "positive_label", "binary_labels", "text_encoding", "POSITIVE_WORDS",
-           "CSV_DEFAULTS", "refuse_checkpoint_of_text", "check_pos_label"]
+           "CSV_DEFAULTS", "check_pos_label"]

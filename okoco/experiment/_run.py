@@ -22,8 +22,7 @@ from okoco.experiment._build import (
 )
 from okoco.experiment._names import UserError, learner_registry, resolve
 
-__all__ = ["RunSpec", "Checkpoint", "run", "run_one", "refuse_checkpoint_of_text",
-           "check_pos_label"]
+__all__ = ["RunSpec", "Checkpoint", "run", "run_one", "check_pos_label"]
 
 
 _NAME = Protocol("a name (str)", "lower")
@@ -183,8 +182,6 @@ def run(spec: RunSpec, checkpoint: Checkpoint | None = None, *, data: Any = None
         kernel = make_kernel(kernel.lower(), spec.gamma, spec.degree, spec.coef0, spec.normalize)
     info = getattr(ds, "info", None) or {}
     text = info.get("text_columns") or {}
-    if checkpoint is not None:
-        refuse_checkpoint_of_text(ds)
     model, core = build_model(learner, ds.task, loss=spec.loss, kernel=kernel, C=spec.C,
                               params=dict(spec.params), seed=spec.seed, scale=spec.scale,
                               scale_target=spec.scale_target, text_columns=text)
@@ -224,16 +221,6 @@ def check_pos_label(ds, pos_label) -> None:
     if pos_label is not None and ds.task != "binary":
         raise UserError(f"--pos-label names the positive class of a binary task; "
                         f"{ds.name!r} is a {ds.task} task")
-
-
-def refuse_checkpoint_of_text(ds) -> None:
-    """A :class:`UserError` for a dataset with text columns: their encoders (river's) are not
-    in the checkpoint files' allow-list yet."""
-    text = (getattr(ds, "info", None) or {}).get("text_columns")
-    if text:
-        raise UserError(f"checkpoint files cannot hold the encoders of text columns yet "
-                        f"({', '.join(map(repr, text))}); run without --checkpoint/--resume, "
-                        "or leave the text columns out (-d non_numeric=drop)")
 
 
 def _same_run_facts(spec: RunSpec, meta: dict) -> dict:

@@ -127,7 +127,9 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
         " or ring(points) == largest(windowed(experts), 'max_size') + 1",
         # each dictionary head is on one of Auto's shared dictionaries, as its settings say,
         # with one coordinate per atom
-        "heads_on(experts, embeddings)"),
+        "heads_on(experts, embeddings)",
+        # fixed share's weights: one an expert (none before the first learn, or in an older file)
+        "get(self, 'log_weights') is None or shape(log_weights, 0) in (0, len(experts))"),
     # a shared dictionary: one embedding coordinate per atom, at most its cap
     "SharedEmbedding": (
         "embedding.size == store.n",
