@@ -318,7 +318,7 @@ def test_scaled_identity_is_the_identity_from_matrix_holds(m):
     P, Q = PackedSymmetric.scaled_identity(m, value), PackedSymmetric.from_matrix(np.eye(m) * value)
     assert (P.size, P.is_dense, P._cap) == (Q.size, Q.is_dense, Q._cap)
     np.testing.assert_array_equal(P.matrix(), value * np.eye(m))
-    np.testing.assert_array_equal(P._storage(), Q._storage())
+    np.testing.assert_array_equal(P.storage(), Q.storage())
     v = np.linspace(-1.0, 1.0, m + 1)
     for R in (P, Q):
         R.append(v[:m], 2.0)

@@ -170,7 +170,7 @@ class KRLS(KernelLearner):
         point joins)."""
         store, M = self._store, self._M
         state.bind_points(store.data, store.norms_buffer(), store.n, store.d)
-        state.bind_weights(self._ald.cholesky._L, self._w, M._storage(), M.is_dense)
+        state.bind_weights(self._ald.cholesky._L, self._w, M.storage(), M.is_dense)
 
     def _analysed(self, v: np.ndarray) -> _krls.KRLSState:
         """The state holding the analysis of ``v`` (``h``, ``delta``, the prediction), kept
@@ -264,7 +264,7 @@ class KRLS(KernelLearner):
         h = state.half()
         ald._update_checked_column(state.column(), state.kxx, (None, state.delta, h))
         self._w = reserve(self._w, m + 1)
-        state.bind_weights(chol._L, self._w, self._M._storage(), self._M.is_dense)
+        state.bind_weights(chol._L, self._w, self._M.storage(), self._M.is_dense)
         diagonal = state.border(ald._last_pivot)
         self._M.append(state.border_column(), diagonal)
         self._store.append(v)

@@ -67,7 +67,7 @@ class OnsHead:
             state = self._ons = _ons.OnsState(float(self.alpha), float(self._ons_bound),
                                               -1 if code is None else code, hessian)
         if state.u_obj is not u or state.m != P.size or state.P_obj is not P.buffer:
-            state.bind(P.buffer, P._storage(), P.size, P.is_dense, u)
+            state.bind(P.buffer, P.storage(), P.size, P.is_dense, u)
         if state.hessian != hessian:
             state.retune(float(self.alpha), float(self._ons_bound), state.loss, hessian)
         return state
@@ -136,7 +136,7 @@ class OnsHead:
         starts as a new one does (``u`` 0, :math:`A^{-1}` :math:`1/\alpha` there, 0 off the
         diagonal). The order stays ``m``."""
         m = self._P.size
-        storage = self._P._storage()
+        storage = self._P.storage()
         if self._P.is_dense:
             _swap.dense_drop(storage, m, j, rotations, self._u)
             storage[m * m - 1] = 1.0 / self.alpha

@@ -162,8 +162,10 @@ class PackedSymmetric:
         (a new one after a growth that reallocates; compiled views of it are bound again)."""
         return self._buf if self._dense is None else self._dense
 
-    def _storage(self) -> np.ndarray:
-        """The flat buffer the core works on: the dense matrix's data, or the packed buffer."""
+    def storage(self) -> np.ndarray:
+        """The flat buffer the compiled core works on in place: the dense matrix's data (row
+        major), or the packed buffer (the lower triangle by rows, row ``r`` from
+        ``r (r + 1) / 2``); bound again after :meth:`append` or :meth:`reserve`."""
         D = self._dense
         if D is None:
             return self._buf
@@ -180,13 +182,13 @@ class PackedSymmetric:
     def matvec(self, v: np.ndarray) -> np.ndarray:
         """``P v``."""
         out = np.empty(self._m)
-        _linalg.matvec(self._storage(), self._m, self._dense is not None,
+        _linalg.matvec(self.storage(), self._m, self._dense is not None,
                        self._operand(v, "v"), out)
         return out
 
     def rank_one(self, alpha: float, x: np.ndarray) -> None:
         """``P <- P + alpha x x^T`` in place (dense: both triangles, packed: the lower one)."""
-        _linalg.sym_update(self._storage(), self._m, self._dense is not None, float(alpha),
+        _linalg.sym_update(self.storage(), self._m, self._dense is not None, float(alpha),
                            self._operand(x, "x"))
 
     def inverse_update(self, a: np.ndarray) -> tuple[np.ndarray, float]:
@@ -206,7 +208,7 @@ class PackedSymmetric:
         True
         """
         Pa = np.empty(self._m)
-        s = _linalg.inverse_update(self._storage(), self._m, self._dense is not None,
+        s = _linalg.inverse_update(self.storage(), self._m, self._dense is not None,
                                    self._operand(a, "a"), Pa)
         return Pa, s
 
