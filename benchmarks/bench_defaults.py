@@ -286,6 +286,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--markdown", type=Path, default=None, help="also write the tables here")
     parser.add_argument("--auto-grid", choices=list(AUTO_GRIDS), default=None,
                         help="replay Auto with this grid of experts only, as 'Auto() [NAME]'")
+    parser.add_argument("--auto", default="", help="with --auto-grid: Auto's keyword "
+                        "arguments, comma-separated NAME=VALUE (numbers), e.g. fast_rate=3")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.streams in SETS:
@@ -303,7 +305,9 @@ def main(argv: list[str] | None = None) -> dict:
     chosen = {k: known[k] for k in select(list(known), args.only)}
     if args.auto_grid is not None:  # the grid is read when an Auto learns its first row
         auto.DEFAULT_EXPERTS = AUTO_GRIDS[args.auto_grid]
-        chosen = {f"Auto() [{args.auto_grid}]": known["Auto()"]}
+        kw = {k: float(v) for k, v in (kv.split("=") for kv in args.auto.split(",") if kv)}
+        name = f"Auto({', '.join(f'{k}={v:g}' for k, v in kw.items())}) [{args.auto_grid}]"
+        chosen = {name: _okoco(Auto, own_scaling=True, **kw)}
     stored = json.loads(output.read_text()) if output.exists() else {}
     results, start = stored.get("results", {}), load()
     for stream, (task, rows_of) in streams.items():
