@@ -177,11 +177,6 @@ class Auto(ExpertMixture, KernelLearner):
         An okoco loss with ``exp_concavity``; ``None`` means ``Squared()``.
     C
         Every expert's predictions, and so ``Auto``'s, lie in ``[-C, C]``.
-    switch_rate
-        Fixed share's :math:`\alpha \in [0, 1)`, the prior probability of a switch of the best
-        expert a step: a switch costs :math:`\log(N/\alpha)/\eta`, a step about
-        :math:`\alpha/\eta` (above). 0: the weights of the cumulative losses. The default 0.001
-        was chosen on long streams (docs/guide/auto.md, "Following a switch").
     fast_rate
         Rate of the faster weighted average, > 0 (for the squared loss the exp-concavity rate
         for errors up to :math:`1/\sqrt2` of standardized targets). Not in the guarantee.
@@ -199,6 +194,11 @@ class Auto(ExpertMixture, KernelLearner):
         Regression only: standardize the targets online inside and predict in their units
         (default). ``False`` learns the targets as given (then standardize them yourself:
         ``C`` bounds the predictions in the targets' units).
+    switch_rate
+        Fixed share's :math:`\alpha \in [0, 1)`, the prior probability of a switch of the best
+        expert a step: a switch costs :math:`\log(N/\alpha)/\eta`, a step about
+        :math:`\alpha/\eta` (above). 0: the weights of the cumulative losses. The default 0.001
+        was chosen on long streams (docs/guide/auto.md, "Following a switch").
 
     Attributes
     ----------
@@ -254,9 +254,9 @@ class Auto(ExpertMixture, KernelLearner):
                     "scale_target": "bool", "target_count": "int[0,]", "target_mean": "float",
                     "_target_m2": "float as target_m2"}
 
-    def __init__(self, loss=None, C: float = 3.0, switch_rate: float = SWITCH_RATE,
-                 fast_rate: float = 1.0, fast_discount: float = 0.99,
-                 max_size: int | None = DEFAULT_WINDOW, scale_target: bool = True):
+    def __init__(self, loss=None, C: float = 3.0, fast_rate: float = 1.0,
+                 fast_discount: float = 0.99, max_size: int | None = DEFAULT_WINDOW,
+                 scale_target: bool = True, switch_rate: float = SWITCH_RATE):
         self.kernel = None
         self.loss = loss
         self.C = C
