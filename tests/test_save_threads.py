@@ -140,6 +140,17 @@ def same_file(a, b) -> bool:
     return same_arrays and _without_generators(meta_a) == _without_generators(meta_b)
 
 
+def assert_sequential(path, n, replays, template, log, labels, tmp_path) -> None:
+    """The file at ``path`` (``n`` learns) equals a copy of ``template`` that learned the
+    first ``n`` rows of ``log`` in order (saved once per ``n`` in ``replays``)."""
+    if n not in replays:
+        replay = copy.deepcopy(template)
+        for k, i in log[:n]:
+            replay.learn_one(*row(k, i, labels))
+        replays[n] = okoco.save(replay, tmp_path / f"replay-{n}.npz")
+    assert same_file(path, replays[n]), f"{path.name} (n_seen {n}) is no sequential state"
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_saves_amid_threads_are_snapshots_of_a_sequential_order(name, tmp_path):
     model = MODELS[name]()
@@ -151,12 +162,7 @@ def test_saves_amid_threads_are_snapshots_of_a_sequential_order(name, tmp_path):
     replays = {}
     for path in files:
         n = learned(okoco.load(path))  # every file loads
-        if n not in replays:
-            replay = copy.deepcopy(template)
-            for k, i in log[:n]:
-                replay.learn_one(*row(k, i, labels))
-            replays[n] = okoco.save(replay, tmp_path / f"replay-{n}.npz")
-        assert same_file(path, replays[n]), f"{path.name} (n_seen {n}) is no sequential state"
+        assert_sequential(path, n, replays, template, log, labels, tmp_path)
 
 
 def test_a_pipelines_learner_is_saved_whole_amid_threads(tmp_path):

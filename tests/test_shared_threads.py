@@ -19,7 +19,7 @@ import copy
 
 import pytest
 from river import preprocessing
-from test_save_threads import STEPS, THREADS, learned, race, row, same_file
+from test_save_threads import STEPS, THREADS, assert_sequential, learned, race, row, same_file
 
 import okoco
 from okoco import BinaryClassifier, losses
@@ -57,12 +57,7 @@ def test_a_shared_pipeline_is_saved_whole_amid_threads(name, tmp_path):
         n = learned(_learner(loaded))
         if name == "target-scaled":
             assert loaded.model.var.n == n  # the target scaler counted what the learner learned
-        if n not in replays:
-            replay = copy.deepcopy(template)
-            for k, i in log[:n]:
-                replay.learn_one(*row(k, i, labels))
-            replays[n] = okoco.save(replay, tmp_path / f"replay-{n}.npz")
-        assert same_file(path, replays[n]), f"{path.name} (n_seen {n}) is no sequential state"
+        assert_sequential(path, n, replays, template, log, labels, tmp_path)
     whole = copy.deepcopy(template)
     for k, i in log:
         whole.learn_one(*row(k, i, labels))

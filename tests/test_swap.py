@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from test_embedding import step
 
 from okoco import kernels, losses
 from okoco._core import _swap
@@ -129,17 +130,6 @@ def test_a_refused_head_drop_changes_nothing(call):
         np.testing.assert_array_equal(args[4], before[1])
 
 
-def _step(embedding, heads, v, y):
-    """One step of the heads on the shared embedding, as Auto takes it."""
-    embedded = embedding.analyse(v)
-    analyses = [h.analyse(embedded) for h in heads]
-    steps = [h._check_step(y, a) for h, a in zip(heads, analyses)]
-    embedding.offer(v, embedded)
-    for head, analysis, planned in zip(heads, analyses, steps):
-        head._apply_step(analysis, planned)
-    return embedded
-
-
 def test_a_packed_heads_swap_projects_its_function_as_dense_solves_do():
     """Past PackedSymmetric.DENSE_MAX atoms (the packed layout): each swap's new function is
     the RKHS least-squares projection of the old one onto the remaining atoms (predictions
@@ -153,7 +143,7 @@ def test_a_packed_heads_swap_projects_its_function_as_dense_solves_do():
     t = 0
     while checked < 3 and t < 3000:
         v = rng.normal(size=4) * (1.0 if embedding.size < m else 2.5)
-        embedded = _step(embedding, [head], v, float(np.sin(v[0])))
+        embedded = step(embedding, [head], v, float(np.sin(v[0])))
         t += 1
         if embedding.size < m or embedded.joined:
             continue
@@ -199,7 +189,7 @@ def test_the_kept_inverse_diagonal_is_recomputed_every_m_swaps():
     dropped = 0
     for t in range(300):
         v = rng.normal(size=2) * 0.7 + [0.02 * t, 0.0]  # a region that moves: swaps go on
-        embedded = _step(embedding, [head], v, 0.0)
+        embedded = step(embedding, [head], v, 0.0)
         if embedding.swap_in(v, embedded, [head]) is None:
             continue
         if embedding._inverse_diagonal is None:
