@@ -9,7 +9,7 @@ import pytest
 from streams import as_dicts
 
 from okoco import _core, kernels, losses
-from okoco.learners import CONKONS, PROSNKONS
+from okoco.learners import CONKONS, PROSNKONS, Auto
 from okoco.learners.ons import LinearExpert
 
 LOSSES = {"squared": losses.Squared(), "logistic": losses.Logistic(),
@@ -127,6 +127,27 @@ def test_a_users_loss_feeds_its_derivatives_to_the_same_step(eta):
     np.testing.assert_allclose(models[1].weights, models[0].weights, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(models[1]._P.matrix(), models[0]._P.matrix(), rtol=1e-12,
                                atol=1e-12)
+
+
+def test_autos_heads_plan_a_users_loss_as_the_compiled_one():
+    """Auto's heads plan and commit their steps in two calls (OnsState.plan / commit): with a
+    loss without a compiled form the plan is fed its derivatives (feed, then prepare), as the
+    dictionary heads' atoms join and the linear heads' features appear: every head ends where
+    the compiled loss's does."""
+    X = np.random.default_rng(9).uniform(-2, 2, (300, 3))
+    y = targets("logistic", 300, 10)
+    models = [Auto(loss=loss, scale_target=False)  # (a loss it does not know: no scaling)
+              for loss in (losses.Logistic(), _PythonLogistic())]
+    for x, target in zip(as_dicts(X), y):
+        for model in models:
+            model.learn_one(x, float(target))
+    heads = [[e for e in model.experts if hasattr(e, "_ons_plan")] for model in models]
+    assert len(heads[0]) == 4 and heads[0][0]._P.size > 10  # atoms joined
+    for compiled, fed in zip(*heads):
+        np.testing.assert_allclose(fed._u[: fed._P.size], compiled._u[: compiled._P.size],
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(fed._P.matrix(), compiled._P.matrix(), rtol=1e-12,
+                                   atol=1e-12)
 
 
 def _snapshot(head):

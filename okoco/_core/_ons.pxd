@@ -14,6 +14,9 @@ cdef class OnsState:
     cdef readonly object P_obj, u_obj  # the owners of the bound buffers
     cdef object P_buf, x_obj
     cdef double[::1] P, u, x  # x: the step's A^{-1} z over the grown coordinates
+    cdef object pz_obj, new_obj  # a planned step's A^{-1} z and new coordinates (plan)
+    cdef double[::1] pz
+    cdef readonly double s  # a planned step's z^T A^{-1} z
     cdef readonly Py_ssize_t m
     cdef readonly bint dense, hessian
     cdef readonly double alpha, bound

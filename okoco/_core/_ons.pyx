@@ -17,7 +17,10 @@ The learner owns an ``OnsState``: views of its ``u`` (a buffer of at least ``m``
 packed lower triangle, row ``r`` at ``r (r + 1) / 2``), bound again after they grow (``bind``).
 A step is ``gradient`` (or ``feed`` for a loss without a compiled form), ``direction``,
 ``check`` for each way the coordinates may grow, then ``apply`` (compiled loops call their
-``cdef`` forms ``differentiate``, ``product``, ``admits`` and ``take``): a status other than ``OK``
+``cdef`` forms ``differentiate``, ``product``, ``admits`` and ``take``), or the same phases in
+two calls that keep :math:`A^{-1}z` in the state, ``plan`` (after ``feed`` for a loss without a
+compiled form: ``prepare``) and ``commit`` (``Auto``'s heads, whose steps are all checked before
+any is taken): a status other than ``OK``
 comes before anything of the model (``u``, ``A^{-1}``) changed, and the learner words it as
 an error. The fields of the last step (``yhat``, ``gdot``, ...) are its record, not model
 state.
@@ -66,6 +69,9 @@ cdef class OnsState:
         self.alpha, self.bound, self.loss, self.hessian = alpha, bound, loss, hessian
         self.x_obj = np.zeros(16)
         self.x = self.x_obj
+        self.pz_obj = np.zeros(16)
+        self.pz = self.pz_obj
+        self.new_obj = np.zeros(0)
 
     def bind(self, P_obj, P_storage, Py_ssize_t m, bint dense, u):
         """Views of ``A^{-1}``'s flat storage (``P_obj`` the array that holds it; ``m``
@@ -206,3 +212,46 @@ cdef class OnsState:
             raise ValueError(f"{Pz.shape[0]} + {new.shape[0]} coordinates, the head {self.m}")
         self.take(&Pz[0] if Pz.shape[0] else NULL, s, &new[0] if new.shape[0] else NULL,
                     new.shape[0], y, residual)
+
+    # -- the step in two calls (the direction kept in the state) ---------------------------
+    def plan(self, const double[::1] z, double y, double ybar, double eta, new, bint optional):
+        """The status of the step at the coordinates ``z`` (length ``m``) and the unclipped
+        prediction ``ybar``: the gradient (``NEED_DERIVATIVE`` for a loss without a compiled
+        form: :meth:`feed`, then :meth:`prepare`), then :meth:`prepare`."""
+        cdef int status = self.differentiate(y, ybar, eta)
+        if status != ONS_OK:
+            return status
+        return self.prepare(z, new, optional)
+
+    def prepare(self, const double[::1] z, new, bint optional):
+        """The status of the step with the gradient in place: ``A^{-1} z`` and ``s`` kept for
+        :meth:`commit`, and the check with the new coordinates ``new`` (an array, kept),
+        and also without them if they are ``optional`` (an atom that may not join)."""
+        cdef Py_ssize_t m = self.m
+        cdef const double[::1] values = new
+        cdef int status
+        if z.shape[0] != m:
+            raise ValueError(f"z has {z.shape[0]} coordinates, the head {m}")
+        if self.pz_obj.shape[0] < m:
+            self.pz_obj = np.zeros(max(2 * self.pz_obj.shape[0], m))
+            self.pz = self.pz_obj
+        self.s = self.product(&z[0], &self.pz[0]) if m else 0.0
+        self.new_obj = new
+        if optional or values.shape[0] == 0:
+            status = self.admits(&self.pz[0], self.s, NULL, 0)
+            if status != ONS_OK or values.shape[0] == 0:
+                return status
+        return self.admits(&self.pz[0], self.s, &values[0], values.shape[0])
+
+    @property
+    def direction_planned(self):
+        """The planned step's ``A^{-1} z`` (a copy)."""
+        return np.array(self.pz_obj[:self.m])
+
+    def commit(self, double y, double residual, Py_ssize_t n_new):
+        """Take the planned step with the first ``n_new`` of its new coordinates (0 or all of
+        them), the head already grown by them."""
+        cdef const double[::1] values = self.new_obj
+        if n_new and n_new != values.shape[0] or self.pz_obj.shape[0] < self.m - n_new:
+            raise ValueError(f"{n_new} new coordinates, {values.shape[0]} planned")
+        self.take(&self.pz[0], self.s, &values[0] if n_new else NULL, n_new, y, residual)

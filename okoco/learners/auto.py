@@ -249,7 +249,7 @@ class Auto(ExpertMixture, KernelLearner):
                     "_embeddings": "opt list[obj:SharedEmbedding] as embeddings",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
                     "cumulative_loss": "float", "_points": "obj:SharedPoints as points",
-                    "_mixture": "cache:None", "rate": "float",
+                    "_mixture": "cache:None", "_window_flags": "cache:None", "rate": "float",
                     "_target_ends": "array(4) float64 as target_ends", "max_size": "int[5,]|none",
                     "scale_target": "bool", "target_count": "int[0,]", "target_mean": "float",
                     "_target_m2": "float as target_m2"}
@@ -280,6 +280,7 @@ class Auto(ExpertMixture, KernelLearner):
         return self.scale_target and _is_regression(self._loss)
 
     _embeddings: list = []  # the shared dictionaries (none in an older file)
+    _window_flags = None  # which experts are windowed (a cache: _windowed)
 
     def _reset_state(self) -> None:
         self.experts: list = []
@@ -291,6 +292,7 @@ class Auto(ExpertMixture, KernelLearner):
         # one ring of points for every expert: the window and the slot the next point takes
         self._points = SharedPoints(None if self.max_size is None else self.max_size + 1)
         self._mixture = None  # (both weight tuples, slack) until the next learn
+        self._window_flags = None
         # Welford's running count, mean and sum of squared deviations of the raw targets
         self.target_count, self.target_mean, self._target_m2 = 0, 0.0, 0.0
 
@@ -339,6 +341,7 @@ class Auto(ExpertMixture, KernelLearner):
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state["_mixture"] = None  # derived from the cumulative losses
+        state["_window_flags"] = None  # derived from the experts
         return state
 
     def _build_experts(self, d: int, grid=None) -> list:
@@ -410,22 +413,30 @@ class Auto(ExpertMixture, KernelLearner):
         """``(analyses, predictions, Auto's prediction, the dictionary's embedding)``: one
         kernel row per distinct kernel of the windowed experts (:class:`SharedPoints`) and one
         over the dictionary's atoms, shared by every head on it."""
-        experts = self.experts
-        windowed = [e._kernel for e in experts if isinstance(e, KONS)]
-        rows = iter(self._points.kernel_rows(windowed, v) if windowed else ())
+        experts, windowed = self.experts, self._windowed()
+        rows = iter(self._points.kernel_rows([e._kernel for e, w in zip(experts, windowed) if w],
+                                             v) if any(windowed) else ())
         embedded = [embedding.analyse(v) for embedding in self._embeddings]
         analyses, preds = [], []
-        for expert in experts:
-            if isinstance(expert, KONS):
+        for expert, window in zip(experts, windowed):
+            if window:
                 analysis = expert._analyse_row(next(rows),
                                                _kernels.self_similarity(expert._kernel, v))
                 prediction = analysis[4]
             else:
                 analysis = expert.analyse_row(v, embedded)
-                prediction = expert.prediction(analysis)
+                prediction = analysis[1]
             analyses.append(analysis)
             preds.append(expert._clip(prediction))
         return analyses, preds, self._combine(preds), embedded
+
+    def _windowed(self) -> tuple:
+        """Which experts are windowed KONS (the others are ONS heads), kept until the experts
+        change."""
+        flags = self._window_flags
+        if flags is None or len(flags) != len(self.experts):
+            flags = self._window_flags = tuple(isinstance(e, KONS) for e in self.experts)
+        return flags
 
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
@@ -468,19 +479,17 @@ class Auto(ExpertMixture, KernelLearner):
         Every step is checked before any is taken (a refused step changes nothing); then the
         dictionary's coin (a point that joins adds a coordinate to every head, each head
         having planned its step for both outcomes), the steps, and the windows' forgetting."""
-        experts = self.experts
+        experts, windowed = self.experts, self._windowed()
         analyses, preds, own, embedded = self._analyse(v)
-        steps = [e._check_step(y, e._step(e.n_seen + 1), a) if isinstance(e, KONS)
-                 else e._check_step(y, a) for e, a in zip(experts, analyses)]
+        steps = [e._check_step(y, e._step(e.n_seen + 1), a) if w else e._check_step(y, a)
+                 for e, a, w in zip(experts, analyses, windowed)]
         losses = self._loss.value(y, np.array([*preds, own]))  # the experts', then Auto's
         for embedding, its in zip(self._embeddings, embedded):
             embedding.offer(v, its)
-        windowed = False
-        for expert, analysis, step in zip(experts, analyses, steps):
-            if isinstance(expert, KONS):
+        for expert, analysis, step, window in zip(experts, analyses, steps, windowed):
+            if window:
                 expert._apply_step(v, analysis, step)
                 expert.n_seen += 1
-                windowed = True
             else:
                 expert._apply_step(analysis, step)
         for index, (embedding, its) in enumerate(zip(self._embeddings, embedded)):
@@ -488,10 +497,10 @@ class Auto(ExpertMixture, KernelLearner):
                 # a full dictionary's rule (SharedEmbedding.swap_in), for the heads on it
                 embedding.swap_in(v, its, [e for e in experts if isinstance(e, DictionaryExpert)
                                            and e.dictionary == index])
-        if windowed:
+        if any(windowed):
             self._points.append(v)
-            for expert in experts:  # each window forgets its oldest point, once v is stored
-                if isinstance(expert, KONS):
+            for expert, window in zip(experts, windowed):  # each window forgets its oldest
+                if window:                                 # point, once v is stored
                     expert._forget_oldest()
         self._record(losses[:-1], losses[-1])
 

@@ -112,6 +112,34 @@ class OnsHead:
                 f"second-order step at alpha={self.alpha!r} (it would store non-finite "
                 "numbers); rescale the targets or raise alpha")
 
+    def _ons_plan(self, y: float, z: np.ndarray, ybar: float, eta: float | None,
+                  new: np.ndarray, optional: bool) -> _ons.OnsState:
+        r"""The gradient, :math:`A^{-1}z` and the check, in the state (``OnsState.plan``), for
+        the step with the new coordinates ``new`` (and also without them if ``optional``: an
+        atom that may not join); raises ``ValueError`` if it would not be usable."""
+        state = self._ons_state(eta is None)
+        status = state.plan(z, y, ybar, eta or 0.0, new, optional)
+        if status == _ons.NEED_DERIVATIVE:  # a loss without a compiled form feeds the step
+            loss, yhat = self._ons_loss, state.yhat
+            second = float(loss.second_derivative(y, yhat)) if eta is None else 0.0
+            status = state.feed(float(loss.derivative(y, yhat)), second, eta or 0.0)
+            if not status:
+                status = state.prepare(z, new, optional)
+        if status:
+            raise ValueError(self._ons_refusal(state, y, status))
+        return state
+
+    def _ons_commit(self, state, y: float, residual: float, n_new: int) -> None:
+        """The planned step (:meth:`_ons_plan`), with its ``n_new`` new coordinates (0, or all
+        of those planned), grown first."""
+        if n_new:
+            self._ons_grow(n_new)
+            state = self._ons_state(state.hessian)
+        state.commit(y, residual, n_new)
+        self.online_effective_dimension += state.gained_dimension
+        self.log_det += state.gained_log_det
+        self.noise_scale_sum += state.noise
+
     def _ons_apply(self, state, Pz: np.ndarray, s: float, new: np.ndarray, y: float,
                    residual: float) -> None:
         """The checked step (:meth:`_ons_gradient`, :meth:`_ons_check`), growing the head by
@@ -218,18 +246,13 @@ class _Expert(OnsHead, Locked):
     def _variance_of(self, analysis) -> float:
         return self._ons_variance(self._direction_of(analysis)[1], analysis[2], self.n_seen)
 
-    def _check(self, y: float, analysis, extensions) -> tuple:
-        """Check the step for each way the coordinates may grow (``extensions``: arrays of new
-        coordinates' values); returns the state holding its gradient."""
-        state = self._ons_gradient(y, analysis[1], self._head_eta())
-        Pz, s = self._direction_of(analysis)
-        for new in extensions:
-            self._ons_check(state, y, Pz, s, new)
-        return state
+    def _plan(self, y: float, analysis, new: np.ndarray, optional: bool):
+        """Check the step with the new coordinates ``new`` (and without them if ``optional``);
+        returns the state holding it (:meth:`OnsHead._ons_plan`)."""
+        return self._ons_plan(y, analysis[0], analysis[1], self._head_eta(), new, optional)
 
-    def _apply(self, state, y: float, analysis, new: np.ndarray) -> None:
-        Pz, s = analysis[4]
-        self._ons_apply(state, Pz, s, new, y, analysis[2])
+    def _apply(self, state, y: float, analysis, n_new: int) -> None:
+        self._ons_commit(state, y, analysis[2], n_new)
         self.n_seen += 1
 
 
@@ -262,13 +285,12 @@ class DictionaryExpert(_Expert):
     def _check_step(self, y: float, analysis) -> tuple:
         pivot = analysis[3].pivot
         if pivot is None:  # it cannot join
-            return self._check(y, analysis, (_NONE,)), y, _NONE
-        joins = np.array([pivot])
-        return self._check(y, analysis, (_NONE, joins)), y, joins
+            return self._plan(y, analysis, _NONE, False), y
+        return self._plan(y, analysis, np.array([pivot]), True), y
 
     def _apply_step(self, analysis, step) -> None:
-        state, y, joins = step
-        self._apply(state, y, analysis, joins if analysis[3].joined else _NONE)
+        state, y = step
+        self._apply(state, y, analysis, 1 if analysis[3].joined else 0)
 
     @property
     def dictionary_size(self) -> int:
@@ -332,11 +354,11 @@ class LinearExpert(_Expert):
         return self._analysis(known, 0.0, new)
 
     def _check_step(self, y: float, analysis) -> tuple:
-        return self._check(y, analysis, (analysis[3],)), y
+        return self._plan(y, analysis, analysis[3], False), y
 
     def _apply_step(self, analysis, step) -> None:
         state, y = step
-        self._apply(state, y, analysis, analysis[3])
+        self._apply(state, y, analysis, analysis[3].shape[0])
 
     @property
     def dictionary_size(self) -> int:
