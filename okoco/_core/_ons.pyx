@@ -15,12 +15,10 @@ takes the same step).
 The learner owns an ``OnsState``: views of its ``u`` (a buffer of at least ``m`` entries) and of
 ``A^{-1}``'s storage (``okoco.linalg.PackedSymmetric``: dense ``(m, m)`` row-major, or the
 packed lower triangle, row ``r`` at ``r (r + 1) / 2``), bound again after they grow (``bind``).
-A step is ``gradient`` (or ``feed`` for a loss without a compiled form), ``direction``,
-``check`` for each way the coordinates may grow, then ``apply`` (compiled loops call their
-``cdef`` forms ``differentiate``, ``product``, ``admits`` and ``take``), or the same phases in
-two calls that keep :math:`A^{-1}z` in the state, ``plan`` (after ``feed`` for a loss without a
-compiled form: ``prepare``) and ``commit`` (``Auto``'s heads, whose steps are all checked before
-any is taken): a status other than ``OK``
+From Python a step is two calls, ``plan`` (the gradient, ``A^{-1} z`` kept in the state, and
+a check for each way the coordinates may grow; for a loss without a compiled form ``feed``
+its derivatives, then ``prepare``) and ``commit``; compiled loops call the ``cdef`` phases
+``differentiate``, ``product``, ``admits`` and ``take``. A status other than ``OK``
 comes before anything of the model (``u``, ``A^{-1}``) changed, and the learner words it as
 an error. The fields of the last step (``yhat``, ``gdot``, ...) are its record, not model
 state.
@@ -175,7 +173,7 @@ cdef class OnsState:
         self.gained_dimension = q / (1.0 + q)
         self.gained_log_det = log1p(q)
 
-    # -- the step, for Python ----------------------------------------------------------------
+    # -- from Python --------------------------------------------------------------------------
     def direction(self, const double[::1] z):
         """``(A^{-1} z, s)`` over the ``m`` coordinates (``z`` of length ``m``; a new array)."""
         if z.shape[0] != self.m:
@@ -187,33 +185,12 @@ cdef class OnsState:
             s = self.product(&z[0], &o[0])
         return out, s
 
-    def gradient(self, double y, double ybar, double eta=0.0):
-        """The status of the gradient at the unclipped prediction ``ybar`` (``OK``, or
-        ``NEED_DERIVATIVE``: call :meth:`feed`)."""
-        return self.differentiate(y, ybar, eta)
-
     def feed(self, double gdot, double second_derivative, double eta=0.0):
         """The status of the gradient from a loss without a compiled form: its derivative
         ``gdot`` at ``yhat`` and, for the ``hessian`` policy, its second derivative there."""
         return self.weigh(self.ybar, gdot,
                            second_derivative if self.hessian else eta * gdot * gdot)
 
-    def check(self, const double[::1] Pz, double s, const double[::1] new):
-        """The status of the step with the new coordinates ``new`` (``Pz`` over ``m``)."""
-        if Pz.shape[0] != self.m:
-            raise ValueError(f"Pz has {Pz.shape[0]} coordinates, the head {self.m}")
-        return self.admits(&Pz[0] if self.m else NULL, s,
-                           &new[0] if new.shape[0] else NULL, new.shape[0])
-
-    def apply(self, const double[::1] Pz, double s, const double[::1] new, double y,
-              double residual):
-        """Take the checked step (the head already grown by ``len(new)`` coordinates)."""
-        if Pz.shape[0] + new.shape[0] != self.m:
-            raise ValueError(f"{Pz.shape[0]} + {new.shape[0]} coordinates, the head {self.m}")
-        self.take(&Pz[0] if Pz.shape[0] else NULL, s, &new[0] if new.shape[0] else NULL,
-                    new.shape[0], y, residual)
-
-    # -- the step in two calls (the direction kept in the state) ---------------------------
     def plan(self, const double[::1] z, double y, double ybar, double eta, new, bint optional):
         """The status of the step at the coordinates ``z`` (length ``m``) and the unclipped
         prediction ``ybar``: the gradient (``NEED_DERIVATIVE`` for a loss without a compiled
@@ -242,11 +219,6 @@ cdef class OnsState:
             if status != ONS_OK or values.shape[0] == 0:
                 return status
         return self.admits(&self.pz[0], self.s, &values[0], values.shape[0])
-
-    @property
-    def direction_planned(self):
-        """The planned step's ``A^{-1} z`` (a copy)."""
-        return np.array(self.pz_obj[:self.m])
 
     def commit(self, double y, double residual, Py_ssize_t n_new):
         """Take the planned step with the first ``n_new`` of its new coordinates (0 or all of

@@ -81,27 +81,6 @@ class OnsHead:
         coordinates (``len(z)`` of them)."""
         return self._ons_state(hessian).direction(z)
 
-    def _ons_gradient(self, y: float, ybar: float, eta: float | None) -> _ons.OnsState:
-        r"""The state, holding the step's gradient at the unclipped prediction ``ybar``
-        (``eta`` ``None``: the weight of :math:`zz^\top` is ``loss''``); raises
-        ``ValueError`` if it is not usable."""
-        state = self._ons_state(eta is None)
-        status = state.gradient(y, ybar, eta or 0.0)
-        if status == _ons.NEED_DERIVATIVE:  # a loss without a compiled form feeds the step
-            loss, yhat = self._ons_loss, state.yhat
-            second = float(loss.second_derivative(y, yhat)) if eta is None else 0.0
-            status = state.feed(float(loss.derivative(y, yhat)), second, eta or 0.0)
-        if status:
-            raise ValueError(self._ons_refusal(state, y, status))
-        return state
-
-    def _ons_check(self, state, y: float, Pz: np.ndarray, s: float, new: np.ndarray) -> None:
-        """Raise ``ValueError`` if the step with the new coordinates ``new`` would store a
-        number that is not finite."""
-        status = state.check(Pz, s, new)
-        if status:
-            raise ValueError(self._ons_refusal(state, y, status))
-
     def _ons_refusal(self, state, y: float, status: int) -> str:
         """The error of a refused step, from its status (``okoco._core._ons``)."""
         if status == _ons.NEGATIVE:
@@ -136,18 +115,6 @@ class OnsHead:
             self._ons_grow(n_new)
             state = self._ons_state(state.hessian)
         state.commit(y, residual, n_new)
-        self.online_effective_dimension += state.gained_dimension
-        self.log_det += state.gained_log_det
-        self.noise_scale_sum += state.noise
-
-    def _ons_apply(self, state, Pz: np.ndarray, s: float, new: np.ndarray, y: float,
-                   residual: float) -> None:
-        """The checked step (:meth:`_ons_gradient`, :meth:`_ons_check`), growing the head by
-        the new coordinates ``new`` first."""
-        if new.shape[0]:
-            self._ons_grow(new.shape[0])
-            state = self._ons_state(state.hessian)
-        state.apply(Pz, s, new, y, residual)
         self.online_effective_dimension += state.gained_dimension
         self.log_det += state.gained_log_det
         self.noise_scale_sum += state.noise

@@ -291,15 +291,11 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         so that a refused step changes nothing."""
         analysis = self._analyse(v)
         k, kappa, h, _ = analysis
-        state = self._ons_gradient(y, self._ons_predict(h), eta)
-        Pz, s = self._direction(analysis)
-        self._ons_check(state, y, Pz, s, _NONE)
-        pivot = self._join_pivot(kappa, h)
-        if pivot is not None:  # the step if the point joins: a new coordinate, its pivot
-            joins = np.array([pivot])
-            self._ons_check(state, y, Pz, s, joins)
+        pivot = self._join_pivot(kappa, h)  # if the point can join: a new coordinate, its pivot
+        state = self._ons_plan(y, h, self._ons_predict(h), eta,
+                               _NONE if pivot is None else np.array([pivot]), True)
         joined = pivot is not None and self._offer(v, k, kappa, h)
-        self._ons_apply(state, Pz, s, joins if joined else _NONE, y, kappa - float(h @ h))
+        self._ons_commit(state, y, kappa - float(h @ h), 1 if joined else 0)
         if joined and self._restart:
             self._new_phase(self._embed.size)
 
