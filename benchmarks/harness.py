@@ -53,28 +53,25 @@ def memory_method() -> str | None:
     return "fork+VmHWM"
 
 
-def _child(conn, fn: Callable[[], dict]) -> None:
+def _outcome(fn: Callable[[], dict], caught: type = Exception) -> dict:
+    """``fn()``, or ``{"error": traceback}`` if it raised ``caught``."""
     try:
-        result = fn()
-    except BaseException:  # reported to the parent, which carries on
-        result = {"error": traceback.format_exc(limit=6)}
-    conn.send(result)
-    conn.close()
+        return fn()
+    except caught:
+        return {"error": traceback.format_exc(limit=6)}
 
 
 def in_child(fn: Callable[[], dict], fork: bool = True) -> dict:
     """``fn()`` in a forked child (its result through a pipe), or in-process; a failure is
     returned as ``{"error": traceback}``."""
     if not fork:
-        try:
-            return fn()
-        except Exception:
-            return {"error": traceback.format_exc(limit=6)}
+        return _outcome(fn)
     import gc
 
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, fn))
+    # (any failure of the child, an exit included, is reported to the parent, which carries on)
+    proc = ctx.Process(target=lambda: child.send(_outcome(fn, BaseException)))
     gc.freeze()  # the child's collections then neither copy nor walk the parent's heap
     try:
         proc.start()
