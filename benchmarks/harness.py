@@ -23,12 +23,8 @@ from importlib import metadata
 
 def status_kb(field: str) -> int | None:
     """A field of ``/proc/self/status`` in KiB (``VmRSS``, ``VmHWM``), ``None`` elsewhere."""
-    with contextlib.suppress(OSError):
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    return None
+    value = _first_field("/proc/self/status", field + ":")
+    return None if value is None else int(value.split()[0])
 
 
 def reset_peak() -> int | None:
@@ -159,6 +155,7 @@ def load() -> list[float] | None:
 
 
 def _first_field(path: str, prefix: str) -> str | None:
+    """The value of the first line of ``path`` that starts with ``prefix`` (any case)."""
     with contextlib.suppress(OSError):
         with open(path) as f:
             for line in f:

@@ -52,7 +52,8 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
                                        "peak_bytes": raw["peak_bytes"]}
     log(f"  {'(harness: no-op learner)':<60} {noop.get('us_per_sample', math.nan):9.2f} "
         f"us/sample  {report.megabytes(noop.get('peak_bytes'))} MB")
-    for entry in learners.entries(stream, quick=quick, skip=skip, only=only):
+    entries = learners.entries(stream, quick=quick, skip=skip, only=only)
+    for entry in entries:
         raw = measure.run_entry(entry, stream, inputs, method)
         rec = {"dataset": stream.name, "learner": entry.learner, "family": entry.family,
                "library": entry.library, "params": entry.params, "key": entry.key, "n": n}
@@ -69,7 +70,7 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
             f"{rec['us_per_sample']:9.1f} us/sample  "
             f"{report.megabytes(rec['peak_bytes'])} MB")
 
-    by_key = {e.key: e for e in learners.entries(stream, quick=quick, skip=skip, only=only)}
+    by_key = {e.key: e for e in entries}
     # head to head first: it decides which SketchedKONS setting a target judges
     rounds = report.H2H_QUICK_ROUNDS if quick else report.H2H_ROUNDS
     replay = (by_key, stream, inputs, method)

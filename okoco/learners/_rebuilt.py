@@ -45,7 +45,7 @@ def window_matrix(kernel, points, scale, window, own: np.ndarray) -> np.ndarray:
     rows of ``points.data`` (``okoco.linalg.Rows`` or a shared store's ``ExpertRows``) scaled by
     ``scale`` (the weights :math:`d_j` by slot, or one number for all), with the diagonal as
     the steps made it, :math:`d_j^2 \kappa_j + \alpha`, from the inverse."""
-    slots = own if window._outer is None else window._outer[own]
+    slots = own if window.outer is None else window.outer[own]
     X = points.data[slots, : points.d]
     d = scale[slots] if np.ndim(scale) else np.full(slots.shape[0], float(scale))
     M = d[:, None] * np.asarray(kernel(X, X), dtype=float) * d[None, :]

@@ -4,7 +4,10 @@ Every learner of okoco that keeps a kernel matrix over a growing set of *atoms* 
 Sketched-KONS, KRLS, the KORS / ALD / SQUEAK / INK-Estimate dictionaries) factorizes it with
 :class:`IncrementalCholesky`: a lower Cholesky factor ``L`` (``A = L L^T``) that is *bordered*
 when an atom arrives, updated by a rank-one modification when an atom leaves or is re-weighted,
-and refreshed from scratch when a residual check detects drift.
+and refreshed from scratch when a residual check detects drift. The window's inverse
+(:class:`SlotInverse`) is kept over the slots of a ring, and the points themselves, with their
+per-point coefficients and cached squared norms, in the point store :class:`Rows` (a buffer that
+doubles, or a ring of ``max_size`` rows).
 
 Storage is *packed*: row ``r`` of ``L`` occupies ``r + 1`` consecutive slots of a flat buffer
 (``L`` row-major lower packed, which is ``L^T`` column-major upper packed, the BLAS ``tp`` layout).
