@@ -21,22 +21,19 @@ import argparse
 import json
 from pathlib import Path
 
-from benchmarks.harness import as_user, in_child, load, prequential, select, table
+from benchmarks.harness import in_child, load, prequential, select, table
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bounded.json"
 
 
 def learners() -> dict:
-    """name -> factory(loss), each learner at its defaults (a seeded one's coins from 0)."""
-    from okoco.learners import CONKONS, KONS, KRLS, PROSNKONS, Auto, FunctionalGD, SketchedKONS
+    """name -> build(task): each learner at its defaults (a seeded one's coins from 0), as the
+    defaults study builds it."""
+    from benchmarks.bench_defaults import candidates
 
-    def make(cls, **kw):
-        return lambda loss: cls(loss=loss, **kw)
-
-    return {"Auto()": make(Auto), "KONS()": make(KONS),
-            "SketchedKONS()": make(SketchedKONS, seed=0), "FunctionalGD()": make(FunctionalGD),
-            "KRLS()": lambda loss: KRLS(), "PROSNKONS()": make(PROSNKONS, seed=0),
-            "CONKONS()": make(CONKONS, seed=0)}
+    known = candidates()
+    return {name: known[name] for name in ("Auto()", "KONS()", "SketchedKONS()",
+                                           "FunctionalGD()", "KRLS()", "PROSNKONS()", "CONKONS()")}
 
 
 def run(name: str, n: int, every: int, window: int) -> dict:
@@ -44,7 +41,7 @@ def run(name: str, n: int, every: int, window: int) -> dict:
 
     stream = synth.RandomRBF(seed_model=7, seed_sample=11, n_classes=2, n_features=10,
                              n_centroids=50)
-    model = as_user(learners()[name], "binary")
+    model = learners()[name]("binary")
     return prequential(model, stream.take(n), "binary", every=every, window=window)
 
 

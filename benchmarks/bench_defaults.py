@@ -27,10 +27,8 @@ Usage::
 
 Results merge into ``--output`` (``results/defaults.json``, ``defaults-<set>.json`` for a
 family) as ``{candidate: {stream: [error, µs/sample, n]}}``; the tables are printed and, with
-``--markdown FILE``, written there. No longer measured (results kept in ``benchmarks/results/``):
-Auto's expert grids and the pool they were chosen from (``families.json``,
-``long_memory.json``, ``mixing.json``), which needed Auto's private methods, and Auto's time
-against its leading expert alone (``defaults.json``, ``auto_timing``).
+``--markdown FILE``, written there. The studies of Auto's expert grids (which needed its
+private methods) left the tree; their results stay in ``benchmarks/results/`` (README.md).
 """
 
 from __future__ import annotations

@@ -4,14 +4,9 @@
     python -m benchmarks.bench_persistence --baseline /work/main # also time another tree's load
     python -m benchmarks.bench_persistence --sizes --baseline T  # file sizes, save and load time
 
-``--sizes`` (issue 41: "save the model, not its buffers"): ``KONS()``, ``SketchedKONS()``,
-``Auto()``, the unbounded KONS, ``CONKONS``, ``PROSNKONS``, ``KRLS()`` and the multiclass
-``MulticlassClassifier(KONS())`` / ``MulticlassClassifier(Auto())`` (3 classes) after 1,000
-steps at ``d = 10``, each tree saving its own model: the file's size, the median time of a
-save and of a load (a fresh process per tree).
-
-With a baseline, each tree loads the file it wrote, and this tree also loads the baseline's
-file (read through the migrations when the baseline writes an older format).
+``--sizes`` (issue 41: "save the model, not its buffers"): the default learners (:data:`SIZES`,
+the multiclass ones over 3 classes) after 1,000 steps at ``d = 10``, each tree saving its own
+model: the file's size, the median time of a save and of a load.
 
 Each figure is measured in a fresh process (``PYTHONPATH`` = the tree), so the peak resident
 memory (``ru_maxrss``) is that of one load; ``tracemalloc``'s peak (Python and numpy
@@ -62,20 +57,6 @@ print(json.dumps({"median_s": sorted(times)[len(times) // 2], "min_s": min(times
 
 
 _MAKE = r"""
-import sys
-import numpy as np
-from okoco.learners import KONS, Auto, SketchedKONS
-name, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-model = {"KONS": KONS, "SketchedKONS": lambda: SketchedKONS(seed=0), "Auto": Auto}[name]()
-rng = np.random.default_rng(0)
-for _ in range(n):
-    x = {"a": float(rng.normal()), "b": float(rng.normal())}
-    model.learn_one(x, float(np.tanh(x["a"])))
-model.save(path)
-"""
-
-
-_SIZES = r"""
 import json, sys, time
 import numpy as np
 from okoco.learners import (CONKONS, KONS, KRLS, PROSNKONS, Auto, MulticlassClassifier,
@@ -103,25 +84,47 @@ print(json.dumps({"save_median_s": sorted(times)[len(times) // 2]}))
 """
 
 
-def sizes(trees: dict[str, Path], folder: Path, repeat: int, n: int = 1000, d: int = 10) -> None:
-    """File size, save and load time of the default learners after ``n`` steps at ``d``."""
-    print(f"after {n} steps at d = {d}; median of {repeat} saves and of {repeat - 1} loads "
-          "(fresh processes)")
-    for name in ("KONS()", "SketchedKONS()", "Auto()", "KONS(max_size=None)", "CONKONS(seed=0)",
-                 "PROSNKONS(seed=0)", "KRLS()", "MulticlassClassifier(KONS())",
-                 "MulticlassClassifier(Auto())"):
-        for tree_name, tree in trees.items():
-            stem = re.sub(r"\W", "", name)
-            path = folder / f"sizes-{stem}-{tree_name.replace(' ', '_')}.npz"
-            out = subprocess.run([sys.executable, "-c", _SIZES, name, str(n), str(d), str(path),
-                                  str(repeat)], env={**os.environ, "PYTHONPATH": str(tree)},
-                                 capture_output=True, text=True, check=True,
-                                 cwd=tempfile.gettempdir())
-            saved = json.loads(out.stdout.splitlines()[-1])
-            loaded = measure(tree, path, repeat)
-            print(f"{name:28s} {tree_name:10s} {path.stat().st_size / 1e3:10.1f} KB  save "
-                  f"{saved['save_median_s'] * 1e3:8.2f} ms  load {loaded['median_s'] * 1e3:8.2f} "
-                  f"ms  {loaded['outcome'][:40]}")
+def make(tree: Path, name: str, n: int, d: int, path: Path, repeat: int = 1) -> dict:
+    """``name`` after ``n`` steps at ``d``, saved to ``path`` ``repeat`` times by ``tree`` in a
+    fresh process: the median time of a save."""
+    out = subprocess.run([sys.executable, "-c", _MAKE, name, str(n), str(d), str(path),
+                          str(repeat)], env={**os.environ, "PYTHONPATH": str(tree)},
+                         capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+#: What ``--sizes`` saves after 1,000 steps at d = 10 (issue 41), and the default run after n
+#: steps at d = 2.
+SIZES = ("KONS()", "SketchedKONS()", "Auto()", "KONS(max_size=None)", "CONKONS(seed=0)",
+         "PROSNKONS(seed=0)", "KRLS()", "MulticlassClassifier(KONS())",
+         "MulticlassClassifier(Auto())")
+LOADS = (("KONS()", 200), ("KONS()", 2000), ("SketchedKONS()", 2000), ("Auto()", 100),
+         ("Auto()", 500))
+
+
+def save_load(trees: dict[str, Path], folder: Path, cases, d: int, repeat: int) -> None:
+    """Each tree saves each ``(name, n)`` of ``cases`` after ``n`` steps at ``d`` (the file's
+    size, the median of ``repeat`` saves) and loads the file it wrote (its own format: the
+    median and least time of ``repeat - 1`` loads, and their CPU time); this tree also loads
+    the baseline's file (an older format: the migrations' path). Fresh processes."""
+    for name, n in cases:
+        written = {}
+        for label, tree in trees.items():
+            path = written[label] = folder / f"{re.sub(r'[^A-Za-z]', '', name + label)}{n}.npz"
+            saved = make(tree, name, n, d, path, repeat)["save_median_s"]
+            _print_load(f"{name} n={n}", label, tree, path, repeat, saved)
+        if "baseline" in trees:
+            _print_load(f"{name} n={n}", "this tree, baseline's file", HERE, written["baseline"],
+                        repeat)
+
+
+def _print_load(case: str, label: str, tree: Path, path: Path, repeat: int,
+                saved: float | None = None) -> None:
+    r = measure(tree, path, repeat)
+    save = "" if saved is None else f"save {saved * 1e3:8.2f} ms  "
+    print(f"{case:38s} {label:26s} {path.stat().st_size / 1e3:10.1f} KB  {save}load median "
+          f"{r['median_s'] * 1e3:8.2f} ms (min {r['min_s'] * 1e3:.2f}, cpu median "
+          f"{r['cpu_median_s'] * 1e3:.2f})  {r['outcome'][:40]}")
 
 
 def measure(tree: Path, path: Path, repeat: int) -> dict:
@@ -148,35 +151,26 @@ _G = "whitened_gradient"
 
 def crafted(folder: Path, seed_file: Path) -> dict[str, Path]:
     """~2 MB files aimed at loading's memory and time (``seed_file``: a format-5 KONS)."""
-    files = {}
-    files["padded 1e9 rows"] = _rewrite(
-        seed_file, folder / "padded.npz",
-        lambda m: m["state"][_G].update(rows=1_000_000_000),
-        extra={"pad": np.random.default_rng(0).normal(size=250_000)})
-    files["unreferenced compressed zeros (2 GB)"] = _rewrite(
-        seed_file, folder / "zeros.npz", lambda m: None,
-        extra={"a999": np.zeros(250_000_000)}, compress=True)
-    files["referenced compressed zeros (2 GB)"] = _rewrite(
-        seed_file, folder / "zeros-ref.npz",
-        lambda m: m["state"].update({_G: {"__array__": "a999", "id": 99999}}),
-        extra={"a999": np.zeros(250_000_000)}, compress=True)
-    # the metadata is UTF-32 in the archive: 4 bytes a character
-    files["2 MB: 130,000 JSON containers"] = _rewrite(
-        seed_file, folder / "containers.npz",
-        lambda m: m["state"].update(log_det=[{}] * 130_000))
-    files["2 MB: 120,000 JSON floats"] = _rewrite(
-        seed_file, folder / "floats.npz",
-        lambda m: m["state"].update(log_det=[1.5] * 120_000))
-    files["2 MB: 30,000 feature names"] = _rewrite(
-        seed_file, folder / "names.npz",
-        lambda m: m["state"]["features"]["attrs"].update(
-            columns={f"f{i}": i for i in range(30_000)}))
-    files["50,000 tiny unreferenced members"] = _rewrite(
-        seed_file, folder / "members.npz", lambda m: None,
-        extra={f"z{i}": np.zeros(0, dtype=np.uint8) for i in range(50_000)})
-    files["a window size edited to 10**6"] = _rewrite(
-        seed_file, folder / "window.npz",
-        lambda m: m["state"]["window_inverse"]["attrs"].update(size=10**6))
+    zeros = {"a999": np.zeros(250_000_000)}  # 2 GB, compressed
+    edits = [  # (name, file, edit of the metadata, members added, compressed)
+        ("padded 1e9 rows", "padded", lambda m: m["state"][_G].update(rows=1_000_000_000),
+         {"pad": np.random.default_rng(0).normal(size=250_000)}, False),
+        ("unreferenced compressed zeros (2 GB)", "zeros", lambda m: None, zeros, True),
+        ("referenced compressed zeros (2 GB)", "zeros-ref",
+         lambda m: m["state"].update({_G: {"__array__": "a999", "id": 99999}}), zeros, True),
+        # the metadata is UTF-32 in the archive: 4 bytes a character
+        ("2 MB: 130,000 JSON containers", "containers",
+         lambda m: m["state"].update(log_det=[{}] * 130_000), None, False),
+        ("2 MB: 120,000 JSON floats", "floats",
+         lambda m: m["state"].update(log_det=[1.5] * 120_000), None, False),
+        ("2 MB: 30,000 feature names", "names", lambda m: m["state"]["features"]["attrs"].update(
+            columns={f"f{i}": i for i in range(30_000)}), None, False),
+        ("50,000 tiny unreferenced members", "members", lambda m: None,
+         {f"z{i}": np.zeros(0, dtype=np.uint8) for i in range(50_000)}, False),
+        ("a window size edited to 10**6", "window",
+         lambda m: m["state"]["window_inverse"]["attrs"].update(size=10**6), None, False)]
+    files = {name: _rewrite(seed_file, folder / f"{stem}.npz", edit, extra, compress)
+             for name, stem, edit, extra, compress in edits}
     files["compressed: 200 MB of JSON"] = folder / "json-bomb.npz"
     head = json.dumps({"format": "okoco-model", "format_version": 5})
     np.savez_compressed(files["compressed: 200 MB of JSON"],
@@ -213,30 +207,39 @@ def thread_guard_cost(rounds: int = 15, block: int = 200) -> None:
     for name, make in makers.items():
         locked, unlocked = make(), make()
         cls = type(locked)
-        learn, predict = cls.learn_one.__wrapped__, cls.predict_one.__wrapped__
+        steps = {"locked": (locked, cls.predict_one, cls.learn_one),
+                 "bare": (unlocked, cls.predict_one.__wrapped__, cls.learn_one.__wrapped__)}
         for x, y in rows[:300]:  # the same warm state in both
             locked.learn_one(x, y)
             unlocked.learn_one(x, y)
-        at, t_locked, t_bare = 300, [], []
+        times = {"locked": [], "bare": []}
         for r in range(rounds):
+            chunk = rows[300 + r * block: 300 + (r + 1) * block]  # both learn it: equal states
             for timed in (("locked", "bare") if r % 2 else ("bare", "locked")):  # no order bias
-                chunk = rows[at:at + block]
+                model, predict, learn = steps[timed]
                 t0 = time.process_time()  # CPU time: the machine may be shared
-                if timed == "locked":
-                    for x, y in chunk:
-                        locked.predict_one(x)
-                        locked.learn_one(x, y)
-                else:
-                    for x, y in chunk:
-                        predict(unlocked, x)
-                        learn(unlocked, x, y)
-                (t_locked if timed == "locked" else t_bare).append(
-                    (time.process_time() - t0) / block)
-            at += block  # both learned the same rows: their states stay equal
+                for x, y in chunk:
+                    predict(model, x)
+                    learn(model, x, y)
+                times[timed].append((time.process_time() - t0) / block)
+        t_locked, t_bare = times["locked"], times["bare"]
         a, b = sorted(t_locked)[rounds // 2], sorted(t_bare)[rounds // 2]
         print(f"{name:26s} predict+learn CPU median {a * 1e6:8.2f} us locked, {b * 1e6:8.2f} us "
               f"without: {100 * (a - b) / b:+.2f}%  (2 lock calls = {2 * bare * 1e6:.3f} us, "
               f"{100 * 2 * bare / b:.2f}% of a step)")
+
+
+def refusals(folder: Path) -> None:
+    """This tree's time and memory to refuse each crafted file (the baseline's answer to these
+    is the issue's: 89 GiB asked, 3.1 GB ...)."""
+    seed_file = folder / "seed.npz"
+    make(HERE, "KONS()", 100, 2, seed_file)  # a window: its inverse's size is one of the edits
+    for name, path in crafted(folder, seed_file).items():
+        r = measure(HERE, path, 4)
+        print(f"{name:38s} {path.stat().st_size/1e6:5.2f} MB {r['median_s']*1e3:8.1f} ms "
+              f"(cpu {r['cpu_median_s'] * 1e3:6.1f})  "
+              f"tracemalloc {r['tracemalloc_peak_mb']:6.1f} MB  rss +{r['rss_growth_mb']:6.1f} MB"
+              f"  {r['outcome'][:60]}")
 
 
 def main(argv=None) -> None:
@@ -249,53 +252,17 @@ def main(argv=None) -> None:
                         help="only measure file sizes, save and load times (issue 41)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
-    if args.sizes:
-        print("load average:", os.getloadavg())
-        trees = {"this tree": HERE, **({"baseline": args.baseline} if args.baseline else {})}
-        sizes(trees, Path(tempfile.mkdtemp()), max(args.repeat, 2))
-        print("load average:", os.getloadavg())
-        return
-    if args.threads:
-        print("load average:", os.getloadavg())
-        thread_guard_cost()
-        print("load average:", os.getloadavg())
-        return
-    from okoco.learners import KONS
-
-    print("load average:", os.getloadavg())
-    folder = Path(tempfile.mkdtemp())
-    rng = np.random.default_rng(0)
     trees = {"this tree": HERE, **({"baseline": args.baseline} if args.baseline else {})}
-    # each tree loads the file it wrote (its own format); this tree also loads the baseline's
-    # file (an older format: the migrations' path)
-    for name, n in (("KONS", 200), ("KONS", 2000), ("SketchedKONS", 2000), ("Auto", 100),
-                    ("Auto", 500)):
-        written = {}
-        for tree_name, tree in trees.items():
-            path = written[tree_name] = folder / f"{name}-{n}-{tree_name.replace(' ', '_')}.npz"
-            subprocess.run([sys.executable, "-c", _MAKE, name, str(n), str(path)], check=True,
-                           env={**os.environ, "PYTHONPATH": str(tree)},
-                           cwd=tempfile.gettempdir())
-        runs = [(tree_name, tree, written[tree_name]) for tree_name, tree in trees.items()]
-        if args.baseline:
-            runs.append(("this tree, baseline's file", HERE, written["baseline"]))
-        for label, tree, path in runs:
-            r = measure(tree, path, args.repeat)
-            print(f"{name} n={n:<5d} {path.stat().st_size / 1e6:6.2f} MB  {label:26s} load "
-                  f"median {r['median_s'] * 1e3:8.2f} ms (min {r['min_s'] * 1e3:.2f}, cpu median "
-                  f"{r['cpu_median_s'] * 1e3:.2f})  {r['outcome'][:40]}")
-    seed_file = folder / "seed.npz"
-    seed = KONS(max_size=500)  # a window: its inverse's size is one of the crafted edits
-    for _ in range(100):
-        seed.learn_one({"a": float(rng.normal())}, float(rng.normal()))
-    seed.save(seed_file)
-    # this tree only: the baseline's answer to these is the issue's (89 GiB asked, 3.1 GB ...)
-    for name, path in crafted(folder, seed_file).items():
-        r = measure(HERE, path, 4)
-        print(f"{name:38s} {path.stat().st_size/1e6:5.2f} MB {r['median_s']*1e3:8.1f} ms "
-              f"(cpu {r['cpu_median_s'] * 1e3:6.1f})  "
-              f"tracemalloc {r['tracemalloc_peak_mb']:6.1f} MB  rss +{r['rss_growth_mb']:6.1f} MB"
-              f"  {r['outcome'][:60]}")
+    folder = Path(tempfile.mkdtemp())
+    print("load average:", os.getloadavg())
+    repeat = max(args.repeat, 2)
+    if args.sizes:
+        save_load(trees, folder, [(name, 1000) for name in SIZES], 10, repeat)
+    elif args.threads:
+        thread_guard_cost()
+    else:
+        save_load(trees, folder, LOADS, 2, repeat)
+        refusals(folder)
     print("load average:", os.getloadavg())
 
 

@@ -145,14 +145,8 @@ def load_stream(name: str, n: int | None = None, quick: bool = False) -> Stream 
     X, y = np.asarray(X[:size], dtype=float), np.asarray(y[:size])
     if spec.standardize_x:
         X = online_standardize(X)
-    if ds.task == "binary":
-        labels = np.asarray(y).astype(bool)
-        return Stream(name, "binary", X, labels, labels, np.zeros(size), np.ones(size),
-                      [str(c) for c in names], spec, n_available)
-    y = np.asarray(y, dtype=float)
-    if spec.standardize_y:
-        learned, shift, scale = target_scaling(y)
-    else:
-        learned, shift, scale = y, np.zeros(size), np.ones(size)
-    return Stream(name, "regression", X, learned, y, shift, scale,
-                  [str(c) for c in names], spec, n_available)
+    y = np.asarray(y).astype(bool) if ds.task == "binary" else np.asarray(y, dtype=float)
+    learned, shift, scale = target_scaling(y) if spec.standardize_y else (
+        y, np.zeros(size), np.ones(size))  # (only a regression stream's targets are scaled)
+    return Stream(name, ds.task, X, learned, y, shift, scale, [str(c) for c in names], spec,
+                  n_available)

@@ -23,12 +23,8 @@ from importlib import metadata
 
 def status_kb(field: str) -> int | None:
     """A field of ``/proc/self/status`` in KiB (``VmRSS``, ``VmHWM``), ``None`` elsewhere."""
-    with contextlib.suppress(OSError):
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    return None
+    value = _first_field("/proc/self/status", field + ":")
+    return None if value is None else int(value.split()[0])
 
 
 def reset_peak() -> int | None:
@@ -53,28 +49,25 @@ def memory_method() -> str | None:
     return "fork+VmHWM"
 
 
-def _child(conn, fn: Callable[[], dict]) -> None:
+def _outcome(fn: Callable[[], dict], caught: type = Exception) -> dict:
+    """``fn()``, or ``{"error": traceback}`` if it raised ``caught``."""
     try:
-        result = fn()
-    except BaseException:  # reported to the parent, which carries on
-        result = {"error": traceback.format_exc(limit=6)}
-    conn.send(result)
-    conn.close()
+        return fn()
+    except caught:
+        return {"error": traceback.format_exc(limit=6)}
 
 
 def in_child(fn: Callable[[], dict], fork: bool = True) -> dict:
     """``fn()`` in a forked child (its result through a pipe), or in-process; a failure is
     returned as ``{"error": traceback}``."""
     if not fork:
-        try:
-            return fn()
-        except Exception:
-            return {"error": traceback.format_exc(limit=6)}
+        return _outcome(fn)
     import gc
 
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, fn))
+    # (any failure of the child, an exit included, is reported to the parent, which carries on)
+    proc = ctx.Process(target=lambda: child.send(_outcome(fn, BaseException)))
     gc.freeze()  # the child's collections then neither copy nor walk the parent's heap
     try:
         proc.start()
@@ -162,6 +155,7 @@ def load() -> list[float] | None:
 
 
 def _first_field(path: str, prefix: str) -> str | None:
+    """The value of the first line of ``path`` that starts with ``prefix`` (any case)."""
     with contextlib.suppress(OSError):
         with open(path) as f:
             for line in f:

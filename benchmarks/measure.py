@@ -86,8 +86,9 @@ def fastest_us(alternatives: list[Callable[[], Any]], calls: int) -> float:
 
 
 class Floors:
-    """Times of the primitive operations a learner's step cannot avoid, cached by size, each
-    the fastest of its alternatives on one BLAS thread:
+    """The primitive operations a learner's step cannot avoid, as calls to time on one BLAS
+    thread beside the learner's own steps (:meth:`parts`, :meth:`round_us`), each the fastest
+    of its alternatives:
 
     - ``expansion(t)``: a prediction ``sum_i c_i k(x_i, x)`` over ``t`` points in ``d``
       dimensions (a ``t x d`` matrix-vector product, an ``exp`` of ``t`` values, a dot);
@@ -97,8 +98,8 @@ class Floors:
       triangle (``dsyrk``: a window inverse's 16 pending terms of one sign at once).
     """
 
-    def __init__(self, seed: int = 0, budget_s: float = 0.05):
-        self.rng, self.budget_s, self.cache = np.random.default_rng(seed), budget_s, {}
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
 
     def calls(self, primitive: str, n: int, d: int) -> list[Callable[[], Any]]:
         """The alternatives of ``primitive`` at size ``n`` (``d``: the expansion's width)."""
@@ -128,47 +129,22 @@ class Floors:
             return [lambda: blas.dsyrk(1.0, U, beta=1.0, c=C, lower=0, overwrite_c=1)]
         raise ValueError(f"unknown primitive {primitive!r}")
 
-    def time(self, primitive: str, n: int, d: int = 0) -> float:
-        """µs per call of ``primitive`` at size ``n``, the fastest alternative (cached)."""
-        key = (primitive, n, d if primitive == "expansion" else 0)
-        if n == 0 and primitive != "expansion":
-            return 0.0
-        if key not in self.cache:  # the best of 5 rounds of calls lasting the budget
-            fns = self.calls(primitive, n, d)
-            once = fastest_us(fns, 1) * 1e-6
-            calls = max(1, int(self.budget_s / 5 / len(fns) / max(once, 1e-7)))
-            self.cache[key] = min(fastest_us(fns, calls) for _ in range(5))
-            reset_peak()  # give the large arrays' pages back
-        return self.cache[key]
-
-    def of(self, learner: str, t: int, m: int, d: int) -> dict[str, float]:
-        """The floor of one step of ``learner`` at ``t`` points seen, ``m`` in its dictionary:
-        each part's µs on one BLAS thread (the least the step could cost) and their total."""
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1):
-            parts = {name: times * self.time(p, n, d) for name, p, n, times in
-                     floor_parts(learner, t, m)}
-        return {**parts, "total": sum(parts.values())}
-
-    def parts(self, learner: str, t: int, m: int, d: int) -> dict[str, list]:
-        """The parts of :meth:`of` as calls, each part its alternatives (one call of each
-        does the part's work), to time in rounds beside the learner's own steps."""
-        out = {}
-        for name, p, n, times in floor_parts(learner, t, m):
-            calls = self.calls(p, n, d) if n or p == "expansion" else [lambda: None]
-            out[name] = calls if times == 1 else [
-                lambda f=f, k=int(times): [f() for _ in range(k)] for f in calls]
-        return out
+    def parts(self, learner: str, t: int, m: int, d: int) -> dict[str, tuple[list, float]]:
+        """The parts of one step of ``learner`` (:func:`floor_parts`): each part's alternatives
+        as calls (one call of each does the primitive's work) and how many times a step does
+        it."""
+        return {name: (self.calls(p, n, d) if n or p == "expansion" else [lambda: None], times)
+                for name, p, n, times in floor_parts(learner, t, m)}
 
     @staticmethod
-    def round_us(parts: dict[str, list], calls: int) -> dict[str, float]:
-        """Each part's mean µs over ``calls`` calls (its fastest alternative) on one BLAS
-        thread, and their ``total``."""
+    def round_us(parts: dict[str, tuple[list, float]], calls: int) -> dict[str, float]:
+        """Each part's µs in a step (the mean over ``calls`` calls of its fastest alternative,
+        times its count) on one BLAS thread, and their ``total``."""
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=1):
-            out = {name: fastest_us(alternatives, calls) for name, alternatives in parts.items()}
+            out = {name: times * fastest_us(alternatives, calls)
+                   for name, (alternatives, times) in parts.items()}
         return {**out, "total": sum(out.values())}
 
 

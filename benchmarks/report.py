@@ -180,7 +180,7 @@ def _x(v) -> str:
     return "–" if v is None else f"{v:.2f}×" if 0.01 <= v < 1000 else f"{v:.2g}×"
 
 
-def _mb(b) -> str:
+def megabytes(b) -> str:
     return "–" if b is None else f"{b / 2**20:.1f}"
 
 
@@ -305,7 +305,7 @@ def _datasets(results: dict) -> list[str]:
                  *(_f(r.get(c, {}).get("us_per_sample"), ".1f")
                    for c in ("one_thread", "loaded")[: len(extra)]),
                  _x(r.get("ratios", {}).get("time")), _x(r.get("ratios", {}).get("error")),
-                 _mb(r.get("peak_bytes")), _f(r.get("dictionary_size"), "d")]
+                 megabytes(r.get("peak_bytes")), _f(r.get("dictionary_size"), "d")]
                 for r, label in shown]
         lines += [f"### {name}", "", f"{ds['note']}; n = {ds['n']:,}, d = {ds['d']}, "
                   f"{ds['task']}; RBF gamma grid {ds['gammas']}. Reference learner: "
@@ -315,8 +315,8 @@ def _datasets(results: dict) -> list[str]:
                           "time × ref", "error × ref", "peak MB", "dict size"], rows), ""]
         if "us_per_sample" in (h := ds.get("harness") or {}):
             lines += [f"The measuring harness alone (a learner that does nothing) accounts for "
-                      f"{h['us_per_sample']:.2f} µs/sample and {_mb(h.get('peak_bytes'))} MB of "
-                      "each figure above.", ""]
+                      f"{h['us_per_sample']:.2f} µs/sample and "
+                      f"{megabytes(h.get('peak_bytes'))} MB of each figure above.", ""]
         failed = [f"- {r['key']} failed: `{r['error'].strip().splitlines()[-1]}`"
                   for r in runs if r["status"] != "ok"]
         lines += failed + ([""] if failed else [])

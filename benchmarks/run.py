@@ -51,8 +51,9 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
     noop = raw if "error" in raw else {"us_per_sample": 1e6 * raw["seconds"] / n,
                                        "peak_bytes": raw["peak_bytes"]}
     log(f"  {'(harness: no-op learner)':<60} {noop.get('us_per_sample', math.nan):9.2f} "
-        f"us/sample  {_mb(noop.get('peak_bytes'))} MB")
-    for entry in learners.entries(stream, quick=quick, skip=skip, only=only):
+        f"us/sample  {report.megabytes(noop.get('peak_bytes'))} MB")
+    entries = learners.entries(stream, quick=quick, skip=skip, only=only)
+    for entry in entries:
         raw = measure.run_entry(entry, stream, inputs, method)
         rec = {"dataset": stream.name, "learner": entry.learner, "family": entry.family,
                "library": entry.library, "params": entry.params, "key": entry.key, "n": n}
@@ -67,9 +68,9 @@ def run_stream(stream: data.Stream, quick: bool, skip: tuple[str, ...], only: tu
         runs.append(rec)
         log(f"  {entry.key:<60} {rec['metric']} {rec[rec['metric']]:.4f}  "
             f"{rec['us_per_sample']:9.1f} us/sample  "
-            f"{_mb(rec['peak_bytes'])} MB")
+            f"{report.megabytes(rec['peak_bytes'])} MB")
 
-    by_key = {e.key: e for e in learners.entries(stream, quick=quick, skip=skip, only=only)}
+    by_key = {e.key: e for e in entries}
     # head to head first: it decides which SketchedKONS setting a target judges
     rounds = report.H2H_QUICK_ROUNDS if quick else report.H2H_ROUNDS
     replay = (by_key, stream, inputs, method)
@@ -138,10 +139,6 @@ def head_to_head(pairs: list[tuple[dict, dict]], *replay, loaded: bool, rounds: 
                 f"{record[name]['ratio']:.2f} (rounds {', '.join(f'{r:.2f}' for r in ratios)})")
         else:
             mine.setdefault("head_to_head", {})[peer["key"]] = record
-
-
-def _mb(b) -> str:
-    return "   -" if b is None else f"{b / 2**20:6.1f}"
 
 
 # -- main -----------------------------------------------------------------------------------------
@@ -214,7 +211,7 @@ def main(argv=None) -> dict | str:
         "loaded": bool(args.loaded),
         "datasets": [], "skipped": [], "runs": [], "floor_definitions": measure.FLOOR_DEFINITIONS,
     }
-    floors = measure.Floors(budget_s=0.01 if args.quick else 0.05)
+    floors = measure.Floors()
     learners.preload()
     for name in names:
         stream = data.load_stream(name, n=args.n, quick=args.quick)

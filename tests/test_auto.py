@@ -9,12 +9,12 @@ from typer.testing import CliRunner
 import okoco
 from okoco import BinaryClassifier, kernels, losses
 from okoco import datasets as okoco_datasets
-from okoco._input import Rows
 from okoco.cli import app
 from okoco.intervals import IntervalRegressor
 from okoco.learners import CONKONS, KONS, Auto
 from okoco.learners.auto import DEFAULT_EXPERTS, SharedPoints
 from okoco.learners.ons import DictionaryExpert
+from okoco.linalg import Rows
 
 
 class DenseLinearONS:

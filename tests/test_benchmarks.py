@@ -263,34 +263,38 @@ def test_floor_definitions_count_the_solves_of_each_step():
     """SketchedKONS solves with two factors of size m, KRLS projects with one solve (in the ALD
     factor's coordinates) and updates M; a budgeted FunctionalGD's prediction runs over the m
     terms kept, not over t."""
-    floors = measure.Floors(budget_s=1e-4)
-    sk = floors.of("SketchedKONS", 300, 40, 3)
-    assert sk["2 trsv(m)"] == 2 * floors.time("trsv", 40)
-    assert sk["expansion(t)"] == floors.time("expansion", 300, 3)
-    fgd = floors.of("FunctionalGD", 5000, 50, 3)
-    expansion = floors.time("expansion", 50, 3)
-    assert fgd == {"expansion(m)": expansion, "total": expansion}
-    krls = floors.of("KRLS", 1000, 30, 3)
+    def parts(*args):
+        return {name: (p, n, times) for name, p, n, times in measure.floor_parts(*args)}
+
+    assert parts("SketchedKONS", 300, 40) == {"expansion(t)": ("expansion", 300, 1),
+                                              "2 trsv(m)": ("trsv", 40, 2)}
+    assert parts("FunctionalGD", 5000, 50) == {"expansion(m)": ("expansion", 50, 1)}
+    assert parts("KRLS", 1000, 30) == {"expansion(m)": ("expansion", 30, 1),
+                                       "trsv(m)": ("trsv", 30, 1), "matvec(m)": ("matvec", 30, 1),
+                                       "rank_one(m)": ("rank_one", 30, 1)}
+    assert parts("SketchedKONS window", 200, 30) == {  # two inverses: two of each
+        "2 expansion(W)": ("expansion", 200, 2), "2 symv(m)": ("symv", 30, 2),
+        "2 syrk16(m) / 8": ("syrk", 30, 0.25)}
+    floors = measure.Floors()
+    krls = floors.round_us(floors.parts("KRLS", 1000, 30, 3), 3)
     assert set(krls) == {"expansion(m)", "trsv(m)", "matvec(m)", "rank_one(m)", "total"}
-    assert krls["trsv(m)"] == floors.time("trsv", 30)
-    window = floors.of("SketchedKONS window", 200, 30, 3)  # two inverses: two of each
-    assert window["2 symv(m)"] == 2 * floors.time("symv", 30)
-    assert window["2 syrk16(m) / 8"] == floors.time("syrk", 30) / 4
+    assert all(_finite(v) and v > 0 for v in krls.values())
     assert math.isclose(krls["total"], sum(v for k, v in krls.items() if k != "total"))
     assert set(measure.FLOOR_DEFINITIONS) == {"KONS", "SketchedKONS", "FunctionalGD", "KRLS"}
 
 
 def test_step_times_replays_each_window_beside_rounds_of_the_floor():
     """The replays run the window's very steps again (on copies taken at its start) and each
-    is followed by a round of the floor with the parts of ``Floors.of`` at the mark's size."""
-    floors = measure.Floors(budget_s=1e-4)
+    is followed by a round of the floor with the parts of ``floor_parts`` at the mark's size."""
+    floors = measure.Floors()
     for name in ("KRLS", "SketchedKONS"):
         raw = measure.step_times(name, (60,), floors, rounds=2)
         (mark,) = raw["marks"]
         assert mark["t"] == 60 and 1 <= mark["m"] <= 60
         assert _finite(mark["replay_us"]) and mark["replay_us"] > 0
         floor = mark["floor"]
-        assert set(floor) == set(floors.of(name, 60, mark["m"], measure.STEP_FLOOR_D))
+        assert set(floor) == {part for part, *_ in measure.floor_parts(name, 60, mark["m"])} | {
+            "total"}
         assert all(_finite(v) and v > 0 for v in floor.values())
         assert math.isclose(floor["total"], sum(v for k, v in floor.items() if k != "total"))
     assert "replay_us" not in measure.step_times("KRLS", (30,))["marks"][0]  # no floors
@@ -411,13 +415,6 @@ def test_a_bounded_run_records_each_window_in_a_process_of_its_own(tmp_path):
     assert len(bounded.markdown(report)) == 4
     with pytest.raises(SystemExit):
         bounded.main(["--n", "10", "--every", "20"])
-
-
-def test_core_benchmark_compares_the_array_path_with_the_dict_path():
-    rows = importlib.import_module("benchmarks.bench_core").arrays(repeats=1, n=60)
-    assert {r["dataset"] for r in rows} == {"phishing", "trump-approval"}
-    for r in rows:  # the same predictions, each path timed
-        assert r["max_abs_diff"] < 1e-9 and r["dict_us"] > 0 and r["array_us"] > 0
 
 
 def test_intervals_benchmark_tells_which_models_give_a_spread():

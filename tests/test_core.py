@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from okoco import kernels, losses
-from okoco._input import Rows
 from okoco.learners import KRLS, FunctionalGD
-from okoco.linalg import IncrementalCholesky
+from okoco.linalg import IncrementalCholesky, Rows
 
 
 def _rbf(A, B, gamma):
@@ -171,28 +170,20 @@ def _private_reads(path):
     return re.findall(r"\b(?!self\b|s\b|state\b)([A-Za-z_]\w*)\.(_[a-z]\w*)", code)
 
 
-#: Private attributes of the window inverse that okoco._core._slots still reads or writes: its
-#: buffers, read once per operation by ``SlotViews.bind`` (the typed state the operations work
-#: on), and the counters the operations write back (``_mods``, ``_due``, ``_held_slots``, new
-#: pending buffers). A ceiling (30 before the typed state), lowered as they move to public
-#: accessors of ``okoco.linalg.SlotInverse``.
-_SLOTS_PRIVATE_READS = 12
-
-
 def test_the_steps_take_at_most_ten_arguments_and_read_no_private_attribute():
     """Issue 41's measure for the compiled steps (FunctionalGD's, KRLS's, KORS's, the windowed
     KONS's and the shared multiclass step's): no compiled function takes more than 10
     arguments (krls_run took 28), and the steps read no private attribute of another object
     (only their own state, ``self`` / ``s`` / ``state``) nor call one of a learner (KONS's
-    step called ``learner._make_room``, ``_settle`` and ``_forget_atom``); the window
-    inverse's kernels (``_slots``) no more than they did."""
+    step called ``learner._make_room``, ``_settle`` and ``_forget_atom``), nor do the window
+    inverse's kernels (``_slots``: 12 reads of ``SlotInverse``'s buffers and counters before
+    it gave them public accessors)."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / "okoco" / "_core"
-    for name in ("_steps.pyx", "_krls.pyx", "_kors.pyx", "_kons.pyx", "_multiclass.pyx"):
+    for name in ("_steps.pyx", "_krls.pyx", "_kors.pyx", "_kons.pyx", "_multiclass.pyx",
+                 "_slots.pyx"):
         signatures = _compiled_signatures(root / name)
         assert len(signatures) >= 1 and all(count >= 0 for _, count in signatures)
         assert max(count for _, count in signatures) <= 10, signatures
         assert _private_reads(root / name) == [], name
-    private = _private_reads(root / "_slots.pyx")
-    assert private and len(private) <= _SLOTS_PRIVATE_READS, private

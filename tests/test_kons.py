@@ -311,7 +311,7 @@ def test_window_pending_terms_travel_with_copies_and_files(tmp_path):
     model = KONS(kernel=kernels.RBF(0.5), alpha=0.2, max_size=12)
     for x, target in zip(X[:30], y[:30]):
         model.learn_one(dict(enumerate(x)), float(target))
-    assert model._window._pending_terms[:2].all()  # additions and removals pending
+    assert model._window.pending_terms[:2].all()  # additions and removals pending
     twins = [pickle.loads(pickle.dumps(model)), copy.deepcopy(model),
              okoco.load(model.save(tmp_path / "kons.okoco"))]
     for x, target in zip(X[30:], y[30:]):

@@ -17,21 +17,18 @@ ROOT = pathlib.Path(okoco.__file__).parent
 
 #: Assignments to a private attribute of another object still in the package, by module and
 #: attribute; none is a KONS expert's. Each waits for a public method in a module this change
-#: does not own: ``Rows`` (okoco/_input.py) has no way to record a row the compiled core wrote
-#: in place (``_sq_max``); ``KernelLearner`` (okoco/learners/base.py) none to share a
-#: ``FeatureMap`` (``_features``); ``SlotInverse`` (okoco/linalg/_window.py) none to link a
-#: pair (``_partner``, ``_source``, ``_keeps_m``, ``_upper``, ``_pending*``, ``_held_slots``);
-#: KORS none to set its column mode; the rest build a new object of their own class.
+#: does not own: ``KernelLearner`` (okoco/learners/base.py) none to share a ``FeatureMap``
+#: (``_features``); ``SlotInverse`` (okoco/linalg/_window.py) none to link a
+#: pair (``_partner``, ``_source``, ``_keeps_m``, ``_upper``, ``_held_slots``); the rest build
+#: a new object of their own class.
 ALLOWED = {
     ("_dist.py", "_var"), ("dictionary/squeak.py", "_features"), ("dictionary/squeak.py", "_K"),
     ("dictionary/squeak.py", "_p"), ("dictionary/squeak.py", "_Q"),
-    ("learners/_window_phases.py", "_sq_max"), ("learners/fgd.py", "_sq_max"),
-    ("learners/multiclass.py", "_features"), ("learners/pros.py", "_column_mode"),
+    ("learners/multiclass.py", "_features"),
     ("learners/sketched_kons.py", "_partner"), ("learners/sketched_kons.py", "_source"),
     ("linalg/_symmetric.py", "_m"), ("linalg/_symmetric.py", "_dense"),
     ("linalg/_symmetric.py", "_buf"), ("linalg/_window.py", "_keeps_m"),
     ("linalg/_window.py", "_upper"), ("linalg/_window.py", "_partner"),
-    ("linalg/_window.py", "_pending"), ("linalg/_window.py", "_pending_terms"),
     ("linalg/_window.py", "_held_slots"),
 }
 #: A KONS expert's private state: only KONS itself writes it.

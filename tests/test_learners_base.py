@@ -7,9 +7,10 @@ import pytest
 from streams import as_dicts, unit_rows
 
 from okoco import BinaryClassifier, MulticlassClassifier, kernels, losses
-from okoco._input import FeatureMap, Rows
+from okoco._input import FeatureMap
 from okoco.learners import KONS, KRLS, FunctionalGD
 from okoco.learners.base import clip_excess
+from okoco.linalg import Rows
 from okoco.losses import Logistic
 
 LEARNERS = [

@@ -377,7 +377,7 @@ def test_slot_inverse_follows_a_sliding_window_against_dense_inverses(flush):
         inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], n)
         if flush:
             inverse.flush()
-        terms = inverse._pending_terms
+        terms = inverse.pending_terms
         # (pending: at least this append, unless P was just recomputed from M: 96 changes)
         assert terms[:2].sum() == 0 if flush else (terms[0] >= 1 or inverse._mods == 0)
         most = max(most, terms[1])
@@ -533,12 +533,12 @@ def test_slot_inverse_pair_shares_one_array_against_dense_inverses(atoms, every)
                 column[keys[c]] = M[i, t]
             inverse.make_room(size)
             a = inverse.solve(column)
-            before = inverse._pending_terms.copy() if inverse._pending_terms is not None \
+            before = inverse.pending_terms.copy() if inverse.pending_terms is not None \
                 else np.zeros(3, dtype=np.intp)
             mods = inverse._mods
             inverse.append(key, a, M[t, t] - column @ a, column, M[t, t], size)
             if before[0] == full and inverse._mods == mods + 1:  # a full block, no refresh
-                assert inverse._pending_terms[0] == 1  # went into P: this append is pending
+                assert inverse.pending_terms[0] == 1  # went into P: this append is pending
                 applied[id(inverse)] += 1
         held[slot], second_slot[slot] = t, mine
         if t % every == 0:
@@ -614,3 +614,76 @@ def test_slot_inverse_removal_with_a_pivot_lost_to_rounding_recomputes_the_inver
     assert np.all(np.tril(inverse.P)[0] == 0.0) and inverse.size == 4
     np.testing.assert_array_equal(inverse.matrix(np.arange(1, 5)), M[1:, 1:])
     assert np.all(inverse.matrix()[0] == 0.0)
+
+
+@pytest.mark.parametrize("atoms", [None, 3])
+def test_slot_inverse_counts_each_change_and_recomputes_every_16_n(atoms):
+    """The compiled append and removal count each change by ``count_modification``: ``P`` is
+    recomputed from ``M`` at every ``max(16 n, 64)``-th change (``n`` the slots), and the
+    compact form's map of held slots follows each atom that comes or goes."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 3))
+    K = rbf(X, X) + 0.1 * np.eye(80)
+    ring, inverse, slots, changes = 4, SlotInverse(4, atoms=atoms), {}, 0
+    for t in range(80):
+        if len(slots) == 3:
+            oldest = min(slots, key=slots.get)
+            inverse.remove(oldest, ring)
+            del slots[oldest]
+            changes += 1
+        slot = next(s for s in range(ring) if s not in slots)
+        column = np.zeros(ring)
+        for s, i in slots.items():
+            column[s] = K[i, t]
+        inverse.make_room(ring)
+        a = inverse.solve(column)
+        inverse.append(slot, a, K[t, t] - column @ a, column, K[t, t], ring)
+        slots[slot] = t
+        changes += 1
+        assert inverse.n_refreshes == changes // 64, t
+        order = sorted(slots)
+        points = [slots[s] for s in order]
+        np.testing.assert_allclose(inverse.inverse(ring)[np.ix_(order, order)],
+                                   np.linalg.inv(K[np.ix_(points, points)]), rtol=1e-9)
+    assert changes > 128
+
+
+def test_slot_inverse_of_a_pair_recomputes_when_its_caller_settles():
+    """One of a pair takes ``M`` from its caller's points, which may be half-way through a
+    step: a recomputation it schedules (``schedule_refresh``, or the 64th change) waits for
+    :meth:`SlotInverse.settle`; one that keeps ``M`` recomputes at once."""
+    alone, first = SlotInverse(), SlotInverse()
+    second = first.pair()
+    first._source = second._source = lambda slots: np.zeros((len(slots), len(slots)))
+    alone.schedule_refresh()
+    assert alone.n_refreshes == 1
+    for _ in range(64):
+        first.count_modification(1)
+    second.schedule_refresh()
+    assert first.n_refreshes == second.n_refreshes == 0
+    first.settle(), second.settle()
+    assert first.n_refreshes == second.n_refreshes == 1
+    first.settle()
+    assert first.n_refreshes == 1  # nothing waits any more
+
+
+def test_rows_record_what_a_compiled_step_wrote_in_place():
+    """A compiled step writes a row, its squared norm and its field into the buffers in place
+    (``make_room``, ``norms_buffer``) and then records the counters (``record_rows``): the
+    store then reads as if the row had been appended."""
+    from okoco.linalg import Rows
+
+    appended, written = Rows(fields=("coef",)), Rows(fields=("coef",))
+    row = np.array([3.0, -4.0])
+    appended.append(np.array([1.0, 0.0]), coef=0.5)
+    written.append(np.array([1.0, 0.0]), coef=0.5)
+    appended.append(row, coef=2.0)
+    written.make_room(1, 2)
+    written.data[1, :2], written.fields["coef"][1] = row, 2.0
+    written.norms_buffer()[1] = row @ row
+    written.record_rows(2, 2, 2, max(written.max_squared_norm, row @ row))
+    np.testing.assert_array_equal(written.view(), appended.view())
+    np.testing.assert_array_equal(written.field("coef"), appended.field("coef"))
+    assert written.squared_norms()[1] == appended.squared_norms()[1] == appended.max_squared_norm
+    np.testing.assert_array_equal(written.squared_norms()[0], appended.squared_norms()[0])
+    assert (written.n, written.d, written.n_added) == (2, 2, 2)

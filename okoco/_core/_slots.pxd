@@ -8,7 +8,7 @@ cdef enum:
 cdef class SlotViews:
     # typed views of one SlotInverse's buffers, taken again only when reallocated (bind)
     cdef object window                          # the inverse bound last
-    cdef object P_obj, diag_obj, U_obj, terms_obj, outer_obj
+    cdef object P_obj, U_obj, terms_obj
     cdef double[:, ::1] P                       # P's lower triangle, M's strict upper one
     cdef double[::1] diag                       # M's diagonal
     cdef double[:, ::1] U                       # the pending terms, scaled

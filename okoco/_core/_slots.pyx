@@ -3,9 +3,9 @@
 
 ``SlotInverse`` keeps ``P`` in the lower triangle of one array and ``M`` in its strict upper
 one (``M``'s diagonal apart), over the slots of its caller's ring, or, in its compact form,
-over slots of its own mapped to the caller's by ``_outer``. A paired inverse
+over slots of its own mapped to the caller's by ``outer``. A paired inverse
 (``SlotInverse.pair``) keeps a second ``P`` in the upper triangle of the same array, shifted by
-one column (``_upper``), and neither keeps ``M`` (``_keeps_m`` false: it is recomputed from
+one column (``upper``), and neither keeps ``M`` (``keeps_m`` false: it is recomputed from
 the caller's points). Its Python methods make room (the
 arrays grow, the compact form is created) and call these; the windowed KONS's compiled step
 (okoco._core._kons) calls the ``cdef`` forms directly. The caller runs them in a one-thread
@@ -17,14 +17,16 @@ form's map) and its flags, bound by :meth:`SlotViews.bind` at the start of the o
 view is taken again only when its array was reallocated (as ``okoco._core._steps.StepCore``
 binds a learner's rows), so a caller that keeps one ``SlotViews`` per inverse (the windowed
 KONS's step object) pays a few identity checks a call, where taking every view afresh cost
-about a quarter of a microsecond each (up to a dozen an operation). ``bind`` is the one place
-that reads the inverse's private buffers; the operations write back only its counters.
+about a quarter of a microsecond each (up to a dozen an operation). The module reads and
+writes only the inverse's public state (its arrays, ``size``, ``pending``, ``pending_terms``,
+``outer``, ``upper``, ``keeps_m``) and calls its public methods (``count_modification``,
+``schedule_refresh``): its counters and the policy of its recomputation are the inverse's.
 
 **Pending terms.** Each append and removal is a rank-one change of ``P`` (``+ b b^T / sigma``,
 ``- p p^T / p_jj``). Made one at a time, each is a pass over the whole triangle (a ``dsyr``,
 memory-bound: 26 us at 500 slots on one thread). Instead they are kept as rows of
-``_pending``, scaled by the square root of their weight, the additions in its first ``TERMS``
-rows and the subtractions in the next ``TERMS`` (``_pending_terms``: how many of each, and the
+``pending``, scaled by the square root of their weight, the additions in its first ``TERMS``
+rows and the subtractions in the next ``TERMS`` (``pending_terms``: how many of each, and the
 slots they span), so that the true inverse is ``P + U_+^T U_+ - U_-^T U_-``; a product with it
 adds two thin products per block, and when a block is full both are applied in one ``dsyrk``
 each (``flush``): a rank-16 update costs about what four or five rank-one updates do (97 us at
@@ -41,7 +43,7 @@ from scipy.linalg.cython_blas cimport dgemv
 
 from okoco._core._linalg cimport window_clear, window_column, window_symv, window_syrk
 
-#: The rows of ``SlotInverse._pending``: the additions' block, then the subtractions'.
+#: The rows of ``SlotInverse.pending``: the additions' block, then the subtractions'.
 PENDING_ROWS = 2 * TERMS
 
 
@@ -49,21 +51,21 @@ cdef class SlotViews:
     """Typed views of one ``SlotInverse``'s buffers and flags (module docstring)."""
 
     cdef int bind(self, object window) except -1:
-        """Views of ``window``'s buffers, each taken again only if its array was
-        reallocated (or another inverse is bound)."""
-        cdef object P = window.P, diag = window.diagonal, outer = window._outer
-        self.window = window
-        if P is not self.P_obj:
+        """Views of ``window``'s buffers, its layout (the compact form's map, ``upper``,
+        ``keeps_m``) read again only when its array was reallocated (or another inverse is
+        bound): the layout changes only with the array (``SlotInverse.make_room``,
+        ``pair``, ``rebuild``)."""
+        cdef object P = window.P, outer
+        if P is not self.P_obj or window is not self.window:
+            self.window = window
             self.P, self.P_obj = P, P
-        if diag is not self.diag_obj:
-            self.diag, self.diag_obj = diag, diag
-        if outer is not self.outer_obj:
-            self.outer_obj = outer
-            if outer is not None:
+            self.diag = window.diagonal
+            outer = window.outer
+            self.compact = outer is not None
+            if self.compact:
                 self.outer = outer
-        self.compact = outer is not None
-        self.bind_pending(window._pending_terms, window._pending)
-        self.upper, self.keeps_m = window._upper, window._keeps_m
+            self.upper, self.keeps_m = window.upper, window.keeps_m
+        self.bind_pending(window.pending_terms, window.pending)
         return 0
 
     cdef int bind_pending(self, object terms, object U) except -1:
@@ -114,12 +116,12 @@ cdef double* next_term(SlotViews s, double weight, Py_ssize_t n) except NULL:
     cdef Py_ssize_t width = s.P.shape[0], side = 0 if weight > 0.0 else 1
     window = s.window
     if s.terms_obj is None:
-        terms = window._pending_terms = np.zeros(3, dtype=np.intp)
+        terms = window.pending_terms = np.zeros(3, dtype=np.intp)
         s.bind_pending(terms, s.U_obj)
     if s.terms[side] == TERMS:
         flush_views(s)
     if s.U_obj is None or s.U.shape[1] != width:  # (P was resized: nothing pending)
-        U = window._pending = np.zeros((2 * TERMS, width))
+        U = window.pending = np.zeros((2 * TERMS, width))
         s.bind_pending(s.terms_obj, U)
     cdef double* row = &s.U[side * TERMS + s.terms[side], 0]
     if n < width:
@@ -160,23 +162,10 @@ cdef int clear_pending(SlotViews s, Py_ssize_t j) except -1:
     return 0
 
 
-cdef int recompute(SlotViews s) except -1:
-    """P recomputed from M now, or, for one of a pair (whose M comes from the caller's points,
-    which may be half-way through a step), by the caller at the end of the step."""
-    if s.keeps_m:
-        s.window.refresh()
-    else:
-        s.window._due = True
-    return 0
-
-
 cdef int modified(SlotViews s, Py_ssize_t n) except -1:
-    """One more modification: P is recomputed from M every 16 n of them (measured: P M - I
-    stays within 2e-12 at alpha = 0.01 after 4 n and after 16 n, within 1e-10 at 0.001)."""
-    window = s.window
-    window._mods += 1
-    if window._mods >= max(16 * n, 64):
-        recompute(s)
+    """One more modification over ``n`` slots (``SlotInverse.count_modification``: ``P`` is
+    recomputed from ``M`` every ``16 n`` of them)."""
+    s.window.count_modification(n)
     return 0
 
 
@@ -264,7 +253,6 @@ cdef int append_views(SlotViews s, Py_ssize_t slot, const double* a, Py_ssize_t 
                 else:
                     s.P[own, j] = column[i] if 0 <= i < m else 0.0
         s.outer[own] = slot
-        s.window._held_slots = None
     b[own] = -scale
     s.diag[own] = diagonal
     s.window.size += 1
@@ -295,7 +283,6 @@ cdef double remove_views(SlotViews s, Py_ssize_t slot, Py_ssize_t n,
                 own = i
                 break
         s.outer[own] = -1
-        s.window._held_slots = None
     cdef double pivot, scale, m_jj = s.diag[own]
     cdef double* row
     cdef int ui = <int>used, one = 1, ldu, count
@@ -323,7 +310,7 @@ cdef double remove_views(SlotViews s, Py_ssize_t slot, Py_ssize_t n,
     # below half of that is rounding (the downdate would divide by it): P is then left as it
     # was, and recomputed from M instead
     if not (isfinite(pivot) and pivot * m_jj >= 0.5):
-        recompute(s)
+        s.window.schedule_refresh()
         return 0.0  # (log det then misses this removal's term: a statistic only)
     row = next_term(s, -1.0 / pivot, used)
     scale = sqrt(1.0 / pivot)

@@ -8,8 +8,9 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from okoco._input import FeatureMap, Rows, reserve, undo_on_error
+from okoco._input import FeatureMap, reserve, undo_on_error
 from okoco._validation import Interval, Protocol, check_param, check_params
+from okoco.linalg import Rows
 
 __all__ = ["Dictionary"]
 

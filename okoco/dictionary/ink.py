@@ -9,9 +9,10 @@ import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
 from okoco._blas import all_one_thread
-from okoco._input import Rows, reserve
+from okoco._input import reserve
 from okoco._validation import Interval
 from okoco.dictionary._base import KERNEL, Dictionary
+from okoco.linalg import Rows
 
 __all__ = ["INKEstimate", "shrink_expand"]
 

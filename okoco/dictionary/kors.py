@@ -178,6 +178,24 @@ class KORS(Dictionary):
         if self._slots is not None:
             self._inverse.settle()
 
+    def weight_storage(self) -> np.ndarray:
+        """The weights' buffer itself, not a copy (over its capacity: the first :attr:`size`
+        are the atoms'), for a compiled step that reads it or appends to it in place; a
+        point joining past the capacity replaces it by a larger one."""
+        return self._weights
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The generator of the coins (a compiled step draws them ahead, and sets it back)."""
+        return self._rng
+
+    def record_rejected(self, seen: int, q: float, tau: float, p: float) -> None:
+        """Count ``seen`` points a compiled step scored by their columns (as
+        :meth:`update_column`) and did not keep, the last with score ``q``, ``tau``, ``p``."""
+        self._column_mode = True
+        self.n_seen += seen
+        self.last_q, self.last_tau, self.last_p, self.last_added = q, tau, p, False
+
     @property
     def atoms(self) -> np.ndarray:
         if self._column_mode:
@@ -241,8 +259,8 @@ class KORS(Dictionary):
             added, _, _ = self._inverse_step(np.zeros(self._size), 0.0, None)
             return added
         none = np.zeros(0)  # Eq. 4's score with nothing explained: q = 0, so p = p_min
-        _, _, p = _kors.kors_score(none, none, self._chol._L, 0.0, self.alpha, self.eps,
-                                    self.beta, self.p_min, none, none)
+        _, _, p = _kors.kors_score(none, none, self._chol.factor_storage(), 0.0, self.alpha,
+                                    self.eps, self.beta, self.p_min, none, none)
         added = self._rng.random() < p  # a bool: random() returns a Python float
         if added:  # the zero column joins with the diagonal 0 / p + alpha
             m = self._size
@@ -260,7 +278,7 @@ class KORS(Dictionary):
         m = self._size
         a, h = np.empty(m), np.empty(m)
         q, tau, p = _kors.kors_score(self._weights[:m], np.ascontiguousarray(k_col, dtype=float),
-                                      self._chol._L, k_diag,
+                                      self._chol.factor_storage(), k_diag,
                                       self.alpha, self.eps, self.beta, self.p_min, a, h)
         added = bool(self._rng.random() < p)
         if added:

@@ -1,7 +1,7 @@
 """Online kernel learners sharing one ``predict_one`` / ``learn_one`` protocol."""
 
 from okoco import persistence
-from okoco._input import FeatureMap, Rows
+from okoco._input import FeatureMap
 from okoco.dictionary import ALD, KORS
 from okoco.learners._multiclass_auto import SharedSquaredAuto
 from okoco.learners._multiclass_shared import SharedSquaredKONS
@@ -15,7 +15,7 @@ from okoco.learners.krls import KRLS
 from okoco.learners.multiclass import MulticlassClassifier
 from okoco.learners.ons import DictionaryExpert, LinearExpert
 from okoco.learners.pros import CONKONS, PROSNKONS
-from okoco.linalg import IncrementalCholesky, PackedSymmetric, SlotInverse
+from okoco.linalg import IncrementalCholesky, PackedSymmetric, Rows, SlotInverse
 
 __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS",
            "KRLS", "PROSNKONS", "CONKONS", "MulticlassClassifier"]

@@ -43,7 +43,6 @@ import numpy as np
 
 from okoco._blas import all_one_thread, scipy_one_thread
 from okoco._core import _multiclass
-from okoco._input import Rows
 from okoco.kernels import RBF, self_similarity
 from okoco.learners._codes import compiled_kernel
 from okoco.learners._rebuilt import window_matrix
@@ -55,7 +54,7 @@ from okoco.learners.kons import (
     _S_RTOL,
     singular_message,
 )
-from okoco.linalg import SlotInverse
+from okoco.linalg import Rows, SlotInverse
 
 __all__ = ["SharedSquaredKONS"]
 

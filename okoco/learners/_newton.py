@@ -40,7 +40,7 @@ import numpy as np
 
 from okoco._blas import dot, scipy_one_thread
 from okoco._core import _kons
-from okoco._input import Rows, reserve
+from okoco._input import reserve
 from okoco._validation import Interval
 from okoco.kernels import self_similarity
 from okoco.learners._codes import compiled_kernel, compiled_loss
@@ -55,7 +55,7 @@ from okoco.learners.base import (
     overflow_target_message,
 )
 from okoco.learners.shared import SharesPoints
-from okoco.linalg import IncrementalCholesky, SlotInverse
+from okoco.linalg import IncrementalCholesky, Rows, SlotInverse
 
 __all__ = ["KONS", "DEFAULT_MAX_SIZE", "singular_message"]
 

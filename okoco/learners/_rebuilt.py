@@ -22,15 +22,15 @@ def rebuild_kept_factor_matrix(chol, kernel, store, charge) -> None:
     r"""After a load, the matrix :math:`A` of a Cholesky factor kept in the file (an
     ``okoco.linalg.IncrementalCholesky`` whose factor :math:`L` is the model's coordinates:
     PROS-N-KONS's embedding, KRLS's ALD), if the file left it out: ``kernel`` over the atoms of
-    ``store`` (``okoco._input.Rows``, in the factor's order) off the diagonal, as the steps
+    ``store`` (``okoco.linalg.Rows``, in the factor's order) off the diagonal, as the steps
     appended its columns, and on the diagonal :math:`A_{jj} = \|L_{j,:}\|^2`, the entry the
     steps factorized (a clamped pivot's :math:`\|h\|^2 + \text{min\_pivot}`, a ridge, as
     well as :math:`k(x_j, x_j)`), to rounding. ``O(m^2 d)``; ``charge(nbytes, what)`` is called
     before anything is allocated."""
-    if chol._A is not None or chol._L is None:  # (held by the file, used as saved; or
+    if chol.has_matrix or not chol.has_factor:  # (held by the file, used as saved; or
         return  # no factor to take the diagonal from: the load refuses the file, as it lacks it)
     m = chol.size
-    charge(8 * (chol._L.shape[0] + 3 * m * m), "a Cholesky factor's matrix")
+    charge(8 * (chol.factor_storage().shape[0] + 3 * m * m), "a Cholesky factor's matrix")
     with all_one_thread:
         X = store.view()
         gram = np.array(kernel(X, X), dtype=float) if m else np.zeros((0, 0))
@@ -42,10 +42,10 @@ def rebuild_kept_factor_matrix(chol, kernel, store, charge) -> None:
 def window_matrix(kernel, points, scale, window, own: np.ndarray) -> np.ndarray:
     r"""``M = D K D + alpha I`` over the atoms at a window inverse's own slots ``own``
     (``okoco.linalg.SlotInverse``; compact: mapped to the caller's slots): ``kernel`` over the
-    rows of ``points.data`` (``okoco._input.Rows`` or a shared store's ``ExpertRows``) scaled by
+    rows of ``points.data`` (``okoco.linalg.Rows`` or a shared store's ``ExpertRows``) scaled by
     ``scale`` (the weights :math:`d_j` by slot, or one number for all), with the diagonal as
     the steps made it, :math:`d_j^2 \kappa_j + \alpha`, from the inverse."""
-    slots = own if window._outer is None else window._outer[own]
+    slots = own if window.outer is None else window.outer[own]
     X = points.data[slots, : points.d]
     d = scale[slots] if np.ndim(scale) else np.full(slots.shape[0], float(scale))
     M = d[:, None] * np.asarray(kernel(X, X), dtype=float) * d[None, :]
@@ -72,7 +72,7 @@ class RebuiltOnLoad:
 
     def _rebuild_now(self, charge) -> None:
         chol = self._chol
-        if chol._L is None:
+        if not chol.has_factor:
             chol.rebuild_factor(charge)
             if self.max_size is None:  # (a window keeps no factor: its inverse instead)
                 store = self._store

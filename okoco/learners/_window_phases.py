@@ -32,9 +32,8 @@ class WindowPhases:
         if status != STEP_OK:
             raise RuntimeError(f"the window's step returned the status {status}")
         if core.wrote_row:  # into the learner's own Rows: its counters and norms' bound
-            store.n, store.d, store.n_added = core.size, core.width, store.n_added + 1
-            if core.row_norm > store._sq_max:
-                store._sq_max = core.row_norm
+            store.record_rows(core.size, core.width, store.n_added + 1,
+                              max(store.max_squared_norm, core.row_norm))
         self.online_effective_dimension += core.tau
         self.rg_sum += core.rg_term
         if z:

@@ -40,11 +40,10 @@ import numpy as np
 
 from okoco._blas import all_one_thread
 from okoco._core import _pros
-from okoco._input import Rows
 from okoco.dictionary import KORS
 from okoco.learners._rebuilt import rebuild_kept_factor_matrix
 from okoco.learners.base import overflow_message
-from okoco.linalg import IncrementalCholesky
+from okoco.linalg import IncrementalCholesky, Rows
 
 __all__ = ["NystromEmbedding", "SharedEmbedding", "Embedded", "drop_rotations",
            "rotate_coordinates"]

@@ -8,7 +8,6 @@ from numbers import Real
 import numpy as np
 
 from okoco._core import _steps
-from okoco._input import Rows
 from okoco._validation import Interval
 from okoco.kernels import self_similarity
 from okoco.learners.base import (
@@ -20,6 +19,7 @@ from okoco.learners.base import (
     compiled_loss,
     overflow_message,
 )
+from okoco.linalg import Rows
 
 __all__ = ["FunctionalGD"]
 
@@ -121,7 +121,7 @@ class FunctionalGD(KernelLearner):
         store = self._store
         norms = store.norms_buffer()  # sized to the buffer (a loaded store's too)
         state.bind(store.data, norms, store.fields["coef"], store.n, store.d,
-                   store.n_added, store._sq_max)
+                   store.n_added, store.max_squared_norm)
 
     def _predict_vec(self, v: np.ndarray) -> float:
         state = self._state()
@@ -185,5 +185,4 @@ class FunctionalGD(KernelLearner):
     def _written(self, state: _steps.FGDState) -> None:
         """The store's counters after the state's steps."""
         store = self._store
-        store.n, store.d, store.n_added, store._sq_max = (state.size, state.width,
-                                                          state.n_added, state.sq_max)
+        store.record_rows(state.size, state.width, state.n_added, state.sq_max)

@@ -8,7 +8,7 @@ import numpy as np
 
 from okoco import losses as _losses
 from okoco._core import _krls, _steps
-from okoco._input import Rows, in_row, reserve
+from okoco._input import in_row, reserve
 from okoco.dictionary import ALD
 from okoco.kernels import self_similarity
 from okoco.learners._rebuilt import rebuild_kept_factor_matrix
@@ -21,7 +21,7 @@ from okoco.learners.base import (
     overflow_message,
     overflow_target_message,
 )
-from okoco.linalg import PackedSymmetric
+from okoco.linalg import PackedSymmetric, Rows
 
 __all__ = ["KRLS"]
 
@@ -170,7 +170,7 @@ class KRLS(KernelLearner):
         point joins)."""
         store, M = self._store, self._M
         state.bind_points(store.data, store.norms_buffer(), store.n, store.d)
-        state.bind_weights(self._ald.cholesky._L, self._w, M.storage(), M.is_dense)
+        state.bind_weights(self._ald.cholesky.factor_storage(), self._w, M.storage(), M.is_dense)
 
     def _analysed(self, v: np.ndarray) -> _krls.KRLSState:
         """The state holding the analysis of ``v`` (``h``, ``delta``, the prediction), kept
@@ -264,7 +264,7 @@ class KRLS(KernelLearner):
         h = state.half()
         ald._update_checked_column(state.column(), state.kxx, (None, state.delta, h))
         self._w = reserve(self._w, m + 1)
-        state.bind_weights(chol._L, self._w, self._M.storage(), self._M.is_dense)
+        state.bind_weights(chol.factor_storage(), self._w, self._M.storage(), self._M.is_dense)
         diagonal = state.border(ald._last_pivot)
         self._M.append(state.border_column(), diagonal)
         self._store.append(v)

@@ -30,7 +30,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from okoco._core import _pros
-from okoco._input import Rows, in_row
+from okoco._input import in_row
 from okoco._validation import Interval
 from okoco.dictionary import KORS
 from okoco.learners.base import (
@@ -42,7 +42,7 @@ from okoco.learners.base import (
 )
 from okoco.learners.embedding import NystromEmbedding
 from okoco.learners.ons import OnsHead
-from okoco.linalg import IncrementalCholesky, PackedSymmetric
+from okoco.linalg import IncrementalCholesky, PackedSymmetric, Rows
 
 __all__ = ["PROSNKONS", "CONKONS"]
 
@@ -335,15 +335,15 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         ``block`` at most; the generator is then set back to where only the coins of the rows
         learned were drawn, so the Python step draws the same coin as row by row."""
         store, kors = self._store, self._kors
-        rng = kors._rng
+        rng = kors.rng
         state = rng.bit_generator.state
         coins = rng.random(min(block, V.shape[0] - t))
         head = self._ons_state(hessian)
         stop, status, used, seen, q, tau, p, counters = _pros.pros_run(
             compiled_kernel(self._kernel),
-            (store.data, store.squared_norms()[0], self._embed._L, store.d), head,
-            (kors._weights, kors.cholesky._L, float(kors.alpha), float(kors.eps),
-             float(kors.beta), float(kors.p_min)),
+            (store.data, store.squared_norms()[0], self._embed.factor_storage(), store.d), head,
+            (kors.weight_storage(), kors.cholesky.factor_storage(), float(kors.alpha),
+             float(kors.eps), float(kors.beta), float(kors.p_min)),
             coins, eta, self.max_size or 0,
             (self.online_effective_dimension, self.log_det, self.noise_scale_sum),
             (V, y, t, predictions))
@@ -352,9 +352,7 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
             rng.bit_generator.state = state
             rng.random(used)
         if seen:  # the points KORS scored and did not keep
-            kors._column_mode = True
-            kors.n_seen += seen
-            kors.last_q, kors.last_tau, kors.last_p, kors.last_added = q, tau, p, False
+            kors.record_rejected(seen, q, tau, p)
         return stop, status
 
     def _new_phase(self, m: int) -> None:

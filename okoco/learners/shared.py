@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from okoco import kernels as _kernels
-from okoco._input import Rows, reserve
+from okoco._input import reserve
+from okoco.linalg import Rows
 
 __all__ = ["SharedPoints", "ExpertRows", "SharesPoints"]
 

@@ -4,7 +4,10 @@ Every learner of okoco that keeps a kernel matrix over a growing set of *atoms* 
 Sketched-KONS, KRLS, the KORS / ALD / SQUEAK / INK-Estimate dictionaries) factorizes it with
 :class:`IncrementalCholesky`: a lower Cholesky factor ``L`` (``A = L L^T``) that is *bordered*
 when an atom arrives, updated by a rank-one modification when an atom leaves or is re-weighted,
-and refreshed from scratch when a residual check detects drift.
+and refreshed from scratch when a residual check detects drift. The window's inverse
+(:class:`SlotInverse`) is kept over the slots of a ring, and the points themselves, with their
+per-point coefficients and cached squared norms, in the point store :class:`Rows` (a buffer that
+doubles, or a ring of ``max_size`` rows).
 
 Storage is *packed*: row ``r`` of ``L`` occupies ``r + 1`` consecutive slots of a flat buffer
 (``L`` row-major lower packed, which is ``L^T`` column-major upper packed, the BLAS ``tp`` layout).
@@ -50,20 +53,21 @@ True
 import inspect
 
 from okoco.linalg._cholesky import IncrementalCholesky, cholesky_rank_one
+from okoco.linalg._rows import Rows
 from okoco.linalg._symmetric import PackedSymmetric
 from okoco.linalg._window import SlotInverse
 
-__all__ = ["IncrementalCholesky", "PackedSymmetric", "SlotInverse", "cholesky_rank_one"]
+__all__ = ["IncrementalCholesky", "PackedSymmetric", "Rows", "SlotInverse", "cholesky_rank_one"]
 
 # The public path of each name is okoco.linalg (saved files and pickles name the class by it;
 # the modules of this package are an implementation detail).
-for _public in (IncrementalCholesky, PackedSymmetric, SlotInverse, cholesky_rank_one):
+for _public in (IncrementalCholesky, PackedSymmetric, Rows, SlotInverse, cholesky_rank_one):
     _public.__module__ = __name__
 del _public
 # doctest finds the classes here, but not their methods' examples (the methods' globals are
 # their module's): listed for it
 __test__ = {f"{cls.__name__}.{name}": getattr(cls, name)
-            for cls in (IncrementalCholesky, PackedSymmetric, SlotInverse)
+            for cls in (IncrementalCholesky, PackedSymmetric, Rows, SlotInverse)
             for name in vars(cls)
             if not name.startswith("_") and inspect.isroutine(getattr(cls, name))
             and ">>>" in (getattr(cls, name).__doc__ or "")}

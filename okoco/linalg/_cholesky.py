@@ -182,6 +182,22 @@ class IncrementalCholesky:
         """Dense lower factor ``L`` (a new ``(m, m)`` array)."""
         return self._unpack(self._L, self._m)
 
+    def factor_storage(self) -> np.ndarray:
+        """The packed buffer of ``L`` itself, not a copy: its rows in order, over the
+        capacity (``capacity (capacity + 1) / 2`` numbers), for a compiled step that reads
+        it or borders it in place. An append past the capacity replaces it by a larger one."""
+        return self._L
+
+    @property
+    def has_factor(self) -> bool:
+        """Whether ``L`` is held (a load leaves it out when its owner rebuilds it)."""
+        return self._L is not None
+
+    @property
+    def has_matrix(self) -> bool:
+        """Whether ``A`` is held (a load leaves it out when its owner rebuilds it)."""
+        return self._A is not None
+
     def matrix(self) -> np.ndarray:
         """The stored matrix ``A`` (a new symmetric ``(m, m)`` array)."""
         A = self._unpack(self._A, self._m)

@@ -79,13 +79,13 @@ class SlotInverse:
                     "_mods": "int[0,] as modifications", "n_refreshes": "int[0,]",
                     "atoms": "opt int[1,]|none", "_outer": "opt array(*) intp|none as outer",
                     "_keeps_m": "opt bool as keeps_m", "_upper": "opt bool as upper",
-                    "_pending": f"rebuilt array({_slots.PENDING_ROWS}, *) float64|none as pending",
-                    "_pending_terms": "rebuilt array(3) intp|none as pending_terms",
+                    "pending": f"rebuilt array({_slots.PENDING_ROWS}, *) float64|none",
+                    "pending_terms": "rebuilt array(3) intp|none",
                     "_held_slots": "cache:None",
                     "_partner": "cache:None", "_source": "cache:None", "_due": "cache:None"}
 
-    _pending = None  # the pending terms' rows (none: a file from before format 9)
-    _pending_terms = None  # (additions, subtractions, the slots they span)
+    pending = None  # the pending terms' rows (none: a file from before format 9)
+    pending_terms = None  # (additions, subtractions, the slots they span)
     atoms = None  # (nor a compact form: a saved model from before it)
     _outer = None
     _held_slots = None
@@ -107,8 +107,8 @@ class SlotInverse:
         self.size = 0  # atoms
         self._mods = 0
         self.n_refreshes = 0
-        self._pending = None  # (32, n): the pending terms, scaled; the compiled core's
-        self._pending_terms = None
+        self.pending = None  # (32, n): the pending terms, scaled; the compiled core's
+        self.pending_terms = None
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -136,6 +136,18 @@ class SlotInverse:
         """The compact form's map from its own slots to the caller's (-1: free), or ``None``
         (the inverse is over the caller's slots themselves)."""
         return self._outer
+
+    @property
+    def upper(self) -> bool:
+        """Whether ``P`` is kept in the strict upper triangle of the array, shifted by one
+        column (the second of a pair)."""
+        return self._upper
+
+    @property
+    def keeps_m(self) -> bool:
+        """Whether ``M`` is kept in the strict upper triangle (false for a pair, whose ``M``
+        comes from the caller's ``_source``)."""
+        return self._keeps_m
 
     def solve(self, e: np.ndarray) -> np.ndarray:
         """``P e`` over the first ``len(e)`` slots (``e`` a vector or a matrix of columns)."""
@@ -181,17 +193,17 @@ class SlotInverse:
         else:
             lower = np.tril(self.P[:n, :n])
             full = lower + np.tril(lower, -1).T
-        terms = self._pending_terms
+        terms = self.pending_terms
         if terms is not None and terms[:2].any():
-            half = self._pending.shape[0] // 2  # additions, then subtractions
-            added = self._pending[: terms[0], :n]
-            removed = self._pending[half : half + terms[1], :n]
+            half = self.pending.shape[0] // 2  # additions, then subtractions
+            added = self.pending[: terms[0], :n]
+            removed = self.pending[half : half + terms[1], :n]
             full += added.T @ added - removed.T @ removed
         return full
 
     def flush(self) -> None:
         """Apply the pending terms to ``P``."""
-        if self._pending_terms is not None and self._pending_terms[:2].any():
+        if self.pending_terms is not None and self.pending_terms[:2].any():
             with scipy_one_thread:
                 _slots.flush_pending(self)
 
@@ -261,6 +273,25 @@ class SlotInverse:
         with scipy_one_thread:
             return _slots.remove(self, slot, n)
 
+    def count_modification(self, n: int) -> None:
+        """One more modification (an atom came or went) over ``n`` slots: ``P`` is recomputed
+        from ``M`` every ``16 n`` of them (measured: ``P M - I`` stays within 2e-12 at
+        ``alpha = 0.01`` after ``4 n`` and after ``16 n``, within 1e-10 at 0.001)."""
+        self._held_slots = None
+        self._mods += 1
+        if self._mods >= max(16 * n, 64):
+            self.schedule_refresh()
+
+    def schedule_refresh(self) -> None:
+        """``P`` recomputed from ``M`` now or, for one of a pair (whose ``M`` comes from the
+        caller's points, which may be half-way through a step), when the caller ends its step
+        (:meth:`settle`)."""
+        self._held_slots = None
+        if self._keeps_m:
+            self.refresh()
+        else:
+            self._due = True
+
     def refresh(self) -> None:
         """``P`` recomputed from ``M`` over the atoms (``O(m^3)``).
 
@@ -305,12 +336,12 @@ class SlotInverse:
         if charge is not None:  # the array, M over the atoms and the factorization's copies
             charge(8 * (n * (n + extra) + 3 * atoms.size * atoms.size), "a window's inverse")
         self.P = np.zeros((n, n + extra))
-        self._pending = self._pending_terms = None
+        self.pending = self.pending_terms = None
         self._held_slots = None
         partner = self._partner
         if partner is not None:
             partner.P = self.P
-            partner._pending = partner._pending_terms = None
+            partner.pending = partner.pending_terms = None
             partner._held_slots = None
         sub = None
         if atoms.size and self._keeps_m:  # M's strict upper triangle, kept beside P
@@ -323,8 +354,8 @@ class SlotInverse:
     def _recompute(self, sub: np.ndarray | None = None, fresh: bool = False) -> None:
         """``P`` from ``M`` over the atoms, no term pending (:meth:`refresh`'s work); ``sub``:
         ``M`` over the atoms if the caller has it, ``fresh``: ``P``'s triangle is zeros."""
-        if self._pending_terms is not None:  # M holds the pending terms' atoms already
-            self._pending_terms[:] = 0
+        if self.pending_terms is not None:  # M holds the pending terms' atoms already
+            self.pending_terms[:] = 0
         atoms = np.flatnonzero(self.diagonal)
         inverse = None
         if atoms.size:

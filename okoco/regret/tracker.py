@@ -7,8 +7,9 @@ from numbers import Integral
 
 import numpy as np
 
-from okoco._input import FeatureMap, Rows, check_target, reserve, undo_on_error
+from okoco._input import FeatureMap, check_target, reserve, undo_on_error
 from okoco._validation import Interval, Protocol, check_param, check_params
+from okoco.linalg import Rows
 from okoco.regret import bounds as _bounds
 
 __all__ = ["RegretTracker", "log_checkpoints"]
