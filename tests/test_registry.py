@@ -37,7 +37,7 @@ LOSS_CODES = {losses.Squared: 0, losses.Logistic: 1, losses.SquaredHinge: 2}
 BOUNDED = {kernels.RBF, kernels.Laplacian}
 
 
-class Cauchy(kernels.Kernel, name="tests.Cauchy", cli_name="Cauchy_Kernel", bounded=True):
+class Cauchy(kernels.Kernel, name="tests.Cauchy", cli_name="Tests_Cauchy", bounded=True):
     r""":math:`k(x, y) = 1/(1 + \gamma\lVert x - y\rVert^2)`: a scale mixture of Gaussians
     (PSD), with values in :math:`(0, 1]` and :math:`k(x, x) = 1`, so ``bounded``."""
 
@@ -54,7 +54,7 @@ class Cauchy(kernels.Kernel, name="tests.Cauchy", cli_name="Cauchy_Kernel", boun
         return np.ones(X.shape[0])
 
 
-class HalfSquared(losses.Loss, name="tests.HalfSquared", cli_name="half-squared"):
+class HalfSquared(losses.Loss, name="tests.HalfSquared", cli_name="tests-half-squared"):
     r""":math:`\ell(z) = (z - y)^2/2`, with the constants of the squared loss for
     :math:`|z - y| \le R = C + Y`: :math:`\sigma = \eta = 1/R^2`, :math:`L = R`."""
 
@@ -78,8 +78,9 @@ class HalfSquared(losses.Loss, name="tests.HalfSquared", cli_name="half-squared"
         return self.curvature(C, y_max)
 
 
-def okocos(table: dict) -> dict:
-    """The entries of a registry's table that okoco itself declares (this module adds its own)."""
+def okocos(table) -> dict:
+    """The entries of a table (name -> class) that okoco itself declares: this module and the
+    guides' examples (run in the test process) add their own."""
     return {k: v for k, v in table.items() if v.__module__.startswith("okoco.")}
 
 
@@ -95,9 +96,10 @@ def test_the_names_files_hold_are_todays():
 
 
 def test_the_command_line_names_are_todays():
-    assert {k: v for k, v in experiment.KERNELS.items() if k != "cauchy-kernel"} == CLI_KERNELS
-    assert {k: v for k, v in experiment.LOSSES.items() if k != "half-squared"} == CLI_LOSSES
+    for table, want in ((experiment.KERNELS, CLI_KERNELS), (experiment.LOSSES, CLI_LOSSES)):
+        assert {k: cls.__name__ for k, cls in okocos(table._classes()).items()} == want
     for key, name in CLI_KERNELS.items():
+        assert experiment.KERNELS[key] == name
         assert experiment.KERNELS.class_of(key) is getattr(kernels, name)
 
 
@@ -167,10 +169,10 @@ def fit_grid(model, n):
 
 
 def test_the_registered_names_reach_the_command_line():
-    """``name_key`` applies: ``Cauchy_Kernel`` is ``cauchy-kernel``."""
-    assert experiment.KERNELS["cauchy-kernel"] == "Cauchy"
-    assert experiment.KERNELS.class_of("cauchy-kernel") is Cauchy
-    assert experiment.LOSSES.class_of("half-squared") is HalfSquared
+    """``name_key`` applies: ``Tests_Cauchy`` is ``tests-cauchy``."""
+    assert experiment.KERNELS["tests-cauchy"] == "Cauchy"
+    assert experiment.KERNELS.class_of("tests-cauchy") is Cauchy
+    assert experiment.LOSSES.class_of("tests-half-squared") is HalfSquared
 
 
 def test_krls_with_the_registered_kernel_is_dense_kernel_ridge_regression():

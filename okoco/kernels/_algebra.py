@@ -50,7 +50,7 @@ class Kernel:
     >>> np.round(k(np.array([[1.0, 0.0], [1.0, 1.0]])), 4)
     array([[1.    , 0.7071],
            [0.7071, 1.    ]])
-    >>> class Tent(Kernel, name="Tent", cli_name="tent", bounded=True):
+    >>> class Tent(Kernel, bounded=True):  # (name=..., cli_name=...: saved, on the command line)
     ...     def _gram(self, X, Y):
     ...         return np.maximum(1.0 - np.abs(X[:, None, :] - Y[None, :, :]).sum(-1), 0.0)
     ...     def _diag(self, X):
