@@ -351,6 +351,13 @@ def test_the_row_checks_read_the_bounded_flag_of_the_class():
         def _diag(self, X):
             return 2.0 * super()._diag(X)
 
+    class InBody(Unit):  # the class body's attribute counts as the keyword
+        bounded = True
+
+    class Below(Unit):  # never inherited
+        pass
+
+    assert InBody.bounded and not Below.bounded
     x = np.array([3.0, 4.0])
     assert self_similarity(Unit(), x) == 1.0 and finite_row(Unit(), np.array([np.inf]))
     assert self_similarity(Doubled(1.0), x) == 2.0

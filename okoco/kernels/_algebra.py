@@ -32,7 +32,8 @@ class Kernel:
     - ``cli_name``: its name on the command line (``okoco.experiment.KERNELS``);
     - ``bounded``: ``k(x, x) = 1`` and every value in ``[0, 1]`` for finite inputs (RBF,
       Laplacian), so that the learners skip the finiteness checks of its rows and take
-      ``k(x, x) = 1`` without a call (read as the class attribute ``bounded``);
+      ``k(x, x) = 1`` without a call (read as the class attribute ``bounded``; an attribute
+      ``bounded = True`` in the class body declares it too);
     - ``code``: its member of ``okoco._core._kernels.KernelCode``, for okoco's built-in kernels
       whose rows the compiled steps compute (their branch in ``okoco/_core/_kernels.pyx``).
 
@@ -64,10 +65,11 @@ class Kernel:
     _code: int | None = None  # its member of okoco._core._kernels.KernelCode, if compiled
 
     def __init_subclass__(cls, *, name: str | None = None, cli_name: str | None = None,
-                          bounded: bool = False, code: int | None = None, **kwargs):
+                          bounded: bool | None = None, code: int | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
         _REGISTRY.add(cls, name, cli_name)
-        cls.bounded = bool(bounded)
+        # (a ``bounded = True`` in the class body counts as the keyword; never inherited)
+        cls.bounded = bool(vars(cls).get("bounded", False) if bounded is None else bounded)
         cls._code = None if code is None else int(code)  # not inherited (see compiled_kernel)
 
     def __call__(self, X, Y=None) -> np.ndarray:
