@@ -47,9 +47,15 @@ import math
 from numbers import Real
 
 from okoco._core import _loss
+from okoco._registry import Registry
 from okoco._validation import Interval, check_param
 
 __all__ = ["Loss", "Squared", "Logistic", "SquaredHinge"]
+
+
+#: The loss classes by the names they declare (``Loss``'s class keywords): the names okoco files
+#: may hold and the command line's names are read from here.
+_REGISTRY = Registry("loss")
 
 
 def _check_C(C: float) -> float:
@@ -59,6 +65,18 @@ def _check_C(C: float) -> float:
 class Loss:
     """Base class: a readable ``repr`` and equality by type; see the module docstring.
 
+    A subclass declares its facts once, as keywords of its ``class`` statement:
+
+    - ``name``: the stable name okoco files give it (saved by name, rebuilt by ``cls()``; the
+      loss then takes no parameters); without it, a learner holding it cannot be saved;
+    - ``cli_name``: its name on the command line (``okoco.experiment.LOSSES``);
+    - ``code``: its member of ``okoco._core._loss.LossCode`` (the enum of
+      ``okoco/_core/_losses.pxd``), for okoco's built-in losses, which the compiled steps
+      evaluate (a subclass inherits the evaluation but not the compiled steps, as it may
+      override a method).
+
+    The names hold for exactly the declaring class (a subclass declares its own).
+
     Examples
     --------
     >>> from okoco import losses
@@ -67,6 +85,13 @@ class Loss:
     >>> losses.Squared() == losses.Logistic()
     False
     """
+
+    def __init_subclass__(cls, *, name: str | None = None, cli_name: str | None = None,
+                          code: int | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _REGISTRY.add(cls, name, cli_name)
+        if code is not None:
+            cls._code = int(code)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -84,7 +109,7 @@ class Loss:
 class _Compiled(Loss):
     """A built-in loss: its value and derivatives are the compiled core's (``_losses.pxd``,
     their one definition, which okoco's compiled steps use too), on scalars or broadcast
-    arrays. A subclass names its code in ``_code``."""
+    arrays. A subclass names its member of ``LossCode`` in its class keyword ``code``."""
 
     _code: int
 
@@ -98,7 +123,7 @@ class _Compiled(Loss):
         return _loss.evaluate(self._code, _loss.SECOND_DERIVATIVE, y, z)
 
 
-class Squared(_Compiled):
+class Squared(_Compiled, name="Squared", cli_name="squared", code=_loss.LossCode.SQUARED):
     r"""Squared loss :math:`\ell(z) = (y - z)^2`.
 
     :math:`\sigma = 1/(2(C+Y)^2)` and :math:`L = 2(C+Y)` for :math:`|y| \le Y`; with
@@ -110,8 +135,6 @@ class Squared(_Compiled):
     >>> Squared().lipschitz(C=1.0, y_max=1.0)
     4.0
     """
-
-    _code = _loss.SQUARED
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)
@@ -138,7 +161,8 @@ def _check_label(y) -> None:
         )
 
 
-class Logistic(_Compiled):
+class Logistic(_Compiled, name="Logistic", cli_name="logistic",
+               code=_loss.LossCode.LOGISTIC):
     r"""Logistic loss :math:`\ell(z) = \log(1 + e^{-yz})`, :math:`y \in \{-1, +1\}`.
 
     :math:`\sigma = e^{-C}` (from :math:`\ell'' \ge e^C/(1+e^C)^2` and
@@ -152,8 +176,6 @@ class Logistic(_Compiled):
     >>> float(Logistic().second_derivative(1, 0.0))  # p (1 - p) at p = 1/2
     0.25
     """
-
-    _code = _loss.LOGISTIC
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         return math.exp(-_check_C(C))
@@ -171,7 +193,8 @@ class Logistic(_Compiled):
         _check_label(y)
 
 
-class SquaredHinge(_Compiled):
+class SquaredHinge(_Compiled, name="SquaredHinge", cli_name="squared-hinge",
+                   code=_loss.LossCode.SQUARED_HINGE):
     r"""Squared hinge loss :math:`\ell(z) = \max(0, 1 - yz)^2`, :math:`y \in \{-1, +1\}`.
 
     :math:`\sigma = 1/(2(1+C)^2)` for :math:`C \le 1` and
@@ -186,8 +209,6 @@ class SquaredHinge(_Compiled):
     >>> round(SquaredHinge().curvature(C=3.0), 6)  # (3C - 1) / (8 C^2 (1 + C))
     0.027778
     """
-
-    _code = _loss.SQUARED_HINGE
 
     def curvature(self, C: float, y_max: float | None = None) -> float:
         C = _check_C(C)

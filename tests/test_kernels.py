@@ -330,3 +330,41 @@ def test_sq_dist_row_matches_the_plain_numpy_formula(m, d):
     long = rng.normal(size=20_000)  # dot's blocks: the bits of the blocked sum of ``@``
     blocks = sum(long[i:i + 8192] @ long[i:i + 8192] for i in range(0, 20_000, 8192))
     assert dot(long, long) == float(blocks)
+
+
+def test_the_row_checks_read_the_bounded_flag_of_the_class():
+    """A kernel declaring ``bounded`` (issue 41: the flag is the class's, not a list of types)
+    has k(x, x) = 1 taken without a call and its rows' finiteness check skipped, by
+    ``self_similarity``, ``finite_row`` and the learners' row check; a subclass of RBF, which
+    may change the values, declares its own (none) and is looked at."""
+    from okoco.kernels import finite_row, self_similarity
+    from okoco.learners import KONS
+
+    class Unit(kernels.Kernel, bounded=True):
+        def _gram(self, X, Y):
+            return np.exp(-((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1))
+
+        def _diag(self, X):
+            raise AssertionError("a bounded kernel's diag is never called")
+
+    class Doubled(kernels.RBF):
+        def _diag(self, X):
+            return 2.0 * super()._diag(X)
+
+    class InBody(Unit):  # the class body's attribute counts as the keyword
+        bounded = True
+
+    class Below(Unit):  # never inherited
+        pass
+
+    assert InBody.bounded and not Below.bounded
+    x = np.array([3.0, 4.0])
+    assert self_similarity(Unit(), x) == 1.0 and finite_row(Unit(), np.array([np.inf]))
+    assert self_similarity(Doubled(1.0), x) == 2.0
+    assert not finite_row(Doubled(1.0), np.array([np.inf]))
+    user, builtin = KONS(kernel=Unit()), KONS(kernel=kernels.RBF(1.0))
+    for v in (0.0, 1.0, 2.5):
+        for model in (user, builtin):
+            model.learn_one({"x": v}, np.sin(v))
+    assert user.predict_one({"x": 1.5}) == pytest.approx(builtin.predict_one({"x": 1.5}),
+                                                         rel=1e-9)

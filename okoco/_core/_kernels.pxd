@@ -1,5 +1,6 @@
-# The kernels with a compiled form, coded by okoco.learners.base (_KERNEL_CODES)
-cdef enum:
+# The kernels with a compiled form: each class of okoco.kernels names its member of this enum
+# (its class keyword ``code``, exposed to Python as okoco._core._kernels.KernelCode)
+cpdef enum KernelCode:
     RBF = 0
     LAPLACIAN = 1
     LINEAR = 2
@@ -8,6 +9,7 @@ cdef enum:
 
 cdef struct Kernel:
     int kind
+    bint bounded          # k(x, x) = 1 and every value in [0, 1] (the class's ``bounded``)
     double gamma, coef0, degree
     double near_factor    # squared distances at or below (2 d + 4) near_factor (...) are exact
     Py_ssize_t direct_size

@@ -136,9 +136,10 @@ def laplacian_row(const double[:, :] X, const double[::1] x, double gamma, doubl
 
 # ------------------------------------------------------------------ a kernel coded for the steps
 cdef Kernel make_kernel(tuple spec) except *:
-    """(kind, gamma, coef0, degree, near_factor, direct_size) from okoco.learners."""
+    """(kind, bounded, gamma, coef0, degree, near_factor, direct_size) from
+    okoco.learners._codes.compiled_kernel."""
     cdef Kernel k
-    k.kind, k.gamma, k.coef0, k.degree, k.near_factor, k.direct_size = spec
+    k.kind, k.bounded, k.gamma, k.coef0, k.degree, k.near_factor, k.direct_size = spec
     return k
 
 
@@ -196,7 +197,7 @@ cdef int kernel_exp(object buffer, double* v, Py_ssize_t n) except -1:
 
 
 cdef double self_similarity(const Kernel* k, const double* x, int w) noexcept nogil:
-    if k.kind == RBF or k.kind == LAPLACIAN:
+    if k.bounded:
         return 1.0
     if k.kind == LINEAR:
         return dot(w, x, x)

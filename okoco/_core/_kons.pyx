@@ -38,14 +38,7 @@ from libc.math cimport NAN, fabs, isfinite, log, log1p, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memmove
 
-from okoco._core._kernels cimport (
-    LAPLACIAN,
-    RBF,
-    kernel_exp,
-    kernel_row,
-    make_kernel,
-    self_similarity,
-)
+from okoco._core._kernels cimport kernel_exp, kernel_row, make_kernel, self_similarity
 from okoco._core._linalg cimport axpy, dot
 from okoco._core._slots cimport SlotViews, append_views, remove_views, solve_views
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
@@ -234,10 +227,10 @@ cdef class KONSCore(StepCore):
             weight = eta * gdot * gdot
             d_t = gdot * sqrt(eta)
         # a step that would store non-finite numbers is refused before the coin or any state
-        # changes: kernel values that overflowed (RBF and Laplacian rows lie in [0, 1])
+        # changes: kernel values that overflowed (a bounded kernel's rows lie in [0, 1])
         if not (isfinite(ybar) and isfinite(kappa)):
             return CHECK_OVERFLOW
-        if not self.has_kernel or (self.k.kind != RBF and self.k.kind != LAPLACIAN):
+        if not self.has_kernel or not self.k.bounded:
             total = 0.0
             for i in range(k.shape[0]):
                 total += k[i]

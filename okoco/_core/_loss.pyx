@@ -4,18 +4,11 @@ of ``okoco.losses`` evaluate their value and derivatives here, on scalars or bro
 
 import numpy as np
 
-from okoco._core._losses cimport (
-    LOGISTIC as _LOGISTIC,
-    SQUARED as _SQUARED,
-    SQUARED_HINGE as _SQUARED_HINGE,
-    clip_excess as _clip_excess,
-    derivative,
-    second_derivative,
-    value,
-)
+# the losses' definitions and their codes: the enum LossCode of _losses.pxd, a Python enum here
+# (okoco.losses's classes name their members), so that a new loss touches only _losses.pxd
+include "_losses.pxd"
 
-# the codes of the losses (the enum of _losses.pxd) and of what to evaluate
-SQUARED, LOGISTIC, SQUARED_HINGE = _SQUARED, _LOGISTIC, _SQUARED_HINGE
+# what to evaluate
 cdef enum:
     _VALUE = 0
     _DERIVATIVE = 1
@@ -73,6 +66,11 @@ cdef void _pairwise(int loss, int order, const double[::1] ys, const double[::1]
             out[i] = _at(loss, order, ys[i], zs[i])
 
 
-def clip_excess(double z, double C):
+def _clip_excess(double z, double C):
     """The paper's :math:`h(z)`: how far ``z`` lies outside ``[-C, C]`` (signed), else 0."""
-    return _clip_excess(z, C)
+    return clip_excess(z, C)
+
+
+# published under the compiled function's name, which a def here would shadow for the
+# included _losses.pxd (its clip calls clip_excess)
+globals()["clip_excess"] = _clip_excess

@@ -1,11 +1,12 @@
 # The losses, and the clipped projection of the papers, as inline functions: their one
 # definition. Every compiled step cimports them from here; okoco.losses's classes call them
-# through okoco._core._loss (each class carries its code, one of the enum below).
+# through okoco._core._loss, which includes this file and so exposes the enum below to Python
+# as okoco._core._loss.LossCode (each class names its member, its class keyword ``code``).
 
 from libc.math cimport exp, log1p
 
 
-cdef enum:
+cpdef enum LossCode:
     SQUARED = 0
     LOGISTIC = 1
     SQUARED_HINGE = 2

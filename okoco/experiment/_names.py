@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
-from okoco import learners
+from okoco import kernels, learners, losses
 
 __all__ = ["UserError", "name_key", "resolve", "learner_registry", "KERNELS", "LOSSES",
            "METRICS", "REGRESSION_METRICS", "parameters"]
@@ -78,10 +79,44 @@ def learner_registry() -> dict[str, type]:
     return {k: getattr(learners, v) for k, v in names.items() if hasattr(learners, v)}
 
 
-KERNELS = {"rbf": "RBF", "laplacian": "Laplacian", "polynomial": "Polynomial", "linear": "Linear"}
+class _CommandLineNames(Mapping):
+    """Command-line name -> class name of the kernels (or losses) whose class declares a
+    ``cli_name`` (``okoco.kernels.Kernel``, ``okoco.losses.Loss``), read from their registry at
+    each use: a class registered after this import is named too.
+
+    Examples
+    --------
+    >>> KERNELS["rbf"], KERNELS.class_of("rbf"), "squared-hinge" in LOSSES
+    ('RBF', <class 'okoco.kernels.RBF'>, True)
+    """
+
+    def __init__(self, registry):
+        self._registry = registry
+
+    def _classes(self) -> dict[str, type]:
+        return {name_key(name): cls for name, cls in self._registry.by_cli_name().items()}
+
+    def class_of(self, key: str) -> type:
+        """The class named ``key`` (a name of this mapping)."""
+        return self._classes()[key]
+
+    def __getitem__(self, key: str) -> str:
+        return self.class_of(key).__name__
+
+    def __iter__(self):
+        return iter(self._classes())
+
+    def __len__(self) -> int:
+        return len(self._classes())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
-LOSSES = {"squared": "Squared", "logistic": "Logistic", "squared-hinge": "SquaredHinge"}
+KERNELS = _CommandLineNames(kernels._REGISTRY)
+
+
+LOSSES = _CommandLineNames(losses._REGISTRY)
 
 
 METRICS = {"mae": "MAE", "mse": "MSE", "rmse": "RMSE", "r2": "R2", "accuracy": "Accuracy",

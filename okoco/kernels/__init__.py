@@ -49,6 +49,7 @@ from okoco.kernels._classic import finite_row
 from okoco.kernels._classic import self_similarity
 from okoco.kernels._algebra import SCALE
 from okoco.kernels._distances import _DIRECT_SIZE, _NEAR_FACTOR  # noqa: F401
+from okoco.kernels._algebra import _REGISTRY  # noqa: F401  (the classes by their declared names)
 
 __all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled",
            # the rows and checks the learners use beside the kernels
@@ -56,7 +57,7 @@ __all__ = ["Kernel", "RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product
 
 # One module per job (_distances: squared distances; _algebra: the base class, sums, products
 # and multiples; _classic: the kernels themselves and the checks on their rows). Each class
-# keeps the public path okoco.kernels.NAME, which is also how okoco files name a kernel.
+# keeps the public path okoco.kernels.NAME; okoco files name a kernel by its declared ``name``.
 for _cls in (Kernel, RBF, Laplacian, Polynomial, Linear, Sum, Product, Scaled):
     _cls.__module__ = __name__
 del _cls

@@ -6,11 +6,16 @@ from numbers import Real
 
 import numpy as np
 
+from okoco._registry import Registry
 from okoco._validation import Interval, check_params
 from okoco.kernels._distances import _as_rows
 
 #: The constraint of every kernel scale ``gamma``.
 SCALE = [Interval(Real, 0, None, closed="neither")]
+
+#: The kernel classes by the names they declare (``Kernel``'s class keywords): the names okoco
+#: files may hold and the command line's names are read from here.
+_REGISTRY = Registry("kernel")
 
 
 class Kernel:
@@ -18,6 +23,19 @@ class Kernel:
 
     A user kernel may subclass this (implementing ``_gram(X, Y)`` and ``_diag(X)``) or be any
     object with the same ``__call__`` and ``diag`` methods.
+
+    A subclass declares its facts once, as keywords of its ``class`` statement; each holds for
+    exactly that class (a subclass of it declares its own, and has none by default):
+
+    - ``name``: the stable name okoco files give it (saved by name and ``_params()``, rebuilt
+      by its constructor); without it, a learner holding it cannot be saved;
+    - ``cli_name``: its name on the command line (``okoco.experiment.KERNELS``);
+    - ``bounded``: ``k(x, x) = 1`` and every value in ``[0, 1]`` for finite inputs (RBF,
+      Laplacian), so that the learners skip the finiteness checks of its rows and take
+      ``k(x, x) = 1`` without a call (read as the class attribute ``bounded``; an attribute
+      ``bounded = True`` in the class body declares it too);
+    - ``code``: its member of ``okoco._core._kernels.KernelCode``, for okoco's built-in kernels
+      whose rows the compiled steps compute (their branch in ``okoco/_core/_kernels.pyx``).
 
     Examples
     --------
@@ -33,9 +51,26 @@ class Kernel:
     >>> np.round(k(np.array([[1.0, 0.0], [1.0, 1.0]])), 4)
     array([[1.    , 0.7071],
            [0.7071, 1.    ]])
+    >>> class Tent(Kernel, bounded=True):  # (name=..., cli_name=...: saved, on the command line)
+    ...     def _gram(self, X, Y):
+    ...         return np.maximum(1.0 - np.abs(X[:, None, :] - Y[None, :, :]).sum(-1), 0.0)
+    ...     def _diag(self, X):
+    ...         return np.ones(X.shape[0])
+    >>> Tent.bounded, Tent().bounded, Cosine.bounded
+    (True, True, False)
     """
 
     normalize: bool = False
+    bounded: bool = False
+    _code: int | None = None  # its member of okoco._core._kernels.KernelCode, if compiled
+
+    def __init_subclass__(cls, *, name: str | None = None, cli_name: str | None = None,
+                          bounded: bool | None = None, code: int | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _REGISTRY.add(cls, name, cli_name)
+        # (a ``bounded = True`` in the class body counts as the keyword; never inherited)
+        cls.bounded = bool(vars(cls).get("bounded", False) if bounded is None else bounded)
+        cls._code = None if code is None else int(code)  # not inherited (see compiled_kernel)
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X = _as_rows(X)
@@ -136,7 +171,7 @@ class _Pair(Kernel):
         return {"left": self.left, "right": self.right}
 
 
-class Sum(_Pair):
+class Sum(_Pair, name="Sum"):
     """Sum of two kernels, ``k(x, y) = left(x, y) + right(x, y)``; usually written ``left + right``.
 
     Parameters
@@ -164,7 +199,7 @@ class Sum(_Pair):
         return self.left.diag(X) + self.right.diag(X)
 
 
-class Product(_Pair):
+class Product(_Pair, name="Product"):
     """Elementwise product of two kernels, ``k(x, y) = left(x, y) * right(x, y)``;
     usually written ``left * right``. PSD by the Schur product theorem.
 
@@ -191,7 +226,7 @@ class Product(_Pair):
         return self.left.diag(X) * self.right.diag(X)
 
 
-class Scaled(Kernel):
+class Scaled(Kernel, name="Scaled"):
     """A kernel times a positive constant, ``k(x, y) = scale * kernel(x, y)``; usually written
     ``scale * kernel``.
 

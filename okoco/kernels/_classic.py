@@ -30,9 +30,10 @@ def rbf_row(gamma: float, X: np.ndarray, sq: np.ndarray, sq_max: float,
 
 
 def finite_row(kernel, k: np.ndarray) -> bool:
-    """Whether every value of a kernel row is finite: true without a look for RBF and Laplacian
-    kernels (values in ``[0, 1]`` for finite inputs; an infinite distance gives 0), else one
-    sum (finite iff every value is, short of an overflow of the sum, then reported too).
+    """Whether every value of a kernel row is finite: true without a look for a ``bounded``
+    kernel (RBF, Laplacian: values in ``[0, 1]`` for finite inputs; an infinite distance gives
+    0), else one sum (finite iff every value is, short of an overflow of the sum, then reported
+    too).
 
     Examples
     --------
@@ -40,14 +41,14 @@ def finite_row(kernel, k: np.ndarray) -> bool:
     >>> finite_row(RBF(1.0), np.ones(3)), finite_row(Linear(), np.array([1.0, np.inf]))
     (True, False)
     """
-    if type(kernel) in (RBF, Laplacian):
+    if getattr(kernel, "bounded", False):
         return True
     return math.isfinite(k.sum())
 
 
 def self_similarity(kernel, x: np.ndarray) -> float:
-    """``k(x, x)`` of one 1-D row as a float: 1 for an RBF or Laplacian kernel without a call,
-    else ``kernel.diag`` (any object with the kernel protocol).
+    """``k(x, x)`` of one 1-D row as a float: 1 for a ``bounded`` kernel (RBF, Laplacian)
+    without a call, else ``kernel.diag`` (any object with the kernel protocol).
 
     Examples
     --------
@@ -56,12 +57,13 @@ def self_similarity(kernel, x: np.ndarray) -> float:
     >>> self_similarity(RBF(0.5), x), self_similarity(Linear(), x)
     (1.0, 25.0)
     """
-    if type(kernel) in (RBF, Laplacian):
+    if getattr(kernel, "bounded", False):
         return 1.0
     return float(np.asarray(kernel.diag(x[None, :]))[0])
 
 
-class RBF(Kernel):
+class RBF(Kernel, name="RBF", cli_name="rbf", bounded=True,
+          code=_kernels.KernelCode.RBF):
     """Gaussian kernel ``k(x, y) = exp(-gamma * ||x - y||^2)``.
 
     Parameters
@@ -102,7 +104,8 @@ class RBF(Kernel):
         return {"gamma": self.gamma}
 
 
-class Laplacian(Kernel):
+class Laplacian(Kernel, name="Laplacian", cli_name="laplacian", bounded=True,
+                code=_kernels.KernelCode.LAPLACIAN):
     """Laplacian kernel ``k(x, y) = exp(-gamma * ||x - y||_1)`` (as scikit-learn's).
 
     Parameters
@@ -144,7 +147,8 @@ class Laplacian(Kernel):
         return {"gamma": self.gamma}
 
 
-class Polynomial(Kernel):
+class Polynomial(Kernel, name="Polynomial", cli_name="polynomial",
+                 code=_kernels.KernelCode.POLYNOMIAL):
     """Polynomial kernel ``k(x, y) = (gamma * <x, y> + coef0) ** degree``.
 
     Parameters
@@ -204,7 +208,7 @@ class Polynomial(Kernel):
         return {"degree": self.degree, "gamma": self.gamma, "coef0": self.coef0}
 
 
-class Linear(Kernel):
+class Linear(Kernel, name="Linear", cli_name="linear", code=_kernels.KernelCode.LINEAR):
     """Linear kernel ``k(x, y) = <x, y>``; with it KONS is the primal Online Newton Step.
 
     Parameters

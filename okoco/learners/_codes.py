@@ -6,23 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from okoco import kernels as _kernels
-from okoco import losses as _losses
-
-# The kernels and losses okoco's compiled steps know (okoco._core._steps codes them by these
-# numbers); a learner with another kernel or loss (a user's, a normalized one, a sum) takes the
-# Python path, with the same results.
-_KERNEL_CODES = {_kernels.RBF: 0, _kernels.Laplacian: 1, _kernels.Linear: 2,
-                 _kernels.Polynomial: 3}
-_LOSS_CODES = {cls: cls._code for cls in (_losses.Squared, _losses.Logistic, _losses.SquaredHinge)}
 
 
 def compiled_kernel(kernel) -> tuple | None:
-    """The compiled steps' description of ``kernel``, or ``None`` if it has none."""
-    code = _KERNEL_CODES.get(type(kernel))
+    """The compiled steps' description of ``kernel`` (``okoco._core._kernels.make_kernel``'s
+    tuple), or ``None`` if it has none: a kernel whose own class declares a ``code`` (a
+    subclass, a user's kernel, a normalized one or a sum takes the Python path, with the same
+    results)."""
+    code = vars(type(kernel)).get("_code")
     if code is None or getattr(kernel, "normalize", False):
         return None
-    return (code, float(getattr(kernel, "gamma", 1.0)), float(getattr(kernel, "coef0", 0.0)),
-            float(getattr(kernel, "degree", 1)), _kernels._NEAR_FACTOR, _kernels._DIRECT_SIZE)
+    return (code, bool(kernel.bounded), float(getattr(kernel, "gamma", 1.0)),
+            float(getattr(kernel, "coef0", 0.0)), float(getattr(kernel, "degree", 1)),
+            _kernels._NEAR_FACTOR, _kernels._DIRECT_SIZE)
 
 
 def widened(V: np.ndarray, width: int) -> np.ndarray:
@@ -35,5 +31,6 @@ def widened(V: np.ndarray, width: int) -> np.ndarray:
 
 
 def compiled_loss(loss) -> int | None:
-    """The compiled steps' code of ``loss``, or ``None`` if it has none."""
-    return _LOSS_CODES.get(type(loss))
+    """The compiled steps' code of ``loss`` (its member of ``okoco._core._loss.LossCode``), or
+    ``None`` if its own class declares none (a subclass, a user's loss)."""
+    return vars(type(loss)).get("_code")

@@ -229,7 +229,7 @@ class KernelLearner(Locked, base.MiniBatchRegressor):
     def _check_rows(self, V: np.ndarray) -> None:
         """Raise, naming the row, if a row's ``k(x, x)`` is not finite (or negative): every
         kernel value of the row is then finite too (``|k(x, y)|^2 <= k(x, x) k(y, y)``)."""
-        if not V.shape[0] or type(self._kernel) in (_kernels.RBF, _kernels.Laplacian):
+        if not V.shape[0] or getattr(self._kernel, "bounded", False):
             return  # k(x, x) = 1 for every row (as kernels.self_similarity takes it)
         diag = np.asarray(self._kernel.diag(V), dtype=float)
         if diag.ndim == 1:  # one compiled pass: numpy's reductions cost more for a few rows

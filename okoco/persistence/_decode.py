@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from okoco import kernels, losses
 from okoco._validation import check_param, constraints_of
 from okoco.persistence._archive import _Archive
 from okoco.persistence._format import (
@@ -201,17 +200,19 @@ class _Decoder:
             return gen
         if marker == "__kernel__":
             name = tree["__kernel__"]
-            if type(name) is not str or name not in _KERNELS:
+            kernel = _KERNELS.by_name().get(name) if type(name) is str else None
+            if kernel is None:
                 raise ValueError(f"{where}: unknown kernel {_short(name)}")
             params = self.decode(tree["params"], where, depth)
             if type(params) is not dict:
                 raise ValueError(f"{where}: the kernel's parameters must be a mapping")
-            return self._keep(tree, getattr(kernels, name)(**params))
+            return self._keep(tree, kernel(**params))
         if marker == "__loss__":
             name = tree["__loss__"]
-            if type(name) is not str or name not in _LOSSES:
+            loss = _LOSSES.by_name().get(name) if type(name) is str else None
+            if loss is None:
                 raise ValueError(f"{where}: unknown loss {_short(name)}")
-            return self._keep(tree, getattr(losses, name)())
+            return self._keep(tree, loss())
         if marker == "__obj__":
             path = tree["__obj__"]
             if type(path) is str:

@@ -102,17 +102,18 @@ class _Encoder:
             ident = self._new_id(v)
             return {"__generator__": bits, "id": ident,
                     "state": self.encode(v.bit_generator.state, where)}
-        module = getattr(kind, "__module__", "")
-        if module == "okoco.kernels" and kind.__name__ in _KERNELS:
+        kernel_name = _KERNELS.name_of(kind)
+        if kernel_name is not None:
             params = dict(v._params())
             if "normalize" in _init_params(kind):
                 params["normalize"] = bool(v.normalize)
-            return {"__kernel__": kind.__name__, "id": self._new_id(v),
+            return {"__kernel__": kernel_name, "id": self._new_id(v),
                     "params": self.encode(params, where)}
-        if module == "okoco.losses" and kind.__name__ in _LOSSES:
+        loss_name = _LOSSES.name_of(kind)
+        if loss_name is not None:
             if vars(v):
                 raise TypeError(f"cannot save {where}: {v!r} carries extra attributes")
-            return {"__loss__": kind.__name__, "id": self._new_id(v)}
+            return {"__loss__": loss_name, "id": self._new_id(v)}
         path = _stable_name(kind) or _class_path(kind)  # (river's classes: by path)
         if _allowed(path, self.river):
             ident = self._new_id(v)
@@ -204,11 +205,13 @@ def _same_factory(a, b) -> bool:
 def _unsupported(v: Any, where: str) -> str:
     name = type(v).__qualname__
     if callable(v) and callable(getattr(v, "diag", None)):
-        return (f"cannot save {where}: {name} is not one of okoco's kernels ({', '.join(_KERNELS)})"
-                "; kernels are saved by name and parameters, never as code")
+        return (f"cannot save {where}: {name} is not one of okoco's kernels "
+                f"({', '.join(_KERNELS.by_name())}); kernels are saved by name and parameters, "
+                "never as code (a kernel class declares its name: class K(Kernel, name=...))")
     if callable(getattr(v, "derivative", None)) and callable(getattr(v, "value", None)):
-        return (f"cannot save {where}: {name} is not one of okoco's losses ({', '.join(_LOSSES)})"
-                "; losses are saved by name, never as code")
+        return (f"cannot save {where}: {name} is not one of okoco's losses "
+                f"({', '.join(_LOSSES.by_name())}); losses are saved by name, never as code "
+                "(a loss class declares its name: class L(Loss, name=...))")
     if callable(v):
         return (f"cannot save {where}: {v!r} is a function; okoco files hold no code (use a "
                 "number or a named policy instead)")

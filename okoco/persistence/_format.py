@@ -7,6 +7,7 @@ import functools
 import reprlib
 from typing import Any
 
+from okoco import kernels, losses
 from okoco._version import __version__
 
 FORMAT_NAME = "okoco-model"
@@ -29,8 +30,10 @@ _MAX_MESSAGE = 600
 _MISSING = object()
 _NEW_LOCK = object()  # a cache field holding a threading.Lock: a new one on loading
 
-_KERNELS = ("RBF", "Laplacian", "Polynomial", "Linear", "Sum", "Product", "Scaled")
-_LOSSES = ("Squared", "Logistic", "SquaredHinge")
+#: The kernels and losses a file may name, by the stable names their classes declare
+#: (``okoco.kernels.Kernel``'s and ``okoco.losses.Loss``'s class keyword ``name``).
+_KERNELS = kernels._REGISTRY
+_LOSSES = losses._REGISTRY
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 _FACTORIES = {"float": float, "int": int, "list": list, "dict": dict, "set": set,
               "defaultdict(float)": functools.partial(collections.defaultdict, float)}

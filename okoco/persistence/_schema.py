@@ -10,7 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from okoco.persistence._format import _MAX_DEPTH, _MISSING, _NEW_LOCK, _short, _version
+from okoco.persistence._format import (
+    _KERNELS,
+    _LOSSES,
+    _MAX_DEPTH,
+    _MISSING,
+    _NEW_LOCK,
+    _short,
+    _version,
+)
 from okoco.persistence._registry import _OBJECTS, _RIVER_CLASSES, _RIVER_MODULES, _class_path
 
 # The grammar of ``_saved_state`` is documented in the module docstring ("Declared state").
@@ -262,10 +270,10 @@ def _check_kind(kind: _Kind, value: Any, env: dict, symbols: dict, where: str) -
         return None if type(value) is str else "not a str"
     if tag == "rng":
         return None if isinstance(value, np.random.Generator) else "not a random generator"
-    if tag == "kernel":
-        return None if type(value).__module__ == "okoco.kernels" else "not a kernel"
+    if tag == "kernel":  # a class that declared its stable name (okoco.kernels.Kernel)
+        return None if _KERNELS.name_of(type(value)) is not None else "not a kernel"
     if tag == "loss":
-        return None if type(value).__module__ == "okoco.losses" else "not a loss"
+        return None if _LOSSES.name_of(type(value)) is not None else "not a loss"
     if tag == "obj":
         cls = type(value)
         if kind.classes and cls.__name__ not in kind.classes:
