@@ -16,15 +16,12 @@ from okoco.learners.shared import SharedPoints
 ROOT = pathlib.Path(okoco.__file__).parent
 
 #: Assignments to a private attribute of another object still in the package, by module and
-#: attribute; none is a KONS expert's. Each waits for a public method in a module this change
-#: does not own: ``KernelLearner`` (okoco/learners/base.py) none to share a ``FeatureMap``
-#: (``_features``); ``SlotInverse`` (okoco/linalg/_window.py) none to link a
-#: pair (``_partner``, ``_source``, ``_keeps_m``, ``_upper``, ``_held_slots``); the rest build
-#: a new object of their own class.
+#: attribute; none is a KONS expert's. Each waits for a public method: ``SlotInverse``
+#: (okoco/linalg/_window.py) has none to link a pair (``_partner``, ``_source``,
+#: ``_keeps_m``, ``_upper``, ``_held_slots``); the rest build a new object of their own class.
 ALLOWED = {
     ("_dist.py", "_var"), ("dictionary/squeak.py", "_features"), ("dictionary/squeak.py", "_K"),
     ("dictionary/squeak.py", "_p"), ("dictionary/squeak.py", "_Q"),
-    ("learners/multiclass.py", "_features"),
     ("learners/sketched_kons.py", "_partner"), ("learners/sketched_kons.py", "_source"),
     ("linalg/_symmetric.py", "_m"), ("linalg/_symmetric.py", "_dense"),
     ("linalg/_symmetric.py", "_buf"), ("linalg/_window.py", "_keeps_m"),

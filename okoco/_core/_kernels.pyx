@@ -1,6 +1,6 @@
 """A kernel's row over stored points: ``k(X_i, x)`` for the rows ``X_i`` of a buffer.
 
-The rows are a view of a :class:`okoco._input.Rows` buffer (``n`` rows of ``d`` numbers at a
+The rows are a view of a :class:`okoco.linalg.Rows` buffer (``n`` rows of ``d`` numbers at a
 row stride ``ld``); ``okoco.kernels`` checks the shapes and pads ``x`` to ``d``. Products of
 rows with ``x`` are BLAS ``dgemv`` calls over blocks of rows small enough that OpenBLAS never
 hands them to its thread pool (it does from ``9216`` elements), so a step needs no one-thread

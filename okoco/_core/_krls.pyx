@@ -13,7 +13,7 @@ import numpy as np
 from libc.math cimport isfinite, sqrt
 from libc.string cimport memcpy
 
-from okoco._core._kernels cimport LAPLACIAN, RBF, make_kernel, self_similarity
+from okoco._core._kernels cimport make_kernel, self_similarity
 from okoco._core._linalg cimport axpy, dot, sym_matvec, sym_rank_one, tp_half_solve
 from okoco._core._losses cimport clip
 from okoco._core._steps cimport JOINS, NEGATIVE, NOISE, OK, OVERFLOW, StepCore
@@ -83,8 +83,8 @@ cdef class KRLSState(StepCore):
         self.compiled = spec is not None
         if self.compiled:
             self.k = make_kernel(spec)
-        # RBF and Laplacian rows are in [0, 1] and k(x, x) = 1: nothing to check
-        self.check_values = not (self.compiled and self.k.kind in (RBF, LAPLACIAN))
+        # a bounded kernel's rows are in [0, 1] and k(x, x) = 1: nothing to check
+        self.check_values = not (self.compiled and self.k.bounded)
         self.kernel, self.nu, self.noise_ratio, self.C = kernel, nu, noise_ratio, C
         self.max_size = max_size or 0
         self.status = OVERFLOW  # nothing analysed

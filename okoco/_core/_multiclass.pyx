@@ -186,7 +186,7 @@ def nonzero(shared, Py_ssize_t slot):
 
 def oldest_row(tuple spec, rows, Py_ssize_t slot):
     """The kernel row (the kernel described by ``spec``, ``okoco.learners._codes``) at the
-    stored point at ``slot`` over the ``n`` points ``rows`` holds (``okoco._input.Rows``)."""
+    stored point at ``slot`` over the ``n`` points ``rows`` holds (``okoco.linalg.Rows``)."""
     sq_obj, _ = rows.squared_norms()
     cdef const double[::1] sq = sq_obj
     cdef const double[:, ::1] data = rows.data

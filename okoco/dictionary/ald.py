@@ -162,7 +162,7 @@ class ALD(Dictionary):
         if k_col.shape != (self.size,):
             raise ValueError(f"k_col must have length {self.size} (the size), got shape "
                              f"{k_col.shape}")
-        return _krls.ald_project(self._chol._L, k_col, float(k_diag))
+        return _krls.ald_project(self._chol.factor_storage(), k_col, float(k_diag))
 
     def _diag(self, vec: np.ndarray) -> float:
         return float(np.asarray(self.kernel.diag(vec[None, :]))[0])

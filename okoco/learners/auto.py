@@ -74,6 +74,7 @@ target's units. The guarantee is then about the squared loss of the standardized
 from __future__ import annotations
 
 import math
+from itertools import compress
 from numbers import Integral, Real
 
 import numpy as np
@@ -112,10 +113,9 @@ EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
 #: The dictionaries ``Auto``'s stationary experts share (:class:`SharedEmbedding`), one per
 #: RBF scale ``c`` a grid names: ``(dictionary_alpha, max_size, swap_margin)``, KORS atoms of
 #: ``RBF(c/d)`` with ridge ``dictionary_alpha``, at most ``max_size`` of them, and the rule once
-#: full (``None``: frozen; a margin: a newcomer of residual above margin times the smallest atom
-#: residual replaces that atom, ~0.7 ms at 500 atoms), chosen on long streams (docs/guide/auto.md):
-#: frozen, since with margin 2 the MAE on river's Friedman (100k steps, seed 0) went 0.882 ->
-#: 0.899, and on a covariate shift (``--stream friedman-shift``) 4.095 -> 4.132 (4.082 at 10).
+#: full (``None``: frozen; a margin: :meth:`SharedEmbedding.swap_in`), chosen on long streams
+#: (docs/guide/auto.md): with margin 2 the MAE on river's Friedman (100k steps, seed 0) went
+#: 0.882 -> 0.899, and on a covariate shift (``--stream friedman-shift``) 4.095 -> 4.132.
 DICTIONARY = (1.0, 500, None)
 #: Auto's default experts: ``("dictionary", c, alpha, eta)``, an ONS head with ridge ``alpha``
 #: on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`: CON-KONS's step,
@@ -280,7 +280,6 @@ class Auto(ExpertMixture, KernelLearner):
         return self.scale_target and _is_regression(self._loss)
 
     _embeddings: list = []  # the shared dictionaries (none in an older file)
-    _window_flags = None  # which experts are windowed (a cache: _windowed)
 
     def _reset_state(self) -> None:
         self.experts: list = []
@@ -291,8 +290,7 @@ class Auto(ExpertMixture, KernelLearner):
         self.log_weights, self.mix_loss = np.zeros(0), 0.0  # fixed share's (switch_rate)
         # one ring of points for every expert: the window and the slot the next point takes
         self._points = SharedPoints(None if self.max_size is None else self.max_size + 1)
-        self._mixture = None  # (both weight tuples, slack) until the next learn
-        self._window_flags = None
+        self._mixture = self._window_flags = None  # caches: the weights, the experts' kinds
         # Welford's running count, mean and sum of squared deviations of the raw targets
         self.target_count, self.target_mean, self._target_m2 = 0, 0.0, 0.0
 
@@ -341,7 +339,6 @@ class Auto(ExpertMixture, KernelLearner):
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state["_mixture"] = None  # derived from the cumulative losses
-        state["_window_flags"] = None  # derived from the experts
         return state
 
     def _build_experts(self, d: int, grid=None) -> list:
@@ -394,19 +391,16 @@ class Auto(ExpertMixture, KernelLearner):
             else cap, swap_margin=margin))
         return len(self._embeddings) - 1
 
-    # -- weights --------------------------------------------------------------------------
-
     # -- the learner protocol -------------------------------------------------------------
 
     def _share(self, safe: float, fast: float) -> float:
-        """How far from the guaranteed average ``safe`` toward ``fast`` the slack allows."""
-        # worst case over the ends of the target range of loss(y, fast) - loss(y, safe)
+        """How far from the guaranteed average ``safe`` toward ``fast`` the slack allows (the
+        worst case over the ends of the target range of loss(y, fast) - loss(y, safe))."""
         values = self._loss.value(self._target_ends, np.array([fast, fast, safe, safe]))
         return self._spend(float(max(values[0] - values[2], values[1] - values[3])))
 
     def _analyse(self, v: np.ndarray):
-        """Every expert's analysis at ``v``, their clipped predictions and ``Auto``'s (kept for
-        the ``learn_one`` that follows a ``predict_one`` on the same row)."""
+        """:meth:`_analyse_now`, kept for a ``learn_one`` after ``predict_one`` on the row."""
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
@@ -414,8 +408,8 @@ class Auto(ExpertMixture, KernelLearner):
         kernel row per distinct kernel of the windowed experts (:class:`SharedPoints`) and one
         over the dictionary's atoms, shared by every head on it."""
         experts, windowed = self.experts, self._windowed()
-        rows = iter(self._points.kernel_rows([e._kernel for e, w in zip(experts, windowed) if w],
-                                             v) if any(windowed) else ())
+        kernels = [e._kernel for e in compress(experts, windowed)]
+        rows = iter(self._points.kernel_rows(kernels, v) if kernels else ())
         embedded = [embedding.analyse(v) for embedding in self._embeddings]
         analyses, preds = [], []
         for expert, window in zip(experts, windowed):
@@ -431,12 +425,10 @@ class Auto(ExpertMixture, KernelLearner):
         return analyses, preds, self._combine(preds), embedded
 
     def _windowed(self) -> tuple:
-        """Which experts are windowed KONS (the others are ONS heads), kept until the experts
-        change."""
-        flags = self._window_flags
-        if flags is None or len(flags) != len(self.experts):
-            flags = self._window_flags = tuple(isinstance(e, KONS) for e in self.experts)
-        return flags
+        """Which experts are windowed KONS (the others are ONS heads)."""
+        if self._window_flags is None or len(self._window_flags) != len(self.experts):
+            self._window_flags = tuple(isinstance(e, KONS) for e in self.experts)
+        return self._window_flags
 
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
@@ -499,9 +491,8 @@ class Auto(ExpertMixture, KernelLearner):
                                            and e.dictionary == index])
         if any(windowed):
             self._points.append(v)
-            for expert, window in zip(experts, windowed):  # each window forgets its oldest
-                if window:                                 # point, once v is stored
-                    expert._forget_oldest()
+            for expert in compress(experts, windowed):  # each window forgets its oldest
+                expert._forget_oldest()                  # point, once v is stored
         self._record(losses[:-1], losses[-1])
 
     @classmethod

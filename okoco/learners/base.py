@@ -147,6 +147,16 @@ class KernelLearner(Locked, base.MiniBatchRegressor):
         self._core = None
         self._reset_state()
 
+    def share_features(self, features) -> None:
+        """Read the columns of ``features`` (an ``okoco._input.FeatureMap`` another learner
+        holds) in place of a map of its own, so that learners which see the same rows agree on
+        the column of every feature (``MulticlassClassifier``'s classes); before the first
+        step."""
+        if self.n_seen:
+            raise ValueError(f"share_features on a {type(self).__name__} that has learned "
+                             f"{self.n_seen} steps; share the columns before the first step")
+        self._features = features
+
     @abc.abstractmethod
     def _reset_state(self) -> None:
         """Create the algorithm's state (the stored points and whatever the update keeps)."""

@@ -260,7 +260,7 @@ class MulticlassClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
 
     def _new_learner(self):
         learner = self.learner.clone()
-        learner._features = self._features  # every class sees the same columns
+        learner.share_features(self._features)  # every class sees the same columns
         if self._points is not None:  # a class created after t samples holds them as points
             # it learned nothing from, and the classes' one kernel object (KONS.share_points)
             learner.share_points(self._points, self.learners[0]._kernel if self.learners

@@ -2,7 +2,7 @@
 
 :class:`SharedPoints` holds the points (a ring of ``max_size`` slots, or unbounded) and computes
 each distinct kernel's row once per input; :class:`ExpertRows` is the part of
-``okoco._input.Rows`` a KONS expert uses, over a :class:`SharedPoints`. ``Auto`` and
+``okoco.linalg.Rows`` a KONS expert uses, over a :class:`SharedPoints`. ``Auto`` and
 ``MulticlassClassifier`` share one store among their experts with them, through
 :class:`SharesPoints` (KONS's ``share_points``). Both are public as
 ``okoco.learners.auto.SharedPoints`` and ``okoco.learners.auto.ExpertRows`` (the path okoco
@@ -30,7 +30,7 @@ class SharedPoints:
     reuses the row of ``RBF(g)``). Kernels are recognised by identity: the experts should hold
     the same object for the same kernel. Any other kernel (or a normalised one) is called as is.
 
-    With ``max_size`` the points are a ring of that many slots (``okoco._input.Rows``): once
+    With ``max_size`` the points are a ring of that many slots (``okoco.linalg.Rows``): once
     full, each new point overwrites the oldest, and :meth:`next_slot` says which slot the next
     one takes (the experts write their values there first).
 
@@ -135,7 +135,7 @@ class SharedPoints:
 class ExpertRows:
     """One expert's per-point values over points held by a :class:`SharedPoints`.
 
-    The part of ``okoco._input.Rows`` that KONS uses (``size``, ``field``, ``append``,
+    The part of ``okoco.linalg.Rows`` that KONS uses (``size``, ``field``, ``append``,
     ``kernel_row``, ``kernel_block``, and the ring's ``data``, ``d``, ``n_added`` and
     ``max_size`` for a windowed expert), without a copy of the points: ``append`` stores the
     values only, at the slot the shared store's next point takes, and the owner appends the

@@ -136,7 +136,7 @@ class SketchedKONS(KONS):
         position[kors._slots[:m]] = np.arange(m)  # atom j (in KORS's order) at slot _slots[j]
         atoms = position[own]
         slots = self._selected[atoms]  # the same atoms' store slots, in the same order
-        M = self._points_matrix(slots, np.sqrt(kors._weights[atoms])
+        M = self._points_matrix(slots, np.sqrt(kors.weight_storage()[atoms])
                                 * self._store.fields["d"][slots])
         M[np.diag_indices(own.shape[0])] = kors._inverse.diagonal[own]
         return M
