@@ -311,3 +311,17 @@ def test_clone_with_attributes_is_a_copy_with_its_own_lock(make):
     for x, y in data[20:]:
         twin.learn_one(x, label(y))
     assert [ask(model, x) for x, _ in data[20:]] == before  # the copy shares no state
+
+
+def test_share_features_reads_another_learners_columns_before_the_first_step():
+    """A learner sharing another's FeatureMap sees the columns the other registered (in the
+    other's order); a learner that has learned refuses to share (its coefficients are over its
+    own columns), and the refusal changes nothing."""
+    first, second = KONS(), KONS()
+    second.share_features(first._features)
+    first.learn_one({"b": 1.0, "a": 2.0}, 1.0)
+    v, new = second._features.encode({"a": 5.0, "b": 7.0}, arrays=False)
+    assert not new and v.tolist() == [7.0, 5.0]  # b first, as the first learner saw it
+    with pytest.raises(ValueError, match="before the first step"):
+        first.share_features(FeatureMap())
+    assert first._features is second._features
