@@ -37,7 +37,7 @@ from pathlib import Path
 GUIDES = Path(__file__).resolve().parent.parent / "docs" / "guide"
 GUIDE = GUIDES / "cli.md"
 #: The guides with printed regions.
-PRINTED_PAGES = [GUIDES / "intervals.md", GUIDES / "evaluation.md"]
+PRINTED_PAGES = [GUIDES / "intervals.md", GUIDES / "evaluation.md", GUIDES / "auto.md"]
 #: A Python block: the slow marker before it, its code, the printed region after it.
 PYTHON_BLOCK = re.compile(r"(<!-- slow -->\n)?^```python\n(.*?)^```\n"
                           r"(?:\n?<!-- printed( text)? -->\n(.*?)<!-- /printed -->\n)?",
