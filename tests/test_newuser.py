@@ -2,6 +2,8 @@
 code before its fix (named in its docstring)."""
 
 import csv
+import json
+import math
 
 import pytest
 from typer.testing import CliRunner
@@ -83,3 +85,19 @@ def test_quick_start_summary_is_a_fresh_runs():
     assert TEXT_BLOCK.findall(quickstart)
     stale = stale_blocks(quickstart)
     assert not stale, stale
+
+
+def test_no_minus_zero_in_the_json_summary_or_the_curves(tmp_path):
+    """river's ROCAUC is -0.0 before both classes were seen. Before: the printed summary said
+    0, but ``--json`` and the curves written by ``-o`` said -0.0."""
+    def signs(values):
+        return [math.copysign(1.0, float(v)) for v in values]
+
+    for out in ("run.json", "run.csv"):
+        path = tmp_path / out
+        result = run("replay", "phishing", "-n", "1", "-m", "rocauc", "--json", "-o", str(path))
+        assert result.exit_code == 0, result.output
+        assert signs([json.loads(result.stdout)["metrics"]["ROCAUC"]]) == [1.0]
+        curve = (json.loads(path.read_text())["columns"]["ROCAUC"] if out.endswith("json")
+                 else [row["ROCAUC"] for row in csv.DictReader(path.open())])
+        assert curve and signs(curve) == [1.0] * len(curve), curve
