@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from collections import Counter
 from collections.abc import Sequence
 from functools import reduce
 from operator import add, mul
@@ -357,13 +358,14 @@ filled cells ('12,5'); correct them, or leave them empty (a missing cell)
     X, _, names = ds.to_arrays()
     found = []
     for column in text:
-        cells = [v for v in X[:, names.index(column)] if v is not None]
-        bad = [v for v in cells if not _is_number(v)]
-        if len(cells) - len(bad) >= MOSTLY_NUMBERS * len(cells):
-            shown = ", ".join(map(repr, list(dict.fromkeys(bad))[:5]))
-            more = "" if len(set(bad)) <= 5 else ", ..."
-            found.append(f"column {column!r} holds numbers but for {len(bad):,} of its "
-                         f"{len(cells):,} filled cells ({shown}{more})")
+        counts = Counter(X[:, names.index(column)])  # each distinct value parsed once
+        counts.pop(None, None)  # missing cells
+        bad = [value for value in counts if not _is_number(value)]
+        n_bad, n_filled = sum(counts[value] for value in bad), sum(counts.values())
+        if n_filled - n_bad >= MOSTLY_NUMBERS * n_filled:
+            shown = ", ".join(map(repr, bad[:5])) + (", ..." if len(bad) > 5 else "")
+            found.append(f"column {column!r} holds numbers but for {n_bad:,} of its "
+                         f"{n_filled:,} filled cells ({shown})")
     if found:
         raise UserError(f"{ds.name}: {'; '.join(found)}; correct them, or leave them empty "
                         "(a missing cell)")
