@@ -8,10 +8,11 @@ Three kinds of figures live on the guides, and all come from here, never typed b
   prints when the page's Python blocks run in order as one script, as tests/test_docs.py runs
   them (and checks the regions). A block after a ``<!-- slow -->`` line runs in the slow tests
   only (it must not define names that blocks not so marked use).
-* the command-line guide's (docs/guide/cli.md) **example outputs**: a ```` ```text ```` block
-  whose first line is ``$ okoco ...``. Its other lines are lines of that command's output (found
-  by their first word), ``...`` standing for lines left out; a table row's timing and memory
-  cells (``compare``) differ from run to run and are not compared.
+* the **example outputs** of the command-line guide (docs/guide/cli.md) and the quick start
+  (docs/quickstart.md): a ```` ```text ```` block whose first line is ``$ okoco ...``. Its
+  other lines are lines of that command's output (found by their first word), ``...``
+  standing for lines left out; a table row's timing and memory cells (``compare``) differ from
+  run to run and are not compared.
 * the command-line guide's **default-learner table**, between ``<!-- quality-table -->`` and
   ``<!-- /quality-table -->``: the final metric of every candidate of the CLI's default-learner
   study (``CANDIDATES``) on its streams (``STREAMS``).
@@ -36,8 +37,10 @@ from pathlib import Path
 
 GUIDES = Path(__file__).resolve().parent.parent / "docs" / "guide"
 GUIDE = GUIDES / "cli.md"
+#: The pages with example outputs (``$ okoco ...`` blocks).
+OUTPUT_PAGES = [GUIDE, GUIDES.parent / "quickstart.md"]
 #: The guides with printed regions.
-PRINTED_PAGES = [GUIDES / "intervals.md", GUIDES / "evaluation.md"]
+PRINTED_PAGES = [GUIDES / "intervals.md", GUIDES / "evaluation.md", GUIDES / "auto.md"]
 #: A Python block: the slow marker before it, its code, the printed region after it.
 PYTHON_BLOCK = re.compile(r"(<!-- slow -->\n)?^```python\n(.*?)^```\n"
                           r"(?:\n?<!-- printed( text)? -->\n(.*?)<!-- /printed -->\n)?",
@@ -217,16 +220,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f}")
     stale = []
-    for page in [GUIDE, *PRINTED_PAGES]:
+    table = not args.no_table
+    for page in [*OUTPUT_PAGES, *PRINTED_PAGES]:
         old = page.read_text()
         if args.check:
-            if page == GUIDE:
+            if page in OUTPUT_PAGES:
                 stale += [f"{page.name}: {new.split(chr(10))[0]}" for _, new in stale_blocks(old)]
-                if not args.no_table and TABLE.search(old).group(2) != quality_table():
-                    stale.append(f"{page.name}: the default-learner table")
+            if page == GUIDE and table and TABLE.search(old).group(2) != quality_table():
+                stale.append(f"{page.name}: the default-learner table")
             stale += [f"{page.name}: {new.split(chr(10))[0]}" for _, new in stale_regions(old)]
             continue
-        new = refreshed_page(old, table=not args.no_table) if page == GUIDE else old
+        new = refreshed_page(old, table=table and page == GUIDE) if page in OUTPUT_PAGES else old
         page.write_text(refreshed_regions(new))
         print(f"{page}: figures rewritten")
     print(f"load average {os.getloadavg()[0]:.2f}")

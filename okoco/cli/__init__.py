@@ -180,12 +180,16 @@ def _output_kind(path: Path | None, allowed: tuple[str, ...], what: str) -> str 
 def _guard(body: Callable[[], None], quiet: bool = False) -> None:
     """Run a command body; user errors become one line on stderr and exit code 2. ``quiet``
     (-q: errors only) silences the learners' warnings too."""
-    _load_api()
     try:
+        _load_api()  # a second of imports: a Ctrl-C there is reported as any other
         with warnings.catch_warnings():
             if quiet:
                 warnings.simplefilter("ignore", UserWarning)
             body()
+    # first: the names below are bound by _load_api, which a Ctrl-C may have stopped
+    except KeyboardInterrupt:  # Ctrl-C outside a replay (loading, writing): nothing to report
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(code=130) from None
     except UserError as error:
         _fail(str(error))
     except (FileNotFoundError, IsADirectoryError, DownloadError) as error:
@@ -196,9 +200,6 @@ def _guard(body: Callable[[], None], quiet: bool = False) -> None:
         _fail((str(text) or type(error).__name__).splitlines()[0])
     except OSError as error:
         _fail(f"{error.strerror or error}: {getattr(error, 'filename', '') or ''}".rstrip(": "))
-    except KeyboardInterrupt:  # Ctrl-C outside a replay (loading, writing): nothing to report
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(code=130) from None
 
 
 def _progress(quiet: bool) -> bool:

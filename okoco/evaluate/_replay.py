@@ -117,7 +117,8 @@ class _Curves:
         self.elapsed += self.pending
         values = [m.get() for m in self.metrics]
         row = {"t": self.t,
-               **{k: float(v) if isinstance(v, numbers.Real) else v
+               # + 0.0: river's -0.0 (ROCAUC before both classes were seen) is 0
+               **{k: float(v) + 0.0 if isinstance(v, numbers.Real) else v
                   for k, v in zip(self.names, values)},
                "cumulative_loss": self.cumulative_loss,
                "regret": _last(getattr(self.regret, "regret", None)) if self.regret else math.nan,
