@@ -53,6 +53,8 @@ def _bad_value(name, value) -> Exception:
     """The error for a feature value that is not a usable number (one wording everywhere)."""
     if type(value).__name__ == "NAType":  # pandas' NA: a missing number, as NaN
         return ValueError(f"feature {name!r} is <NA>, a missing value; {_MISSING}")
+    if value is None:  # a missing value too (a TypeError: it is no number at all)
+        return TypeError(f"feature {name!r} is None, a missing value; {_MISSING}")
     if isinstance(value, (bool, np.bool_, np.timedelta64, np.datetime64)) or \
             not isinstance(value, numbers.Real):
         # numpy's timedelta64 is registered as an integer, but a duration is no feature value

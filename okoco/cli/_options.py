@@ -18,8 +18,9 @@ _LEARNER_HELP = "learner: " + ", ".join(["auto", "fgd", "kons", "sketched-kons",
 _DEFAULT_LEARNER_HELP = f" [default: {DEFAULT_LEARNER}, see `okoco learners`]"
 
 
-_KERNEL_HELP = ("rbf, laplacian, polynomial or linear, or a sum/product such as rbf+linear "
-                "[default: rbf; not for auto, which picks its own kernels]")
+_KERNEL_HELP = ("a kernel's command-line name (rbf, laplacian, polynomial, linear, ...: a wrong "
+                "one lists them all), or a sum/product such as rbf+linear [default: rbf; not for "
+                "auto, which picks its own kernels]")
 
 
 _GAMMA_HELP = "kernel scale [default: RBF/Laplacian 1/d at the first sample]"

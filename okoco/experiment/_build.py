@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from okoco import datasets, kernels, losses, metrics, preprocessing
+from okoco import datasets, losses, metrics, preprocessing
 from okoco.experiment._names import (
     KERNELS,
     LOSSES,
@@ -82,12 +82,12 @@ def make_kernel(name: str, gamma: float | None = None, degree: int | None = None
                                 f"{', '.join(KERNELS)}, joined by + or *")
             terms[i][j] = name_key(part)
     for part in (p for term in terms for p in term):
-        accepted = parameters(getattr(kernels, KERNELS[part]))
+        accepted = parameters(KERNELS.class_of(part))
         used |= accepted.keys() & given.keys()
         parts.append((part, {k: v for k, v in given.items() if k in accepted}))
     for key in [k for k in given if k not in used]:
         raise UserError(f"kernel {name!r} takes no --{key}")
-    built = iter(getattr(kernels, KERNELS[part])(**kwargs) for part, kwargs in parts)
+    built = iter(KERNELS.class_of(part)(**kwargs) for part, kwargs in parts)
     kernel = reduce(add, [reduce(mul, [next(built) for _ in term]) for term in terms])
     if normalize:
         if "normalize" not in parameters(type(kernel)):
@@ -168,7 +168,7 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
         if task == "regression" and loss != "squared":
             raise UserError(f"loss {loss!r} needs two class labels, but this dataset is a "
                             "regression task; use --loss squared")
-        kwargs["loss"] = getattr(losses, LOSSES[loss])()
+        kwargs["loss"] = LOSSES.class_of(loss)()
     if seed is not None and "seed" in accepted and "seed" not in kwargs:
         kwargs["seed"] = seed
     try:
