@@ -88,8 +88,9 @@ def test_cells_of_other_arrays_take_the_cell_by_cell_path():
     names = ["a", "b"]
     cells = np.array([[1.0, None], [2, "x"]], dtype=object)
     assert outcome(_cells, cells, names, absent=False) == (
-        TypeError, "row 0: feature 'b' has a non-numeric value None (NoneType); encode it as "
-                   "a number first")
+        TypeError, "row 0: feature 'b' is None, a missing value; leave the feature out of a "
+                   "dict (an absent feature is 0), or impute it (e.g. river's "
+                   "preprocessing.StatImputer; X.fillna(0) for a DataFrame)")
     np.testing.assert_array_equal(_cells(cells[:1], names, absent=True), [[1.0, 0.0]])
     assert outcome(_cells, np.array([["1", "2"]]), names, absent=False)[0] is TypeError
     assert _cells(np.zeros((0, 2)), names, absent=True).shape == (0, 2)

@@ -132,6 +132,35 @@ def test_csv_text_label_column_is_not_dropped_silently(tmp_path):
     assert load_csv(p, target=-1, non_numeric="drop").info["target"] == "b"  # explicit index
 
 
+def test_csv_text_columns_get_one_remedy_and_a_misspelt_target_a_suggestion(tmp_path):
+    """Two text columns: each named once, the remedy once, naming both; a target name in
+    the wrong case or misspelt gets a "did you mean"."""
+    rows = "".join(f"x{i},r{i},{i},{i % 2}\n" for i in range(6))
+    p = write(tmp_path, "t.csv", "city,street,area,Price\n" + rows)
+    with pytest.raises(ValueError) as error:
+        load_csv(p)
+    message = str(error.value)
+    assert message.count("to encode text columns") == 1
+    assert "if one is the target, name it: target='city' or 'street'" in message
+    for wrong in ("price", "Prise"):
+        with pytest.raises(ValueError, match=r"no column named .*; did you mean 'Price'\?"):
+            load_csv(p, target=wrong, non_numeric="encode")
+
+
+@pytest.mark.parametrize("non_numeric", ["encode", "drop"])
+def test_csv_numbers_with_a_typo_are_refused_in_python_too(tmp_path, non_numeric):
+    """load_csv itself (not only the command line) refuses a column of numbers with a typo,
+    whether text columns would be encoded or dropped; a column of text with a few numbers
+    stays text."""
+    rows = "".join(f"{20 + i}.5,{'Lyon' if i % 3 else str(i)},{i % 2}\n" for i in range(40))
+    p = write(tmp_path, "h.csv", "m2,city,y\n" + rows.replace("27.5", "27..5", 1))
+    with pytest.raises(ValueError, match=r"column 'm2' holds numbers but for 1 of its 40 filled "
+                                         r"cells \('27\.\.5'\)"):
+        load_csv(p, non_numeric=non_numeric)
+    fixed = write(tmp_path, "f.csv", "m2,city,y\n" + rows)
+    assert load_csv(fixed, non_numeric="encode").info["text_columns"] == {"city": 15}
+
+
 def test_registry_names_are_case_and_underscore_insensitive():
     assert load("Mackey_Glass", n=20).name == "mackey-glass"
 

@@ -19,7 +19,9 @@ CSV rules
   ``non_numeric="encode"`` keeps such a column as text (its values are strings, named with
   their number of distinct values in ``dataset.info["text_columns"]``) for an encoder in the
   model's pipeline, such as :func:`okoco.preprocessing.encode_text` (the ``okoco`` command
-  line's default). Infinite values are always an error.
+  line's default). A column whose filled cells are numbers but for a few (at least
+  :data:`MOSTLY_NUMBERS` of them numbers: a typo such as ``12,5``) is neither encoded nor
+  dropped: an error names its bad cells. Infinite values are always an error.
 * **Every bad cell at once**: the whole file is checked before the error is raised, which names
   every bad cell (the first few, and how many more) and each remedy once.
 * **Targets**: numeric targets with two distinct values make a ``"binary"`` task, other numeric
@@ -30,7 +32,9 @@ CSV rules
 from __future__ import annotations
 
 import csv
+import difflib
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +46,9 @@ from okoco.datasets.files import open_text
 __all__ = ["load_csv"]
 
 _NA = {"", "na", "nan", "n/a", "null", "none", "?"}
+#: A text column whose filled cells are at least this share numbers is a numeric column with bad
+#: cells (a typo such as ``12,5``): refused, not encoded or dropped as text.
+MOSTLY_NUMBERS = 0.95
 
 
 def _number(field: str) -> float | None:
@@ -181,7 +188,10 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
                 "give the column index instead"
             )
         else:
-            raise ValueError(f"{where}: no column named {target!r}; columns are {columns}")
+            close = difflib.get_close_matches(target, columns, n=1) or [
+                c for c in columns if c.lower() == target.lower()]
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(f"{where}: no column named {target!r}; {hint}columns are {columns}")
     elif isinstance(target, (int, np.integer)) and not isinstance(target, bool):
         t = int(target)
     else:
@@ -193,6 +203,7 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
 
     text = [j for j in feats if non_numeric != "error" and any(
         _number(r[j]) is None and not _is_na(r[j]) for _, r in rows)]
+    _refuse_numbers_with_typos(where, [(columns[j], [r[j] for _, r in rows]) for j in text])
     labels = next((columns[j] for j in text if implicit_target and non_numeric == "drop"
                    and _looks_like_labels([r[j] for _, r in rows])), None)
     if labels is not None:
@@ -237,11 +248,9 @@ def load_csv(path: str | os.PathLike, target: int | str | None = None, *,
             if v is None:
                 what = "target" if j == t else "feature"
                 problems.add(ln, f"non-numeric {what} value {field.strip()!r} in column "
-                             f"{columns[j]!r}", key=columns[j], hint=(
-                                 f"if it is the target, name it: target={columns[j]!r} (okoco "
-                                 f"replay: -t {columns[j]}); to encode text columns: "
-                                 "non_numeric='encode', to drop them: non_numeric='drop' (-d "
-                                 "non_numeric=drop)" if j != t else None))
+                             f"{columns[j]!r}", key=columns[j])
+                if j != t:
+                    problems.text_columns[columns[j]] = None
             elif not np.isfinite(v):
                 problems.add(ln, f"non-finite value {field.strip()!r} in column "
                              f"{columns[j]!r}")
@@ -286,6 +295,7 @@ class _Problems:
         self.cells: list[str] = []
         self.hints: dict[str, None] = {}
         self.repeats: dict[str, list] = {}  # key -> [index in cells, cells counted]
+        self.text_columns: dict[str, None] = {}  # feature columns holding text, in order
 
     def add(self, line: int, message: str, hint: str | None = None, *,
             key: str | None = None) -> None:
@@ -306,12 +316,47 @@ class _Problems:
                 self.cells[index] += f" (and {count - 1} more cells of that column)"
         if not self.cells:
             return
+        if self.text_columns:  # one remedy for every text column
+            names = " or ".join(repr(c) for c in self.text_columns)
+            first = next(iter(self.text_columns))
+            self.hints[f"if {'it' if len(self.text_columns) == 1 else 'one'} is the target, "
+                       f"name it: target={names} (okoco replay: -t {first}); to encode text "
+                       "columns: non_numeric='encode', to drop them: non_numeric='drop' (-d "
+                       "non_numeric=drop)"] = None
         hints = "".join(f"; {h}" for h in self.hints)
         if len(self.cells) == 1:
             raise ValueError(f"{self.where}, {self.cells[0]}{hints}")
         more = len(self.cells) - self.SHOWN
         shown = "; ".join(self.cells[:self.SHOWN]) + (f"; and {more} more" if more > 0 else "")
         raise ValueError(f"{self.where}: {len(self.cells)} bad cells: {shown}{hints}")
+
+
+def _refuse_numbers_with_typos(where: str, columns: list[tuple[str, list[str]]]) -> None:
+    """Refuse the text columns that are numbers but for a few cells (:data:`MOSTLY_NUMBERS`):
+    encoded as text (or dropped) such a column would lose its numbers without a word (one typo
+    made a 2,000-row surface column 1,900 hashed categories). All of them are named at once.
+
+    Examples
+    --------
+    >>> _refuse_numbers_with_typos("h.csv", [("m2", [str(i) for i in range(40)] + ["12,5"]),
+    ...                                      ("city", ["Lyon", "Nice", "7"])])
+    Traceback (most recent call last):
+    ...
+    ValueError: h.csv: column 'm2' holds numbers but for 1 of its 41 filled cells ('12,5'); \
+correct them, or leave them empty (a missing cell)
+    """
+    found = []
+    for name, fields in columns:
+        counts = Counter(f.strip() for f in fields if not _is_na(f))  # each value parsed once
+        bad = [value for value in counts if _number(value) is None]
+        n_bad, n_filled = sum(counts[value] for value in bad), sum(counts.values())
+        if n_filled - n_bad >= MOSTLY_NUMBERS * n_filled:
+            shown = ", ".join(map(repr, bad[:5])) + (", ..." if len(bad) > 5 else "")
+            found.append(f"column {name!r} holds numbers but for {n_bad:,} of its "
+                         f"{n_filled:,} filled cells ({shown})")
+    if found:
+        raise ValueError(f"{where}: {'; '.join(found)}; correct them, or leave them empty "
+                         "(a missing cell)")
 
 
 def _looks_like_labels(values: list[str]) -> bool:

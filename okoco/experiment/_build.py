@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections import Counter
 from collections.abc import Sequence
 from functools import reduce
 from operator import add, mul
@@ -41,12 +40,6 @@ CSV_DEFAULTS = {"non_numeric": "encode", "na": "absent"}
 #: Labels taken as the positive class by name (any case) when a binary task's labels are
 #: text, by the rule of :func:`positive_label`.
 POSITIVE_WORDS = ("1", "+1", "true", "t", "yes", "y", "positive", "pos")
-
-#: A text column of a CSV whose filled cells are at least this share numbers is a numeric
-#: column with bad cells (a typo such as ``12,5``), refused by :func:`load_dataset`, not a
-#: category to encode.
-MOSTLY_NUMBERS = 0.95
-
 
 def make_kernel(name: str, gamma: float | None = None, degree: int | None = None,
                 coef0: float | None = None, normalize: bool = False):
@@ -321,54 +314,7 @@ def load_dataset(dataset: str, *, target: str | None, data_params: dict[str, Any
         for option, value in CSV_DEFAULTS.items():
             kwargs.setdefault(option, value)
     ds = datasets.load(dataset, **kwargs)
-    if kwargs.get("non_numeric") == "encode":
-        _refuse_numbers_with_typos(ds)
     return (shuffled(ds, seed) if shuffle else ds).read()
-
-
-def _is_number(value: Any) -> bool:
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _refuse_numbers_with_typos(ds) -> None:
-    """Refuse the text columns of a CSV that are numbers but for a few cells
-    (:data:`MOSTLY_NUMBERS`): encoded as text, such a column would lose its numbers without a
-    word (one typo makes a price column a thousand categories). All such cells are named at once.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from okoco.datasets import Dataset
-    >>> X = np.array([[str(i), "Lyon"] for i in range(40)] + [["12,5", "Nice"]], dtype=object)
-    >>> ds = Dataset("h.csv", "regression", X=X, y=np.arange(41.0), feature_names=["m2", "city"],
-    ...              info={"text_columns": {"m2": 41, "city": 2}})
-    >>> _refuse_numbers_with_typos(ds)
-    Traceback (most recent call last):
-    ...
-    okoco.experiment.UserError: h.csv: column 'm2' holds numbers but for 1 of its 41 \
-filled cells ('12,5'); correct them, or leave them empty (a missing cell)
-    """
-    text = getattr(ds, "info", {}).get("text_columns") or {}
-    if not text:
-        return
-    X, _, names = ds.to_arrays()
-    found = []
-    for column in text:
-        counts = Counter(X[:, names.index(column)])  # each distinct value parsed once
-        counts.pop(None, None)  # missing cells
-        bad = [value for value in counts if not _is_number(value)]
-        n_bad, n_filled = sum(counts[value] for value in bad), sum(counts.values())
-        if n_filled - n_bad >= MOSTLY_NUMBERS * n_filled:
-            shown = ", ".join(map(repr, bad[:5])) + (", ..." if len(bad) > 5 else "")
-            found.append(f"column {column!r} holds numbers but for {n_bad:,} of its "
-                         f"{n_filled:,} filled cells ({shown})")
-    if found:
-        raise UserError(f"{ds.name}: {'; '.join(found)}; correct them, or leave them empty "
-                        "(a missing cell)")
 
 
 def shuffled(ds, seed: int | None):

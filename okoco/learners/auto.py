@@ -141,9 +141,8 @@ TASK_EXPERTS = {"regression": (0.2, 1.0, "exp-concave", 1.0),
 
 
 class Auto(ExpertMixture, KernelLearner):
-    r"""Online self-tuning: experts that remember (dictionaries), linear ones and forgetting ones,
-    combined by exponential weights at the loss's exp-concavity rate, with a faster average used
-    as far as the guarantee allows.
+    r"""Online self-tuning: remembering, linear and forgetting experts mixed by exponential
+    weights at the loss's exp-concavity rate, with a faster average as far as the guarantee allows.
 
     The guaranteed rate :math:`\eta` is ``loss.exp_concavity(C)``, the largest :math:`\eta` for
     which :math:`e^{-\eta\ell}` is concave on :math:`[-C, C]`: squared loss (:math:`|y| \le C`),
