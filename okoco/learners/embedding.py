@@ -55,6 +55,9 @@ __all__ = ["NystromEmbedding", "SharedEmbedding", "Embedded", "drop_rotations",
 # which the compiled loop uses too).
 _SPAN_TOL = _pros.SPAN_TOLERANCE
 
+#: The rules of a full :class:`SharedEmbedding` (its ``swap_rule``).
+SWAP_RULES = ("residual", "usage")
+
 
 def step_message(y, gdot: float, yhat: float) -> str:
     return (f"the target {y!r} gives the loss derivative {gdot:g} at the prediction {yhat:g}, "
@@ -162,7 +165,12 @@ class SharedEmbedding(NystromEmbedding):
                     "swap_margin": "number|none", "n_swaps": "int[0,]",
                     "_kors": "obj:KORS as kors", "_store": "obj:Rows as store",
                     "_embed": "obj:IncrementalCholesky as embedding",
-                    "_inverse_diagonal": "cache:None"}
+                    "_inverse_diagonal": "cache:None", "swap_rule": "opt str",
+                    "usage_horizon": "opt int[1,]", "_usage": "opt array(*) float64 as usage",
+                    "_usage_count": "opt float as usage_count",
+                    "_mean_residual": "opt float as mean_residual"}
+    # (a file saved before the usage rule: the residual rule, no usages yet)
+    swap_rule, usage_horizon, _usage, _usage_count, _mean_residual = "residual", 500, None, 0.0, 0.0
 
     @property
     def _rebuilt_parts(self) -> dict:
@@ -176,10 +184,16 @@ class SharedEmbedding(NystromEmbedding):
 
     def __init__(self, kernel, dictionary_alpha: float = 1.0, eps: float = 0.5,
                  beta: float = 3.0, p_min: float = 0.0, max_size: int | None = 500,
-                 seed: int | None = 0, swap_margin: float | None = None):
+                 seed: int | None = 0, swap_margin: float | None = None,
+                 swap_rule: str = "residual", usage_horizon: int | None = None):
+        if swap_rule not in SWAP_RULES:
+            raise ValueError(f"swap_rule must be one of {', '.join(SWAP_RULES)}, not "
+                             f"{swap_rule!r}")
         self._kernel = kernel
         self.max_size = max_size
         self.swap_margin = swap_margin
+        self.swap_rule = swap_rule
+        self.usage_horizon = usage_horizon or max_size or 500
         self.n_swaps = 0
         self._inverse_diagonal = None  # diag(K_I^{-1}) once full (a cache, rebuilt on load)
         self._kors = KORS(kernel=None, alpha=dictionary_alpha, eps=eps, beta=beta, p_min=p_min,
@@ -211,22 +225,68 @@ class SharedEmbedding(NystromEmbedding):
         return 1.0 / self._inverse_diagonal
 
     def swap_in(self, v: np.ndarray, embedded: Embedded, heads) -> int | None:
-        """The full-dictionary rule (class docstring), after the step on ``v``: if ``v``'s
-        residual exceeds ``swap_margin`` times the smallest atom residual, that atom ``j``
-        leaves (:meth:`_remove`: the factor without it and the rotations that take its
-        coordinate out of the embedding), every head rotates and drops that coordinate and
-        frees its last one (``OnsHead._ons_drop``), and ``v`` joins as the last atom there
-        (a zero weight), all compiled, ``O(m^2)`` for the embedding and for each head.
-        Returns ``j``, or ``None`` if nothing changed."""
+        """The full-dictionary rule (class docstring), after the step on ``v`` (called every
+        step: the usage rule keeps its usages from the first): if the rule picks an atom
+        ``j`` to leave (:meth:`_least_distinct` or :meth:`_least_used`), ``j`` leaves
+        (:meth:`_remove`: the factor without it and the rotations that take its coordinate out
+        of the embedding), every head rotates and drops that coordinate and frees its last one
+        (``OnsHead._ons_drop``), and ``v`` joins as the last atom there (a zero weight), all
+        compiled, ``O(m^2)`` for the embedding and for each head. Returns ``j``, or ``None``
+        if nothing changed."""
+        if self.swap_margin is None:
+            return None
+        if self.swap_rule == "usage":
+            self._note_usage(embedded)
         m = self.size
-        if (self.swap_margin is None or self.max_size is None or m < self.max_size
-                or embedded.joined or m < 2):
+        if self.max_size is None or m < self.max_size or embedded.joined or m < 2:
             return None
         residual = embedded.kappa - float(embedded.h @ embedded.h)
+        j = (self._least_used if self.swap_rule == "usage" else self._least_distinct)(residual)
+        if j is None:
+            return None
+        self._replace(j, v, embedded, heads)
+        return j
+
+    def _least_distinct(self, residual: float) -> int | None:
+        """The residual rule: the atom of smallest residual :math:`r_j`, if the newcomer's
+        ``residual`` exceeds ``swap_margin`` times it."""
         r = self.atom_residuals()
         j = int(np.argmin(r))
-        if not residual > self.swap_margin * r[j]:
-            return None
+        return j if residual > self.swap_margin * r[j] else None
+
+    def _least_used(self, residual: float) -> int | None:
+        """The usage rule: the least-used atom, if its usage is below ``1 / swap_margin`` of
+        an even share and the newcomer's ``residual`` exceeds the recent points' mean."""
+        j = int(np.argmin(self._usage))
+        dead = self._usage[j] < self._usage_count / (self.swap_margin * self.size)
+        return j if dead and residual > self._mean_residual else None
+
+    def _note_usage(self, embedded: Embedded) -> None:
+        r"""The usage rule's statistics after a step, ``O(m)``: each atom's discounted share
+        :math:`U_j \leftarrow \gamma U_j + k_j / \sum_i k_i` of the point's kernel row, the
+        discounted count :math:`N \leftarrow \gamma N + 1` and mean residual, with
+        :math:`\gamma = 1 - 1/H` (``usage_horizon`` steps); an atom that joins starts at an
+        even share :math:`N/m`."""
+        decay = 1.0 - 1.0 / self.usage_horizon
+        k = embedded.k
+        if self._usage is None or self._usage.shape[0] != k.shape[0]:  # (first use)
+            self._usage = np.full(k.shape[0], self._usage_count / max(k.shape[0], 1))
+        usage = self._usage
+        usage *= decay
+        total = float(k.sum())
+        if total > 0.0:
+            usage += k / total
+        self._usage_count = decay * self._usage_count + 1.0
+        residual = embedded.kappa - float(embedded.h @ embedded.h)
+        self._mean_residual += (residual - self._mean_residual) / min(
+            self._usage_count, self.usage_horizon)
+        if self.size > usage.shape[0]:  # the point joined: an even share
+            self._usage = np.append(usage, self._usage_count / self.size)
+
+    def _replace(self, j: int, v: np.ndarray, embedded: Embedded, heads) -> None:
+        """Atom ``j`` leaves, the heads drop its coordinate and ``v`` joins last (the swap of
+        :meth:`swap_in`), with ``diag(K^{-1})`` and the usages kept."""
+        m = self.size
         rotations = self._remove(j)
         for head in heads:
             head._ons_drop(j, rotations)
@@ -238,10 +298,11 @@ class SharedEmbedding(NystromEmbedding):
         b = self._embed.leading_back_solve(h)
         self._inverse_diagonal = np.append(self._inverse_diagonal + b * b / pivot_sq,
                                            1.0 / pivot_sq)
+        if self._usage is not None:
+            self._usage = np.append(np.delete(self._usage, j), self._usage_count / m)
         self.n_swaps += 1
         if self.n_swaps % m == 0:  # diag(K^{-1}) afresh every m swaps (O(m^2) amortized)
             self._inverse_diagonal = None
-        return j
 
     def _remove(self, j: int) -> np.ndarray:
         """Atom ``j`` leaves the factor, the store and ``diag(K^{-1})``, ``O(m^2)``; returns
