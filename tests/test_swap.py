@@ -410,6 +410,13 @@ def test_the_usage_rule_rarely_swaps_on_a_stationary_stream():
     assert embedding.n_swaps - before < 4000 / 200
 
 
-def test_an_unknown_swap_rule_is_refused():
-    with pytest.raises(ValueError, match="swap_rule must be one of residual, usage, not 'lru'"):
-        SharedEmbedding(kernels.RBF(0.5), swap_margin=2.0, swap_rule="lru")
+@pytest.mark.parametrize("bad, message", [
+    ({"swap_rule": "lru"}, "swap_rule must be one of residual, usage, not 'lru'"),
+    ({"swap_margin": 1.0}, "swap_margin must be None or above 1, not 1.0"),
+    ({"swap_margin": float("nan")}, "swap_margin must be None or above 1"),
+    ({"usage_horizon": 0}, "usage_horizon must be None or an int >= 1, not 0"),
+    ({"usage_horizon": 2.5}, "usage_horizon must be None or an int >= 1, not 2.5")])
+def test_a_bad_rule_is_refused(bad, message):
+    arguments = {"swap_margin": 2.0, "swap_rule": "usage", **bad}
+    with pytest.raises(ValueError, match=message):
+        SharedEmbedding(kernels.RBF(0.5), **arguments)

@@ -189,6 +189,12 @@ class SharedEmbedding(NystromEmbedding):
         if swap_rule not in SWAP_RULES:
             raise ValueError(f"swap_rule must be one of {', '.join(SWAP_RULES)}, not "
                              f"{swap_rule!r}")
+        if swap_margin is not None and not swap_margin > 1:
+            raise ValueError(f"swap_margin must be None or above 1, not {swap_margin!r}")
+        if usage_horizon is not None and not (isinstance(usage_horizon, int)
+                                              and usage_horizon >= 1):
+            raise ValueError(f"usage_horizon must be None or an int >= 1, not "
+                             f"{usage_horizon!r}")
         self._kernel = kernel
         self.max_size = max_size
         self.swap_margin = swap_margin
