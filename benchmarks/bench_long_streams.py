@@ -119,27 +119,36 @@ def learner(name: str, task: str, auto: dict | None = None):
     return scaled() | BinaryClassifier(inner)
 
 
+#: Every ``SharedEmbedding`` that ``Auto`` built in this process (:func:`record_dictionaries`),
+#: whose ``n_swaps`` the replay reports.
+BUILT: list = []
+
+
+def record_dictionaries(rule: str | None = None) -> None:
+    """Make ``Auto`` build its dictionaries through a recorder (:data:`BUILT`), with
+    ``swap_rule=rule`` if given."""
+    import okoco.learners.auto as auto_module
+    from okoco.learners.embedding import SharedEmbedding
+
+    extra = {"swap_rule": rule} if rule else {}
+
+    def build(*args, **kwargs):
+        BUILT.append(SharedEmbedding(*args, **kwargs, **extra))
+        return BUILT[-1]
+
+    auto_module.SharedEmbedding = build
+
+
 def set_dictionary(text: str) -> None:
     """Set ``Auto``'s :data:`okoco.learners.auto.DICTIONARY` from ``ALPHA,SIZE,MARGIN[,RULE]``
     (``MARGIN`` ``none``: frozen; ``RULE`` a ``SharedEmbedding`` ``swap_rule``) for this
     process."""
-    import functools
-
     import okoco.learners.auto as auto_module
-    from okoco.learners.embedding import SharedEmbedding
 
     alpha, size, margin, *rule = text.split(",")
     auto_module.DICTIONARY = (float(alpha), int(size),
                               None if margin.lower() == "none" else float(margin))
-    if rule:
-        auto_module.SharedEmbedding = functools.partial(SharedEmbedding, swap_rule=rule[0])
-
-
-def swap_counts(model) -> list:
-    """The swaps of each of ``Auto``'s dictionaries in ``model`` so far (``[]``: none)."""
-    inner = list(model.steps.values())[-1] if hasattr(model, "steps") else model
-    inner = getattr(inner, "learner", inner)
-    return [e.n_swaps for e in getattr(inner, "_embeddings", None) or []]
+    record_dictionaries(rule[0] if rule else None)
 
 
 def resident_mib() -> float:
@@ -151,6 +160,7 @@ def replay(model, task: str, rows, block: int, progress: bool = False) -> dict:
     """Test-then-train: the error of every block, CPU us per step, RSS after each block
     (each block printed as it ends with ``progress``)."""
     errors, blocks, memory, swaps, cpu, n, total = [], [], [], [], 0.0, 0, 0.0
+    first = len(BUILT)  # the dictionaries this model builds (replays run one at a time)
     wall = time.perf_counter()
     for x, y in rows:
         start = time.process_time()
@@ -165,7 +175,7 @@ def replay(model, task: str, rows, block: int, progress: bool = False) -> dict:
         if n % block == 0:
             blocks.append(float(np.mean(errors)))
             memory.append(resident_mib())
-            swaps.append(swap_counts(model))
+            swaps.append([e.n_swaps for e in BUILT[first:]])
             errors = []
             if progress:
                 print(f"  step {n}: block error {blocks[-1]:.4f}, CPU {1e6 * cpu / n:.0f} us/step, "
@@ -174,7 +184,7 @@ def replay(model, task: str, rows, block: int, progress: bool = False) -> dict:
     if errors:
         blocks.append(float(np.mean(errors)))
         memory.append(resident_mib())
-        swaps.append(swap_counts(model))
+        swaps.append([e.n_swaps for e in BUILT[first:]])
     return {"blocks": blocks, "error": total / max(n, 1), "us_per_step": 1e6 * cpu / max(n, 1),
             "wall_s": time.perf_counter() - wall, "rss_mib": memory, "steps": n,
             "swaps": swaps}
@@ -200,6 +210,8 @@ def main(argv=None) -> None:
     auto = {k: float(v) for k, v in (kv.split("=") for kv in args.auto.split(",") if kv)}
     if args.dictionary:
         set_dictionary(args.dictionary)
+    else:
+        record_dictionaries()
     print(f"# okoco from {os.path.dirname(okoco.__file__)}; stream {args.stream}, "
           f"{args.steps} steps, blocks of {args.block}; load {os.getloadavg()[0]:.2f}"
           f"{'; dictionary ' + args.dictionary if args.dictionary else ''}",

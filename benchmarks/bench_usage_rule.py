@@ -1,6 +1,7 @@
-"""CPU per step of the usage rule's bookkeeping (``SharedEmbedding._note_usage``, ``O(m)``)
-against one embedding's analysis of a point (``SharedEmbedding.analyse``: a kernel row and
-a triangular solve, ``O(m d + m^2)``), at ``m`` atoms, rounds alternated.
+"""CPU per step of the usage rule's bookkeeping (``SharedEmbedding.swap_in`` for a point
+marked as joined: the usages, count and mean residual kept, ``O(m)``, and no swap) against
+one embedding's analysis of a point (``SharedEmbedding.analyse``: a kernel row and a
+triangular solve, ``O(m d + m^2)``), at ``m`` atoms, rounds alternated.
 
 Usage::
 
@@ -49,11 +50,13 @@ def main(argv=None) -> None:
     embedding = full_embedding(args.atoms, args.dim, rng)
     points = rng.normal(size=(args.steps, args.dim))
     embedded = [embedding.analyse(v) for v in points[:50]] * (args.steps // 50 + 1)
+    for e in embedded:
+        e.joined = True  # (swap_in keeps the statistics, then swaps nothing)
     print(f"# {args.atoms} atoms, d = {args.dim}, {args.steps} points a round; "
           f"load {os.getloadavg()[0]:.2f}")
     for r in range(args.rounds):
         analyse = cpu_us(embedding.analyse, points)
-        usage = cpu_us(embedding._note_usage, embedded[: args.steps])
+        usage = cpu_us(lambda e: embedding.swap_in(None, e, []), embedded[: args.steps])
         print(f"round {r}: analyse {analyse:.1f} us, usage bookkeeping {usage:.1f} us "
               f"({usage / analyse:.2f}x); load {os.getloadavg()[0]:.2f}", flush=True)
 
