@@ -180,8 +180,8 @@ class SharedEmbedding(NystromEmbedding):
     (:math:`\mu = 30`, :math:`H = 500`; seeds 0 and 1) left Friedman #1 and RandomRBF as the
     frozen dictionary left them (MAE 0.8753 and 0.8738, no swap; error 0.0539 and 0.0364,
     16-17 swaps) and lowered the MAE of ``--stream friedman-shift`` from 4.127 and 4.122 to
-    3.683 and 3.754 (11-16% a block from 10,000 steps after the shift on; 967-988 swaps,
-    all in ``RBF(3/d)``).
+    3.683 and 3.754 (8-9% in the second 10,000 steps after the shift, 11-16% a block after;
+    967-988 swaps, all in ``RBF(3/d)``).
     """
 
     _saved_state = {"_kernel": "kernel as kernel", "max_size": "int|none",
