@@ -146,9 +146,13 @@ def set_dictionary(text: str) -> None:
     import okoco.learners.auto as auto_module
 
     alpha, size, margin, *rule = text.split(",")
-    auto_module.DICTIONARY = (float(alpha), int(size),
-                              None if margin.lower() == "none" else float(margin))
-    record_dictionaries(rule[0] if rule else None)
+    value = (float(alpha), int(size), None if margin.lower() == "none" else float(margin))
+    if len(auto_module.DICTIONARY) == 4:  # an okoco whose DICTIONARY names the rule
+        auto_module.DICTIONARY = (*value, rule[0] if rule else "residual")
+        record_dictionaries()
+    else:
+        auto_module.DICTIONARY = value
+        record_dictionaries(rule[0] if rule else None)
 
 
 def resident_mib() -> float:
