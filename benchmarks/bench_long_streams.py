@@ -29,6 +29,8 @@ Usage::
     python -m benchmarks.bench_long_streams --stream friedman --steps 100000 --seeds 0
     python -m benchmarks.bench_long_streams --stream rbf --learners auto,krls,conkons
     python -m benchmarks.bench_long_streams --stream sea-switch --auto switch_rate=0  # kwargs
+    python -m benchmarks.bench_long_streams --stream friedman-shift --learners auto \
+        --dictionary 1,500,10,usage   # Auto's DICTIONARY and its full-dictionary rule
     cd /work/main && python /path/to/benchmarks/bench_long_streams.py ...   # another okoco
 
 Run as a module from a checkout's root to import that checkout's okoco (the header prints the
@@ -117,6 +119,42 @@ def learner(name: str, task: str, auto: dict | None = None):
     return scaled() | BinaryClassifier(inner)
 
 
+#: Every ``SharedEmbedding`` that ``Auto`` built in this process (:func:`record_dictionaries`),
+#: whose ``n_swaps`` the replay reports.
+BUILT: list = []
+
+
+def record_dictionaries(rule: str | None = None) -> None:
+    """Make ``Auto`` build its dictionaries through a recorder (:data:`BUILT`), with
+    ``swap_rule=rule`` if given."""
+    import okoco.learners.auto as auto_module
+    from okoco.learners.embedding import SharedEmbedding
+
+    extra = {"swap_rule": rule} if rule else {}
+
+    def build(*args, **kwargs):
+        BUILT.append(SharedEmbedding(*args, **kwargs, **extra))
+        return BUILT[-1]
+
+    auto_module.SharedEmbedding = build
+
+
+def set_dictionary(text: str) -> None:
+    """Set ``Auto``'s :data:`okoco.learners.auto.DICTIONARY` from ``ALPHA,SIZE,MARGIN[,RULE]``
+    (``MARGIN`` ``none``: frozen; ``RULE`` a ``SharedEmbedding`` ``swap_rule``) for this
+    process."""
+    import okoco.learners.auto as auto_module
+
+    alpha, size, margin, *rule = text.split(",")
+    value = (float(alpha), int(size), None if margin.lower() == "none" else float(margin))
+    if len(auto_module.DICTIONARY) == 4:  # an okoco whose DICTIONARY names the rule
+        auto_module.DICTIONARY = (*value, rule[0] if rule else "residual")
+        record_dictionaries()
+    else:
+        auto_module.DICTIONARY = value
+        record_dictionaries(rule[0] if rule else None)
+
+
 def resident_mib() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -125,7 +163,8 @@ def resident_mib() -> float:
 def replay(model, task: str, rows, block: int, progress: bool = False) -> dict:
     """Test-then-train: the error of every block, CPU us per step, RSS after each block
     (each block printed as it ends with ``progress``)."""
-    errors, blocks, memory, cpu, n, total = [], [], [], 0.0, 0, 0.0
+    errors, blocks, memory, swaps, cpu, n, total = [], [], [], [], 0.0, 0, 0.0
+    first = len(BUILT)  # the dictionaries this model builds (replays run one at a time)
     wall = time.perf_counter()
     for x, y in rows:
         start = time.process_time()
@@ -140,16 +179,19 @@ def replay(model, task: str, rows, block: int, progress: bool = False) -> dict:
         if n % block == 0:
             blocks.append(float(np.mean(errors)))
             memory.append(resident_mib())
+            swaps.append([e.n_swaps for e in BUILT[first:]])
             errors = []
             if progress:
                 print(f"  step {n}: block error {blocks[-1]:.4f}, CPU {1e6 * cpu / n:.0f} us/step, "
-                      f"RSS {memory[-1]:.0f} MiB, wall {time.perf_counter() - wall:.0f} s",
-                      flush=True)
+                      f"RSS {memory[-1]:.0f} MiB, swaps {swaps[-1]}, "
+                      f"wall {time.perf_counter() - wall:.0f} s", flush=True)
     if errors:
         blocks.append(float(np.mean(errors)))
         memory.append(resident_mib())
+        swaps.append([e.n_swaps for e in BUILT[first:]])
     return {"blocks": blocks, "error": total / max(n, 1), "us_per_step": 1e6 * cpu / max(n, 1),
-            "wall_s": time.perf_counter() - wall, "rss_mib": memory, "steps": n}
+            "wall_s": time.perf_counter() - wall, "rss_mib": memory, "steps": n,
+            "swaps": swaps}
 
 
 def main(argv=None) -> None:
@@ -162,14 +204,21 @@ def main(argv=None) -> None:
                         help="comma-separated: auto, krls, conkons, lr")
     parser.add_argument("--auto", default="", help="Auto's keyword arguments, comma-separated "
                         "NAME=VALUE (numbers), e.g. switch_rate=0.001")
+    parser.add_argument("--dictionary", default="", help="Auto's DICTIONARY for this run, "
+                        "ALPHA,SIZE,MARGIN[,RULE] (MARGIN none: frozen), e.g. 1,500,10,usage")
     parser.add_argument("--tag", default="", help="a label for this okoco in the table")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     parser.add_argument("--progress", action="store_true", help="print every block as it ends")
     args = parser.parse_args(argv)
     task = STREAMS[args.stream]
     auto = {k: float(v) for k, v in (kv.split("=") for kv in args.auto.split(",") if kv)}
+    if args.dictionary:
+        set_dictionary(args.dictionary)
+    else:
+        record_dictionaries()
     print(f"# okoco from {os.path.dirname(okoco.__file__)}; stream {args.stream}, "
-          f"{args.steps} steps, blocks of {args.block}; load {os.getloadavg()[0]:.2f}",
+          f"{args.steps} steps, blocks of {args.block}; load {os.getloadavg()[0]:.2f}"
+          f"{'; dictionary ' + args.dictionary if args.dictionary else ''}",
           flush=True)
     results = {}
     for seed in (int(s) for s in args.seeds.split(",")):
@@ -181,7 +230,8 @@ def main(argv=None) -> None:
             blocks = " ".join(f"{b:.4f}" for b in out["blocks"])
             print(f"| {args.tag}{name} | {seed} | {out['error']:.4f} | {blocks} | "
                   f"{out['us_per_step']:.0f} | {out['wall_s']:.0f} s | "
-                  f"{out['rss_mib'][0]:.0f}->{out['rss_mib'][-1]:.0f} MiB |", flush=True)
+                  f"{out['rss_mib'][0]:.0f}->{out['rss_mib'][-1]:.0f} MiB | "
+                  f"swaps {' '.join(','.join(map(str, s)) for s in out['swaps'])} |", flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"args": vars(args), "results": results}, f, indent=1)

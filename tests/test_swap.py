@@ -202,16 +202,22 @@ def test_the_kept_inverse_diagonal_is_recomputed_every_m_swaps():
     assert dropped >= 2
 
 
-def test_a_swapping_auto_with_packed_heads_round_trips(tmp_path, monkeypatch):
+@pytest.mark.parametrize("rule", ["residual", "usage"])
+def test_a_swapping_auto_with_packed_heads_round_trips(tmp_path, monkeypatch, rule):
     """Auto whose dictionaries swapped past PackedSymmetric.DENSE_MAX atoms: the file is the
-    model (n_swaps, the atoms held now, the heads after their drops), and the loaded model
-    answers, swaps and learns as the live one, to 1e-9 of the predictions' scale."""
+    model (n_swaps, the atoms held now, the heads after their drops, the usage rule's
+    statistics), and the loaded model answers, swaps and learns as the live one, to 1e-9 of
+    the predictions' scale."""
+    import functools
+
     import okoco
     import okoco.learners.auto as auto_module
     from okoco.learners import Auto
 
     size = PackedSymmetric.DENSE_MAX + 4
     monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, size, 2.0))
+    monkeypatch.setattr(auto_module, "SharedEmbedding",
+                        functools.partial(SharedEmbedding, swap_rule=rule, usage_horizon=50))
     rng = np.random.default_rng(5)
 
     def rows(n, shift):
@@ -226,6 +232,12 @@ def test_a_swapping_auto_with_packed_heads_round_trips(tmp_path, monkeypatch):
     assert min(swaps) > 0 and all(e.size == size for e in model._embeddings)
     loaded = okoco.load(model.save(tmp_path / "auto.npz"))
     assert [e.n_swaps for e in loaded._embeddings] == swaps
+    for mine, theirs in zip(model._embeddings, loaded._embeddings):
+        assert (theirs.swap_rule, theirs.usage_horizon) == (rule, 50)
+        if rule == "usage":
+            np.testing.assert_array_equal(theirs._usage, mine._usage)
+            assert (theirs._usage_count, theirs._mean_residual) == (mine._usage_count,
+                                                                    mine._mean_residual)
     probes = [x for x, _ in rows(20, 1.0)]
 
     def agree():
@@ -240,3 +252,171 @@ def test_a_swapping_auto_with_packed_heads_round_trips(tmp_path, monkeypatch):
     assert [e.n_swaps for e in loaded._embeddings] == [e.n_swaps for e in model._embeddings]
     assert sum(e.n_swaps for e in model._embeddings) > sum(swaps)
     agree()
+
+
+def _usage_reference(kernel, atoms, rows, residuals, horizon):
+    """The usage rule's statistics replayed with dense kernels: each atom's discounted share
+    of every later point's kernel row (from an even share N/m when it joined), the
+    discounted count N and the mean residual over the last ``horizon`` steps' weights.
+    ``atoms[t]`` are the atoms (rows) the point of step ``t`` met."""
+    decay, count, mean, usage = 1.0 - 1.0 / horizon, 0.0, 0.0, {}
+    for t, (x, residual) in enumerate(zip(rows, residuals)):
+        k = kernel(x[None, :], atoms[t])[0]
+        for key in usage:
+            usage[key] *= decay
+        for a, share in zip(atoms[t], k / k.sum()):
+            usage[a.tobytes()] += share
+        count = decay * count + 1.0
+        mean += (residual - mean) / min(count, horizon)
+        after = atoms[t + 1]
+        for a in after:  # an atom that joined (a point or a swap's newcomer)
+            usage.setdefault(a.tobytes(), count / len(after))
+        usage = {a.tobytes(): usage[a.tobytes()] for a in after}
+    return usage, count, mean
+
+
+def test_the_usage_rule_keeps_each_atoms_discounted_share_of_the_kernel_rows():
+    """On a moving stream (atoms join, then swaps): the usages, the count and the mean
+    residual the rule keeps in O(m) a step are the dense replay's (_usage_reference, kernel
+    rows and residuals k(x,x) - k^T K^{-1} k by dense solves), and every swap removed the
+    least-used atom while it was below 1/margin of an even share, for a newcomer above the
+    mean residual."""
+    rng = np.random.default_rng(6)
+    kernel, horizon, margin = kernels.RBF(0.5), 15, 3.0
+    embedding = SharedEmbedding(kernel, dictionary_alpha=0.05, max_size=8, swap_margin=margin,
+                                swap_rule="usage", usage_horizon=horizon)
+    head = DictionaryExpert(embedding, losses.Squared())
+    atoms, rows, residuals = [np.zeros((0, 2))], [], []
+    for t in range(400):
+        v = rng.normal(size=2) * 0.8 + [0.015 * t, 0.0]
+        before = embedding._store.view().copy()
+        if len(before):
+            k = kernel(v[None, :], before)[0]
+            residuals.append(1.0 - k @ np.linalg.solve(kernel(before, before), k))
+        else:
+            residuals.append(1.0)
+        usage = None if embedding._usage is None else embedding._usage.copy()
+        even = embedding._usage_count * (1 - 1 / horizon) + 1  # N after this step
+        embedded = step(embedding, [head], v, float(np.sin(v[0])))
+        j = embedding.swap_in(v, embedded, [head])
+        rows.append(v)
+        atoms.append(embedding._store.view().copy())
+        if j is not None:  # the least used, dead, for a newcomer above the mean residual
+            shares = usage * (1 - 1 / horizon) + k / k.sum()
+            assert j == int(np.argmin(shares))
+            assert shares[j] < even / (margin * embedding.size)
+            assert residuals[-1] > embedding._mean_residual
+    want, count, mean = _usage_reference(kernel, atoms, rows, residuals, horizon)
+    got = [want[a.tobytes()] for a in embedding._store.view()]
+    np.testing.assert_allclose(embedding._usage, got, rtol=1e-9)
+    assert embedding._usage_count == pytest.approx(count, rel=1e-12)
+    assert embedding._mean_residual == pytest.approx(mean, rel=1e-8)
+    assert embedding.n_swaps >= 5
+
+
+def test_a_usage_swap_keeps_the_factor_and_the_heads_as_dense_references_do():
+    """Each swap of the usage rule: the embedding's factor is a fresh Cholesky of K_I over the
+    atoms held now, every head's function the RKHS least-squares projection of its old one
+    onto the remaining atoms, its A^{-1} the inverse of A restricted to their span, and the
+    newcomer starts at an even share of the usage."""
+    rng = np.random.default_rng(7)
+    kernel, m = kernels.RBF(0.5), 10
+    embedding = SharedEmbedding(kernel, dictionary_alpha=0.05, max_size=m, swap_margin=4.0,
+                                swap_rule="usage", usage_horizon=20)
+    heads = [DictionaryExpert(embedding, losses.Squared(), alpha=a) for a in (0.1, 1.0)]
+    swaps, X_test = 0, rng.normal(size=(12, 2)) * 2.0 + [3.0, 0.0]
+    for t in range(500):
+        v = rng.normal(size=2) + [0.012 * t, 0.0]
+        embedded = step(embedding, heads, v, float(np.sin(v[0]) + v[1]))
+        if embedding.size < m or embedded.joined:
+            assert embedding.swap_in(v, embedded, heads) is None  # (it keeps the usages)
+            continue
+        atoms = embedding._store.view().copy()
+        K = kernel(atoms, atoms)
+        coefficients = [np.linalg.solve(np.linalg.cholesky(K).T, h._u[:m]) for h in heads]
+        inverses = [h._P.matrix() for h in heads]
+        j = embedding.swap_in(v, embedded, heads)
+        if j is None:
+            continue
+        swaps += 1
+        keep = np.arange(m) != j
+        new_atoms = embedding._store.view()
+        np.testing.assert_array_equal(new_atoms, np.vstack([atoms[keep], v]))
+        K_new = kernel(new_atoms, new_atoms)
+        np.testing.assert_allclose(embedding._embed.factor(), np.linalg.cholesky(K_new),
+                                   atol=1e-10)
+        M = np.linalg.solve(np.linalg.cholesky(K[np.ix_(keep, keep)]),
+                            np.linalg.cholesky(K)[keep])
+        for head, c, P in zip(heads, coefficients, inverses):
+            projected = np.linalg.solve(K[np.ix_(keep, keep)], K[keep] @ c)
+            after = kernel(X_test, new_atoms) @ np.linalg.solve(np.linalg.cholesky(K_new).T,
+                                                                head._u[:m])
+            want = kernel(X_test, atoms[keep]) @ projected
+            np.testing.assert_allclose(after, want, atol=1e-9 * max(1.0, np.abs(want).max()))
+            restricted = np.linalg.inv(M @ np.linalg.inv(P) @ M.T)
+            np.testing.assert_allclose(head._P.matrix()[: m - 1, : m - 1], restricted,
+                                       rtol=1e-8, atol=1e-8 * np.abs(restricted).max())
+            assert head._u[m - 1] == 0.0 and head._P.matrix()[m - 1, m - 1] == 1 / head.alpha
+        assert embedding._usage.shape == (m,)
+        assert embedding._usage[-1] == pytest.approx(embedding._usage_count / m, rel=1e-15)
+    assert swaps >= 5
+
+
+def _run_dictionary(embedding, regions, rng):
+    """Feed ``embedding`` (no heads) points of N(centre, 1) in 2-d, ``(centre, steps)`` in
+    turn; returns each region's points' residuals against the atoms they met."""
+    residuals = [np.empty(steps) for _, steps in regions]
+    for (centre, steps), region in zip(regions, residuals):
+        for t in range(steps):
+            v = rng.normal(size=2) + centre
+            embedded = step(embedding, [], v, 0.0)
+            region[t] = embedded.kappa - float(embedded.h @ embedded.h)
+            embedding.swap_in(v, embedded, [])
+    return residuals
+
+
+@pytest.mark.parametrize("rule", [None, "residual", "usage"])
+def test_only_the_usage_rule_moves_a_full_dictionary_to_where_the_stream_is(rule):
+    """A region first seen after the fill (5 kernel widths away): the usage rule moves nearly
+    every atom there and covers its points as well as the fill covered the first region's (the
+    mean residual of the last 300 points); a frozen dictionary and the residual rule (whose
+    newcomers stop qualifying once the atoms are spread) leave most atoms behind and the new
+    points poorly covered (measured: 1.0 and 0.67, the usage rule 0.075, the first region
+    0.08-0.14)."""
+    rng = np.random.default_rng(8)
+    embedding = SharedEmbedding(kernels.RBF(0.5), dictionary_alpha=0.05, max_size=15,
+                                swap_margin=None if rule is None else 4.0,
+                                swap_rule=rule or "residual", usage_horizon=30)
+    centre = np.array([7.0, 0.0])
+    first, new = _run_dictionary(embedding, [(np.zeros(2), 600), (centre, 600)], rng)
+    moved = np.linalg.norm(embedding._store.view() - centre, axis=1) < 3.5
+    if rule == "usage":
+        assert moved.mean() >= 0.9 and new[-300:].mean() <= first[-300:].mean()
+    else:
+        assert moved.mean() <= 0.5 and new[-300:].mean() > 0.5
+
+
+def test_the_usage_rule_rarely_swaps_on_a_stationary_stream():
+    """On a stationary stream a dictionary full of used atoms keeps them: after the fill the
+    usage rule (margin 10, horizon 30 steps) swaps fewer than once in 200 steps (measured: 2
+    in 4,000), since its atoms' shares stay above a tenth of an even share."""
+    rng = np.random.default_rng(9)
+    embedding = SharedEmbedding(kernels.RBF(0.5), dictionary_alpha=0.05, max_size=15,
+                                swap_margin=10.0, swap_rule="usage", usage_horizon=30)
+    _run_dictionary(embedding, [(np.zeros(2), 400)], rng)
+    assert embedding.size == 15
+    before = embedding.n_swaps
+    _run_dictionary(embedding, [(np.zeros(2), 4000)], rng)
+    assert embedding.n_swaps - before < 4000 / 200
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"swap_rule": "lru"}, "swap_rule must be one of residual, usage, not 'lru'"),
+    ({"swap_margin": 1.0}, "swap_margin must be None or above 1, not 1.0"),
+    ({"swap_margin": float("nan")}, "swap_margin must be None or above 1"),
+    ({"usage_horizon": 0}, "usage_horizon must be None or an int >= 1, not 0"),
+    ({"usage_horizon": 2.5}, "usage_horizon must be None or an int >= 1, not 2.5")])
+def test_a_bad_rule_is_refused(bad, message):
+    arguments = {"swap_margin": 2.0, "swap_rule": "usage", **bad}
+    with pytest.raises(ValueError, match=message):
+        SharedEmbedding(kernels.RBF(0.5), **arguments)

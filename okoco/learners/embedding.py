@@ -54,6 +54,9 @@ __all__ = ["NystromEmbedding", "SharedEmbedding", "Embedded", "drop_rotations",
 # which the compiled loop uses too).
 _SPAN_TOL = _pros.SPAN_TOLERANCE
 
+#: The rules of a full :class:`SharedEmbedding` (its ``swap_rule``).
+SWAP_RULES = ("residual", "usage")
+
 
 def step_message(y, gdot: float, yhat: float) -> str:
     return (f"the target {y!r} gives the loss derivative {gdot:g} at the prediction {yhat:g}, "
@@ -135,33 +138,61 @@ class SharedEmbedding(NystromEmbedding):
 
     Parameters are those of :class:`okoco.learners.CONKONS`'s dictionary: ``kernel`` (an
     ``okoco.kernels`` kernel), KORS's ``dictionary_alpha``, ``eps``, ``beta``, ``p_min`` and
-    ``seed``, and the cap ``max_size``; and ``swap_margin``, the rule of a full dictionary:
+    ``seed``, and the cap ``max_size``; and the rule of a full dictionary, ``swap_margin``
+    :math:`\mu` and ``swap_rule``:
 
-    - ``None``: frozen once full (as ``CONKONS``; ``Auto``'s default,
-      :data:`okoco.learners.auto.DICTIONARY`, chosen by measurement: docs/guide/auto.md);
-    - a number :math:`\mu > 1`: a point whose residual :math:`k(x,x) - h^\top h` against the
-      atoms exceeds :math:`\mu` times the smallest atom residual
-      :math:`r_j = 1/[K_{\mathcal I}^{-1}]_{jj}` (atom :math:`j` against the others) replaces
-      that atom (:meth:`swap_in`, compiled, ``O(m^2)``; greedy maximization of
-      :math:`\det K_{\mathcal I}`, which each swap multiplies by more than :math:`\mu`, so the
-      number of swaps on any stream is at most
-      :math:`\log_\mu(\kappa^m / \det K_{\mathcal I})` at the fill,
-      :math:`\kappa = \sup_x k(x,x)`; and none once every :math:`r_j > \kappa/\mu`).
+    - ``swap_margin=None``: frozen once full (as ``CONKONS``);
+    - ``swap_rule="residual"`` (by residual, :meth:`_least_distinct`): a point whose residual
+      :math:`k(x,x) - h^\top h` against the atoms exceeds :math:`\mu > 1` times the smallest
+      atom residual :math:`r_j = 1/[K_{\mathcal I}^{-1}]_{jj}` (atom :math:`j` against the
+      others) replaces that atom: greedy maximization of :math:`\det K_{\mathcal I}`, which
+      each swap multiplies by more than :math:`\mu`, so the number of swaps on any stream is at
+      most :math:`\log_\mu(\kappa^m / \det K_{\mathcal I})` at the fill,
+      :math:`\kappa = \sup_x k(x,x)`; and none once every :math:`r_j > \kappa/\mu`;
+    - ``swap_rule="usage"`` (by usage, :meth:`_least_used`): each atom keeps its discounted
+      share of the recent points' kernel rows, :math:`U_j = \sum_s \gamma^{t-s}
+      k(x_s, x_j) / \sum_i k(x_s, x_i)` (:math:`\gamma = 1 - 1/H`, ``usage_horizon``
+      :math:`H` steps, ``max_size`` by default; ``O(m)`` a step, ~5 µs at 500 atoms), beside
+      the discounted count :math:`N = \sum_s \gamma^{t-s}` and the recent points' mean
+      residual :math:`\bar r`. A point that did not join and whose residual exceeds
+      :math:`\bar r` replaces the least-used atom if its usage is below :math:`1/\mu` of an
+      even share, :math:`U_j < N / (\mu m)`; the newcomer starts at an even share
+      :math:`N/m`. The atoms thus follow where the stream is now (an atom far from every
+      recent point gets no share and leaves after about :math:`H \ln \mu` steps), and a
+      stationary stream whose atoms are all used keeps them. No bound on the number of swaps
+      like the residual rule's, only a rate: once :math:`N` is near :math:`H` (a few horizons
+      into the stream), a newcomer cannot leave for about :math:`H \ln \mu` steps (its usage
+      decays by at most :math:`\gamma` a step), so beyond the first :math:`m` swaps at most
+      about :math:`m / (H \ln \mu)` a step on average, and one a step at most.
 
+    Either rule swaps after the step on the point (:meth:`swap_in`, compiled, ``O(m^2)``).
     What a swap does to the guarantees: the heads' functions are projected onto the new span
     (the removed atom's direction is dropped) and their :math:`A` restricted to it, so
-    neither CON-KONS's regret theorem nor KORS's accuracy covers the embedding after a swap;
-    the bound of ``Auto``'s mixture to its best expert does not depend on what the experts
-    are and holds as stated. Measured (docs/guide/auto.md), swaps cost accuracy on stationary
-    streams (river's Friedman #1, 100k steps: MAE 0.882 frozen, 0.899 with :math:`\mu = 2`)
-    and did not repair a covariate shift (a burst of swaps after it, then none).
+    neither CON-KONS's regret theorem nor KORS's accuracy covers the embedding after a swap
+    (the usage rule keeps, heuristically, the atoms that carry the recent points' kernel
+    mass: what it drops had less than :math:`1/(\mu m)` of it); the bound of ``Auto``'s
+    mixture to its best expert does not depend on what the experts are and holds as stated.
+    Measured (docs/guide/auto.md; ``benchmarks/bench_long_streams.py``, ``Auto`` at its
+    defaults but the rule): the residual rule cost accuracy on stationary streams (river's
+    Friedman #1, 100k steps: MAE 0.882 frozen, 0.899 with :math:`\mu = 2`) and did not
+    repair a covariate shift (a burst of swaps after it, then none); the usage rule
+    (:math:`\mu = 30`, :math:`H = 500`; seeds 0 and 1) left Friedman #1 and RandomRBF as the
+    frozen dictionary left them (MAE 0.8753 and 0.8738, no swap; error 0.0539 and 0.0364,
+    16-17 swaps) and lowered the MAE of ``--stream friedman-shift`` from 4.127 and 4.122 to
+    3.683 and 3.754 (8-9% in the second 10,000 steps after the shift, 11-16% a block after;
+    967-988 swaps, all in ``RBF(3/d)``).
     """
 
     _saved_state = {"_kernel": "kernel as kernel", "max_size": "int|none",
                     "swap_margin": "number|none", "n_swaps": "int[0,]",
                     "_kors": "obj:KORS as kors", "_store": "obj:Rows as store",
                     "_embed": "obj:IncrementalCholesky as embedding",
-                    "_inverse_diagonal": "cache:None"}
+                    "_inverse_diagonal": "cache:None", "swap_rule": "opt str",
+                    "usage_horizon": "opt int[1,]", "_usage": "opt array(*) float64 as usage",
+                    "_usage_count": "opt float as usage_count",
+                    "_mean_residual": "opt float as mean_residual"}
+    # (a file saved before the usage rule: the residual rule, no usages yet)
+    swap_rule, usage_horizon, _usage, _usage_count, _mean_residual = "residual", 500, None, 0.0, 0.0
 
     @property
     def _rebuilt_parts(self) -> dict:
@@ -175,10 +206,22 @@ class SharedEmbedding(NystromEmbedding):
 
     def __init__(self, kernel, dictionary_alpha: float = 1.0, eps: float = 0.5,
                  beta: float = 3.0, p_min: float = 0.0, max_size: int | None = 500,
-                 seed: int | None = 0, swap_margin: float | None = None):
+                 seed: int | None = 0, swap_margin: float | None = None,
+                 swap_rule: str = "residual", usage_horizon: int | None = None):
+        if swap_rule not in SWAP_RULES:
+            raise ValueError(f"swap_rule must be one of {', '.join(SWAP_RULES)}, not "
+                             f"{swap_rule!r}")
+        if swap_margin is not None and not swap_margin > 1:
+            raise ValueError(f"swap_margin must be None or above 1, not {swap_margin!r}")
+        if usage_horizon is not None and not (isinstance(usage_horizon, int)
+                                              and usage_horizon >= 1):
+            raise ValueError(f"usage_horizon must be None or an int >= 1, not "
+                             f"{usage_horizon!r}")
         self._kernel = kernel
         self.max_size = max_size
         self.swap_margin = swap_margin
+        self.swap_rule = swap_rule
+        self.usage_horizon = usage_horizon or max_size or 500
         self.n_swaps = 0
         self._inverse_diagonal = None  # diag(K_I^{-1}) once full (a cache, rebuilt on load)
         self._kors = KORS(kernel=None, alpha=dictionary_alpha, eps=eps, beta=beta, p_min=p_min,
@@ -210,22 +253,68 @@ class SharedEmbedding(NystromEmbedding):
         return 1.0 / self._inverse_diagonal
 
     def swap_in(self, v: np.ndarray, embedded: Embedded, heads) -> int | None:
-        """The full-dictionary rule (class docstring), after the step on ``v``: if ``v``'s
-        residual exceeds ``swap_margin`` times the smallest atom residual, that atom ``j``
-        leaves (:meth:`_remove`: the factor without it and the rotations that take its
-        coordinate out of the embedding), every head rotates and drops that coordinate and
-        frees its last one (``OnsHead._ons_drop``), and ``v`` joins as the last atom there
-        (a zero weight), all compiled, ``O(m^2)`` for the embedding and for each head.
-        Returns ``j``, or ``None`` if nothing changed."""
+        """The full-dictionary rule (class docstring), after the step on ``v`` (called every
+        step: the usage rule keeps its usages from the first): if the rule picks an atom
+        ``j`` to leave (:meth:`_least_distinct` or :meth:`_least_used`), ``j`` leaves
+        (:meth:`_remove`: the factor without it and the rotations that take its coordinate out
+        of the embedding), every head rotates and drops that coordinate and frees its last one
+        (``OnsHead._ons_drop``), and ``v`` joins as the last atom there (a zero weight), all
+        compiled, ``O(m^2)`` for the embedding and for each head. Returns ``j``, or ``None``
+        if nothing changed."""
+        if self.swap_margin is None:
+            return None
+        if self.swap_rule == "usage":
+            self._note_usage(embedded)
         m = self.size
-        if (self.swap_margin is None or self.max_size is None or m < self.max_size
-                or embedded.joined or m < 2):
+        if self.max_size is None or m < self.max_size or embedded.joined or m < 2:
             return None
         residual = embedded.kappa - float(embedded.h @ embedded.h)
+        j = (self._least_used if self.swap_rule == "usage" else self._least_distinct)(residual)
+        if j is None:
+            return None
+        self._replace(j, v, embedded, heads)
+        return j
+
+    def _least_distinct(self, residual: float) -> int | None:
+        """The residual rule: the atom of smallest residual :math:`r_j`, if the newcomer's
+        ``residual`` exceeds ``swap_margin`` times it."""
         r = self.atom_residuals()
         j = int(np.argmin(r))
-        if not residual > self.swap_margin * r[j]:
-            return None
+        return j if residual > self.swap_margin * r[j] else None
+
+    def _least_used(self, residual: float) -> int | None:
+        """The usage rule: the least-used atom, if its usage is below ``1 / swap_margin`` of
+        an even share and the newcomer's ``residual`` exceeds the recent points' mean."""
+        j = int(np.argmin(self._usage))
+        dead = self._usage[j] < self._usage_count / (self.swap_margin * self.size)
+        return j if dead and residual > self._mean_residual else None
+
+    def _note_usage(self, embedded: Embedded) -> None:
+        r"""The usage rule's statistics after a step, ``O(m)``: each atom's discounted share
+        :math:`U_j \leftarrow \gamma U_j + k_j / \sum_i k_i` of the point's kernel row, the
+        discounted count :math:`N \leftarrow \gamma N + 1` and mean residual, with
+        :math:`\gamma = 1 - 1/H` (``usage_horizon`` steps); an atom that joins starts at an
+        even share :math:`N/m`."""
+        decay = 1.0 - 1.0 / self.usage_horizon
+        k = embedded.k
+        if self._usage is None or self._usage.shape[0] != k.shape[0]:  # (first use)
+            self._usage = np.full(k.shape[0], self._usage_count / max(k.shape[0], 1))
+        usage = self._usage
+        usage *= decay
+        total = float(k.sum())
+        if total > 0.0:
+            usage += k / total
+        self._usage_count = decay * self._usage_count + 1.0
+        residual = embedded.kappa - float(embedded.h @ embedded.h)
+        self._mean_residual += (residual - self._mean_residual) / min(
+            self._usage_count, self.usage_horizon)
+        if self.size > usage.shape[0]:  # the point joined: an even share
+            self._usage = np.append(usage, self._usage_count / self.size)
+
+    def _replace(self, j: int, v: np.ndarray, embedded: Embedded, heads) -> None:
+        """Atom ``j`` leaves, the heads drop its coordinate and ``v`` joins last (the swap of
+        :meth:`swap_in`), with ``diag(K^{-1})`` and the usages kept."""
+        m = self.size
         rotations = self._remove(j)
         for head in heads:
             head._ons_drop(j, rotations)
@@ -237,10 +326,11 @@ class SharedEmbedding(NystromEmbedding):
         b = self._embed.leading_back_solve(h)
         self._inverse_diagonal = np.append(self._inverse_diagonal + b * b / pivot_sq,
                                            1.0 / pivot_sq)
+        if self._usage is not None:
+            self._usage = np.append(np.delete(self._usage, j), self._usage_count / m)
         self.n_swaps += 1
         if self.n_swaps % m == 0:  # diag(K^{-1}) afresh every m swaps (O(m^2) amortized)
             self._inverse_diagonal = None
-        return j
 
     def _remove(self, j: int) -> np.ndarray:
         """Atom ``j`` leaves the factor, the store and ``diag(K^{-1})``, ``O(m^2)``; returns
