@@ -14,27 +14,21 @@ loss). Streams (river ``datasets.synth``):
   width=max(50, steps/100))`` (river's transition overflows ``math.exp`` farther than 700
   widths from it);
 - ``friedman-gra``: ``FriedmanDrift(drift_type="gra", position=(steps/3, 2 steps/3))``;
-- ``friedman-shift``: covariate shift, ``Friedman(seed=s)`` whose ten inputs all move from
-  ``[0, 1)`` to ``[1, 2)`` after 30% of the steps (the target is Friedman #1's formula on the
-  moved inputs plus the generator's noise): a region first seen after a 500-atom dictionary
-  filled (``Auto``'s fill by 30,000 steps).
+- ``friedman-shift``: covariate shift, ``Friedman(seed=s)`` whose inputs all move from ``[0, 1)``
+  to ``[1, 2)`` after 30% of the steps (Friedman #1's target there, plus the generator's noise).
 
 For each learner: the error (MAE, or the error rate) over every block of ``--block`` steps, the
 whole stream's, CPU microseconds per step (``time.process_time``, the learner's predict and
-learn only) and the process's resident memory at the end of each block (``/proc/self/statm``,
-so run one learner per process when memory matters: ``--learners auto``).
+learn only) and the process's resident memory at the end of each block (run one learner per
+process when memory matters), and the swaps of ``Auto``'s full dictionaries.
 
 Usage::
 
-    python -m benchmarks.bench_long_streams --stream friedman --steps 100000 --seeds 0
-    python -m benchmarks.bench_long_streams --stream rbf --learners auto,krls,conkons
-    python -m benchmarks.bench_long_streams --stream sea-switch --auto switch_rate=0  # kwargs
-    python -m benchmarks.bench_long_streams --stream friedman-shift --learners auto \
-        --dictionary 1,500,10,usage   # Auto's DICTIONARY and its full-dictionary rule
-    cd /work/main && python /path/to/benchmarks/bench_long_streams.py ...   # another okoco
+    python -m benchmarks.bench_long_streams --stream rbf --learners auto,krls,conkons --seeds 0
+    python -m benchmarks.bench_long_streams --stream sea-switch --auto switch_rate=0  # Auto(...)
+    python -m benchmarks.bench_long_streams --stream friedman-shift --dictionary 1,500,none
 
-Run as a module from a checkout's root to import that checkout's okoco (the header prints the
-path). Writes the figures as JSON with ``--out``.
+Run from a checkout's root (the header prints which okoco). ``--out``: the figures as JSON.
 """
 
 from __future__ import annotations
@@ -49,20 +43,13 @@ from river import linear_model, preprocessing
 from river.datasets import synth
 
 import okoco
-from okoco import BinaryClassifier, losses
+from benchmarks.harness import as_user, status_kb
 from okoco.learners import CONKONS, KRLS, Auto
-
-STREAMS = {
-    "friedman": "regression", "rbf": "binary", "hyperplane": "binary",
-    "hyperplane-drift": "binary", "sea-switch": "binary", "friedman-gra": "regression",
-    "friedman-shift": "regression",
-}
 
 
 def friedman_one(x: dict) -> float:
     """Friedman #1's noiseless target at ``x`` (river's ``synth.Friedman``)."""
-    return (10 * np.sin(np.pi * x[0] * x[1]) + 20 * (x[2] - 0.5) ** 2 + 10 * x[3]
-            + 5 * x[4])
+    return 10 * np.sin(np.pi * x[0] * x[1]) + 20 * (x[2] - 0.5) ** 2 + 10 * x[3] + 5 * x[4]
 
 
 def shifted(rows, at: int):
@@ -75,123 +62,90 @@ def shifted(rows, at: int):
         yield x, float(y)
 
 
+#: name -> (task, the river generator of ``(steps, seed)``) (module docstring).
+STREAMS = {
+    "friedman": ("regression", lambda n, s: synth.Friedman(seed=s)),
+    "rbf": ("binary", lambda n, s: synth.RandomRBF(seed_model=s, seed_sample=s, n_classes=2,
+                                                   n_features=10, n_centroids=50)),
+    "hyperplane": ("binary", lambda n, s: synth.Hyperplane(seed=s, n_features=10)),
+    "hyperplane-drift": ("binary", lambda n, s: synth.Hyperplane(seed=s, n_features=10,
+                                                                 mag_change=0.001)),
+    "sea-switch": ("binary", lambda n, s: synth.ConceptDriftStream(
+        synth.SEA(variant=0, seed=s), synth.SEA(variant=2, seed=s + 100), position=n // 2,
+        width=max(50, n // 100), seed=s)),
+    "friedman-gra": ("regression", lambda n, s: synth.FriedmanDrift(
+        drift_type="gra", position=(n // 3, 2 * n // 3), seed=s)),
+    "friedman-shift": ("regression", lambda n, s: synth.Friedman(seed=s)),
+}
+
+
 def stream(name: str, steps: int, seed: int):
-    """The river generator of ``name`` (an iterator of ``(x, y)``)."""
-    if name == "friedman":
-        gen = synth.Friedman(seed=seed)
-    elif name == "rbf":
-        gen = synth.RandomRBF(seed_model=seed, seed_sample=seed, n_classes=2, n_features=10,
-                              n_centroids=50)
-    elif name in ("hyperplane", "hyperplane-drift"):
-        gen = synth.Hyperplane(seed=seed, n_features=10,
-                               mag_change=0.0 if name == "hyperplane" else 0.001)
-    elif name == "sea-switch":
-        gen = synth.ConceptDriftStream(synth.SEA(variant=0, seed=seed),
-                                       synth.SEA(variant=2, seed=seed + 100),
-                                       position=steps // 2, width=max(50, steps // 100),
-                                       seed=seed)
-    elif name == "friedman-gra":
-        gen = synth.FriedmanDrift(drift_type="gra", position=(steps // 3, 2 * steps // 3),
-                                  seed=seed)
-    elif name == "friedman-shift":
-        return shifted(synth.Friedman(seed=seed).take(steps), 3 * steps // 10)
-    else:
+    """The stream ``name``'s first ``steps`` rows (an iterator of ``(x, y)``)."""
+    if name not in STREAMS:
         raise ValueError(f"unknown stream {name!r}; one of {', '.join(STREAMS)}")
-    return gen.take(steps)
+    rows = STREAMS[name][1](steps, seed).take(steps)
+    return shifted(rows, 3 * steps // 10) if name == "friedman-shift" else rows
 
 
 def learner(name: str, task: str, auto: dict | None = None):
-    """A learner at its defaults, as a user builds it for ``task`` (``Auto`` with the keyword
-    arguments ``auto``, if given)."""
-    scaled = preprocessing.StandardScaler
-    auto = auto or {}
-    if task == "regression":
-        if name == "auto":
-            return scaled() | Auto(**auto)
-        if name == "lr":
-            return preprocessing.TargetStandardScaler(scaled() | linear_model.LinearRegression())
-        inner = {"krls": KRLS, "conkons": CONKONS}[name]()
-        return preprocessing.TargetStandardScaler(scaled() | inner)
-    if name == "lr":
-        return scaled() | linear_model.LogisticRegression()
-    inner = {"auto": lambda: Auto(loss=losses.Logistic(), **auto), "krls": KRLS,
-             "conkons": lambda: CONKONS(loss=losses.Logistic())}[name]()
-    return scaled() | BinaryClassifier(inner)
+    """A learner at its defaults, as a user builds it for ``task`` (:func:`harness.as_user`;
+    ``Auto`` with the keyword arguments ``auto``, if given; river's linear models)."""
+    if name == "lr" and task != "regression":
+        return preprocessing.StandardScaler() | linear_model.LogisticRegression()
+    factory = {"auto": lambda loss: Auto(loss=loss, **(auto or {})), "krls": lambda loss: KRLS(),
+               "conkons": lambda loss: CONKONS(loss=loss),
+               "lr": lambda loss: linear_model.LinearRegression()}[name]
+    return as_user(factory, task, own_scaling=name == "auto")
 
 
-#: Every ``SharedEmbedding`` that ``Auto`` built in this process (:func:`record_dictionaries`),
-#: whose ``n_swaps`` the replay reports.
-BUILT: list = []
+BUILT: list = []  # the SharedEmbedding objects Auto built here (the replay reports their swaps)
 
 
-def record_dictionaries(rule: str | None = None) -> None:
-    """Make ``Auto`` build its dictionaries through a recorder (:data:`BUILT`), with
-    ``swap_rule=rule`` if given."""
+def set_dictionary(text: str = "") -> None:
+    """Record the dictionaries ``Auto`` builds (:data:`BUILT`); from ``ALPHA,SIZE,MARGIN[,RULE]``
+    (``MARGIN`` ``none``: frozen; ``RULE`` ``usage`` unless given) set ``Auto``'s DICTIONARY."""
     import okoco.learners.auto as auto_module
     from okoco.learners.embedding import SharedEmbedding
 
-    extra = {"swap_rule": rule} if rule else {}
-
-    def build(*args, **kwargs):
-        BUILT.append(SharedEmbedding(*args, **kwargs, **extra))
-        return BUILT[-1]
-
-    auto_module.SharedEmbedding = build
-
-
-def set_dictionary(text: str) -> None:
-    """Set ``Auto``'s :data:`okoco.learners.auto.DICTIONARY` from ``ALPHA,SIZE,MARGIN[,RULE]``
-    (``MARGIN`` ``none``: frozen; ``RULE`` a ``SharedEmbedding`` ``swap_rule``) for this
-    process."""
-    import okoco.learners.auto as auto_module
-
-    alpha, size, margin, *rule = text.split(",")
-    value = (float(alpha), int(size), None if margin.lower() == "none" else float(margin))
-    if len(auto_module.DICTIONARY) == 4:  # an okoco whose DICTIONARY names the rule
-        auto_module.DICTIONARY = (*value, rule[0] if rule else "residual")
-        record_dictionaries()
-    else:
-        auto_module.DICTIONARY = value
-        record_dictionaries(rule[0] if rule else None)
-
-
-def resident_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    auto_module.SharedEmbedding = lambda *a, **kw: BUILT.append(SharedEmbedding(*a, **kw)) or \
+        BUILT[-1]
+    if text:
+        alpha, size, margin, *rule = text.split(",")
+        auto_module.DICTIONARY = (float(alpha), int(size), None if margin.lower() == "none"
+                                  else float(margin), rule[0] if rule else "usage")
 
 
 def replay(model, task: str, rows, block: int, progress: bool = False) -> dict:
-    """Test-then-train: the error of every block, CPU us per step, RSS after each block
-    (each block printed as it ends with ``progress``)."""
-    errors, blocks, memory, swaps, cpu, n, total = [], [], [], [], 0.0, 0, 0.0
-    first = len(BUILT)  # the dictionaries this model builds (replays run one at a time)
+    """Test-then-train: per block of steps the error, RSS and swaps of the dictionaries the model
+    built (replays run one at a time); CPU us per step (each block printed with ``progress``)."""
+    errors, out, cpu, n, total = [], {"blocks": [], "rss_mib": [], "swaps": []}, 0.0, 0, 0.0
+    first = len(BUILT)
+
+    def close_block():
+        for key, value in zip(out, (float(np.mean(errors)), status_kb("VmRSS") / 1024,
+                                    [e.n_swaps for e in BUILT[first:]])):
+            out[key].append(value)
+        errors.clear()
+
     wall = time.perf_counter()
     for x, y in rows:
         start = time.process_time()
         pred = model.predict_one(x)
         model.learn_one(x, y)
         cpu += time.process_time() - start
-        err = abs(y - (pred if pred is not None else 0.0)) if task == "regression" \
-            else float(pred != y)
-        total += err
-        errors.append(err)
-        n += 1
+        errors.append(abs(y - (pred if pred is not None else 0.0)) if task == "regression"
+                      else float(pred != y))
+        total, n = total + errors[-1], n + 1
         if n % block == 0:
-            blocks.append(float(np.mean(errors)))
-            memory.append(resident_mib())
-            swaps.append([e.n_swaps for e in BUILT[first:]])
-            errors = []
+            close_block()
             if progress:
-                print(f"  step {n}: block error {blocks[-1]:.4f}, CPU {1e6 * cpu / n:.0f} us/step, "
-                      f"RSS {memory[-1]:.0f} MiB, swaps {swaps[-1]}, "
-                      f"wall {time.perf_counter() - wall:.0f} s", flush=True)
+                print(f"  step {n}: block error {out['blocks'][-1]:.4f}, CPU "
+                      f"{1e6 * cpu / n:.0f} us/step, RSS {out['rss_mib'][-1]:.0f} MiB, swaps "
+                      f"{out['swaps'][-1]}, wall {time.perf_counter() - wall:.0f} s", flush=True)
     if errors:
-        blocks.append(float(np.mean(errors)))
-        memory.append(resident_mib())
-        swaps.append([e.n_swaps for e in BUILT[first:]])
-    return {"blocks": blocks, "error": total / max(n, 1), "us_per_step": 1e6 * cpu / max(n, 1),
-            "wall_s": time.perf_counter() - wall, "rss_mib": memory, "steps": n,
-            "swaps": swaps}
+        close_block()
+    return {**out, "error": total / max(n, 1), "us_per_step": 1e6 * cpu / max(n, 1),
+            "wall_s": time.perf_counter() - wall, "steps": n}
 
 
 def main(argv=None) -> None:
@@ -206,16 +160,12 @@ def main(argv=None) -> None:
                         "NAME=VALUE (numbers), e.g. switch_rate=0.001")
     parser.add_argument("--dictionary", default="", help="Auto's DICTIONARY for this run, "
                         "ALPHA,SIZE,MARGIN[,RULE] (MARGIN none: frozen), e.g. 1,500,10,usage")
-    parser.add_argument("--tag", default="", help="a label for this okoco in the table")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     parser.add_argument("--progress", action="store_true", help="print every block as it ends")
     args = parser.parse_args(argv)
-    task = STREAMS[args.stream]
+    task = STREAMS[args.stream][0]
     auto = {k: float(v) for k, v in (kv.split("=") for kv in args.auto.split(",") if kv)}
-    if args.dictionary:
-        set_dictionary(args.dictionary)
-    else:
-        record_dictionaries()
+    set_dictionary(args.dictionary)
     print(f"# okoco from {os.path.dirname(okoco.__file__)}; stream {args.stream}, "
           f"{args.steps} steps, blocks of {args.block}; load {os.getloadavg()[0]:.2f}"
           f"{'; dictionary ' + args.dictionary if args.dictionary else ''}",
@@ -226,9 +176,9 @@ def main(argv=None) -> None:
             out = replay(learner(name, task, auto), task, stream(args.stream, args.steps, seed),
                          args.block, args.progress)
             out["load_end"] = os.getloadavg()[0]
-            results[f"{args.tag}{name}/{seed}"] = out
+            results[f"{name}/{seed}"] = out
             blocks = " ".join(f"{b:.4f}" for b in out["blocks"])
-            print(f"| {args.tag}{name} | {seed} | {out['error']:.4f} | {blocks} | "
+            print(f"| {name} | {seed} | {out['error']:.4f} | {blocks} | "
                   f"{out['us_per_step']:.0f} | {out['wall_s']:.0f} s | "
                   f"{out['rss_mib'][0]:.0f}->{out['rss_mib'][-1]:.0f} MiB | "
                   f"swaps {' '.join(','.join(map(str, s)) for s in out['swaps'])} |", flush=True)

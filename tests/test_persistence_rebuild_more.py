@@ -121,7 +121,7 @@ def test_kors_factor_and_matrix_are_rebuilt_while_its_atoms_are_the_stores(name,
 def test_auto_after_swaps_rebuilds_the_matrix_of_the_atoms_held_now(tmp_path, monkeypatch):
     """Swaps remove atoms from the embedding (its matrix loses their rows): the rebuilt
     matrix is that of the atoms held now."""
-    monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, 30, 1.1))  # small, swapping
+    monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, 30, 1.1, "residual"))  # small, swapping
     model = _trained(lambda: Auto(), 300)
     assert all(e.n_swaps for e in model._embeddings)
     path = model.save(tmp_path / "auto.npz")

@@ -215,9 +215,9 @@ def test_a_swapping_auto_with_packed_heads_round_trips(tmp_path, monkeypatch, ru
     from okoco.learners import Auto
 
     size = PackedSymmetric.DENSE_MAX + 4
-    monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, size, 2.0))
+    monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, size, 2.0, rule))
     monkeypatch.setattr(auto_module, "SharedEmbedding",
-                        functools.partial(SharedEmbedding, swap_rule=rule, usage_horizon=50))
+                        functools.partial(SharedEmbedding, usage_horizon=50))
     rng = np.random.default_rng(5)
 
     def rows(n, shift):

@@ -53,9 +53,9 @@ that they predict before the target is seen: the bounds hold against the bounded
   (:class:`DictionaryExpert`: ``CONKONS`` with those settings until the dictionary is full).
   The atoms summarize the *whole* stream, so the error keeps falling on a long stationary
   stream while memory and the step stay flat, :math:`O(m^2 + m d)`, :math:`m \le 500`, one
-  kernel row a step per dictionary. A full dictionary is frozen (:data:`DICTIONARY`); the swap
-  rule of :class:`SharedEmbedding` (compiled, ~0.7 ms a swap) is tested but off: it did not
-  lower the error on the long streams measured (docs/guide/auto.md);
+  kernel row a step per dictionary. A full dictionary keeps covering the stream
+  (:data:`DICTIONARY`): a point above the recent mean residual replaces the atom the recent
+  points use least, once it is used below 1/30 of an even share (compiled, ~0.7 ms a swap);
 - two linear experts on :math:`[1, x]` (:class:`LinearExpert`, :math:`O(d^2)`, projected onto
   :math:`|z^\top u| \le 10C`, :data:`LINEAR_BOUND`): the ONS (ridge 1, the curvature step)
   for a stationary linear concept, and gradient descent with the constant step 0.01 (river's
@@ -110,13 +110,14 @@ KONS_EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.5, 0.03, "hessian", 1.0),
 #: The long-memory expert, in place of the medium KONS over the window (the second above).
 LONG_MEMORY = (0.2, 0.03, "hessian", 2.5, 3.0)
 EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
-#: The dictionaries ``Auto``'s stationary experts share (:class:`SharedEmbedding`), one per
-#: RBF scale ``c`` a grid names: ``(dictionary_alpha, max_size, swap_margin)``, KORS atoms of
-#: ``RBF(c/d)`` with ridge ``dictionary_alpha``, at most ``max_size`` of them, and the rule once
-#: full (``None``: frozen; a margin: :meth:`SharedEmbedding.swap_in`), chosen on long streams
-#: (docs/guide/auto.md): with margin 2 the MAE on river's Friedman (100k steps, seed 0) went
-#: 0.882 -> 0.899, and on a covariate shift (``--stream friedman-shift``) 4.095 -> 4.132.
-DICTIONARY = (1.0, 500, None)
+#: The dictionaries ``Auto``'s stationary experts share (:class:`SharedEmbedding`), one per RBF
+#: scale ``c`` a grid names: ``(dictionary_alpha, max_size, swap_margin, swap_rule)``: KORS atoms
+#: of ``RBF(c/d)``, ridge ``dictionary_alpha``, at most ``max_size``, and the rule once full
+#: (``swap_margin=None``: frozen; :meth:`SharedEmbedding.swap_in`), chosen on long streams
+#: (docs/guide/auto.md, 100k steps, seeds 0, 1): the usage rule at 30 took a covariate shift's MAE
+#: (``--stream friedman-shift``) 4.127 -> 3.683 and 4.122 -> 3.754, and left Friedman and
+#: RandomRBF as frozen (0.8753, 0.8738; 0.0539, 0.0364); the residual rule at 2 cost Friedman 2%.
+DICTIONARY = (1.0, 500, 30.0, "usage")
 #: Auto's default experts: ``("dictionary", c, alpha, eta)``, an ONS head with ridge ``alpha``
 #: on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`: CON-KONS's step,
 #: remembering the whole stream through its atoms); ``("linear", alpha, eta)``, the ONS on
@@ -126,9 +127,8 @@ DICTIONARY = (1.0, 500, None)
 #: (``bench_defaults --auto-grid``); the constant step follows a drifting linear concept.
 DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 3.0, 0.1, "hessian"),
                    ("linear", 1.0, "hessian"), ("linear", 100.0, 0.0), *KONS_EXPERTS[3:])
-#: The linear experts project onto :math:`|z^\top u| \le` ``LINEAR_BOUND * C``, their
-#: predictions to the mixture clipped to ``[-C, C]`` (a bound of ``C`` capped a linear
-#: function's slope; the measurements: :class:`LinearExpert`, docs/guide/auto.md).
+#: The linear experts project onto :math:`|z^\top u| \le` ``LINEAR_BOUND * C`` (a bound of
+#: ``C`` capped a linear function's slope: :class:`LinearExpert`); predictions clip to ``C``.
 LINEAR_BOUND = 10.0
 #: Regression: the steady exp-concave step (it led on trending streams); classification (labels
 #: do not trend): the default KONS, whose logistic loss was lower than the exp-concave
@@ -385,10 +385,10 @@ class Auto(ExpertMixture, KernelLearner):
         for index, embedding in enumerate(self._embeddings):
             if embedding._kernel.gamma == gamma:
                 return index
-        dictionary_alpha, cap, margin = DICTIONARY
+        dictionary_alpha, cap, margin, rule = DICTIONARY
         self._embeddings.append(SharedEmbedding(
             _kernels.RBF(gamma), dictionary_alpha, max_size=None if self.max_size is None
-            else cap, swap_margin=margin))
+            else cap, swap_margin=margin, swap_rule=rule))
         return len(self._embeddings) - 1
 
     # -- the learner protocol -------------------------------------------------------------
