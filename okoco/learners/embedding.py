@@ -41,6 +41,7 @@ import numpy as np
 from okoco._blas import all_one_thread
 from okoco._core import _pros
 from okoco.dictionary import KORS
+from okoco.kernels import finite_row, self_similarity
 from okoco.learners._rebuilt import rebuild_kept_factor_matrix
 from okoco.learners.base import overflow_message
 from okoco.linalg import IncrementalCholesky, Rows
@@ -67,7 +68,7 @@ class NystromEmbedding:
     r"""The embedding :math:`z = L^{-1}k_{\mathcal I}(x)` over a KORS dictionary (a mixin).
 
     Its object holds ``_kernel``, ``_kors`` (``okoco.dictionary.KORS`` over the unscaled
-    kernel), ``_store`` (the atoms, ``okoco._input.Rows``), ``_embed``
+    kernel), ``_store`` (the atoms, ``okoco.linalg.Rows``), ``_embed``
     (``okoco.linalg.IncrementalCholesky``, :math:`L L^\top = K_{\mathcal I}`) and ``max_size``
     (``None``: no cap; once full the dictionary is frozen).
     """
@@ -83,7 +84,7 @@ class NystromEmbedding:
         factor and matrix if the file left them out (:meth:`_rebuild_kors`)."""
         with all_one_thread:  # (a learner's sizes: BLAS's threads would only spin after)
             rebuild_kept_factor_matrix(self._embed, self._kernel, self._store, charge)
-            if self._kors.cholesky._A is None:
+            if not self._kors.cholesky.has_matrix:
                 self._rebuild_kors(charge)
 
     def _rebuild_kors(self, charge) -> None:
@@ -98,7 +99,7 @@ class NystromEmbedding:
         M = np.zeros((m, m))
         if m:
             X = store.view()
-            s = np.sqrt(self._kors._weights[:m])
+            s = np.sqrt(self._kors.weight_storage()[:m])
             M = s[:, None] * np.asarray(self._kernel(X, X), dtype=float) * s[None, :]
             M[np.diag_indices(m)] = s * s * self._kernel.diag(X) + self._kors.alpha
         chol.restore_matrix(M)
@@ -107,9 +108,10 @@ class NystromEmbedding:
     def _embedding_of(self, v: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
         """``(k, kappa, h)``: the kernel row over the atoms, ``k(v, v)`` and ``L^{-1} k``."""
         k = self._store.kernel_row(self._kernel, v)
-        kappa = float(self._kernel.diag(v[None, :])[0])
-        if not (math.isfinite(kappa) and np.isfinite(k).all()):
-            bad = kappa if not math.isfinite(kappa) else k[~np.isfinite(k)][0]
+        kappa = self_similarity(self._kernel, v)  # (1 without a call for a bounded kernel)
+        if not (math.isfinite(kappa) and finite_row(self._kernel, k)):
+            bad = kappa if not math.isfinite(kappa) else k[~np.isfinite(k)][0] \
+                if not np.isfinite(k).all() else float(k.sum())  # (a sum that overflowed)
             raise ValueError(overflow_message(self._kernel, bad))
         return k, kappa, self._embed.half_solve(k)
 
