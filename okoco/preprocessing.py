@@ -249,7 +249,9 @@ def encode_text(one_hot=(), hashed=(), *, scale: bool = True,
     one-hot and hashes the others. A feature absent from a sample (river's convention for a
     missing value, see :func:`okoco.datasets.load_csv`'s ``na="absent"``) sets no category and
     is 0 after scaling: the running mean of its column (:class:`SelectPresent` is river's
-    ``Select`` for such samples).
+    ``Select`` for such samples). The step learns one sample at a time: river's ``Discard`` and
+    this module's :class:`StandardScaler` have no ``learn_many``, so a pipeline that starts with
+    it takes ``learn_one`` (``predict_many`` works).
 
     Parameters
     ----------
