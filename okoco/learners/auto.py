@@ -487,8 +487,8 @@ class Auto(ExpertMixture, KernelLearner):
         for index, (embedding, its) in enumerate(zip(self._embeddings, embedded)):
             if embedding.swap_margin is not None:  # (else a full dictionary is frozen)
                 # a full dictionary's rule (SharedEmbedding.swap_in), for the heads on it
-                embedding.swap_in(v, its, [e for e in experts if isinstance(e, DictionaryExpert)
-                                           and e.dictionary == index])
+                embedding.swap_in(v, its, [e for e, w in zip(experts, windowed) if not w and
+                                           getattr(e, "dictionary", None) == index])
         if any(windowed):
             self._points.append(v)
             for expert in compress(experts, windowed):  # each window forgets its oldest
