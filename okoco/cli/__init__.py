@@ -299,6 +299,12 @@ def _note_columns(ds: Any, quiet: bool) -> None:
             [f"hashed {', '.join(map(repr, hashed))} (more than {MAX_ONE_HOT} values)"]
             if hashed else [])
         typer.echo(f"note: text columns encoded: {'; '.join(parts)}; {target}", err=True)
+        n = getattr(ds, "n", None) or 0
+        ids = [c for c, k in text.items() if n >= 20 and k >= 0.9 * n]
+        if ids:
+            typer.echo(f"note: {', '.join(map(repr, ids))} {'has' if len(ids) == 1 else 'have'} "
+                       "a different value on almost every row, as an identifier: encoded, it "
+                       "only adds noise; leave it out of the file", err=True)
     absent = info.get("n_absent_cells")
     if absent:
         typer.echo(f"note: {absent:,} missing cells are left out of their samples (0 after "
