@@ -1,35 +1,44 @@
-"""KONS's windowed step (okoco.learners._newton), one compiled call per phase.
+"""KONS's step (okoco.learners._newton), windowed or unbounded, one compiled call per phase.
 
-A windowed KONS (KONS and Sketched-KONS at their defaults, Auto's experts) keeps its
-preconditioner by its inverse over the slots of its store's ring (okoco.linalg.SlotInverse:
-``P`` in the lower triangle of one array, ``M`` in its strict upper one, ``M``'s diagonal
-apart; with a map ``outer`` from its own slots to the ring's when the window is shorter than
-the ring). :class:`KONSCore` makes each phase of a step that the learner orchestrates in one
-call, on views of those buffers and of the store's fields (``d``, ``c``, ``Kc``, ``z``):
+The phases take the preconditioner ``M = Kbar_I + alpha I`` in one of two forms (the
+preconditioner interface: solve, append, remove):
 
-- ``analyse`` / ``analyse_row``: the kernel row (or the one given), ``e = d k``, ``h = P e``,
-  ``e^T P e`` and the prediction ``ybar``, as ``(k, kappa, e, h, ybar, kc, hh)``;
+- a window (KONS and Sketched-KONS at their defaults, Auto's experts) keeps its inverse over
+  the slots of its store's ring (okoco.linalg.SlotInverse: ``P`` in the lower triangle of one
+  array, ``M`` in its strict upper one, ``M``'s diagonal apart; with a map ``outer`` from its
+  own slots to the ring's when the window is shorter than the ring): adding and removing an
+  atom are one rank-one update each;
+- the unbounded learner (``max_size=None``) keeps the Cholesky factor ``L`` of ``M`` over the
+  atoms in the order they came (okoco.linalg.IncrementalCholesky, packed), and the learner's
+  ``g = L^{-1} (D K c)_I``: atoms only come, and the factor keeps the accuracy an explicit
+  inverse loses (its error grows with the square of ``M``'s condition number).
+
+:class:`KONSCore` makes each phase of a step that the learner orchestrates in one call, on
+views of those buffers and of the store's fields (``d``, ``c``, ``Kc``, ``z``):
+
+- ``analyse`` / ``analyse_row``: the kernel row (or the one given), ``e = d k``, the solve
+  ``h`` (``P e``; ``L^{-1} e_I``), ``hh = e^T M^{-1} e`` and the prediction ``ybar``, as
+  ``(k, kappa, e, h, ybar, kc, hh)``;
 - ``check`` (of every KONS step, the window's and the unbounded learner's): the step's
   scalars ``(s, shift, yhat, gdot, weight, d_t, noise)``, or the code of a refusal (nothing
   changed; ``CHECK_*``, worded by the learner): a value that is not finite, a pivot lost to
   rounding, or running statistics that would overflow;
 - ``apply``: the coefficient, the running ``K c``, the store's slot and the new atom's
-  bordering of ``P`` (as ``SlotInverse.append``); the statistics' terms are left in the
-  object's fields (``tau``, ``rg_term``, ``log_det_term``) for the learner to add;
+  bordering of ``P`` (as ``SlotInverse.append``) or of ``L`` and ``g``
+  (``IncrementalCholesky.append``); the statistics' terms are left in the object's fields
+  (``tau``, ``rg_term``, ``log_det_term``) for the learner to add;
 - ``forget``: the oldest point out of the window (``K c``, and its atom out of ``P``, as
   ``SlotInverse.remove``).
 
-The learner hands its store, its window inverse and its atoms' slots (``selected``) to each
-call; nothing here reads another object's private attributes or calls back into the learner.
+The learner hands its store, its preconditioner, its atoms' slots (``selected``) and ``g``
+to each call; nothing here reads another object's private attributes or calls back into the learner.
 A phase returns a status (``okoco._core._steps.STEP_*``): ``NEED_ROOM`` (nothing changed:
 buffers grow in Python, the learner's ``_make_room``, and the call is made again),
 ``SKIPPED`` (a null step), ``FORGOT_ATOM`` (the learner's selection follows: Sketched-KONS's
 KORS); a row written into the learner's own ``Rows`` leaves its counters to the learner
 (okoco.learners._window_phases). A loss without a compiled form gives ``check`` its
 derivatives (the learner computes them at the clipped prediction). The learner runs the phases
-inside one one-thread BLAS scope (okoco._blas.scipy_one_thread). The unbounded learner (a
-Cholesky factor, no window) shares ``check`` and keeps its own update of the factor
-(okoco.learners._newton).
+inside one one-thread BLAS scope (okoco._blas.scipy_one_thread).
 """
 
 import numpy as np
@@ -39,7 +48,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memmove
 
 from okoco._core._kernels cimport kernel_exp, kernel_row, make_kernel, self_similarity
-from okoco._core._linalg cimport axpy, dot
+from okoco._core._linalg cimport axpy, dot, tp_back_solve, tp_half_solve
 from okoco._core._slots cimport SlotViews, append_views, remove_views, solve_views
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
 from okoco._core._steps cimport FORGOT_ATOM, NEED_ROOM, OK, SKIPPED, StepCore
@@ -52,8 +61,14 @@ from okoco._core._steps cimport FORGOT_ATOM, NEED_ROOM, OK, SKIPPED, StepCore
 CHECK_WEIGHT, CHECK_OVERFLOW, CHECK_SINGULAR, CHECK_DERIVATIVE, CHECK_TARGET = 1, 2, 3, 4, 5
 
 
+cdef inline bint factored(preconditioner):
+    """Whether the preconditioner is a Cholesky factor (the unbounded learner's
+    ``IncrementalCholesky``) rather than a window's inverse (``SlotInverse``)."""
+    return hasattr(preconditioner, "factor_storage")
+
+
 cdef class KONSCore(StepCore):
-    """The phases of a windowed KONS step (module docstring) for one learner.
+    """The phases of a KONS step (module docstring) for one learner.
 
     Parameters
     ----------
@@ -140,7 +155,8 @@ cdef class KONSCore(StepCore):
 
     # -- analysis -------------------------------------------------------------------------
 
-    def analyse(self, store, window, double alpha, const double[:] v):
+    def analyse(self, store, window, double alpha, const double[:] v, selected=None,
+                whitened=None):
         """The analysis at ``v`` with the kernel row computed here (the learner's own
         ``Rows`` ``store`` and a compiled kernel)."""
         self.bind_rows(store)
@@ -152,23 +168,37 @@ cdef class KONSCore(StepCore):
                             &self.sq[0], self.x, <int>self.x_width, &k[0]):
             kernel_exp(k_obj, &k[0], n)
         return self.analyse_row(store, window, alpha, k_obj,
-                                self_similarity(&self.k, self.x, <int>self.x_width))
+                                self_similarity(&self.k, self.x, <int>self.x_width), selected,
+                                whitened)
 
-    def analyse_row(self, store, window, double alpha, k_obj, double kappa):
-        """The analysis from the kernel row ``k`` over the stored points and ``kappa``."""
+    def analyse_row(self, store, window, double alpha, k_obj, double kappa, selected=None,
+                    whitened=None):
+        """The analysis from the kernel row ``k`` over the stored points and ``kappa``, with
+        the preconditioner ``window``: a window's inverse (``SlotInverse``, over the store's
+        slots: ``h = P e``, ``hh = h . e``), or the unbounded learner's Cholesky factor
+        (``IncrementalCholesky``, over the atoms in the order they came, every stored point or
+        those at ``selected``: ``h = L^{-1} e_I``, ``hh = h . h``, with ``whitened``, its
+        ``g = L^{-1} (D K c)_I``)."""
         cdef const double[::1] k = k_obj
         cdef Py_ssize_t n = k.shape[0], i
         self.bind_fields(store)
         cdef const double[::1] d = self.fd, c = self.fc, Kc = self.fKc
-        e_obj, h_obj = np.empty(n), np.empty(n)
-        cdef double[::1] e = e_obj, h = h_obj
-        cdef double kc = 0.0, hh = 0.0, t = 0.0
-        cdef double* w
+        e_obj = np.empty(n)
+        cdef double[::1] e = e_obj
+        cdef double kc = 0.0
         if n:
             with nogil:
                 kc = dot(<int>n, &k[0], &c[0])
                 for i in range(n):
                     e[i] = d[i] * k[i]
+        if factored(window):
+            return self.analyse_factor(window, alpha, k_obj, kappa, e_obj, kc, selected,
+                                       whitened)
+        h_obj = np.empty(n)
+        cdef double[::1] h = h_obj
+        cdef double hh = 0.0, t = 0.0
+        cdef double* w
+        if n:
             self.solve(window, &e[0], &h[0], n)
             hh = dot(<int>n, &h[0], &e[0])
             # kappa - hh = alpha phi^T A^{-1} phi lies in (0, kappa]: outside it, rounding in
@@ -184,6 +214,27 @@ cdef class KONSCore(StepCore):
                 for i in range(n):
                     w[i] = d[i] * Kc[i]
                 t = dot(<int>n, &h[0], w)
+        return k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh
+
+    cdef tuple analyse_factor(self, chol, double alpha, k_obj, double kappa, e_obj,
+                              double kc, selected, whitened):
+        """The analysis over the factor ``L L^T = Kbar_I + alpha I`` of the atoms in the order
+        they came (every stored point if there are as many, else those at ``selected``):
+        ``e_I``, ``h = L^{-1} e_I``, ``hh = h . h`` and ``ybar`` with ``h . g``, ``whitened``
+        the learner's ``g = L^{-1} (D K c)_I`` (one triangular solve, the factor's accuracy)."""
+        cdef Py_ssize_t m = chol.size, n = e_obj.shape[0]
+        if m != n:  # the atoms' entries (Sketched-KONS: the points its dictionary kept)
+            e_obj = e_obj[selected[:m]]
+        h_obj = np.array(e_obj)
+        cdef double[::1] h = h_obj, g = whitened
+        cdef double[::1] L
+        cdef double hh = 0.0, t = 0.0
+        if m:
+            L = chol.factor_storage()
+            with nogil:
+                tp_half_solve(&L[0], <int>m, &h[0])
+                hh = dot(<int>m, &h[0], &h[0])
+                t = dot(<int>m, &h[0], &g[0])
         return k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh
 
     cdef int solve(self, window, double* e, double* h, Py_ssize_t n) except -1:
@@ -269,8 +320,9 @@ cdef class KONSCore(StepCore):
     # -- the step ---------------------------------------------------------------------------
 
     def apply(self, store, window, selected, const double[:] v,
-              tuple analysis, tuple step, int z, double alpha):
-        """KONS._apply_step's window form in one call: ``NEED_ROOM`` (nothing changed, the
+              tuple analysis, tuple step, int z, double alpha, whitened=None):
+        """KONS._apply_step in one call (``whitened``: the unbounded learner's ``g``, bordered
+        with its factor): ``NEED_ROOM`` (nothing changed, the
         size wanted in ``needed``: the learner's ``_make_room``, then this call again),
         ``SKIPPED`` (a null step: nothing changed) or ``OK``, the point at ``slot`` (with its
         row and squared norm ``row_norm`` written into ``store``'s buffers if ``wrote_row``:
@@ -278,9 +330,10 @@ cdef class KONSCore(StepCore):
         statistics' terms in ``tau``, ``rg_term`` and ``log_det_term``."""
         cdef const double[::1] k = analysis[0], e = analysis[2], h = analysis[3]
         cdef double kappa = analysis[1], kc = analysis[5]
+        cdef double sigma
         cdef double s = step[0], shift = step[1], yhat = step[2], gdot = step[3]
         cdef double weight = step[4], d_t = step[5]
-        cdef double c_t, sigma
+        cdef double c_t
         cdef Py_ssize_t n = k.shape[0], slot, size
         c_t = self.step_terms(s, shift, yhat, gdot, weight, d_t, z, alpha)
         if not (z or c_t or d_t or gdot) and self.drops_null:
@@ -290,7 +343,9 @@ cdef class KONSCore(StepCore):
         ring = rows.max_size
         slot = rows.n_added % ring if ring is not None and rows.n == ring else rows.n
         size = n if slot < n else slot + 1
-        if not self.has_room(store, points is None, window, selected, v, slot, size, z):
+        if not self.has_room(store, points is None, window, selected, v, slot, size, z) or \
+                z and whitened is not None and factored(window) and \
+                whitened.shape[0] <= window.size:
             self.needed = size
             return NEED_ROOM
         self.bind_fields(store)
@@ -298,6 +353,8 @@ cdef class KONSCore(StepCore):
         if c_t != 0.0 and n:
             with nogil:
                 axpy(<int>n, c_t, &k[0], &Kc[0])
+            if factored(window):  # (D K c)_I moves by c_t e_I, so g by c_t L^{-1} e_I = c_t h
+                self.whiten(whitened, c_t, h)
         self.slot, self.wrote_row = slot, points is None
         if self.wrote_row:
             self.bind_rows(store)
@@ -308,18 +365,16 @@ cdef class KONSCore(StepCore):
         d[slot], c[slot], Kc[slot], zf[slot] = d_t, c_t, kc + kappa * c_t, z
         if not z:
             return OK
-        sigma = d_t * d_t * s + alpha
-        # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only
-        self.border(window, slot, size, n, d_t, h, e, zf, sigma, d_t * d_t * kappa + alpha)
+        if factored(window):
+            self.border_factor(window, whitened, analysis[2], analysis[3], d_t,
+                               kc + kappa * c_t, d_t * d_t * kappa + alpha)
+        else:
+            sigma = d_t * d_t * s + alpha
+            # the new atom's column of Kbar_I + alpha I over the slots: d_t d_i K_i, atoms only
+            self.border(window, slot, size, n, d_t, h, e, zf, sigma, d_t * d_t * kappa + alpha)
         self.bind_atoms(selected)
         self.atoms[window.size - 1] = slot
         return OK
-
-    def terms(self, tuple step, int z, double alpha):
-        """The new point's coefficient ``c_t`` of a checked ``step`` with the coin ``z``, and
-        the statistics' terms in ``tau``, ``rg_term`` and ``log_det_term`` (the unbounded
-        learner's step; ``apply`` computes the same)."""
-        return self.step_terms(step[0], step[1], step[2], step[3], step[4], step[5], z, alpha)
 
     cdef double step_terms(self, double s, double shift, double yhat, double gdot,
                            double weight, double d_t, int z, double alpha) noexcept:
@@ -343,6 +398,8 @@ cdef class KONSCore(StepCore):
             self.bind_rows(store)
             if slot >= self.data.shape[0] or v.shape[0] > self.data.shape[1]:
                 return False
+        if factored(window):  # (the factor grows in its append)
+            return not z or len(selected) > window.size
         outer = window.outer
         if outer is None and window.P.shape[0] < size:
             return False
@@ -355,6 +412,27 @@ cdef class KONSCore(StepCore):
         elif window.size >= len(outer):
             return False  # more atoms than announced
         return len(selected) > window.size
+
+    cdef int whiten(self, whitened, double c_t, const double[::1] h) except -1:
+        """g <- g + c_t h over the atoms (the learner's ``g = L^{-1} (D K c)_I``)."""
+        cdef double[::1] g = whitened
+        cdef int m = <int>h.shape[0]
+        if m:
+            with nogil:
+                axpy(m, c_t, &h[0], &g[0])
+        return 0
+
+    cdef int border_factor(self, chol, whitened, e_obj, h_obj, double d_t, double kc_new,
+                           double diagonal) except -1:
+        """Border the factor with the column ``d_t e_I`` (``L^{-1}`` of it: ``d_t h``) and
+        ``diagonal``, and ``g`` with its new entry ``(d_t kc_new - d_t h . g) / pivot``."""
+        cdef double[::1] g = whitened
+        cdef const double[::1] h = h_obj
+        cdef Py_ssize_t m = h.shape[0]
+        cdef double hg = dot(<int>m, &h[0], &g[0]) if m else 0.0
+        pivot = chol.append(d_t * e_obj, diagonal, half=d_t * h_obj)
+        g[m] = d_t * (kc_new - hg) / sqrt(pivot)
+        return 0
 
     cdef int border(self, window, Py_ssize_t slot, Py_ssize_t size, Py_ssize_t n, double d_t,
                     const double[::1] h, const double[::1] e, const double[::1] zf,

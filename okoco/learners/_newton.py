@@ -38,7 +38,7 @@ from numbers import Real
 
 import numpy as np
 
-from okoco._blas import dot, scipy_one_thread
+from okoco._blas import scipy_one_thread
 from okoco._core import _kons
 from okoco._input import reserve
 from okoco._validation import Interval
@@ -227,10 +227,10 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         # oldest left at the previous step (that slot is dead: no coefficient, not selected).
         ring = None if self.max_size is None else self.max_size + 1
         self._store = Rows(fields=("d", "c", "Kc", "z"), max_size=ring)
-        self._chol = IncrementalCholesky()
-        self._g = np.zeros(16)  # L^{-1} (D K c)_I
+        self._chol = IncrementalCholesky()  # the unbounded preconditioner's factor
+        self._g = np.zeros(16)  # L^{-1} (D K c)_I (unbounded)
+        self._refreshes_seen = 0  # the factor's refreshes g has followed
         self._selected = np.zeros(16, dtype=np.intp)  # store slot of each preconditioner atom
-        self._refreshes_seen = 0
         # the window's inverse form, indexed by store slot (okoco.linalg.SlotInverse)
         # (at most max_size + 1 atoms at once: a step's new one comes before the oldest leaves;
         # Auto's shorter windows over a longer shared ring keep their inverse over their own)
@@ -255,41 +255,41 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         """The coin z_t, given e = (D k)_I, the new point's diagonal and d_t."""
         return 1
 
-    def _note_selected(self, index: int) -> None:
-        """Record the store slot of the atom just added (a window's atoms leave in order)."""
-        if self.max_size is None:  # every stored point is an atom, at its own position
-            return
-        m = self.dictionary_size
-        self._selected = reserve(self._selected, m)
-        self._selected[m - 1] = index
-
     # -- the core ---------------------------------------------------------------------
 
-    def _sync_g(self) -> np.ndarray:
-        """``g = L^{-1} (D K c)_I``, recomputed only if the factorization was refreshed."""
+    def _whitened(self) -> np.ndarray:
+        """``g = L^{-1} (D K c)_I`` of the unbounded learner, recomputed only if the factor
+        was refreshed since (the compiled phases keep it along the steps)."""
         chol = self._chol
-        if chol.n_refreshes != self._refreshes_seen:
+        if self._window is None and chol.n_refreshes != self._refreshes_seen:
             store = self._store
             w = self._gather(store.field("d") * store.field("Kc"))
             self._g[: chol.size] = chol.half_solve(w)
             self._refreshes_seen = chol.n_refreshes
-        return self._g[: chol.size]
+        return self._g
+
+    @property
+    def _preconditioner(self):
+        """What the compiled phases solve with: the window's inverse (``SlotInverse``), or the
+        unbounded learner's Cholesky factor (``IncrementalCholesky``) of ``Kbar_I + alpha I``."""
+        return self._chol if self._window is None else self._window
 
     def _analyse(self, v: np.ndarray):
         """Kernel row, solve and unclipped prediction at ``v`` (no state change)."""
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
-        if self.max_size is not None and type(self._store) is Rows:
+        if type(self._store) is Rows:
             core = self._step_core()
             if core.has_kernel:  # the kernel row too, in the same compiled call
-                return core.analyse(self._store, self._window, self.alpha, v)
+                return core.analyse(self._store, self._preconditioner, self.alpha, v,
+                                    self._selected, self._whitened())
         return self._analyse_row(self._store.kernel_row(self._kernel, v),
                                  self_similarity(self._kernel, v))
 
     def _step_core(self):
-        """The compiled step object (``okoco._core._kons.KONSCore``): the check of every step,
-        and the phases of the windowed one; a cache on the learner (``_core``)."""
+        """The compiled step object (``okoco._core._kons.KONSCore``): the phases of every
+        step, windowed or unbounded; a cache on the learner (``_core``)."""
         core = self._core
         if core is None or core[0] is not self._kernel:
             loss = compiled_loss(self._loss)
@@ -303,16 +303,11 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         ``kappa = K(x, x)``, computed by the caller (``Auto`` shares them among its experts).
 
         Returns ``(k, kappa, e, h, ybar, kc, hh)`` with ``hh = e^T (Kbar_I + alpha I)^{-1} e``:
-        ``h = L^{-1} e`` (unbounded), or ``h = (Kbar_I + alpha I)^{-1} e`` over the store's
-        slots (the window's inverse form)."""
-        if self.max_size is not None:  # the window's inverse form, in one compiled call
-            return self._step_core().analyse_row(self._store, self._window, self.alpha, k, kappa)
-        store = self._store
-        kc = dot(k, store.field("c"))
-        e = self._gather(store.field("d") * k)
-        h = self._chol.half_solve(e)
-        ybar = (kc - float(h.dot(self._sync_g()))) / self.alpha
-        return k, kappa, e, h, ybar, kc, float(h.dot(h))
+        ``h = (Kbar_I + alpha I)^{-1} e`` over the store's slots (the window's inverse), or
+        ``h = L^{-1} e`` over the atoms in the order they came (unbounded: the Cholesky factor
+        ``L``), in one compiled call (``KONSCore.analyse_row``)."""
+        return self._step_core().analyse_row(self._store, self._preconditioner, self.alpha, k,
+                                             kappa, self._selected, self._whitened())
 
     def _predict_vec(self, v: np.ndarray) -> float:
         with scipy_one_thread:  # the window's products run on one thread (okoco._blas)
@@ -348,7 +343,7 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
             H = self._window.solve(d[:, None] * Kb)
             return (store.field("c") @ Kb - (d * store.field("Kc")) @ H) / self.alpha
         H = self._chol.half_solve(self._gather(store.field("d")[:, None] * Kb))
-        return (store.field("c") @ Kb - self._sync_g() @ H) / self.alpha
+        return (store.field("c") @ Kb - self._whitened()[: self._chol.size] @ H) / self.alpha
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
         with scipy_one_thread:
@@ -415,41 +410,9 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
 
     def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:
         """Learn ``v`` from its ``analysis`` and the ``step`` of :meth:`_check_step`."""
-        k, kappa, e, h, ybar, kc, hh = analysis
-        s, shift, yhat, gdot, weight, d_t, noise = step
-        store, alpha = self._store, self.alpha
-        z = self._coin(e, kappa, d_t)  # may refuse (Sketched-KONS): before any state changes
-        self.noise_scale_sum += noise
-        if self.max_size is not None:  # the window's inverse form, in one compiled call
-            self._apply_window_step(v, analysis, step, z)
-            return
-        core = self._step_core()
-        c_t = core.terms(step, z, alpha)  # and the statistics' terms (KONSCore.step_terms)
-        if not (z or c_t or d_t or gdot) and self._drops_null_points:
-            return  # a null step (beyond the squared hinge's margin): it would only add zeros
-
-        # Running K c over the stored points plus the new entry; g = L^{-1}(D K c)_I follows,
-        # since (D K c)_I moves by c_t e and L^{-1} e = h.
-        kc_new = kc + kappa * c_t
-        if c_t:
-            Kc = store.field("Kc")
-            Kc += c_t * k
-            g = self._sync_g()
-            g += c_t * h
-        if z or c_t or not self._drops_null_points:
-            index = store.append(v, d=d_t, c=c_t, Kc=kc_new, z=z)
-
-        self.online_effective_dimension += core.tau
-        self.rg_sum += core.rg_term
-        if z:
-            self.log_det += core.log_det_term
-            m = self._chol.size
-            half = d_t * h
-            pivot = self._chol.append(d_t * e, d_t * d_t * kappa + alpha, half=half)
-            self._g = reserve(self._g, m + 1)
-            self._g[m] = (d_t * kc_new - half.dot(self._g[:m])) / math.sqrt(pivot)
-            self._note_selected(index)
-            self._sync_g()  # the append may have refreshed the factor: recompute g then
+        z = self._coin(analysis[2], analysis[1], step[5])  # may refuse: before any change
+        self.noise_scale_sum += step[6]
+        self._apply_phase(v, analysis, step, z)
 
     def _make_room(self, v: np.ndarray, size: int) -> None:
         """Room for one more point over ``size`` slots of the ring, before the compiled step
@@ -459,8 +422,11 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
             store.make_room(1, v.shape[0])
         else:  # an expert's values over shared points (okoco.learners.shared.ExpertRows)
             store.make_room()
-        self._window.make_room(size)
-        self._selected = reserve(self._selected, self._window.size + 1)
+        if self._window is not None:
+            self._window.make_room(size)
+        else:  # g's entry of a new atom
+            self._g = reserve(self._g, self._chol.size + 1)
+        self._selected = reserve(self._selected, self.dictionary_size + 1)
 
     @property
     def coins(self) -> np.ndarray:

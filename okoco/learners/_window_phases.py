@@ -1,11 +1,12 @@
-"""The windowed KONS's step around its compiled phases (okoco._core._kons.KONSCore).
+"""KONS's step around its compiled phases (okoco._core._kons.KONSCore), windowed or not.
 
-The compiled phases work on the learner's store, window inverse and atoms' slots, handed to
-each call, and return a status (``okoco._core._steps.STEP_*``) and their results in the core's
-fields; this mixin of :class:`okoco.learners.kons.KONS` makes what they leave to Python: it
-grows the buffers and calls the phase again (``STEP_NEED_ROOM``), writes back the store's
-counters after a row written in place, adds the running statistics' terms, and lets the
-selection follow an atom that left (``STEP_FORGOT_ATOM``: Sketched-KONS's KORS).
+The compiled phases work on the learner's store, preconditioner (the window's inverse, or the
+unbounded learner's Cholesky factor and ``g``) and atoms' slots, handed to each call, and
+return a status (``okoco._core._steps.STEP_*``) and their results in the core's fields; this
+mixin of :class:`okoco.learners.kons.KONS` makes what they leave to Python: it grows the
+buffers and calls the phase again (``STEP_NEED_ROOM``), writes back the store's counters
+after a row written in place, adds the running statistics' terms, and lets the selection
+follow an atom that left (``STEP_FORGOT_ATOM``: Sketched-KONS's KORS).
 """
 
 from __future__ import annotations
@@ -16,17 +17,20 @@ from okoco._core._steps import STEP_FORGOT_ATOM, STEP_NEED_ROOM, STEP_OK, STEP_S
 
 
 class WindowPhases:
-    """The Python side of the windowed step, for :class:`okoco.learners.kons.KONS` (which
-    defines ``_step_core``, ``_make_room``, ``_forget_atom`` and the statistics)."""
+    """The Python side of the step, for :class:`okoco.learners.kons.KONS` (which defines
+    ``_step_core``, ``_preconditioner``, ``_make_room``, ``_forget_atom`` and the
+    statistics)."""
 
-    def _apply_window_step(self, v: np.ndarray, analysis, step: tuple, z: int) -> None:
+    def _apply_phase(self, v: np.ndarray, analysis, step: tuple, z: int) -> None:
         """Learn ``v`` (``KONSCore.apply``; once more after :meth:`_make_room` if a buffer
         lacked room), then the store's counters and the running statistics."""
-        core, store, window = self._step_core(), self._store, self._window
-        status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
+        core, store, window = self._step_core(), self._store, self._preconditioner
+        status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha,
+                            self._g)
         if status == STEP_NEED_ROOM:
             self._make_room(v, core.needed)  # (a new array of the atoms' slots, maybe)
-            status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha)
+            status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha,
+                            self._g)
         if status == STEP_SKIPPED:
             return
         if status != STEP_OK:
