@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 
-from okoco._input import reserve
 from okoco.dictionary import KORS
 from okoco.learners._newton import DEFAULT_MAX_SIZE, KONS
 from okoco.learners.base import overflow_message
@@ -166,11 +165,6 @@ class SketchedKONS(KONS):
     def _settle(self) -> None:
         super()._settle()
         self._kors._flush()
-
-    def _note_selected(self, index: int) -> None:
-        m = self.dictionary_size  # every atom's slot, with or without a window
-        self._selected = reserve(self._selected, m)
-        self._selected[m - 1] = index
 
     @property
     def coins(self) -> np.ndarray:
