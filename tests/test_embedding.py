@@ -36,6 +36,38 @@ def test_drop_rotations_give_the_factor_without_the_atom():
         np.testing.assert_allclose(W[keep][:, keep], reference, atol=1e-12)
 
 
+def swap_against_dense(embedding, heads, v, embedded, kernel, X):
+    """``embedding.swap_in`` checked against dense references, whatever its rule: the atoms
+    held after it (the others in order, then ``v``), the factor a fresh Cholesky of their
+    K_I, every head's function at ``X`` the RKHS least-squares projection of its old one onto
+    the remaining atoms (the newcomer's weight 0), its A^{-1} the inverse of A restricted to
+    their span (1/alpha for the newcomer). Returns the atom that left, or None."""
+    atoms, m = embedding._store.view().copy(), embedding.size
+    K = kernel(atoms, atoms)
+    L = np.linalg.cholesky(K)
+    coefficients = [np.linalg.solve(L.T, h._u[:m]) for h in heads]
+    inverses = [h._P.matrix() for h in heads]
+    j = embedding.swap_in(v, embedded, heads)
+    if j is None:
+        return None
+    keep = np.arange(m) != j
+    new_atoms = embedding._store.view()
+    np.testing.assert_array_equal(new_atoms, np.vstack([atoms[keep], v]))
+    L_new = np.linalg.cholesky(kernel(new_atoms, new_atoms))
+    np.testing.assert_allclose(embedding._embed.factor(), L_new, atol=1e-10)
+    M = np.linalg.solve(np.linalg.cholesky(K[np.ix_(keep, keep)]), L[keep])
+    for head, c, P in zip(heads, coefficients, inverses):
+        want = kernel(X, atoms[keep]) @ np.linalg.solve(K[np.ix_(keep, keep)], K[keep] @ c)
+        after = kernel(X, new_atoms) @ np.linalg.solve(L_new.T, head._u[:m])
+        np.testing.assert_allclose(after, want, atol=1e-9 * max(1.0, np.abs(want).max()))
+        restricted = np.linalg.inv(M @ np.linalg.inv(P) @ M.T)
+        np.testing.assert_allclose(head._P.matrix()[: m - 1, : m - 1], restricted,
+                                   rtol=1e-8, atol=1e-8 * np.abs(restricted).max())
+        assert head._u[m - 1] == 0.0 and head._P.size == m
+        assert head._P.matrix()[m - 1, m - 1] == 1.0 / head.alpha
+    return j
+
+
 @pytest.mark.parametrize("loss", [losses.Squared(), losses.Logistic()])
 def test_a_swap_projects_the_function_and_restricts_A_as_dense_references_do(loss):
     """Once full, a newcomer of residual above twice the smallest atom residual replaces that
@@ -53,32 +85,11 @@ def test_a_swap_projects_the_function_and_restricts_A_as_dense_references_do(los
         embedded = step(embedding, heads, v, y)
         if embedding.size < embedding.max_size or embedded.joined:
             continue
-        atoms, m = embedding._store.view().copy(), embedding.size
-        K = kernel(atoms, atoms)
-        L = np.linalg.cholesky(K)
-        coefficients = [np.linalg.solve(L.T, h._u[:m]) for h in heads]
-        inverses = [h._P.matrix() for h in heads]
-        j = embedding.swap_in(v, embedded, heads)
-        if j is None:
+        X = rng.normal(size=(15, 2)) * 2.0
+        if swap_against_dense(embedding, heads, v, embedded, kernel, X) is None:
             continue
         swaps += 1
-        keep = np.arange(m) != j
-        new_atoms = embedding._store.view()
-        np.testing.assert_array_equal(new_atoms[:-1], atoms[keep])
-        np.testing.assert_array_equal(new_atoms[-1], v)
-        K_new = kernel(new_atoms, new_atoms)
-        L_new = np.linalg.cholesky(K_new)
-        M = np.linalg.solve(np.linalg.cholesky(K[np.ix_(keep, keep)]), L[keep])
-        X = rng.normal(size=(15, 2)) * 2.0
-        for head, c, P in zip(heads, coefficients, inverses):
-            projected = np.linalg.solve(K[np.ix_(keep, keep)], K[keep] @ c)
-            after = kernel(X, new_atoms) @ np.linalg.solve(L_new.T, head._u[:m])
-            np.testing.assert_allclose(after, kernel(X, atoms[keep]) @ projected, atol=1e-9)
-            assert head._u[m - 1] == 0.0 and head._P.size == m
-            restricted = np.linalg.inv(M @ np.linalg.inv(P) @ M.T)
-            np.testing.assert_allclose(head._P.matrix()[: m - 1, : m - 1], restricted,
-                                       rtol=1e-8, atol=1e-8 * np.abs(restricted).max())
-            assert head._P.matrix()[m - 1, m - 1] == 1.0 / head.alpha
+        K_new = kernel(embedding._store.view(), embedding._store.view())
         np.testing.assert_allclose(embedding.atom_residuals(),
                                    1.0 / np.diag(np.linalg.inv(K_new)), rtol=1e-8)
         assert embedding.size == embedding.max_size

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from test_embedding import step
+from test_embedding import step, swap_against_dense
 
 from okoco import kernels, losses
 from okoco._core import _swap
@@ -331,32 +331,9 @@ def test_a_usage_swap_keeps_the_factor_and_the_heads_as_dense_references_do():
         if embedding.size < m or embedded.joined:
             assert embedding.swap_in(v, embedded, heads) is None  # (it keeps the usages)
             continue
-        atoms = embedding._store.view().copy()
-        K = kernel(atoms, atoms)
-        coefficients = [np.linalg.solve(np.linalg.cholesky(K).T, h._u[:m]) for h in heads]
-        inverses = [h._P.matrix() for h in heads]
-        j = embedding.swap_in(v, embedded, heads)
-        if j is None:
+        if swap_against_dense(embedding, heads, v, embedded, kernel, X_test) is None:
             continue
         swaps += 1
-        keep = np.arange(m) != j
-        new_atoms = embedding._store.view()
-        np.testing.assert_array_equal(new_atoms, np.vstack([atoms[keep], v]))
-        K_new = kernel(new_atoms, new_atoms)
-        np.testing.assert_allclose(embedding._embed.factor(), np.linalg.cholesky(K_new),
-                                   atol=1e-10)
-        M = np.linalg.solve(np.linalg.cholesky(K[np.ix_(keep, keep)]),
-                            np.linalg.cholesky(K)[keep])
-        for head, c, P in zip(heads, coefficients, inverses):
-            projected = np.linalg.solve(K[np.ix_(keep, keep)], K[keep] @ c)
-            after = kernel(X_test, new_atoms) @ np.linalg.solve(np.linalg.cholesky(K_new).T,
-                                                                head._u[:m])
-            want = kernel(X_test, atoms[keep]) @ projected
-            np.testing.assert_allclose(after, want, atol=1e-9 * max(1.0, np.abs(want).max()))
-            restricted = np.linalg.inv(M @ np.linalg.inv(P) @ M.T)
-            np.testing.assert_allclose(head._P.matrix()[: m - 1, : m - 1], restricted,
-                                       rtol=1e-8, atol=1e-8 * np.abs(restricted).max())
-            assert head._u[m - 1] == 0.0 and head._P.matrix()[m - 1, m - 1] == 1 / head.alpha
         assert embedding._usage.shape == (m,)
         assert embedding._usage[-1] == pytest.approx(embedding._usage_count / m, rel=1e-15)
     assert swaps >= 5
