@@ -419,7 +419,7 @@ class Auto(ExpertMixture, KernelLearner):
                 prediction = analysis[4]
             else:
                 analysis = expert.analyse_row(v, embedded)
-                prediction = analysis[1]
+                prediction = expert.prediction(analysis)
             analyses.append(analysis)
             preds.append(expert._clip(prediction))
         return analyses, preds, self._combine(preds), embedded

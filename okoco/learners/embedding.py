@@ -24,7 +24,7 @@ which ``Auto``'s dictionary experts share (the embedding here, the head in
 
   compiled once (``okoco._core._ons.OnsState``): checked for each way the coordinates may
   grow (every number it would store finite) before anything changes, then applied
-  (``OnsHead._ons_check``, ``OnsHead._ons_apply``), so that a refused step changes nothing.
+  (``OnsHead._ons_plan``, then ``OnsHead._ons_commit``), so that a refused step changes nothing.
 
 ``PROSNKONS`` and ``CONKONS`` are one embedding and one head (mixins over their own attributes,
 so their saved files keep their layout); ``Auto`` holds one :class:`SharedEmbedding` and
