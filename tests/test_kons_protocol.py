@@ -259,3 +259,36 @@ def test_each_refusal_of_the_check_is_worded_and_changes_nothing(max_size):
         with pytest.raises(ValueError, match=words):
             model._check_step(target, eta, analysis)
         assert (model.noise_scale_sum, model.rg_sum, model._store.size) == before
+
+
+def test_the_steps_records_are_named():
+    """KONS's phases hand named records to their callers (Auto, the multiclass classifier):
+    the analysis (its prediction the learner's, k(x, x) the kernel's) and the check's step
+    (its prediction the clipped analysis'); an ONS head's record names its fields too."""
+    import numpy as np
+
+    from okoco.learners import KONS, Auto
+    from okoco.learners.ons import HeadAnalysis
+
+    rng = np.random.default_rng(0)
+    rows = [({"a": float(a), "b": float(b)}, float(np.sin(a) + b)) for a, b in
+            rng.normal(size=(40, 2))]
+    for model in (KONS(), KONS(max_size=None)):
+        for x, y in rows:
+            model.learn_one(x, y)
+        x = rows[0][0]
+        analysis = model._analyse(model._features.encode(x, arrays=False)[0])
+        assert analysis._fields == ("k", "kappa", "e", "h", "ybar", "kc", "hh")
+        assert analysis.kappa == 1.0 and abs(analysis.ybar) < model.C
+        assert model.predict_one(x) == analysis.ybar
+        assert analysis.k.shape == (40,) and 0.0 < analysis.hh < analysis.kappa
+        step = model._check_step(0.5, None, analysis)
+        assert step._fields == ("s", "shift", "yhat", "gdot", "weight", "d_t", "noise")
+        assert step.yhat == analysis.ybar and step.shift == 0.0  # no projection inside C
+        assert step.gdot == 2.0 * (analysis.ybar - 0.5)  # the squared loss's derivative
+    auto = Auto()
+    for x, y in rows:
+        auto.learn_one(x, y)
+    analyses = auto._analyse(auto._features.encode(rows[0][0], arrays=False)[0])[0]
+    heads = [a for a in analyses if isinstance(a, HeadAnalysis)]
+    assert len(heads) == 4 and all(a.z.shape[0] >= 3 for a in heads)

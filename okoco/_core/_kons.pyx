@@ -41,6 +41,8 @@ derivatives (the learner computes them at the clipped prediction). The learner r
 inside one one-thread BLAS scope (okoco._blas.scipy_one_thread).
 """
 
+from collections import namedtuple
+
 import numpy as np
 
 from libc.math cimport NAN, fabs, isfinite, log, log1p, sqrt
@@ -52,6 +54,14 @@ from okoco._core._linalg cimport axpy, dot, tp_back_solve, tp_half_solve
 from okoco._core._slots cimport SlotViews, append_views, remove_views, solve_views
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
 from okoco._core._steps cimport FORGOT_ATOM, NEED_ROOM, OK, SKIPPED, StepCore
+
+#: The records of a step (named tuples): ``analyse``'s, the kernel row ``k`` over the stored
+#: points, ``kappa = k(x, x)``, ``e = D k`` over the atoms, ``h`` its solve (``P e`` for the
+#: window, ``L^{-1} e`` for the factor), the unclipped prediction ``ybar``, ``kc = k . c`` and
+#: ``hh = e^T (Kbar_I + alpha I)^{-1} e``; ``check``'s, the step's scalars (``s`` the spread,
+#: ``shift`` the projection's, ``yhat``, ``gdot``, ``weight``, ``d_t`` and the noise term).
+Analysis = namedtuple("Analysis", "k kappa e h ybar kc hh", module=__name__)
+Step = namedtuple("Step", "s shift yhat gdot weight d_t noise", module=__name__)
 
 #: Why ``KONSCore.check`` refused a step (the learner words each): the curvature step's weight
 #: (the loss's second derivative) is not a finite number >= 0; a value of the analysis is not
@@ -214,9 +224,9 @@ cdef class KONSCore(StepCore):
                 for i in range(n):
                     w[i] = d[i] * Kc[i]
                 t = dot(<int>n, &h[0], w)
-        return k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh
+        return Analysis(k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh)
 
-    cdef tuple analyse_factor(self, chol, double alpha, k_obj, double kappa, e_obj,
+    cdef object analyse_factor(self, chol, double alpha, k_obj, double kappa, e_obj,
                               double kc, selected, whitened):
         """The analysis over the factor ``L L^T = Kbar_I + alpha I`` of the atoms in the order
         they came (every stored point if there are as many, else those at ``selected``):
@@ -235,7 +245,7 @@ cdef class KONSCore(StepCore):
                 tp_half_solve(&L[0], <int>m, &h[0])
                 hh = dot(<int>m, &h[0], &h[0])
                 t = dot(<int>m, &h[0], &g[0])
-        return k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh
+        return Analysis(k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh)
 
     cdef int solve(self, window, double* e, double* h, Py_ssize_t n) except -1:
         """h <- P e over the first n slots of the caller's ring (SlotInverse.solve)."""
@@ -248,18 +258,18 @@ cdef class KONSCore(StepCore):
 
     # -- the step's scalars ---------------------------------------------------------------
 
-    def check(self, tuple analysis, double y, double eta, double alpha, double C,
+    def check(self, analysis, double y, double eta, double alpha, double C,
               double running, double least_coin, double gdot=NAN, double weight=NAN):
         """KONS._check_step's arithmetic, the one definition (``eta`` NaN: the curvature step):
-        the step's scalars ``(s, shift, yhat, gdot, weight, d_t, noise)``, or a refusal's code
+        the step's scalars (a :data:`Step`), or a refusal's code
         (``CHECK_*``; nothing changed) that the learner words, with ``yhat``, ``gdot`` and
         ``weight`` left in the object's fields. ``running`` is the sum of the running
         statistics (``noise_scale_sum + rg_sum + online_effective_dimension``),
         ``least_coin`` the least coin a step can draw. For a loss without a compiled form the
         learner gives the loss's ``gdot`` (and ``weight``, its second derivative, for the
         curvature step) at ``yhat = ybar - h(ybar)``."""
-        cdef const double[::1] k = analysis[0], e = analysis[2]
-        cdef double kappa = analysis[1], ybar = analysis[4], hh = analysis[6]
+        cdef const double[::1] k = analysis.k, e = analysis.e
+        cdef double kappa = analysis.kappa, ybar = analysis.ybar, hh = analysis.hh
         cdef double excess, yhat, d_t, s, shift = 0.0, level, worst, total, noise
         cdef double ee = -1.0
         cdef Py_ssize_t n = e.shape[0], i
@@ -315,12 +325,12 @@ cdef class KONSCore(StepCore):
         if not isfinite(running + noise + (gdot * gdot + weight)
                         * s / (alpha + least_coin * weight * s)):
             return CHECK_TARGET
-        return s, shift, yhat, gdot, weight, d_t, noise
+        return Step(s, shift, yhat, gdot, weight, d_t, noise)
 
     # -- the step ---------------------------------------------------------------------------
 
     def apply(self, store, window, selected, const double[:] v,
-              tuple analysis, tuple step, int z, double alpha, whitened=None):
+              analysis, step, int z, double alpha, whitened=None):
         """KONS._apply_step in one call (``whitened``: the unbounded learner's ``g``, bordered
         with its factor): ``NEED_ROOM`` (nothing changed, the
         size wanted in ``needed``: the learner's ``_make_room``, then this call again),
@@ -328,11 +338,11 @@ cdef class KONSCore(StepCore):
         row and squared norm ``row_norm`` written into ``store``'s buffers if ``wrote_row``:
         the learner updates its counters), the new atom's slot last in ``selected``, and the
         statistics' terms in ``tau``, ``rg_term`` and ``log_det_term``."""
-        cdef const double[::1] k = analysis[0], e = analysis[2], h = analysis[3]
-        cdef double kappa = analysis[1], kc = analysis[5]
+        cdef const double[::1] k = analysis.k, e = analysis.e, h = analysis.h
+        cdef double kappa = analysis.kappa, kc = analysis.kc
         cdef double sigma
-        cdef double s = step[0], shift = step[1], yhat = step[2], gdot = step[3]
-        cdef double weight = step[4], d_t = step[5]
+        cdef double s = step.s, shift = step.shift, yhat = step.yhat, gdot = step.gdot
+        cdef double weight = step.weight, d_t = step.d_t
         cdef double c_t
         cdef Py_ssize_t n = k.shape[0], slot, size
         c_t = self.step_terms(s, shift, yhat, gdot, weight, d_t, z, alpha)
@@ -366,7 +376,7 @@ cdef class KONSCore(StepCore):
         if not z:
             return OK
         if factored(window):
-            self.border_factor(window, whitened, analysis[2], analysis[3], d_t,
+            self.border_factor(window, whitened, analysis.e, analysis.h, d_t,
                                kc + kappa * c_t, d_t * d_t * kappa + alpha)
         else:
             sigma = d_t * d_t * s + alpha

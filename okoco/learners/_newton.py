@@ -302,7 +302,8 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         """:meth:`_analyse` from the kernel row ``k`` over the stored points and
         ``kappa = K(x, x)``, computed by the caller (``Auto`` shares them among its experts).
 
-        Returns ``(k, kappa, e, h, ybar, kc, hh)`` with ``hh = e^T (Kbar_I + alpha I)^{-1} e``:
+        Returns the record ``okoco._core._kons.Analysis`` ``(k, kappa, e, h, ybar, kc, hh)``,
+        ``hh = e^T (Kbar_I + alpha I)^{-1} e``:
         ``h = (Kbar_I + alpha I)^{-1} e`` over the store's slots (the window's inverse), or
         ``h = L^{-1} e`` over the atoms in the order they came (unbounded: the Cholesky factor
         ``L``), in one compiled call (``KONSCore.analyse_row``)."""
@@ -331,7 +332,7 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         term would make it overflow float64 (a target ~1e150 from the prediction, a spread
         ~1e-8) raises ``ValueError`` and changes nothing (:meth:`_check_step`).
         """
-        kappa, hh = analysis[1], analysis[6]
+        kappa, hh = analysis.kappa, analysis.hh
         scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
         return scale * (max(kappa - hh, 0.0) + 0.5 * self.alpha)
 
@@ -371,17 +372,18 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""
 
     def _check_step(self, y: float, eta: float | None, analysis) -> tuple:
-        """The step's scalars ``(s, shift, yhat, gdot, weight, d_t, noise)`` from
-        :meth:`_analyse`'s ``analysis`` (``KONSCore.check``, the one definition, for the window
-        and the unbounded learner); raises ``ValueError``, before any state changes, if the
-        step would store non-finite numbers, in the model or in its running statistics
-        (``noise_scale_sum``, ``rg_sum``, ``online_effective_dimension``: a target too far from
-        the prediction for its spread; ``Auto`` checks every expert's step before it applies
-        any). A loss without a compiled form gives its derivatives here."""
+        """The step's scalars (the record ``okoco._core._kons.Step``: ``s``, ``shift``, ``yhat``,
+        ``gdot``, ``weight``, ``d_t``, ``noise``) from :meth:`_analyse`'s ``analysis``
+        (``KONSCore.check``, the one definition, for the window and the unbounded learner);
+        raises ``ValueError``, before any state changes, if the step would store non-finite
+        numbers, in the model or in its running statistics (``noise_scale_sum``, ``rg_sum``,
+        ``online_effective_dimension``: a target too far from the prediction for its spread;
+        ``Auto`` checks every expert's step before it applies any). A loss without a compiled
+        form gives its derivatives here."""
         core = self._step_core()
         gdot = weight = math.nan
         if core.loss < 0:
-            ybar = analysis[4]
+            ybar = analysis.ybar
             yhat = ybar - clip_excess(ybar, self.C)
             gdot = float(self._loss.derivative(y, yhat))
             if eta is None:  # eta="hessian": the weight eta_t gdot^2 is loss'' itself
@@ -389,7 +391,7 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         running = self.noise_scale_sum + self.rg_sum + self.online_effective_dimension
         step = core.check(analysis, y, math.nan if eta is None else eta, self.alpha, self.C,
                           running, self._least_coin, gdot, weight)
-        if type(step) is not tuple:
+        if not isinstance(step, _kons.Step):  # a refusal's code
             raise ValueError(self._refusal(step, y, analysis))
         return step
 
@@ -399,9 +401,9 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         if code == _kons.CHECK_WEIGHT:
             return f"loss.second_derivative returned {core.weight!r}; it must be >= 0"
         if code == _kons.CHECK_OVERFLOW:
-            return overflow_message(self._kernel, analysis[4])
+            return overflow_message(self._kernel, analysis.ybar)
         if code == _kons.CHECK_SINGULAR:
-            return singular_message(self._kernel, analysis[1], self.alpha)
+            return singular_message(self._kernel, analysis.kappa, self.alpha)
         if code == _kons.CHECK_DERIVATIVE:
             return (f"the target {y!r} gives the loss derivative {core.gdot:g} at the "
                     f"prediction {core.yhat:g}, too large for a second-order step; rescale "
@@ -410,8 +412,8 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
 
     def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:
         """Learn ``v`` from its ``analysis`` and the ``step`` of :meth:`_check_step`."""
-        z = self._coin(analysis[2], analysis[1], step[5])  # may refuse: before any change
-        self.noise_scale_sum += step[6]
+        z = self._coin(analysis.e, analysis.kappa, step.d_t)  # may refuse: before any change
+        self.noise_scale_sum += step.noise
         self._apply_phase(v, analysis, step, z)
 
     def _make_room(self, v: np.ndarray, size: int) -> None:

@@ -416,7 +416,7 @@ class Auto(ExpertMixture, KernelLearner):
             if window:
                 analysis = expert._analyse_row(next(rows),
                                                _kernels.self_similarity(expert._kernel, v))
-                prediction = analysis[4]
+                prediction = analysis.ybar
             else:
                 analysis = expert.analyse_row(v, embedded)
                 prediction = expert.prediction(analysis)

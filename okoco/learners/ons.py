@@ -25,7 +25,7 @@ from okoco.learners._codes import compiled_loss
 from okoco.learners.embedding import Embedded, SharedEmbedding, step_message
 from okoco.linalg import PackedSymmetric
 
-__all__ = ["OnsHead", "DictionaryExpert", "LinearExpert"]
+__all__ = ["OnsHead", "DictionaryExpert", "LinearExpert", "HeadAnalysis"]
 
 _NONE = np.zeros(0)  # no new coordinate (read-only)
 _NONE.flags.writeable = False
@@ -157,6 +157,19 @@ class OnsHead:
         return scale * _ons.predictive_spread(self.alpha, s, residual)
 
 
+class HeadAnalysis:
+    """An ONS head's record of one row (``Auto``'s heads): its coordinates ``z``, the unclipped
+    prediction ``ybar``, the residual ``k(x, x) - z.z`` (0 for explicit features), ``extra``
+    (a dictionary head's ``Embedded``; a linear head's new coordinates) and ``direction``,
+    ``(A^{-1} z, s)`` once the variance asked for it."""
+
+    __slots__ = ("z", "ybar", "residual", "extra", "direction")
+
+    def __init__(self, z: np.ndarray, ybar: float, residual: float, extra):
+        self.z, self.ybar, self.residual, self.extra = z, ybar, residual, extra
+        self.direction = None
+
+
 class _Expert(OnsHead, Locked):
     """An ONS head that ``Auto`` mixes: validated ``alpha`` and ``eta`` (``"hessian"`` or a
     number), clipping to ``[-C, C]``, a lock of its own (as every learner has), and the step in
@@ -197,29 +210,29 @@ class _Expert(OnsHead, Locked):
     def _head_eta(self) -> float | None:
         return None if self.eta == "hessian" else float(self.eta)
 
-    def _analysis(self, z: np.ndarray, residual: float, extra) -> list:
-        """``[z, ybar, residual, extra, (A^{-1} z, s) memo]``."""
-        return [z, self._ons_predict(z), residual, extra, None]
+    def _analysis(self, z: np.ndarray, residual: float, extra) -> HeadAnalysis:
+        return HeadAnalysis(z, self._ons_predict(z), residual, extra)
 
     @staticmethod
     def prediction(analysis) -> float:
-        return analysis[1]
+        return analysis.ybar
 
     def _direction_of(self, analysis) -> tuple[np.ndarray, float]:
-        if analysis[4] is None:
-            analysis[4] = self._ons_direction(analysis[0], self.eta == "hessian")
-        return analysis[4]
+        if analysis.direction is None:
+            analysis.direction = self._ons_direction(analysis.z, self.eta == "hessian")
+        return analysis.direction
 
     def _variance_of(self, analysis) -> float:
-        return self._ons_variance(self._direction_of(analysis)[1], analysis[2], self.n_seen)
+        return self._ons_variance(self._direction_of(analysis)[1], analysis.residual,
+                                  self.n_seen)
 
     def _plan(self, y: float, analysis, new: np.ndarray, optional: bool):
         """Check the step with the new coordinates ``new`` (and without them if ``optional``);
         returns the state holding it (:meth:`OnsHead._ons_plan`)."""
-        return self._ons_plan(y, analysis[0], analysis[1], self._head_eta(), new, optional)
+        return self._ons_plan(y, analysis.z, analysis.ybar, self._head_eta(), new, optional)
 
     def _apply(self, state, y: float, analysis, n_new: int) -> None:
-        self._ons_commit(state, y, analysis[2], n_new)
+        self._ons_commit(state, y, analysis.residual, n_new)
         self.n_seen += 1
 
 
@@ -250,14 +263,14 @@ class DictionaryExpert(_Expert):
         return self._analysis(h, embedded.kappa - float(h @ h), embedded)
 
     def _check_step(self, y: float, analysis) -> tuple:
-        pivot = analysis[3].pivot
+        pivot = analysis.extra.pivot
         if pivot is None:  # it cannot join
             return self._plan(y, analysis, _NONE, False), y
         return self._plan(y, analysis, np.array([pivot]), True), y
 
     def _apply_step(self, analysis, step) -> None:
         state, y = step
-        self._apply(state, y, analysis, 1 if analysis[3].joined else 0)
+        self._apply(state, y, analysis, 1 if analysis.extra.joined else 0)
 
     @property
     def dictionary_size(self) -> int:
@@ -321,11 +334,11 @@ class LinearExpert(_Expert):
         return self._analysis(known, 0.0, new)
 
     def _check_step(self, y: float, analysis) -> tuple:
-        return self._plan(y, analysis, analysis[3], False), y
+        return self._plan(y, analysis, analysis.extra, False), y
 
     def _apply_step(self, analysis, step) -> None:
         state, y = step
-        self._apply(state, y, analysis, analysis[3].shape[0])
+        self._apply(state, y, analysis, analysis.extra.shape[0])
 
     @property
     def dictionary_size(self) -> int:
