@@ -41,8 +41,6 @@ derivatives (the learner computes them at the clipped prediction). The learner r
 inside one one-thread BLAS scope (okoco._blas.scipy_one_thread).
 """
 
-from collections import namedtuple
-
 import numpy as np
 
 from libc.math cimport NAN, fabs, isfinite, log, log1p, sqrt
@@ -54,14 +52,7 @@ from okoco._core._linalg cimport axpy, dot, tp_back_solve, tp_half_solve
 from okoco._core._slots cimport SlotViews, append_views, remove_views, solve_views
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
 from okoco._core._steps cimport FORGOT_ATOM, NEED_ROOM, OK, SKIPPED, StepCore
-
-#: The records of a step (named tuples): ``analyse``'s, the kernel row ``k`` over the stored
-#: points, ``kappa = k(x, x)``, ``e = D k`` over the atoms, ``h`` its solve (``P e`` for the
-#: window, ``L^{-1} e`` for the factor), the unclipped prediction ``ybar``, ``kc = k . c`` and
-#: ``hh = e^T (Kbar_I + alpha I)^{-1} e``; ``check``'s, the step's scalars (``s`` the spread,
-#: ``shift`` the projection's, ``yhat``, ``gdot``, ``weight``, ``d_t`` and the noise term).
-Analysis = namedtuple("Analysis", "k kappa e h ybar kc hh", module=__name__)
-Step = namedtuple("Step", "s shift yhat gdot weight d_t noise", module=__name__)
+from okoco._core._records import Analysis, Step
 
 #: Why ``KONSCore.check`` refused a step (the learner words each): the curvature step's weight
 #: (the loss's second derivative) is not a finite number >= 0; a value of the analysis is not

@@ -39,7 +39,7 @@ from numbers import Real
 import numpy as np
 
 from okoco._blas import scipy_one_thread
-from okoco._core import _kons
+from okoco._core import _kons, _records
 from okoco._input import reserve
 from okoco._validation import Interval
 from okoco.kernels import self_similarity
@@ -302,7 +302,7 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         """:meth:`_analyse` from the kernel row ``k`` over the stored points and
         ``kappa = K(x, x)``, computed by the caller (``Auto`` shares them among its experts).
 
-        Returns the record ``okoco._core._kons.Analysis`` ``(k, kappa, e, h, ybar, kc, hh)``,
+        Returns the record ``okoco._core._records.Analysis`` ``(k, kappa, e, h, ybar, kc, hh)``,
         ``hh = e^T (Kbar_I + alpha I)^{-1} e``:
         ``h = (Kbar_I + alpha I)^{-1} e`` over the store's slots (the window's inverse), or
         ``h = L^{-1} e`` over the atoms in the order they came (unbounded: the Cholesky factor
@@ -372,7 +372,7 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""
 
     def _check_step(self, y: float, eta: float | None, analysis) -> tuple:
-        """The step's scalars (the record ``okoco._core._kons.Step``: ``s``, ``shift``, ``yhat``,
+        """The step's scalars (the record ``okoco._core._records.Step``: ``s``, ``shift``, ``yhat``,
         ``gdot``, ``weight``, ``d_t``, ``noise``) from :meth:`_analyse`'s ``analysis``
         (``KONSCore.check``, the one definition, for the window and the unbounded learner);
         raises ``ValueError``, before any state changes, if the step would store non-finite
@@ -391,7 +391,7 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         running = self.noise_scale_sum + self.rg_sum + self.online_effective_dimension
         step = core.check(analysis, y, math.nan if eta is None else eta, self.alpha, self.C,
                           running, self._least_coin, gdot, weight)
-        if not isinstance(step, _kons.Step):  # a refusal's code
+        if not isinstance(step, _records.Step):  # a refusal's code
             raise ValueError(self._refusal(step, y, analysis))
         return step
 
