@@ -18,7 +18,7 @@ views of those buffers and of the store's fields (``d``, ``c``, ``Kc``, ``z``):
 
 - ``analyse`` / ``analyse_row``: the kernel row (or the one given), ``e = d k``, the solve
   ``h`` (``P e``; ``L^{-1} e_I``), ``hh = e^T M^{-1} e`` and the prediction ``ybar``, as
-  ``(k, kappa, e, h, ybar, kc, hh)``;
+  the record ``Analysis(k, kappa, e, h, ybar, kc, hh)`` (``okoco._core._records``);
 - ``check`` (of every KONS step, the window's and the unbounded learner's): the step's
   scalars ``(s, shift, yhat, gdot, weight, d_t, noise)``, or the code of a refusal (nothing
   changed; ``CHECK_*``, worded by the learner): a value that is not finite, a pivot lost to
