@@ -115,12 +115,11 @@ class NystromEmbedding:
             raise ValueError(overflow_message(self._kernel, bad))
         return k, kappa, self._embed.half_solve(k)
 
-    def _join_pivot(self, kappa: float, h: np.ndarray) -> float | None:
+    def _join_pivot(self, kappa: float, residual: float) -> float | None:
         """The pivot the point would take as an atom (its coordinate in its own embedding),
-        or ``None`` if it cannot join: the dictionary is full, or the point lies in its span
-        to working precision."""
+        from its ``residual`` ``k(x, x) - h.h`` against the atoms, or ``None`` if it cannot
+        join: the dictionary is full, or the point lies in its span to working precision."""
         full = self.max_size is not None and self._embed.size >= self.max_size
-        residual = kappa - float(h @ h)
         if full or not residual > _SPAN_TOL * kappa:
             return None
         return math.sqrt(max(residual, self._embed.min_pivot))
@@ -238,7 +237,8 @@ class SharedEmbedding(NystromEmbedding):
     def analyse(self, v: np.ndarray) -> Embedded:
         """The embedding of ``v`` (no state change)."""
         k, kappa, h = self._embedding_of(v)
-        return Embedded(k, kappa, h, self._join_pivot(kappa, h))
+        residual = kappa - float(h @ h)
+        return Embedded(k, kappa, h, residual, self._join_pivot(kappa, residual))
 
     def offer(self, v: np.ndarray, embedded: Embedded) -> None:
         """KORS's coin for ``v`` (if it can join); records the outcome in ``embedded``."""
@@ -270,8 +270,8 @@ class SharedEmbedding(NystromEmbedding):
         m = self.size
         if self.max_size is None or m < self.max_size or embedded.joined or m < 2:
             return None
-        residual = embedded.kappa - float(embedded.h @ embedded.h)
-        j = (self._least_used if self.swap_rule == "usage" else self._least_distinct)(residual)
+        rule = self._least_used if self.swap_rule == "usage" else self._least_distinct
+        j = rule(embedded.residual)
         if j is None:
             return None
         self._replace(j, v, embedded, heads)
@@ -307,8 +307,7 @@ class SharedEmbedding(NystromEmbedding):
         if total > 0.0:
             usage += k / total
         self._usage_count = decay * self._usage_count + 1.0
-        residual = embedded.kappa - float(embedded.h @ embedded.h)
-        self._mean_residual += (residual - self._mean_residual) / min(
+        self._mean_residual += (embedded.residual - self._mean_residual) / min(
             self._usage_count, self.usage_horizon)
         if self.size > usage.shape[0]:  # the point joined: an even share
             self._usage = np.append(usage, self._usage_count / self.size)
@@ -387,10 +386,12 @@ def rotate_coordinates(v: np.ndarray, j: int, rotations: list) -> None:
 
 
 class Embedded:
-    """One point's embedding by a :class:`SharedEmbedding`: ``k``, ``kappa``, ``h``, the
-    ``pivot`` it would take as an atom (``None``: it cannot join) and whether it ``joined``."""
+    """One point's embedding by a :class:`SharedEmbedding`: ``k``, ``kappa``, ``h``, its
+    ``residual`` ``kappa - h.h`` against the atoms, the ``pivot`` it would take as an atom
+    (``None``: it cannot join) and whether it ``joined``."""
 
-    __slots__ = ("k", "kappa", "h", "pivot", "joined")
+    __slots__ = ("k", "kappa", "h", "residual", "pivot", "joined")
 
-    def __init__(self, k, kappa, h, pivot):
-        self.k, self.kappa, self.h, self.pivot, self.joined = k, kappa, h, pivot, False
+    def __init__(self, k, kappa, h, residual, pivot):
+        self.k, self.kappa, self.h, self.residual = k, kappa, h, residual
+        self.pivot, self.joined = pivot, False

@@ -253,14 +253,13 @@ class DictionaryExpert(_Expert):
         return (f"DictionaryExpert(kernel={self.kernel!r}, alpha={self.alpha:g}, "
                 f"eta={self.eta!r}, max_size={self.max_size!r})")
 
-    def analyse_row(self, v: np.ndarray, embedded: list) -> list:
+    def analyse_row(self, v: np.ndarray, embedded: list) -> HeadAnalysis:
         """:meth:`analyse` of the row ``v`` from its embeddings by its owner's dictionaries
         (``embedded``, in order; this head's is number ``dictionary``)."""
         return self.analyse(embedded[self.dictionary])
 
-    def analyse(self, embedded: Embedded) -> list:
-        h = embedded.h
-        return self._analysis(h, embedded.kappa - float(h @ h), embedded)
+    def analyse(self, embedded: Embedded) -> HeadAnalysis:
+        return self._analysis(embedded.h, embedded.residual, embedded)
 
     def _check_step(self, y: float, analysis) -> tuple:
         pivot = analysis.extra.pivot
@@ -320,11 +319,11 @@ class LinearExpert(_Expert):
     def describe(self) -> str:
         return f"LinearExpert(alpha={self.alpha:g}, eta={self.eta!r}, bound={self.bound!r})"
 
-    def analyse_row(self, v: np.ndarray, embedded: list) -> list:
+    def analyse_row(self, v: np.ndarray, embedded: list) -> HeadAnalysis:
         """:meth:`analyse` of the row ``v`` (its owner's embeddings ``embedded`` unused)."""
         return self.analyse(v)
 
-    def analyse(self, v: np.ndarray) -> list:
+    def analyse(self, v: np.ndarray) -> HeadAnalysis:
         z = np.concatenate([[1.0], v])
         m = self._P.size
         if z.shape[0] > m:  # features first seen now: new coordinates

@@ -291,11 +291,12 @@ class PROSNKONS(NystromEmbedding, OnsHead, KernelLearner):
         so that a refused step changes nothing."""
         analysis = self._analyse(v)
         k, kappa, h, _ = analysis
-        pivot = self._join_pivot(kappa, h)  # if the point can join: a new coordinate, its pivot
+        residual = kappa - float(h @ h)
+        pivot = self._join_pivot(kappa, residual)  # if it can join: a new coordinate, its pivot
         state = self._ons_plan(y, h, self._ons_predict(h), eta,
                                _NONE if pivot is None else np.array([pivot]), True)
         joined = pivot is not None and self._offer(v, k, kappa, h)
-        self._ons_commit(state, y, kappa - float(h @ h), 1 if joined else 0)
+        self._ons_commit(state, y, residual, 1 if joined else 0)
         if joined and self._restart:
             self._new_phase(self._embed.size)
 
