@@ -10,7 +10,7 @@ private attribute of another object and calls nothing above it.
     rank-one updates);
 ``_kernels``
     a kernel's row over stored points (squared distances from cached norms), and the kernels
-    coded for the steps (``_kernels.pxd``; the losses' in ``_losses.pxd``);
+    coded for the steps (``KernelCode``; the losses' in ``_losses.pxd``);
 ``_steps``
     the stored rows' core (``StepCore``) and FunctionalGD's step, once (``fgd_step``), on its
     typed state (``FGDState``, views of the learner's buffers) with its array loop;

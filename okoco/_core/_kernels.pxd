@@ -1,14 +1,5 @@
-# The kernels with a compiled form: each class of okoco.kernels names its member of this enum
-# (its class keyword ``code``, exposed to Python as okoco._core._kernels.KernelCode)
-cpdef enum KernelCode:
-    RBF = 0
-    LAPLACIAN = 1
-    LINEAR = 2
-    POLYNOMIAL = 3
-
-
 cdef struct Kernel:
-    int kind
+    int kind              # the kernel's member of KernelCode (_kernels.pyx)
     bint bounded          # k(x, x) = 1 and every value in [0, 1] (the class's ``bounded``)
     double gamma, coef0, degree
     double near_factor    # squared distances at or below (2 d + 4) near_factor (...) are exact

@@ -14,6 +14,16 @@ from scipy.linalg.cython_blas cimport ddot, dgemv
 
 from okoco._core._linalg cimport dot
 
+# The kernels with a compiled form: each class of okoco.kernels names its member of this enum
+# (its class keyword ``code``, exposed to Python as okoco._core._kernels.KernelCode). Declared
+# here, in the one module that branches on it: a kernel's compiled form lives in this file.
+cpdef enum KernelCode:
+    RBF = 0
+    LAPLACIAN = 1
+    LINEAR = 2
+    POLYNOMIAL = 3
+
+
 # OpenBLAS runs dgemv and ddot on one thread below these many elements (interface/gemv.c,
 # kernel/x86_64/ddot.c); a block of rows stays below.
 cdef Py_ssize_t ONE_THREAD = 8192
