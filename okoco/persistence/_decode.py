@@ -212,7 +212,18 @@ class _Decoder:
             loss = _LOSSES.by_name().get(name) if type(name) is str else None
             if loss is None:
                 raise ValueError(f"{where}: unknown loss {_short(name)}")
-            return self._keep(tree, loss())
+            # (a file before format 11, or a loss without parameters, holds none)
+            params = self.decode(tree.get("params", {}), where, depth)
+            if type(params) is not dict or not all(
+                    type(p) is str and type(v) in (int, float, bool, str)
+                    for p, v in params.items()):
+                raise ValueError(f"{where}: the loss's parameters must map names to numbers, "
+                                 "bools or strings")
+            try:
+                return self._keep(tree, loss(**params))
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"{where}: the loss {name} refused its saved parameters: "
+                                 f"{error}") from None
         if marker == "__obj__":
             path = tree["__obj__"]
             if type(path) is str:

@@ -111,9 +111,11 @@ class _Encoder:
                     "params": self.encode(params, where)}
         loss_name = _LOSSES.name_of(kind)
         if loss_name is not None:
-            if vars(v):
-                raise TypeError(f"cannot save {where}: {v!r} carries extra attributes")
-            return {"__loss__": loss_name, "id": self._new_id(v)}
+            tree = {"__loss__": loss_name, "id": self._new_id(v)}
+            params = _loss_params(v, where)
+            if params:  # (a loss without parameters is saved by its name alone, as before)
+                tree["params"] = self.encode(params, where)
+            return tree
         path = _stable_name(kind) or _class_path(kind)  # (river's classes: by path)
         if _allowed(path, self.river):
             ident = self._new_id(v)
@@ -200,6 +202,20 @@ def _same_factory(a, b) -> bool:
     if isinstance(a, functools.partial) and isinstance(b, functools.partial):
         return a.func is b.func and a.args == b.args and not a.keywords and not b.keywords
     return a is b
+
+
+def _loss_params(loss: Any, where: str) -> dict:
+    """A registered loss's parameters, saved with its name so that ``cls(**params)`` rebuilds
+    it: its attributes, each a plain number, bool or string named by a parameter of its
+    constructor (a user's ``Huber(delta=2.0)`` keeps ``delta``); anything else is refused."""
+    params, names = vars(loss), _init_params(type(loss))
+    for name, value in params.items():
+        if name not in names or type(value) not in (int, float, bool, str):
+            raise TypeError(f"cannot save {where}: {loss!r} carries the attribute {name!r}, "
+                            "which is not a number, bool or string parameter of its "
+                            f"constructor (a loss is saved as its name and parameters: "
+                            f"{type(loss).__name__}({', '.join(names)}))")
+    return dict(params)
 
 
 def _unsupported(v: Any, where: str) -> str:

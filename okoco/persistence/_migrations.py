@@ -41,6 +41,9 @@ Format history (what each version changed, and where it is migrated here):
   registered with (``"KONS"``), not by its module path (:data:`LEGACY_CLASS_PATHS` maps the
   paths of the files before 10: :func:`stable_class_name`). A version-9 file needs no other
   migration: its rebuilt fields are there, and are used as saved (an optional cache).
+- 11: a registered loss is saved with its parameters (``"params"`` beside its name, when it has
+  any: a user's ``Huber(delta=2.0)``), rebuilt by ``cls(**params)``; a reader of 10 would have
+  dropped them. A version-10 file needs no migration: its losses have no parameters.
 """
 
 from __future__ import annotations
