@@ -244,3 +244,69 @@ def dense_drop(double[::1] P, Py_ssize_t m, Py_ssize_t j, const double[:, ::1] r
             row[m - 1] = 0.0
         memset(&P[(m - 1) * m], 0, m * sizeof(double))
     free(coupling)
+
+
+cdef double pairwise_sum(const double* a, Py_ssize_t n) noexcept nogil:
+    """numpy's pairwise summation (``np.sum`` of a contiguous float64 vector), term for term:
+    blocks of at most 128 in eight running sums, halves (multiples of 8) above."""
+    cdef double r[8]
+    cdef double res = 0.0
+    cdef Py_ssize_t i, q, half
+    if n < 8:
+        for i in range(n):
+            res += a[i]
+        return res
+    if n <= 128:
+        for q in range(8):
+            r[q] = a[q]
+        i = 8
+        while i < n - n % 8:
+            for q in range(8):
+                r[q] += a[i + q]
+            i += 8
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        while i < n:
+            res += a[i]
+            i += 1
+        return res
+    half = n // 2
+    half -= half % 8
+    return pairwise_sum(a, half) + pairwise_sum(a + half, n - half)
+
+
+def usage_step(double[::1] usage, const double[::1] k, double residual, double count,
+               double mean, double horizon, double margin):
+    r"""The usage rule's step (``SharedEmbedding.swap_in``), in place, ``O(m)``: each atom's
+    discounted share of the point's kernel row ``k``, :math:`U_j \leftarrow \gamma U_j + k_j /
+    \sum_i k_i` (no share for a zero row), the discounted count :math:`N \leftarrow \gamma N +
+    1` and the mean residual :math:`\bar r \leftarrow \bar r + (r - \bar r) / \min(N, H)`, with
+    :math:`\gamma = 1 - 1/H` (``horizon`` :math:`H`); then, with ``margin`` :math:`\mu > 0`,
+    the atom to leave: the least used (the first of the smallest :math:`U_j`) if
+    :math:`U_j < N / (\mu m)` and ``residual`` :math:`r > \bar r` (``margin=0``: none).
+
+    Returns ``(N, r_bar, j)``, ``j = -1`` for none. ``usage`` and ``k`` have the ``m`` atoms'
+    entries (a refused call changes nothing)."""
+    cdef Py_ssize_t m = usage.shape[0], i, j = -1
+    cdef double decay, total
+    if k.shape[0] != m:
+        raise ValueError(f"usage_step: a kernel row of {k.shape[0]} entries for {m} atoms")
+    if not horizon >= 1.0:
+        raise ValueError(f"usage_step: horizon must be at least 1, not {horizon!r}")
+    decay = 1.0 - 1.0 / horizon
+    with nogil:
+        for i in range(m):
+            usage[i] = usage[i] * decay
+        total = 0.0 + pairwise_sum(&k[0], m) if m else 0.0
+        if total > 0.0:
+            for i in range(m):
+                usage[i] = usage[i] + k[i] / total
+        count = decay * count + 1.0
+        mean = mean + (residual - mean) / (count if count < horizon else horizon)
+        if margin > 0.0 and m > 0:
+            j = 0
+            for i in range(1, m):
+                if usage[i] < usage[j]:
+                    j = i
+            if not (usage[j] < count / (margin * m) and residual > mean):
+                j = -1
+    return count, mean, j
