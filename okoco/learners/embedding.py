@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from okoco._blas import all_one_thread
-from okoco._core import _pros, _swap
+from okoco._core import _embedding, _pros
 from okoco.dictionary import KORS
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners._rebuilt import rebuild_kept_factor_matrix
@@ -107,13 +107,18 @@ class NystromEmbedding:
 
     def _embedding_of(self, v: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
         """``(k, kappa, h)``: the kernel row over the atoms, ``k(v, v)`` and ``L^{-1} k``."""
+        k, kappa = self._kernel_row_of(v)
+        return k, kappa, self._embed.half_solve(k)
+
+    def _kernel_row_of(self, v: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(k, kappa)``: the kernel row over the atoms and ``k(v, v)``, checked finite."""
         k = self._store.kernel_row(self._kernel, v)
         kappa = self_similarity(self._kernel, v)  # (1 without a call for a bounded kernel)
         if not (math.isfinite(kappa) and finite_row(self._kernel, k)):
             bad = kappa if not math.isfinite(kappa) else k[~np.isfinite(k)][0] \
                 if not np.isfinite(k).all() else float(k.sum())  # (a sum that overflowed)
             raise ValueError(overflow_message(self._kernel, bad))
-        return k, kappa, self._embed.half_solve(k)
+        return k, kappa
 
     def _join_pivot(self, kappa: float, residual: float) -> float | None:
         """The pivot the point would take as an atom (its coordinate in its own embedding),
@@ -235,9 +240,10 @@ class SharedEmbedding(NystromEmbedding):
         return self._embed.size
 
     def analyse(self, v: np.ndarray) -> Embedded:
-        """The embedding of ``v`` (no state change)."""
-        k, kappa, h = self._embedding_of(v)
-        residual = kappa - float(h @ h)
+        """The embedding of ``v`` (no state change): its kernel row, then ``h`` and the
+        residual in one compiled call (``okoco._core._embedding.embed``)."""
+        k, kappa = self._kernel_row_of(v)
+        h, residual = _embedding.embed(self._embed.factor_storage(), self.size, k, kappa)
         return Embedded(k, kappa, h, residual, self._join_pivot(kappa, residual))
 
     def offer(self, v: np.ndarray, embedded: Embedded) -> None:
@@ -285,7 +291,7 @@ class SharedEmbedding(NystromEmbedding):
         return j if residual > self.swap_margin * r[j] else None
 
     def _note_usage(self, embedded: Embedded, full: bool) -> int | None:
-        r"""The usage rule after a step, ``O(m)``, compiled (``okoco._core._swap.usage_step``):
+        r"""The usage rule after a step, ``O(m)``, compiled (``okoco._core._embedding.usage_step``):
         each atom's discounted share :math:`U_j \leftarrow \gamma U_j + k_j / \sum_i k_i` of
         the point's kernel row, the discounted count :math:`N \leftarrow \gamma N + 1` and mean
         residual, with :math:`\gamma = 1 - 1/H` (``usage_horizon`` steps); an atom that joins
@@ -295,7 +301,7 @@ class SharedEmbedding(NystromEmbedding):
         k = embedded.k
         if self._usage is None or self._usage.shape[0] != k.shape[0]:  # (first use)
             self._usage = np.full(k.shape[0], self._usage_count / max(k.shape[0], 1))
-        self._usage_count, self._mean_residual, j = _swap.usage_step(
+        self._usage_count, self._mean_residual, j = _embedding.usage_step(
             self._usage, k, embedded.residual, self._usage_count, self._mean_residual,
             self.usage_horizon, self.swap_margin if full else 0.0)
         if self.size > self._usage.shape[0]:  # the point joined: an even share
