@@ -140,6 +140,8 @@ def test_the_state_owns_the_saved_arrays_and_adopts_new_ones():
 
 def test_a_refused_record_changes_nothing():
     owner = Owner(3, 0.01)
+    assert owner.slack == 0.0 and owner._combine([0.0, 1.0, 2.0]) == pytest.approx(1.0)
+    assert owner.log_weights.size == 0  # (a prediction keeps the uniform prior implicit)
     owner._record(np.array([1.0, 2.0, 3.0]), 1.5)
     before = (owner.cumulative_losses.copy(), owner.recent_losses.copy(),
               owner.log_weights.copy(), owner.mix_loss, owner.cumulative_loss, owner.slack)

@@ -99,13 +99,16 @@ cdef class Mixture:
         self.fresh = False
         return 0
 
-    cdef int _bind_log_weights(self, owner) except -1:
-        """Adopt the owner's ``log_weights`` (a copy, set back on it; the uniform prior
-        :math:`-\\log N` when it holds none yet) unless it holds the state's own."""
+    cdef bint _bind_log_weights(self, owner, bint start) except -1:
+        """Whether the owner holds fixed share's weights (``log_weights`` not empty), adopting
+        them (a copy, set back on it) unless they are the state's own; with ``start``, an
+        owner that holds none gets the uniform prior :math:`-\\log N` each."""
         cdef object log_weights = owner.log_weights
         if log_weights is self._log_array:
-            return 0
+            return True
         if log_weights.size == 0:
+            if not start:
+                return False
             log_weights = np.full(self.n, -log(self.n) if self.n else 0.0)
         else:
             log_weights = np.array(log_weights, dtype=np.float64, copy=True)
@@ -114,21 +117,22 @@ cdef class Mixture:
                              f"shape {log_weights.shape}")
         owner.log_weights = self._log_array = log_weights
         self.log_weights = log_weights
-        return 0
+        return True
 
     cdef int _refresh(self, owner) except -1:
         """The weights at both rates and the slack, unless they are current."""
         cdef Py_ssize_t i
         cdef double mix, total = 0.0
+        cdef bint uniform
         self._bind(owner)
         if self.fresh:
             return 0
         if self.n:
             _normalized_exp(&self.recent[0], owner.fast_rate, &self.fast[0], self.n)
             if owner.switch_rate:
-                self._bind_log_weights(owner)
+                uniform = not self._bind_log_weights(owner, False)  # (before the first step)
                 for i in range(self.n):
-                    self.safe[i] = exp(self.log_weights[i])
+                    self.safe[i] = exp(-log(self.n) if uniform else self.log_weights[i])
                     total += self.safe[i]
                 for i in range(self.n):
                     self.safe[i] = self.safe[i] / total
@@ -199,7 +203,7 @@ cdef class Mixture:
         alpha = owner.switch_rate
         if alpha:
             eta = owner.rate
-            self._bind_log_weights(owner)
+            self._bind_log_weights(owner, True)
             owner.mix_loss = self._track(losses, eta, alpha, owner.mix_loss)
         for i in range(self.n):
             self.cumulative[i] = self.cumulative[i] + losses[i]
