@@ -155,7 +155,7 @@ class SharedEmbedding(NystromEmbedding):
       each swap multiplies by more than :math:`\mu`, so the number of swaps on any stream is at
       most :math:`\log_\mu(\kappa^m / \det K_{\mathcal I})` at the fill,
       :math:`\kappa = \sup_x k(x,x)`; and none once every :math:`r_j > \kappa/\mu`;
-    - ``swap_rule="usage"`` (by usage, :meth:`_note_usage`): each atom keeps its discounted
+    - ``swap_rule="usage"`` (by usage, :meth:`_usage_rule`): each atom keeps its discounted
       share of the recent points' kernel rows, :math:`U_j = \sum_s \gamma^{t-s}
       k(x_s, x_j) / \sum_i k(x_s, x_i)` (:math:`\gamma = 1 - 1/H`, ``usage_horizon``
       :math:`H` steps, ``max_size`` by default; ``O(m)`` a step, ~5 µs at 500 atoms), beside
@@ -263,7 +263,7 @@ class SharedEmbedding(NystromEmbedding):
     def swap_in(self, v: np.ndarray, embedded: Embedded, heads) -> int | None:
         """The full-dictionary rule (class docstring), after the step on ``v`` (called every
         step: the usage rule keeps its usages from the first): if the rule picks an atom
-        ``j`` to leave (:meth:`_least_distinct` or :meth:`_note_usage`), ``j`` leaves
+        ``j`` to leave (:meth:`_least_distinct` or :meth:`_usage_rule`), ``j`` leaves
         (:meth:`_remove`: the factor without it and the rotations that take its coordinate out
         of the embedding), every head rotates and drops that coordinate and frees its last one
         (``OnsHead._ons_drop``), and ``v`` joins as the last atom there (a zero weight), all
@@ -275,7 +275,7 @@ class SharedEmbedding(NystromEmbedding):
         full = (self.max_size is not None and m >= self.max_size and not embedded.joined
                 and m >= 2)
         if self.swap_rule == "usage":
-            j = self._note_usage(embedded, full)
+            j = self._usage_rule(embedded, full)
         else:
             j = self._least_distinct(embedded.residual) if full else None
         if j is None:
@@ -290,8 +290,8 @@ class SharedEmbedding(NystromEmbedding):
         j = int(np.argmin(r))
         return j if residual > self.swap_margin * r[j] else None
 
-    def _note_usage(self, embedded: Embedded, full: bool) -> int | None:
-        r"""The usage rule after a step, ``O(m)``, compiled (``okoco._core._embedding.usage_step``):
+    def _usage_rule(self, embedded: Embedded, full: bool) -> int | None:
+        r"""The usage rule after a step, ``O(m)``, compiled (``_embedding.usage_step``):
         each atom's discounted share :math:`U_j \leftarrow \gamma U_j + k_j / \sum_i k_i` of
         the point's kernel row, the discounted count :math:`N \leftarrow \gamma N + 1` and mean
         residual, with :math:`\gamma = 1 - 1/H` (``usage_horizon`` steps); an atom that joins
