@@ -244,4 +244,3 @@ def dense_drop(double[::1] P, Py_ssize_t m, Py_ssize_t j, const double[:, ::1] r
             row[m - 1] = 0.0
         memset(&P[(m - 1) * m], 0, m * sizeof(double))
     free(coupling)
-
