@@ -26,5 +26,12 @@ private attribute of another object and calls nothing above it.
     PROS-N-KONS / CON-KONS's step and its array loop (apart, so that it builds and changes on
     its own);
 ``_encode``
-    a river row (a dict of known features) to its vector, for ``okoco._input.FeatureMap``.
+    a river row (a dict of known features) to its vector, for ``okoco._input.FeatureMap``;
+``_mixture``
+    the per-step work of ``Auto``'s mixture of experts (weights, slack, averages, share,
+    fixed share's record) on a typed state whose arrays are the learner's (``Mixture``);
+``_embedding``, ``_swap``
+    a shared Nyström embedding's per-step work (the embedding and its residual, the usage
+    rule's statistics and pick), and a full dictionary's swap (the rotations that take an
+    atom out, their action on the ONS heads).
 """

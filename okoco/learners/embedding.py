@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from okoco._blas import all_one_thread
-from okoco._core import _pros
+from okoco._core import _embedding, _pros
 from okoco.dictionary import KORS
 from okoco.kernels import finite_row, self_similarity
 from okoco.learners._rebuilt import rebuild_kept_factor_matrix
@@ -107,13 +107,18 @@ class NystromEmbedding:
 
     def _embedding_of(self, v: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
         """``(k, kappa, h)``: the kernel row over the atoms, ``k(v, v)`` and ``L^{-1} k``."""
+        k, kappa = self._kernel_row_of(v)
+        return k, kappa, self._embed.half_solve(k)
+
+    def _kernel_row_of(self, v: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(k, kappa)``: the kernel row over the atoms and ``k(v, v)``, checked finite."""
         k = self._store.kernel_row(self._kernel, v)
         kappa = self_similarity(self._kernel, v)  # (1 without a call for a bounded kernel)
         if not (math.isfinite(kappa) and finite_row(self._kernel, k)):
             bad = kappa if not math.isfinite(kappa) else k[~np.isfinite(k)][0] \
                 if not np.isfinite(k).all() else float(k.sum())  # (a sum that overflowed)
             raise ValueError(overflow_message(self._kernel, bad))
-        return k, kappa, self._embed.half_solve(k)
+        return k, kappa
 
     def _join_pivot(self, kappa: float, residual: float) -> float | None:
         """The pivot the point would take as an atom (its coordinate in its own embedding),
@@ -150,7 +155,7 @@ class SharedEmbedding(NystromEmbedding):
       each swap multiplies by more than :math:`\mu`, so the number of swaps on any stream is at
       most :math:`\log_\mu(\kappa^m / \det K_{\mathcal I})` at the fill,
       :math:`\kappa = \sup_x k(x,x)`; and none once every :math:`r_j > \kappa/\mu`;
-    - ``swap_rule="usage"`` (by usage, :meth:`_least_used`): each atom keeps its discounted
+    - ``swap_rule="usage"`` (by usage, :meth:`_usage_rule`): each atom keeps its discounted
       share of the recent points' kernel rows, :math:`U_j = \sum_s \gamma^{t-s}
       k(x_s, x_j) / \sum_i k(x_s, x_i)` (:math:`\gamma = 1 - 1/H`, ``usage_horizon``
       :math:`H` steps, ``max_size`` by default; ``O(m)`` a step, ~5 µs at 500 atoms), beside
@@ -235,9 +240,10 @@ class SharedEmbedding(NystromEmbedding):
         return self._embed.size
 
     def analyse(self, v: np.ndarray) -> Embedded:
-        """The embedding of ``v`` (no state change)."""
-        k, kappa, h = self._embedding_of(v)
-        residual = kappa - float(h @ h)
+        """The embedding of ``v`` (no state change): its kernel row, then ``h`` and the
+        residual in one compiled call (``okoco._core._embedding.embed``)."""
+        k, kappa = self._kernel_row_of(v)
+        h, residual = _embedding.embed(self._embed.factor_storage(), self.size, k, kappa)
         return Embedded(k, kappa, h, residual, self._join_pivot(kappa, residual))
 
     def offer(self, v: np.ndarray, embedded: Embedded) -> None:
@@ -257,7 +263,7 @@ class SharedEmbedding(NystromEmbedding):
     def swap_in(self, v: np.ndarray, embedded: Embedded, heads) -> int | None:
         """The full-dictionary rule (class docstring), after the step on ``v`` (called every
         step: the usage rule keeps its usages from the first): if the rule picks an atom
-        ``j`` to leave (:meth:`_least_distinct` or :meth:`_least_used`), ``j`` leaves
+        ``j`` to leave (:meth:`_least_distinct` or :meth:`_usage_rule`), ``j`` leaves
         (:meth:`_remove`: the factor without it and the rotations that take its coordinate out
         of the embedding), every head rotates and drops that coordinate and frees its last one
         (``OnsHead._ons_drop``), and ``v`` joins as the last atom there (a zero weight), all
@@ -265,13 +271,13 @@ class SharedEmbedding(NystromEmbedding):
         if nothing changed."""
         if self.swap_margin is None:
             return None
-        if self.swap_rule == "usage":
-            self._note_usage(embedded)
         m = self.size
-        if self.max_size is None or m < self.max_size or embedded.joined or m < 2:
-            return None
-        rule = self._least_used if self.swap_rule == "usage" else self._least_distinct
-        j = rule(embedded.residual)
+        full = (self.max_size is not None and m >= self.max_size and not embedded.joined
+                and m >= 2)
+        if self.swap_rule == "usage":
+            j = self._usage_rule(embedded, full)
+        else:
+            j = self._least_distinct(embedded.residual) if full else None
         if j is None:
             return None
         self._replace(j, v, embedded, heads)
@@ -284,33 +290,23 @@ class SharedEmbedding(NystromEmbedding):
         j = int(np.argmin(r))
         return j if residual > self.swap_margin * r[j] else None
 
-    def _least_used(self, residual: float) -> int | None:
-        """The usage rule: the least-used atom, if its usage is below ``1 / swap_margin`` of
-        an even share and the newcomer's ``residual`` exceeds the recent points' mean."""
-        j = int(np.argmin(self._usage))
-        dead = self._usage[j] < self._usage_count / (self.swap_margin * self.size)
-        return j if dead and residual > self._mean_residual else None
-
-    def _note_usage(self, embedded: Embedded) -> None:
-        r"""The usage rule's statistics after a step, ``O(m)``: each atom's discounted share
-        :math:`U_j \leftarrow \gamma U_j + k_j / \sum_i k_i` of the point's kernel row, the
-        discounted count :math:`N \leftarrow \gamma N + 1` and mean residual, with
-        :math:`\gamma = 1 - 1/H` (``usage_horizon`` steps); an atom that joins starts at an
-        even share :math:`N/m`."""
-        decay = 1.0 - 1.0 / self.usage_horizon
+    def _usage_rule(self, embedded: Embedded, full: bool) -> int | None:
+        r"""The usage rule after a step, ``O(m)``, compiled (``_embedding.usage_step``):
+        each atom's discounted share :math:`U_j \leftarrow \gamma U_j + k_j / \sum_i k_i` of
+        the point's kernel row, the discounted count :math:`N \leftarrow \gamma N + 1` and mean
+        residual, with :math:`\gamma = 1 - 1/H` (``usage_horizon`` steps); an atom that joins
+        starts at an even share :math:`N/m`. Returns the atom to leave if the dictionary is
+        ``full``: the least used, if its usage is below ``1 / swap_margin`` of an even share
+        and the newcomer's residual exceeds the recent points' mean (else ``None``)."""
         k = embedded.k
         if self._usage is None or self._usage.shape[0] != k.shape[0]:  # (first use)
             self._usage = np.full(k.shape[0], self._usage_count / max(k.shape[0], 1))
-        usage = self._usage
-        usage *= decay
-        total = float(k.sum())
-        if total > 0.0:
-            usage += k / total
-        self._usage_count = decay * self._usage_count + 1.0
-        self._mean_residual += (embedded.residual - self._mean_residual) / min(
-            self._usage_count, self.usage_horizon)
-        if self.size > usage.shape[0]:  # the point joined: an even share
-            self._usage = np.append(usage, self._usage_count / self.size)
+        self._usage_count, self._mean_residual, j = _embedding.usage_step(
+            self._usage, k, embedded.residual, self._usage_count, self._mean_residual,
+            self.usage_horizon, self.swap_margin if full else 0.0)
+        if self.size > self._usage.shape[0]:  # the point joined: an even share
+            self._usage = np.append(self._usage, self._usage_count / self.size)
+        return None if j < 0 else j
 
     def _replace(self, j: int, v: np.ndarray, embedded: Embedded, heads) -> None:
         """Atom ``j`` leaves, the heads drop its coordinate and ``v`` joins last (the swap of
