@@ -175,13 +175,13 @@ class SharedSquaredKONS(StepProtocol):
     def analyse(self, v: np.ndarray, shared=None):
         """The step protocol's analysis (``okoco.learners.base.StepProtocol``; no change): the
         kernel row over the stored points (``shared``'s, ``okoco.learners.shared.StepShared``,
-        over points shared with other experts), the shared solve and every column's unclipped
-        score, the record ``okoco._core._multiclass.Analysis``."""
+        over points shared with other experts: ``points`` an ``ExpertRows``), the shared solve
+        and every column's unclipped score, the record ``okoco._core._multiclass.Analysis``."""
         kernel = self._kernel_at(v)
-        if shared is None:
-            k, kappa = self.points.kernel_row(kernel, v), self_similarity(kernel, v)
-        else:
+        if shared is not None and type(self.points) is not Rows:  # points shared: its row
             k, kappa = shared.kernel_row(kernel), shared.kappa(kernel)
+        else:
+            k, kappa = self.points.kernel_row(kernel, v), self_similarity(kernel, v)
         return _multiclass.analyse(self, kernel, np.ascontiguousarray(k, dtype=float), kappa)
 
     def scores(self, v: np.ndarray) -> np.ndarray:

@@ -138,7 +138,10 @@ class KernelLearner(Locked, base.MiniBatchRegressor):
     A subclass's ``__init__`` assigns its parameters and calls :meth:`_setup`, which checks
     them against ``_parameter_constraints`` and builds the state through the abstract
     ``_reset_state``. Predictions are always in ``[-C, C]``. ``learn_many`` is exactly a
-    sequence of ``learn_one`` calls, validated as a whole before the first.
+    sequence of ``learn_one`` calls, validated as a whole before the first. A learner that an
+    owner drives among others (``Auto``'s experts, ``MulticlassClassifier``'s classes) also
+    follows the step protocol, :class:`StepProtocol` (``analyse``, ``check``, ``apply``,
+    ``forget``), and its ``learn_one`` takes the same phases.
 
     Examples
     --------

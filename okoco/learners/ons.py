@@ -179,12 +179,12 @@ HeadStep = namedtuple("HeadStep", "state y", module=__name__)
 
 class _Expert(OnsHead, StepProtocol, Locked):
     """An ONS head that ``Auto`` mixes: validated ``alpha`` and ``eta`` (``"hessian"`` or a
-    number), clipping to ``[-C, C]``, a lock of its own (as every learner has), and the step
-    protocol (``okoco.learners.base.StepProtocol``): :meth:`analyse` (the subclass's),
-    :meth:`check` (before anything changes), :meth:`apply`, and :meth:`forget` (nothing: a
-    head forgets no point). A subclass defines ``analyse``, ``_new_coordinates(analysis)``
-    (the coordinates a step may add, and whether they may not join) and ``_joined(analysis)``
-    (how many of them joined: 0, or all)."""
+    number), the bound ``C`` (its owner clips the predictions to it), a lock of its own (as
+    every learner has), and the step protocol (``okoco.learners.base.StepProtocol``):
+    :meth:`check` (before anything changes), :meth:`apply` and :meth:`forget` (nothing: a
+    head keeps no point). A subclass defines ``analyse``, ``_new_coordinates(analysis)`` (the
+    coordinates a step may add, and whether they may not join) and ``_joined(analysis)`` (how
+    many of them joined: 0, or all)."""
 
     _parameter_constraints = {"alpha": [Interval(Real, 0, None, closed="neither")],
                               "eta": [Interval(Real, 0, None, closed="neither"),
