@@ -255,7 +255,6 @@ class SharesPoints:
             self._window.make_room(n)
 
 
-
 class StepShared:
     """What the experts of one owner share in one step at the row ``v``: the ``shared`` of the
     step protocol's ``analyse(v, shared)`` (``okoco.learners.base.StepProtocol``).
