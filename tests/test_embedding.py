@@ -8,16 +8,18 @@ from streams import as_dicts
 from okoco import kernels, losses
 from okoco.learners.embedding import SharedEmbedding, drop_rotations, rotate_coordinates
 from okoco.learners.ons import DictionaryExpert, LinearExpert
+from okoco.learners.shared import StepShared
 
 
 def step(embedding, heads, v, y):
     """One step of the heads on the shared embedding, as Auto takes it."""
     embedded = embedding.analyse(v)
-    analyses = [h.analyse(embedded) for h in heads]
-    steps = [h._check_step(y, a) for h, a in zip(heads, analyses)]
+    shared = StepShared(v, None, [embedded])  # what the heads share
+    analyses = [h.analyse(v, shared) for h in heads]
+    steps = [h.check(y, a) for h, a in zip(heads, analyses)]
     embedding.offer(v, embedded)
     for head, analysis, planned in zip(heads, analyses, steps):
-        head._apply_step(analysis, planned)
+        head.apply(v, analysis, planned)
     return embedded
 
 
@@ -125,9 +127,9 @@ def test_the_linear_expert_is_the_dense_ons_on_one_and_x(bound):
     for x, target in zip(rows, y):
         v = np.array([x[k] for k in ("x0", "x1", "x2") if k in x])
         analysis = head.analyse(v)
-        raw.append(head.prediction(analysis))
-        got.append(head._clip(raw[-1]))
-        head._apply_step(analysis, head._check_step(float(target), analysis))
+        raw.append(analysis.ybar)
+        got.append(min(max(raw[-1], -1.0), 1.0))  # C = 1
+        head.apply(v, analysis, head.check(float(target), analysis))
     Phi = np.hstack([np.ones((80, 1)), X])
     expected, active, _ = primal_ons(Phi, y, losses.Squared(), bound or 1.0, 0.5, "hessian")
     np.testing.assert_allclose(got, np.clip(expected, -1, 1), atol=1e-10)
@@ -150,11 +152,11 @@ def test_the_linear_expert_with_eta_0_is_gradient_descent_with_step_one_over_alp
     for x, v, target in zip(as_dicts(X), X, y):
         z = np.concatenate([[1.0], v])
         analysis = head.analyse(v)
-        got.append(head.prediction(analysis))
+        got.append(analysis.ybar)
         expected.append(z @ u)
         river_scores.append(river_lr._raw_dot_one(x))
         u = u - float(losses.Logistic().derivative(target, expected[-1])) * z / 20.0
-        head._apply_step(analysis, head._check_step(float(target), analysis))
+        head.apply(v, analysis, head.check(float(target), analysis))
         river_lr.learn_one(x, target > 0)
     np.testing.assert_allclose(got, expected, atol=1e-12)
     np.testing.assert_allclose(got, river_scores, atol=1e-10)

@@ -450,7 +450,7 @@ def test_the_window_step_asks_for_room_and_leaves_the_counters_and_statistics_to
     core, store, window = model._step_core(), model._store, model._window
     with scipy_one_thread:
         analysis = model._analyse(v)
-        step = model._check_step(y, None, analysis)
+        step = model.check(y, analysis)
         before = (store.n, store.n_added, store.data.shape, window.size)
         status = core.apply(store, window, model._selected, v, analysis, step, 1, model.alpha)
         assert status == _steps.STEP_NEED_ROOM and core.needed == 1

@@ -11,7 +11,7 @@ from test_kons import windowed_kons_reference, windowed_krr_predictions
 import okoco
 from okoco import kernels, losses
 from okoco.learners import KONS, SketchedKONS
-from okoco.learners.shared import SharedPoints
+from okoco.learners.shared import SharedPoints, StepShared
 
 ROOT = pathlib.Path(okoco.__file__).parent
 
@@ -83,18 +83,15 @@ def drive(learners, points, X, y, C):
     before any step, the point stored once, then each learner forgets; the predictions."""
     preds = []
     for x, target in zip(X, y):
-        k = points.kernel_row(learners[0]._kernel, x)
-        kappa = kernels.self_similarity(learners[0]._kernel, x)
-        analyses = [learner._analyse_row(k, kappa) for learner in learners]
-        preds.append([learner._clip(a[4]) for learner, a in zip(learners, analyses)])
-        steps = [learner._check_step(t, None, a) for learner, a, t in
-                 zip(learners, analyses, target)]
+        shared = StepShared(x, points)  # one kernel row for the learners' one kernel
+        analyses = [learner.analyse(x, shared) for learner in learners]
+        preds.append([learner._clip(a.ybar) for learner, a in zip(learners, analyses)])
+        steps = [learner.check(t, a) for learner, a, t in zip(learners, analyses, target)]
         for learner, analysis, step in zip(learners, analyses, steps):
-            learner._apply_step(x, analysis, step)
-            learner.n_seen += 1
-        points.append(x)
+            learner.apply(x, analysis, step)
+        shared.store_point()
         for learner in learners:
-            learner._forget_oldest()
+            learner.forget()
     return np.array(preds)
 
 
@@ -202,7 +199,7 @@ def test_the_one_check_equals_a_dense_reference_for_both_forms_and_python_losses
         x_dict = dict(enumerate(x))
         v = model._features.encode(x_dict, arrays=False)[0]
         if model.n_seen:
-            step = model._check_step(target, None, model._analyse(v))
+            step = model.check(target, model._analyse(v))
             np.testing.assert_allclose(step, dense_check(model, v, target), rtol=1e-9,
                                        atol=1e-12)
             shifts += step[1] != 0.0
@@ -240,7 +237,7 @@ def test_each_refusal_of_the_check_is_worded_and_changes_nothing(max_size):
     cases = [
         (KONS(loss=BadCurvature(), max_size=max_size), 0.5, None, _kons.CHECK_WEIGHT,
          "loss.second_derivative returned -1.0; it must be >= 0"),
-        (KONS(max_size=max_size), 1e200, 1.0, _kons.CHECK_DERIVATIVE,
+        (KONS(max_size=max_size, eta=1.0), 1e200, 1.0, _kons.CHECK_DERIVATIVE,
          "too large for a second-order step"),
         (KONS(max_size=max_size), 1e160, None, _kons.CHECK_TARGET,
          "learning it would overflow the learner.s running statistics"),
@@ -257,7 +254,7 @@ def test_each_refusal_of_the_check_is_worded_and_changes_nothing(max_size):
         assert core.check(analysis, target, np.nan if eta is None else eta, model.alpha,
                           model.C, 0.0, 1, gdot, weight) == code
         with pytest.raises(ValueError, match=words):
-            model._check_step(target, eta, analysis)
+            model.check(target, analysis)  # (the step size the model's own)
         assert (model.noise_scale_sum, model.rg_sum, model._store.size) == before
 
 
@@ -282,7 +279,7 @@ def test_the_steps_records_are_named():
         assert analysis.kappa == 1.0 and abs(analysis.ybar) < model.C
         assert model.predict_one(x) == analysis.ybar
         assert analysis.k.shape == (40,) and 0.0 < analysis.hh < analysis.kappa
-        step = model._check_step(0.5, None, analysis)
+        step = model.check(0.5, analysis)
         assert step._fields == ("s", "shift", "yhat", "gdot", "weight", "d_t", "noise")
         assert step.yhat == analysis.ybar and step.shift == 0.0  # no projection inside C
         assert step.gdot == 2.0 * (analysis.ybar - 0.5)  # the squared loss's derivative

@@ -64,8 +64,8 @@ def test_the_linear_head_is_the_dense_ons_as_features_join(loss_name, eta):
     predictions = []
     for v, target in zip(rows, y):
         analysis = head.analyse(v)
-        predictions.append(head.prediction(analysis))
-        head._apply_step(analysis, head._check_step(target, analysis))
+        predictions.append(analysis.ybar)
+        head.apply(v, analysis, head.check(target, analysis))
     zs = [np.concatenate([[1.0], v]) for v in rows]
     expected, u, P = dense_ons(zs, y, loss, 0.5, 1.0, eta)
     np.testing.assert_allclose(predictions, expected, rtol=1e-9, atol=1e-9)
@@ -164,11 +164,11 @@ def test_a_refused_step_changes_nothing(alpha, eta, y, message):
     head = LinearExpert(losses.Squared(), alpha=alpha, eta=eta, C=3.0)
     for v, target in [(np.array([1.0, 2.0]), 0.5), (np.array([0.5, -1.0]), -0.2)]:
         analysis = head.analyse(v)
-        head._apply_step(analysis, head._check_step(target, analysis))
+        head.apply(v, analysis, head.check(target, analysis))
     before = _snapshot(head)
     analysis = head.analyse(np.array([2.0, 1.0, 3.0]))  # a new feature too
     with pytest.raises(ValueError, match=message):
-        head._check_step(y, analysis)
+        head.check(y, analysis)
     after = _snapshot(head)
     for old, new in zip(before, after):
         np.testing.assert_array_equal(old, new)

@@ -6,9 +6,10 @@ okoco.learners._multiclass_shared.SharedSquaredKONS keeps the window's inverse `
 functions make each phase of its step on views of those buffers, given the kernel row the
 learner computed:
 
-- ``analyse``: ``e = d k``, ``h = P e``, ``e^T P e``, ``k^T coef`` and every column's ``ybar``;
-- ``check``: the step's coefficients ``c_t`` of every column, or a status for the learner to
-  word (nothing changed);
+- ``analyse``: ``e = d k``, ``h = P e``, ``e^T P e``, ``k^T coef`` and every column's ``ybar``,
+  the record :data:`Analysis`;
+- ``check``: the step's coefficients ``c_t`` of every column (the record :data:`Step`), or a
+  status for the learner to word (nothing changed);
 - ``store``: ``Kc += k c_t^T``, the new point's row of ``coef`` and ``Kc``, and its bordering
   of ``P`` (a pending term of ``SlotInverse``);
 - ``forget``: the oldest point out of ``Kc`` (its kernel row) and out of ``P``.
@@ -16,6 +17,8 @@ learner computed:
 The caller makes room in the buffers first (``SlotInverse.make_room``, the learner's arrays)
 and runs the phases in one one-thread BLAS scope (okoco._blas.scipy_one_thread).
 """
+
+from collections import namedtuple
 
 import numpy as np
 
@@ -36,6 +39,13 @@ cdef enum:
     STEP = 3
 
 STATUS_OK, STATUS_OVERFLOW, STATUS_SINGULAR, STATUS_STEP = OK, OVERFLOW, SINGULAR, STEP
+
+#: The records of a step, read by name: ``analyse``'s (the ``kernel`` of the row, the kernel
+#: row ``k`` over the stored points, ``kappa = k(x, x)``, ``e = d k``, ``h = P e``,
+#: ``hh = h . e``, ``kc = k^T coef`` and every column's unclipped score ``ybar``) and
+#: ``check``'s (the spread ``s`` and every column's new coefficient ``c``).
+Analysis = namedtuple("Analysis", "kernel k kappa e h hh kc ybar", module=__name__)
+Step = namedtuple("Step", "s c", module=__name__)
 
 cdef double WEIGHT = 2.0  # the squared loss's second derivative: every class's step weight
 
@@ -69,8 +79,8 @@ cdef void add_outer(double[:, ::1] A, Py_ssize_t n, double scale, const double* 
         dger(&cols, &rows, &scale, <double*>c, &one, <double*>x, &one, &A[0, 0], &cols)
 
 
-def analyse(shared, k_obj, double kappa):
-    """``(k, kappa, e, h, hh, kc, ybar)`` from the kernel row ``k`` over the stored points:
+def analyse(shared, kernel, k_obj, double kappa):
+    """The record :data:`Analysis` from the ``kernel``'s row ``k`` over the stored points:
     ``e = d k``, ``h = P e``, ``hh = h . e``, ``kc = k^T coef`` and
     ``ybar = (kc - (d h)^T Kc) / alpha``, every column's unclipped score."""
     cdef const double[::1] k = k_obj
@@ -103,16 +113,17 @@ def analyse(shared, k_obj, double kappa):
             kc[i] = ybar[i] = 0.0
     for i in range(cols):
         ybar[i] = (kc[i] - ybar[i]) / alpha
-    return k_obj, kappa, e_obj, h_obj, hh, kc_obj, ybar_obj
+    return Analysis(kernel, k_obj, kappa, e_obj, h_obj, hh, kc_obj, ybar_obj)
 
 
-def check(shared, tuple analysis, Py_ssize_t label, tuple guards):
+def check(shared, analysis, Py_ssize_t label, tuple guards):
     """The step of every column on the codes of ``label`` (+1 for column ``label + 1``, -1 for
-    the others): ``(OK, s, c_t)``, or ``(status, 0, None)`` with nothing changed.
+    the others) from :func:`analyse`'s record: the record :data:`Step`, or a status
+    (``STATUS_*``) with nothing changed.
 
     ``guards``: ``(min_s, s_rtol, min_ridge_ratio, max_d)``, KONS's numerical guards."""
-    cdef const double[::1] k = analysis[0], e = analysis[2], ybar = analysis[6]
-    cdef double kappa = analysis[1], hh = analysis[4]
+    cdef const double[::1] k = analysis.k, e = analysis.e, ybar = analysis.ybar
+    cdef double kappa = analysis.kappa, hh = analysis.hh
     cdef double min_s = guards[0], s_rtol = guards[1], min_ridge_ratio = guards[2]
     cdef double max_d = guards[3]
     cdef double alpha = shared.alpha, C, s, level, total = 0.0, y, excess, yhat
@@ -123,11 +134,11 @@ def check(shared, tuple analysis, Py_ssize_t label, tuple guards):
     for i in range(cols):
         total += ybar[i]
     if not (isfinite(total) and isfinite(kappa)):
-        return OVERFLOW, 0.0, None
+        return OVERFLOW
     s = kappa - hh
     level = s_rtol * (kappa + (dot(<int>n, &e[0], &e[0]) if n else 0.0) / alpha)
     if WEIGHT * kappa * min_ridge_ratio > alpha and not s >= level:
-        return SINGULAR, 0.0, None
+        return SINGULAR
     s = s if s > min_s else min_s
     c_obj = np.empty(cols)
     cdef double[::1] c = c_obj
@@ -145,18 +156,19 @@ def check(shared, tuple analysis, Py_ssize_t label, tuple guards):
         c[i] = WEIGHT * yhat - 2.0 * (yhat - y) - alpha * excess / (s if s > level else level)
         total += c[i]
     if not (isfinite(total) and sqrt(WEIGHT) <= max_d):
-        return STEP, 0.0, None
-    return OK, s, c_obj
+        return STEP
+    return Step(s, c_obj)
 
 
-def store(shared, k_obj, double kappa, e_obj, h_obj, kc_obj, double s, c_obj,
-          Py_ssize_t slot, Py_ssize_t size):
+def store(shared, analysis, step, Py_ssize_t slot, Py_ssize_t size):
     """The step's point at ``slot`` (its room made): ``Kc += k c_t^T`` over the old points,
     its rows of ``coef`` and ``Kc`` (``kc + kappa c_t``), and its bordering of ``P`` (as
-    ``SlotInverse.append``; ``size`` the caller's slots), from the analysis (``k``,
-    ``kappa``, ``e``, ``h``, ``kc``) and the check (``s``, ``c_t``)."""
-    cdef const double[::1] k = k_obj, e = e_obj, h = h_obj, kc = kc_obj, c = c_obj
-    cdef double alpha = shared.alpha, root = sqrt(WEIGHT)
+    ``SlotInverse.append``; ``size`` the caller's slots), from the records of
+    :func:`analyse` (``k``, ``kappa``, ``e``, ``h``, ``kc``) and :func:`check` (``s``,
+    ``c``)."""
+    cdef const double[::1] k = analysis.k, e = analysis.e, h = analysis.h, kc = analysis.kc
+    cdef const double[::1] c = step.c
+    cdef double kappa = analysis.kappa, s = step.s, root = sqrt(WEIGHT), alpha = shared.alpha
     cdef double[:, ::1] coef = shared.coef, Kc = shared.Kc
     cdef Py_ssize_t n = k.shape[0], cols = c.shape[0], i
     with nogil:

@@ -58,11 +58,10 @@ import numpy as np
 
 from okoco import losses
 from okoco._blas import scipy_one_thread
-from okoco.kernels import self_similarity
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import KONS_EXPERTS, Auto
-from okoco.learners.shared import ExpertRows, SharedPoints
+from okoco.learners.shared import ExpertRows, SharedPoints, StepShared
 from okoco.linalg import SlotInverse
 
 __all__ = ["SharedSquaredAuto"]
@@ -192,15 +191,13 @@ class SharedSquaredAuto(ExpertMixture):
         cache, points = self._cache, self._points
         if cache is not None and cache[0] == points.rows.n_added and np.array_equal(cache[1], v):
             return cache[2]
-        experts = self.experts
-        rows = points.kernel_rows([expert.kernel for expert in experts], v)
-        analyses = [expert._analyse_row(expert.kernel, k, self_similarity(expert.kernel, v))
-                    for expert, k in zip(experts, rows)]
+        shared = StepShared(v, points)
+        analyses = [expert.analyse(v, shared) for expert in self.experts]
         self._cache = (points.rows.n_added, v.copy(), analyses)
         return analyses
 
     def _preds(self, analyses: list[tuple]) -> list[np.ndarray]:
-        return [expert._scores_of(a) for expert, a in zip(self.experts, analyses)]
+        return [expert.scores_of(a) for expert, a in zip(self.experts, analyses)]
 
     def scores(self, v: np.ndarray) -> np.ndarray:
         """The mixture's score of every class at ``v``, in the order the classes were added."""
@@ -233,15 +230,15 @@ class SharedSquaredAuto(ExpertMixture):
         analyses = self._analyses(v)
         preds = self._preds(analyses)
         own = self._combine(preds)
-        steps = [expert._checked_step(v, label, a) for expert, a in zip(experts, analyses)]
+        steps = [expert.check(label, a) for expert, a in zip(experts, analyses)]
         y = np.full(self.n_classes, -1.0)
         y[label] = 1.0
         losses_now = np.array([float(((p - y) ** 2).sum()) for p in preds])
-        for expert, step in zip(experts, steps):
-            expert._store_step(*step)
+        for expert, analysis, step in zip(experts, analyses, steps):
+            expert.apply(v, analysis, step)
         self._points.append(v)
         for expert in experts:  # each window forgets its oldest point, once v is stored
-            expert._end_step()
+            expert.forget()
         self._cache = None
         self._record(losses_now, ((own - y) ** 2).sum())
         self.learned_classes = self.n_classes

@@ -46,7 +46,7 @@ from okoco._core import _multiclass
 from okoco.kernels import RBF, self_similarity
 from okoco.learners._codes import compiled_kernel
 from okoco.learners._rebuilt import window_matrix
-from okoco.learners.base import overflow_message
+from okoco.learners.base import StepProtocol, overflow_message
 from okoco.learners.kons import (
     _MAX_D,
     _MIN_RIDGE_RATIO,
@@ -69,7 +69,7 @@ def _grown(a: np.ndarray, rows: int) -> np.ndarray:
     return out
 
 
-class SharedSquaredKONS:
+class SharedSquaredKONS(StepProtocol):
     r"""The scores of ``K`` one-vs-rest squared-loss KONS learners over one store of points and
     one preconditioner (see the module's docstring).
 
@@ -158,86 +158,87 @@ class SharedSquaredKONS:
 
     # -- the core -------------------------------------------------------------------------
 
+    def _kernel_at(self, v: np.ndarray):
+        """The kernel (``None``: ``RBF(1/d)`` of the row ``v``, fixed at the first step)."""
+        return self.kernel if self.kernel is not None else RBF(1.0 / max(v.shape[0], 1))
+
     def _analyse(self, v: np.ndarray):
-        """Kernel row, shared solve and every column's unclipped score at ``v`` (no change;
-        ``okoco._core._multiclass.analyse``); kept for the current state, so that a step after
-        a prediction on the same row reuses it. Callers run it in a one-thread BLAS scope."""
+        """:meth:`analyse`, kept for the current state, so that a step after a prediction on
+        the same row reuses it. Callers run it in a one-thread BLAS scope."""
         cache = self._cache
         if cache is not None and cache[0] == self.n_seen and np.array_equal(cache[1], v):
             return cache[2]
-        kernel = self.kernel if self.kernel is not None else RBF(1.0 / max(v.shape[0], 1))
-        result = self._analyse_row(kernel, self.points.kernel_row(kernel, v),
-                                   self_similarity(kernel, v))
+        result = self.analyse(v)
         self._cache = (self.n_seen, v.copy(), result)
         return result
 
-    def _analyse_row(self, kernel, k: np.ndarray, kappa: float) -> tuple:
-        """:meth:`_analyse` from the kernel row ``k`` over the stored points and ``kappa``
-        (``Auto``'s multiclass experts share the rows)."""
-        k = np.ascontiguousarray(k, dtype=float)
-        return (kernel, *_multiclass.analyse(self, k, kappa))
+    def analyse(self, v: np.ndarray, shared=None):
+        """The step protocol's analysis (``okoco.learners.base.StepProtocol``; no change): the
+        kernel row over the stored points (``shared``'s, ``okoco.learners.shared.StepShared``,
+        over points shared with other experts: ``points`` an ``ExpertRows``), the shared solve
+        and every column's unclipped score, the record ``okoco._core._multiclass.Analysis``."""
+        kernel = self._kernel_at(v)
+        if shared is not None and type(self.points) is not Rows:  # points shared: its row
+            k, kappa = shared.kernel_row(kernel), shared.kappa(kernel)
+        else:
+            k, kappa = self.points.kernel_row(kernel, v), self_similarity(kernel, v)
+        return _multiclass.analyse(self, kernel, np.ascontiguousarray(k, dtype=float), kappa)
 
     def scores(self, v: np.ndarray) -> np.ndarray:
         """Every seen class's clipped score at ``v``, in the order the classes were added."""
         with scipy_one_thread:  # the window's products on one thread (okoco._blas)
-            return self._scores_of(self._analyse(v))
+            return self.scores_of(self._analyse(v))
 
-    def _scores_of(self, analysis: tuple) -> np.ndarray:
+    def scores_of(self, analysis) -> np.ndarray:
         """The clipped scores of the seen classes from an analysis."""
-        ybar = analysis[7][1:]
+        ybar = analysis.ybar[1:]
         return ybar if self.C is None else np.clip(ybar, -self.C, self.C)
 
     def learn(self, v: np.ndarray, label: int) -> None:
         """One KONS step of every column: target +1 for column ``label + 1``, -1 for the others
-        (column 0 included). Checked before any state changes: a refused step changes nothing."""
+        (column 0 included), by the step protocol's phases. Checked before any state changes:
+        a refused step changes nothing."""
         with scipy_one_thread:
-            self._apply(*self._checked_step(v, label))
-
-    def _checked_step(self, v: np.ndarray, label: int, analysis: tuple | None = None) -> tuple:
-        """What :meth:`_apply` takes for the step of :meth:`learn` (no change), from the
-        analysis at ``v`` (:meth:`_analyse`'s, if not given): a ``ValueError`` if the step
-        must be refused (``okoco._core._multiclass.check``)."""
-        if analysis is None:
             analysis = self._analyse(v)
-        kernel, k, kappa, e, h, hh, kc, ybar = analysis
-        status, s, c_t = _multiclass.check(self, analysis[1:], label, _GUARDS)
-        if status == _multiclass.STATUS_OVERFLOW:
-            bad = ybar[~np.isfinite(ybar)]
+            self.apply(v, analysis, self.check(label, analysis))
+            self.forget()
+
+    def check(self, y: int, analysis):
+        """The step protocol's check (no change) at the label ``y`` (the class's index): the
+        record ``okoco._core._multiclass.Step``, or a ``ValueError`` if the step must be
+        refused (``okoco._core._multiclass.check``)."""
+        step = _multiclass.check(self, analysis, y, _GUARDS)
+        if type(step) is _multiclass.Step:
+            return step
+        kernel, kappa = analysis.kernel, analysis.kappa
+        if step == _multiclass.STATUS_OVERFLOW:
+            bad = analysis.ybar[~np.isfinite(analysis.ybar)]
             raise ValueError(overflow_message(kernel, float(bad[0]) if bad.size else kappa))
-        if status == _multiclass.STATUS_SINGULAR:
+        if step == _multiclass.STATUS_SINGULAR:
             raise ValueError(singular_message(kernel, kappa, self.alpha))
-        if status == _multiclass.STATUS_STEP:
-            raise ValueError("a multiclass step overflowed; scale the features "
-                             "(e.g. river's StandardScaler)")
-        return v, kernel, k, kappa, e, h, s, kc, c_t
+        raise ValueError("a multiclass step overflowed; scale the features "
+                         "(e.g. river's StandardScaler)")
 
-    def _apply(self, v, kernel, k, kappa, e, h, s, kc, c_t) -> None:
-        self._store_step(v, kernel, k, kappa, e, h, s, kc, c_t)
-        self._end_step()
-
-    def _end_step(self) -> None:
-        """The window forgets its oldest point, once the step's point is stored."""
-        self._forget_oldest()
-        self.n_seen += 1
-        self._cache = None
-
-    def _store_step(self, v, kernel, k, kappa, e, h, s, kc, c_t) -> None:
+    def apply(self, v: np.ndarray, analysis, step) -> None:
         """The step's new point, its columns and the bordering of the inverse (deferred to
-        :meth:`_forget_oldest`; ``okoco._core._multiclass.store``). Over a store shared with
+        :meth:`forget`; ``okoco._core._multiclass.store``), counted. Over a store shared with
         other learners (``points`` an ``ExpertRows``: ``Auto``'s multiclass experts), the owner
-        stores ``v`` itself between the two."""
+        stores ``v`` itself before :meth:`forget`."""
         points = self.points
         slot = points.append(v, d=_D)
         size = max(points.data.shape[0], slot + 1)  # a shared store holds v only after this
         if self.coef.shape[0] < size:  # as many rows as the store's buffer, no more
             self.coef, self.Kc = _grown(self.coef, size), _grown(self.Kc, size)
         self.inverse.make_room(points.size)
-        _multiclass.store(self, k, kappa, e, h, kc, s, c_t, slot, points.size)
+        _multiclass.store(self, analysis, step, slot, points.size)
         if self.kernel is None:
-            self.kernel = kernel  # RBF(1/d) of the first row, fixed from then on
+            self.kernel = analysis.kernel  # RBF(1/d) of the first row, fixed from then on
+        self.n_seen += 1
+        self._cache = None
 
-    def _forget_oldest(self) -> None:
-        """Once more than ``max_size`` points are stored, the oldest leaves the preconditioner
+    def forget(self) -> None:
+        """The step protocol's end: once more than ``max_size`` points are stored (the step's
+        point included), the oldest leaves the preconditioner
         and every column's running ``K c`` (one kernel row, one rank-one update:
         ``okoco._core._multiclass.forget``)."""
         points, window = self.points, self.max_size

@@ -50,6 +50,7 @@ from okoco.learners.base import (
     ETA_HESSIAN,
     SIZE,
     KernelLearner,
+    StepProtocol,
     clip_excess,
     overflow_message,
     overflow_target_message,
@@ -86,7 +87,7 @@ def singular_message(kernel, kappa: float, alpha: float) -> str:
             "StandardScaler) or raise alpha")
 
 
-class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
+class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, StepProtocol, KernelLearner):
     r"""Kernel Online Newton Step (Algorithm 1), :math:`O(t)` kernel evaluations and
     :math:`O(t^2)` work per step.
 
@@ -275,10 +276,16 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         return self._chol if self._window is None else self._window
 
     def _analyse(self, v: np.ndarray):
-        """Kernel row, solve and unclipped prediction at ``v`` (no state change)."""
-        return self._cached(v, self._analyse_now)
+        """:meth:`analyse` alone, kept for a ``learn_one`` after ``predict_one`` on the row."""
+        return self._cached(v, self.analyse)
 
-    def _analyse_now(self, v: np.ndarray):
+    def analyse(self, v: np.ndarray, shared=None):
+        """The step protocol's analysis at ``v`` (no state change; :class:`KernelLearner`):
+        the record ``okoco._core._records.Analysis``. Over points of its own, the kernel row
+        is computed in the same compiled call; over points it shares (:meth:`share_points`),
+        it is ``shared``'s (``okoco.learners.shared.StepShared``: once per distinct kernel)."""
+        if shared is not None and type(self._store) is not Rows:
+            return self._analyse_row(shared.kernel_row(self._kernel), shared.kappa(self._kernel))
         if type(self._store) is Rows:
             core = self._step_core()
             if core.has_kernel:  # the kernel row too, in the same compiled call
@@ -299,8 +306,8 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         return core[1]
 
     def _analyse_row(self, k: np.ndarray, kappa: float):
-        """:meth:`_analyse` from the kernel row ``k`` over the stored points and
-        ``kappa = K(x, x)``, computed by the caller (``Auto`` shares them among its experts).
+        """:meth:`analyse` from the kernel row ``k`` over the stored points and
+        ``kappa = K(x, x)``.
 
         Returns the record ``okoco._core._records.Analysis`` ``(k, kappa, e, h, ybar, kc, hh)``,
         ``hh = e^T (Kbar_I + alpha I)^{-1} e``:
@@ -330,7 +337,7 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         (s_u + \alpha/2)) / (1 + t)` is estimated online from the a-priori errors (one unit
         pseudo-observation keeps it above 0). The sum stays finite by refusal: a step whose
         term would make it overflow float64 (a target ~1e150 from the prediction, a spread
-        ~1e-8) raises ``ValueError`` and changes nothing (:meth:`_check_step`).
+        ~1e-8) raises ``ValueError`` and changes nothing (:meth:`check`).
         """
         kappa, hh = analysis.kappa, analysis.hh
         scale = (1.0 + self.noise_scale_sum) / (1.0 + self.n_seen)
@@ -347,17 +354,19 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
         return (store.field("c") @ Kb - self._whitened()[: self._chol.size] @ H) / self.alpha
 
     def _learn_vec(self, v: np.ndarray, y: float, eta: float) -> None:
+        # the step protocol's phases (check takes the step size eta itself); learn_one counts
         with scipy_one_thread:
             analysis = self._analyse(v)
-            self._apply_step(v, analysis, self._check_step(y, eta, analysis))
-            self._forget_oldest()
+            self._learn_step(v, analysis, self.check(y, analysis))
+            self.forget()
 
-    def _forget_oldest(self) -> None:
-        """Once more than ``max_size`` points are stored, remove the oldest from :math:`A_t`
-        and :math:`b_t`: its atom from the window's inverse (a Schur complement, ``O(m^2)``;
-        ``_forget_atom`` then) and its coefficient from the running ``K c`` (one kernel row at
-        it, ``O(m d)``), in one compiled call (``okoco._core._kons``). The unbounded learner
-        forgets nothing."""
+    def forget(self) -> None:
+        """The step protocol's last phase: once more than ``max_size`` points are stored,
+        remove the oldest from :math:`A_t` and :math:`b_t`: its atom from the window's inverse
+        (a Schur complement, ``O(m^2)``; ``_forget_atom`` then) and its coefficient from the
+        running ``K c`` (one kernel row at it, ``O(m d)``), in one compiled call
+        (``okoco._core._kons``). The unbounded learner forgets nothing. Over shared points,
+        after the owner stored the step's point."""
         if self.max_size is not None:
             return self._forget_window_oldest()
         self._settle()
@@ -371,15 +380,17 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
     def _forget_atom(self) -> None:
         """The first atom left the preconditioner (Sketched-KONS: it leaves KORS too)."""
 
-    def _check_step(self, y: float, eta: float | None, analysis) -> tuple:
-        """The step's scalars (the record ``okoco._core._records.Step``: ``s``, ``shift``, ``yhat``,
-        ``gdot``, ``weight``, ``d_t``, ``noise``) from :meth:`_analyse`'s ``analysis``
-        (``KONSCore.check``, the one definition, for the window and the unbounded learner);
-        raises ``ValueError``, before any state changes, if the step would store non-finite
-        numbers, in the model or in its running statistics (``noise_scale_sum``, ``rg_sum``,
-        ``online_effective_dimension``: a target too far from the prediction for its spread;
-        ``Auto`` checks every expert's step before it applies any). A loss without a compiled
-        form gives its derivatives here."""
+    def check(self, y: float, analysis):
+        """The step protocol's check: the step's scalars (the record
+        ``okoco._core._records.Step``: ``s``, ``shift``, ``yhat``, ``gdot``, ``weight``,
+        ``d_t``, ``noise``) at the target ``y`` from :meth:`analyse`'s ``analysis``, with the
+        step size of the next step (``KONSCore.check``, the one definition, for the window and
+        the unbounded learner); raises ``ValueError``, before any state changes, if the step
+        would store non-finite numbers, in the model or in its running statistics
+        (``noise_scale_sum``, ``rg_sum``, ``online_effective_dimension``: a target too far from
+        the prediction for its spread; an owner checks every expert's step before it applies
+        any). A loss without a compiled form gives its derivatives here."""
+        eta = self._step(self.n_seen + 1)
         core = self._step_core()
         gdot = weight = math.nan
         if core.loss < 0:
@@ -410,8 +421,16 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, KernelLearner):
                     "the targets")
         return overflow_target_message(y, core.yhat)
 
-    def _apply_step(self, v: np.ndarray, analysis, step: tuple) -> None:
-        """Learn ``v`` from its ``analysis`` and the ``step`` of :meth:`_check_step`."""
+    def apply(self, v: np.ndarray, analysis, step) -> None:
+        """The step protocol's update: learn ``v`` from its ``analysis`` and :meth:`check`'s
+        ``step``, and count it (``n_seen``). Over shared points the owner stores ``v`` after
+        every sharer applied its step, then calls :meth:`forget`."""
+        self._learn_step(v, analysis, step)
+        self.n_seen += 1
+        self._cache = None
+
+    def _learn_step(self, v: np.ndarray, analysis, step) -> None:
+        """:meth:`apply` but the count (``learn_one`` counts its steps itself)."""
         z = self._coin(analysis.e, analysis.kappa, step.d_t)  # may refuse: before any change
         self.noise_scale_sum += step.noise
         self._apply_phase(v, analysis, step, z)

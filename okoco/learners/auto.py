@@ -74,7 +74,6 @@ target's units. The guarantee is then about the squared loss of the standardized
 from __future__ import annotations
 
 import math
-from itertools import compress
 from numbers import Integral, Real
 
 import numpy as np
@@ -88,7 +87,7 @@ from okoco.learners.base import KernelLearner, _is_regression
 from okoco.learners.embedding import SharedEmbedding
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.ons import DictionaryExpert, LinearExpert
-from okoco.learners.shared import ExpertRows, SharedPoints
+from okoco.learners.shared import ExpertRows, SharedPoints, StepShared
 
 __all__ = ["Auto", "SharedPoints", "ExpertRows"]  # the last two from okoco.learners.shared
 
@@ -249,7 +248,7 @@ class Auto(ExpertMixture, KernelLearner):
                     "_embeddings": "opt list[obj:SharedEmbedding] as embeddings",
                     "cumulative_losses": "array(k) float64", "recent_losses": "array(k) float64",
                     "cumulative_loss": "float", "_points": "obj:SharedPoints as points",
-                    "_mixture": "cache:None", "_window_flags": "cache:None", "rate": "float",
+                    "_mixture": "cache:None", "_heads": "cache:None", "rate": "float",
                     "_target_ends": "array(4) float64 as target_ends", "max_size": "int[5,]|none",
                     "scale_target": "bool", "target_count": "int[0,]", "target_mean": "float",
                     "_target_m2": "float as target_m2"}
@@ -290,7 +289,7 @@ class Auto(ExpertMixture, KernelLearner):
         self.log_weights, self.mix_loss = np.zeros(0), 0.0  # fixed share's (switch_rate)
         # one ring of points for every expert: the window and the slot the next point takes
         self._points = SharedPoints(None if self.max_size is None else self.max_size + 1)
-        self._mixture = self._window_flags = None  # caches: the weights, the experts' kinds
+        self._mixture = self._heads = None  # caches: the weights, each dictionary's heads
         # Welford's running count, mean and sum of squared deviations of the raw targets
         self.target_count, self.target_mean, self._target_m2 = 0, 0.0, 0.0
 
@@ -404,31 +403,21 @@ class Auto(ExpertMixture, KernelLearner):
         return self._cached(v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
-        """``(analyses, predictions, Auto's prediction, the dictionary's embedding)``: one
-        kernel row per distinct kernel of the windowed experts (:class:`SharedPoints`) and one
-        over the dictionary's atoms, shared by every head on it."""
-        experts, windowed = self.experts, self._windowed()
-        kernels = [e._kernel for e in compress(experts, windowed)]
-        rows = iter(self._points.kernel_rows(kernels, v) if kernels else ())
-        embedded = [embedding.analyse(v) for embedding in self._embeddings]
-        analyses, preds = [], []
-        for expert, window in zip(experts, windowed):
-            if window:
-                analysis = expert._analyse_row(next(rows),
-                                               _kernels.self_similarity(expert._kernel, v))
-                prediction = analysis.ybar
-            else:
-                analysis = expert.analyse_row(v, embedded)
-                prediction = expert.prediction(analysis)
-            analyses.append(analysis)
-            preds.append(expert._clip(prediction))
-        return analyses, preds, self._combine(preds), embedded
+        """``(analyses, clipped predictions, Auto's prediction, the step's StepShared)``: the
+        step protocol's analyses, from one kernel row per distinct kernel of the experts over
+        the shared points and one embedding per dictionary, shared by every head on it."""
+        shared = StepShared(v, self._points, [e.analyse(v) for e in self._embeddings])
+        analyses = [expert.analyse(v, shared) for expert in self.experts]
+        low, high = -self.C, self.C
+        preds = [float(min(max(analysis.ybar, low), high)) for analysis in analyses]
+        return analyses, preds, self._combine(preds), shared
 
-    def _windowed(self) -> tuple:
-        """Which experts are windowed KONS (the others are ONS heads)."""
-        if self._window_flags is None or len(self._window_flags) != len(self.experts):
-            self._window_flags = tuple(isinstance(e, KONS) for e in self.experts)
-        return self._window_flags
+    def _heads_on(self) -> tuple:
+        """The experts on each shared dictionary, in the dictionaries' order (a cache)."""
+        if self._heads is None:
+            self._heads = tuple([e for e in self.experts if getattr(e, "dictionary", None) == i]
+                                for i in range(len(self._embeddings)))
+        return self._heads
 
     def _predict_vec(self, v: np.ndarray) -> float:
         if not self.experts:
@@ -468,31 +457,25 @@ class Auto(ExpertMixture, KernelLearner):
     def _learn_scaled(self, v: np.ndarray, y: float) -> None:
         """Every expert's step on the (standardized) target ``y``, and the weights' losses.
 
-        Every step is checked before any is taken (a refused step changes nothing); then the
-        dictionary's coin (a point that joins adds a coordinate to every head, each head
-        having planned its step for both outcomes), the steps, and the windows' forgetting."""
-        experts, windowed = self.experts, self._windowed()
-        analyses, preds, own, embedded = self._analyse(v)
-        steps = [e._check_step(y, e._step(e.n_seen + 1), a) if w else e._check_step(y, a)
-                 for e, a, w in zip(experts, analyses, windowed)]
+        The step protocol (``okoco.learners.base.StepProtocol``): every step is checked before
+        any is taken (a refused step changes nothing); then the dictionaries' coins (a point
+        that joins adds a coordinate to every head, each having planned its step for both
+        outcomes), the steps, a full dictionary's swap, the point stored and the windows'
+        forgetting."""
+        experts = self.experts
+        analyses, preds, own, shared = self._analyse(v)
+        steps = [expert.check(y, analysis) for expert, analysis in zip(experts, analyses)]
         losses = self._loss.value(y, np.array([*preds, own]))  # the experts', then Auto's
-        for embedding, its in zip(self._embeddings, embedded):
+        for embedding, its in zip(self._embeddings, shared.embedded):
             embedding.offer(v, its)
-        for expert, analysis, step, window in zip(experts, analyses, steps, windowed):
-            if window:
-                expert._apply_step(v, analysis, step)
-                expert.n_seen += 1
-            else:
-                expert._apply_step(analysis, step)
-        for index, (embedding, its) in enumerate(zip(self._embeddings, embedded)):
+        for expert, analysis, step in zip(experts, analyses, steps):
+            expert.apply(v, analysis, step)
+        for embedding, its, heads in zip(self._embeddings, shared.embedded, self._heads_on()):
             if embedding.swap_margin is not None:  # (else a full dictionary is frozen)
-                # a full dictionary's rule (SharedEmbedding.swap_in), for the heads on it
-                embedding.swap_in(v, its, [e for e, w in zip(experts, windowed) if not w and
-                                           getattr(e, "dictionary", None) == index])
-        if any(windowed):
-            self._points.append(v)
-            for expert in compress(experts, windowed):  # each window forgets its oldest
-                expert._forget_oldest()                  # point, once v is stored
+                embedding.swap_in(v, its, heads)  # a full dictionary's rule, for its heads
+        shared.store_point()
+        for expert in experts:
+            expert.forget()
         self._record(losses[:-1], losses[-1])
 
     @classmethod

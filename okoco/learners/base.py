@@ -14,6 +14,9 @@ subclass declares its parameters in ``_parameter_constraints`` (checked by
     the unclipped prediction :math:`\bar y` of the current function at ``v``;
 ``_learn_vec(v, y, eta)``
     one protocol step (predict, observe :math:`\dot g`, update) on a validated vector.
+
+A learner that an owner drives step by step among others (``Auto``'s experts,
+``MulticlassClassifier``'s classes) also follows the step protocol, :class:`StepProtocol`.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from okoco._validation import Interval, Protocol, check_params
 from okoco.learners._codes import compiled_kernel, compiled_loss, widened  # noqa: F401
 from okoco.learners._step_size import ETA, ETA_HESSIAN, StepSize  # noqa: F401
 
-__all__ = ["KernelLearner", "StepSize", "clip_excess"]
+__all__ = ["KernelLearner", "StepProtocol", "StepSize", "clip_excess"]
 
 #: Batches of fewer rows are learned row by row (each row one compiled step where the learner
 #: has one): a compiled loop's set-up costs about as much as this many steps' Python.
@@ -85,13 +88,60 @@ def _is_regression(loss) -> bool:
     return check is None or check is _losses.Loss.check_target
 
 
+class StepProtocol(abc.ABC):
+    r"""The step protocol: one learning step in four phases, the same methods and records for
+    every kind of expert an owner drives (``KONS``, ``SketchedKONS``, and ``Auto``'s ONS heads
+    ``DictionaryExpert`` and ``LinearExpert``), so that ``Auto`` and ``MulticlassClassifier``
+    drive them all alike, and a standalone ``learn_one`` takes the same phases.
+
+    ``analyse(v, shared)``
+        No state change. The expert's record of the row ``v`` (a named record with at least
+        ``ybar``, the unclipped prediction: KONS's ``okoco._core._records.Analysis``, a
+        head's ``okoco.learners.ons.HeadAnalysis``). ``shared``
+        (``okoco.learners.shared.StepShared``) holds what the owner's experts share in the
+        step: the kernel row of the shared points for a kernel (computed once per distinct
+        kernel), ``k(x, x)``, and the embeddings of the owner's dictionaries; a standalone
+        learner passes ``None``.
+    ``check(y, analysis)``
+        No state change. The step at the target ``y`` (a named record: KONS's
+        ``okoco._core._records.Step``, a head's ``okoco.learners.ons.HeadStep``), with the
+        expert's own step size; raises ``ValueError`` if it would be refused. An owner checks
+        every expert's step before it applies any, so a refused step changes nothing.
+    ``apply(v, analysis, step)``
+        Learn the checked step and count it (``n_seen``). The owner then stores ``v`` in
+        the points it shares (``StepShared.store_point``) once every expert applied its step.
+    ``forget()``
+        The step's end: a window forgets its oldest point (once ``v`` is stored); a no-op
+        for an expert that forgets nothing.
+    """
+
+    @abc.abstractmethod
+    def analyse(self, v: np.ndarray, shared=None):
+        """The record of the row ``v`` (no state change)."""
+
+    @abc.abstractmethod
+    def check(self, y: float, analysis):
+        """The step at the target ``y``; ``ValueError`` if refused (no state change)."""
+
+    @abc.abstractmethod
+    def apply(self, v: np.ndarray, analysis, step) -> None:
+        """Learn the checked ``step``, and count it."""
+
+    @abc.abstractmethod
+    def forget(self) -> None:
+        """The step's end: a window's oldest point leaves (a no-op for other experts)."""
+
+
 class KernelLearner(Locked, base.MiniBatchRegressor):
     """Base class of the okoco regressors (a river ``MiniBatchRegressor``).
 
     A subclass's ``__init__`` assigns its parameters and calls :meth:`_setup`, which checks
     them against ``_parameter_constraints`` and builds the state through the abstract
     ``_reset_state``. Predictions are always in ``[-C, C]``. ``learn_many`` is exactly a
-    sequence of ``learn_one`` calls, validated as a whole before the first.
+    sequence of ``learn_one`` calls, validated as a whole before the first. A learner that an
+    owner drives among others (``Auto``'s experts, ``MulticlassClassifier``'s classes) also
+    follows the step protocol, :class:`StepProtocol` (``analyse``, ``check``, ``apply``,
+    ``forget``), and its ``learn_one`` takes the same phases.
 
     Examples
     --------

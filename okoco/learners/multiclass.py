@@ -47,7 +47,6 @@ from numbers import Integral
 import numpy as np
 from river import base
 
-from okoco import kernels as _kernels
 from okoco import losses, persistence
 from okoco._checks import check_label, in_row
 from okoco._input import FeatureMap
@@ -59,6 +58,7 @@ from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import SharedPoints
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS
+from okoco.learners.shared import StepShared
 
 __all__ = ["MulticlassClassifier"]
 
@@ -283,17 +283,15 @@ class MulticlassClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
         if self._points is None:
             return np.array([learner.predict_one(x) for learner in self.learners])
         v = self._features.encode(x, arrays=False)[0]
-        return np.array([learner._clip(a[4]) for learner, a in
+        return np.array([learner._clip(a.ybar) for learner, a in
                          zip(self.learners, self._analyses(v))])
 
     def _analyses(self, v: np.ndarray) -> list:
-        """Every class's KONS analysis at ``v`` from one shared kernel row."""
-        learners = self.learners
-        kernel = learners[0]._kernel
-        k = self._points.kernel_row(kernel, v)
-        kappa = _kernels.self_similarity(kernel, v)
-        return [learner._cached(v, lambda _v, lr=learner: lr._analyse_row(k, kappa))
-                for learner in learners]
+        """Every class's analysis at ``v`` (the step protocol's ``analyse``) from one shared
+        kernel row; each kept by its learner for a ``learn_one`` after ``predict_one``."""
+        shared = StepShared(v, self._points)
+        return [learner._cached(v, lambda _v, lr=learner: lr.analyse(_v, shared))
+                for learner in self.learners]
 
     # -- river protocol -------------------------------------------------------------------
 
@@ -376,15 +374,13 @@ class MulticlassClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
             for learner in learners[1:]:  # (none has learned: their stores are still empty)
                 learner.share_points(self._points, first._kernel)
         analyses = self._analyses(v)
-        steps = [learner._check_step(1.0 if i == index else -1.0,
-                                     learner._step(learner.n_seen + 1), analysis)
+        steps = [learner.check(1.0 if i == index else -1.0, analysis)
                  for i, (learner, analysis) in enumerate(zip(learners, analyses))]
         for learner, analysis, step in zip(learners, analyses, steps):
-            learner._apply_step(v, analysis, step)
-            learner.n_seen += 1  # (its cached analysis is for the previous n_seen)
+            learner.apply(v, analysis, step)
         self._points.append(v)
         for learner in learners:  # each window forgets its oldest point, once v is stored
-            learner._forget_oldest()
+            learner.forget()
         self._features.add(new)
 
     # -- mini-batches ---------------------------------------------------------------------

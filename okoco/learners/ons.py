@@ -13,6 +13,7 @@ errors. ``Auto``'s experts are heads: :class:`DictionaryExpert` on a shared
 from __future__ import annotations
 
 import threading
+from collections import namedtuple
 from numbers import Real
 
 import numpy as np
@@ -22,10 +23,11 @@ from okoco._input import reserve
 from okoco._locking import Locked
 from okoco._validation import Interval, Options, check_params
 from okoco.learners._codes import compiled_loss
-from okoco.learners.embedding import Embedded, SharedEmbedding, step_message
+from okoco.learners.base import StepProtocol
+from okoco.learners.embedding import SharedEmbedding, step_message
 from okoco.linalg import PackedSymmetric
 
-__all__ = ["OnsHead", "DictionaryExpert", "LinearExpert", "HeadAnalysis"]
+__all__ = ["OnsHead", "DictionaryExpert", "LinearExpert", "HeadAnalysis", "HeadStep"]
 
 _NONE = np.zeros(0)  # no new coordinate (read-only)
 _NONE.flags.writeable = False
@@ -170,10 +172,19 @@ class HeadAnalysis:
         self.direction = None
 
 
-class _Expert(OnsHead, Locked):
+#: An ONS head's checked step (the step protocol's ``check``): the compiled state holding the
+#: planned step (``okoco._core._ons.OnsState``) and the target it was planned for.
+HeadStep = namedtuple("HeadStep", "state y", module=__name__)
+
+
+class _Expert(OnsHead, StepProtocol, Locked):
     """An ONS head that ``Auto`` mixes: validated ``alpha`` and ``eta`` (``"hessian"`` or a
-    number), clipping to ``[-C, C]``, a lock of its own (as every learner has), and the step in
-    two halves, :meth:`_check_step` (before anything changes) and :meth:`_apply_step`."""
+    number), the bound ``C`` (its owner clips the predictions to it), a lock of its own (as
+    every learner has), and the step protocol (``okoco.learners.base.StepProtocol``):
+    :meth:`check` (before anything changes), :meth:`apply` and :meth:`forget` (nothing: a
+    head keeps no point). A subclass defines ``analyse``, ``_new_coordinates(analysis)`` (the
+    coordinates a step may add, and whether they may not join) and ``_joined(analysis)`` (how
+    many of them joined: 0, or all)."""
 
     _parameter_constraints = {"alpha": [Interval(Real, 0, None, closed="neither")],
                               "eta": [Interval(Real, 0, None, closed="neither"),
@@ -204,18 +215,11 @@ class _Expert(OnsHead, Locked):
     def _ons_loss(self):
         return self.loss
 
-    def _clip(self, z: float) -> float:
-        return float(min(max(z, -self.C), self.C))
-
     def _head_eta(self) -> float | None:
         return None if self.eta == "hessian" else float(self.eta)
 
     def _analysis(self, z: np.ndarray, residual: float, extra) -> HeadAnalysis:
         return HeadAnalysis(z, self._ons_predict(z), residual, extra)
-
-    @staticmethod
-    def prediction(analysis) -> float:
-        return analysis.ybar
 
     def _direction_of(self, analysis) -> tuple[np.ndarray, float]:
         if analysis.direction is None:
@@ -226,14 +230,21 @@ class _Expert(OnsHead, Locked):
         return self._ons_variance(self._direction_of(analysis)[1], analysis.residual,
                                   self.n_seen)
 
-    def _plan(self, y: float, analysis, new: np.ndarray, optional: bool):
-        """Check the step with the new coordinates ``new`` (and without them if ``optional``);
-        returns the state holding it (:meth:`OnsHead._ons_plan`)."""
-        return self._ons_plan(y, analysis.z, analysis.ybar, self._head_eta(), new, optional)
+    def check(self, y: float, analysis) -> HeadStep:
+        """The step at the target ``y`` (:meth:`OnsHead._ons_plan`), with the new coordinates
+        (and also without them if they may not join: an atom the dictionary may not take);
+        ``ValueError`` if it would not be usable (nothing changed)."""
+        new, optional = self._new_coordinates(analysis)
+        return HeadStep(self._ons_plan(y, analysis.z, analysis.ybar, self._head_eta(), new,
+                                       optional), y)
 
-    def _apply(self, state, y: float, analysis, n_new: int) -> None:
-        self._ons_commit(state, y, analysis.residual, n_new)
+    def apply(self, v: np.ndarray, analysis, step: HeadStep) -> None:
+        """The checked step, with its new coordinates grown first, counted (``n_seen``)."""
+        self._ons_commit(step.state, step.y, analysis.residual, self._joined(analysis))
         self.n_seen += 1
+
+    def forget(self) -> None:
+        """Nothing: a head keeps no point."""
 
 
 class DictionaryExpert(_Expert):
@@ -253,23 +264,19 @@ class DictionaryExpert(_Expert):
         return (f"DictionaryExpert(kernel={self.kernel!r}, alpha={self.alpha:g}, "
                 f"eta={self.eta!r}, max_size={self.max_size!r})")
 
-    def analyse_row(self, v: np.ndarray, embedded: list) -> HeadAnalysis:
-        """:meth:`analyse` of the row ``v`` from its embeddings by its owner's dictionaries
-        (``embedded``, in order; this head's is number ``dictionary``)."""
-        return self.analyse(embedded[self.dictionary])
-
-    def analyse(self, embedded: Embedded) -> HeadAnalysis:
+    def analyse(self, v: np.ndarray, shared) -> HeadAnalysis:
+        """The record of the row ``v`` from its embedding by the dictionary it is on
+        (``shared.embedded``, its owner's dictionaries in order; this head's is number
+        ``dictionary``)."""
+        embedded = shared.embedded[self.dictionary]
         return self._analysis(embedded.h, embedded.residual, embedded)
 
-    def _check_step(self, y: float, analysis) -> tuple:
-        pivot = analysis.extra.pivot
-        if pivot is None:  # it cannot join
-            return self._plan(y, analysis, _NONE, False), y
-        return self._plan(y, analysis, np.array([pivot]), True), y
+    def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
+        pivot = analysis.extra.pivot  # None: the row cannot join the dictionary
+        return (_NONE, False) if pivot is None else (np.array([pivot]), True)
 
-    def _apply_step(self, analysis, step) -> None:
-        state, y = step
-        self._apply(state, y, analysis, 1 if analysis.extra.joined else 0)
+    def _joined(self, analysis) -> int:
+        return 1 if analysis.extra.joined else 0
 
     @property
     def dictionary_size(self) -> int:
@@ -319,11 +326,8 @@ class LinearExpert(_Expert):
     def describe(self) -> str:
         return f"LinearExpert(alpha={self.alpha:g}, eta={self.eta!r}, bound={self.bound!r})"
 
-    def analyse_row(self, v: np.ndarray, embedded: list) -> HeadAnalysis:
-        """:meth:`analyse` of the row ``v`` (its owner's embeddings ``embedded`` unused)."""
-        return self.analyse(v)
-
-    def analyse(self, v: np.ndarray) -> HeadAnalysis:
+    def analyse(self, v: np.ndarray, shared=None) -> HeadAnalysis:
+        """The record of the row ``v``: its coordinates ``[1, x]`` (``shared`` unused)."""
         z = np.concatenate([[1.0], v])
         m = self._P.size
         if z.shape[0] > m:  # features first seen now: new coordinates
@@ -332,12 +336,11 @@ class LinearExpert(_Expert):
             known, new = (z if z.shape[0] == m else np.pad(z, (0, m - z.shape[0]))), _NONE
         return self._analysis(known, 0.0, new)
 
-    def _check_step(self, y: float, analysis) -> tuple:
-        return self._plan(y, analysis, analysis.extra, False), y
+    def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
+        return analysis.extra, False  # the features first seen now
 
-    def _apply_step(self, analysis, step) -> None:
-        state, y = step
-        self._apply(state, y, analysis, analysis.extra.shape[0])
+    def _joined(self, analysis) -> int:
+        return analysis.extra.shape[0]
 
     @property
     def dictionary_size(self) -> int:

@@ -15,9 +15,10 @@ import numpy as np
 
 from okoco import kernels as _kernels
 from okoco._input import reserve
+from okoco.kernels import self_similarity
 from okoco.linalg import Rows
 
-__all__ = ["SharedPoints", "ExpertRows", "SharesPoints"]
+__all__ = ["SharedPoints", "ExpertRows", "SharesPoints", "StepShared"]
 
 
 class SharedPoints:
@@ -214,10 +215,11 @@ class SharesPoints:
         takes its slots from the shared ring (the earlier points are no atoms and leave it as
         no-ops, so it forgets its own points when a standalone KONS would).
 
-        The owner then drives the step: the sharers' analyses from one kernel row
-        (:meth:`_analyse_row`), every :meth:`_check_step` before any :meth:`_apply_step`, the
-        point appended to ``points`` once every sharer applied its step, then each sharer's
-        :meth:`_forget_oldest`.
+        The owner then drives the step (the step protocol,
+        ``okoco.learners.base.StepProtocol``): every sharer's :meth:`analyse` from one
+        :class:`StepShared` (one kernel row per distinct kernel), every :meth:`check` before
+        any :meth:`apply`, the point stored (``StepShared.store_point``) once every sharer
+        applied its step, then each sharer's :meth:`forget`.
 
         Parameters
         ----------
@@ -252,6 +254,54 @@ class SharesPoints:
         if n:
             self._window.make_room(n)
 
+
+class StepShared:
+    """What the experts of one owner share in one step at the row ``v``: the ``shared`` of the
+    step protocol's ``analyse(v, shared)`` (``okoco.learners.base.StepProtocol``).
+
+    ``kernel_row(kernel)`` is the kernel's row over the owner's shared points (a
+    :class:`SharedPoints`; read-only, computed once per distinct kernel), ``kappa(kernel)``
+    is ``k(v, v)``, ``embedded`` the embeddings of ``v`` by the owner's dictionaries, in the
+    owner's order (``SharedEmbedding.analyse``). An expert that reads the shared points stores
+    its values at the slot ``v`` takes, so ``v`` joins them (:meth:`store_point`, once every
+    expert applied its step) exactly when one did.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okoco.kernels import RBF
+    >>> points = SharedPoints()
+    >>> points.append(np.array([0.0, 1.0]))
+    >>> shared = StepShared(np.array([1.0, 1.0]), points)
+    >>> rbf = RBF(0.5)
+    >>> shared.kernel_row(rbf) is shared.kernel_row(rbf), shared.kappa(rbf)
+    (True, 1.0)
+    >>> shared.store_point(); points.rows.n
+    2
+    """
+
+    __slots__ = ("v", "points", "embedded", "reads_points")
+
+    def __init__(self, v: np.ndarray, points: SharedPoints | None = None, embedded=()):
+        self.v = v
+        self.points = points
+        self.embedded = embedded
+        self.reads_points = False  # whether an expert read the shared points in this step
+
+    def kernel_row(self, kernel) -> np.ndarray:
+        """``kernel(x_i, v)`` over the shared points (read-only; memoised per kernel object)."""
+        self.reads_points = True
+        return self.points.kernel_rows((kernel,), self.v)[0]
+
+    def kappa(self, kernel) -> float:
+        """``kernel(v, v)``."""
+        return self_similarity(kernel, self.v)
+
+    def store_point(self) -> None:
+        """Store ``v`` in the shared points if an expert read them (it wrote its values at
+        the slot ``v`` takes); the owner calls it once every expert applied its step."""
+        if self.reads_points:
+            self.points.append(self.v)
 
 # okoco files name classes by module path: keep the path these classes were saved under
 SharedPoints.__module__ = ExpertRows.__module__ = "okoco.learners.auto"
