@@ -251,7 +251,7 @@ cdef class KONSCore(StepCore):
 
     def check(self, analysis, double y, double eta, double alpha, double C,
               double running, double least_coin, double gdot=NAN, double weight=NAN):
-        """KONS._check_step's arithmetic, the one definition (``eta`` NaN: the curvature step):
+        """KONS.check's arithmetic, the one definition (``eta`` NaN: the curvature step):
         the step's scalars (a :data:`Step`), or a refusal's code
         (``CHECK_*``; nothing changed) that the learner words, with ``yhat``, ``gdot`` and
         ``weight`` left in the object's fields. ``running`` is the sum of the running
@@ -322,7 +322,7 @@ cdef class KONSCore(StepCore):
 
     def apply(self, store, window, selected, const double[:] v,
               analysis, step, int z, double alpha, whitened=None):
-        """KONS._apply_step in one call (``whitened``: the unbounded learner's ``g``, bordered
+        """KONS.apply in one call (``whitened``: the unbounded learner's ``g``, bordered
         with its factor): ``NEED_ROOM`` (nothing changed, the
         size wanted in ``needed``: the learner's ``_make_room``, then this call again),
         ``SKIPPED`` (a null step: nothing changed) or ``OK``, the point at ``slot`` (with its
@@ -449,7 +449,7 @@ cdef class KONSCore(StepCore):
         return append_views(self.views, slot, w, n, sigma, &w[n], diagonal, size)
 
     def forget(self, store, window, selected, Py_ssize_t max_size, double alpha):
-        """KONS._forget_oldest in one call: once more than ``max_size`` points are stored, the
+        """KONS.forget in one call: once more than ``max_size`` points are stored, the
         oldest leaves ``K c`` and, if it is an atom, ``P`` and ``selected`` (its first entry):
         ``FORGOT_ATOM`` then, its term of ``log_det`` in ``log_det_term``; else ``OK``. The
         learner then makes what waited for the step's end (its ``_settle``)."""
