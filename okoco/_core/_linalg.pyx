@@ -38,19 +38,21 @@ cdef void axpy(int n, double alpha, const double* x, double* y) noexcept nogil:
         i += part
 
 
-# The packed row-major triangle goes four rows at a time: the block's shared columns (all the
-# columns before it, a multiple of 4) in one pass of a compiled kernel (symv4: the four rows'
-# dot products with v and their axpy into out; dots4: the dots alone, forward substitution;
-# axpy4: the axpys alone, back substitution; rank4: x added to the four rows), the small
-# triangle of the block itself in scalars, the last m % 4 rows one by one (BLAS ddot / daxpy).
-# A pass reads each entry of the vectors once for four rows, in a few long independent chains
-# (no BLAS call per row: no call overhead, and no thread pool to wake). The sums are reordered
-# against a row-by-row BLAS: results agree with it to rounding, not bit for bit.
+# The packed row-major triangle is read by compiled kernels over four-lane vectors, with no
+# BLAS call per row (no call overhead, no thread pool to wake): the product P v, the rank-one
+# update and the forward substitution one row at a time (row r's dot product with v and its
+# axpy into P v in one pass), so that the triangle is read as one sequential stream; the back
+# substitution, whose rows are read against the layout, four rows at a time (one pass adds
+# the four rows into x). Measured on an AMD EPYC at m = 500 (notes in the commits): reading
+# four rows at a time is faster when the triangle is in cache but up to 2x slower when it
+# comes from memory (four streams instead of one), except for the back substitution, faster
+# both ways. The sums are reordered against a row-by-row BLAS: results agree with it to
+# rounding, not bit for bit.
 #
-# The kernels' C: four lanes of doubles, GCC / Clang vector extensions (else a struct of four).
-# Each kernel's body is compiled twice, portable (two SSE2 halves per vector on x86-64) and,
-# on x86 with GCC or Clang, for AVX (one instruction per vector, no FMA: mul and add stay
-# apart; not a build flag, so the wheel runs everywhere), chosen once at import by the
+# Four lanes of doubles: GCC / Clang vector extensions (else a struct of four). Each kernel's
+# body is compiled twice, portable (two SSE2 halves per vector on x86-64) and, on x86 with GCC
+# or Clang, for AVX (one instruction per vector, no FMA: mul and add stay apart; a function
+# attribute, not a build flag, so the wheel runs everywhere), chosen once at import by the
 # processor; the lanes do the same operations in the same order either way, so both give the
 # same bits (tested).
 cdef extern from *:
@@ -77,149 +79,104 @@ cdef extern from *:
     #define OKOCO_LOAD(v, p) memcpy(&(v), (p), sizeof(okoco_v4))
     #define OKOCO_STORE(p, v) memcpy((p), &(v), sizeof(okoco_v4))
 
-    /* The steps of four columns j .. j + 3 of four rows p0 .. p3 (locals v0 .. v3 their
-       entries, xv x's, k0 .. k3 the rows' coefficients splat) */
-    #define OKOCO_ROWS(j) OKOCO_LOAD(v0, p0 + (j)); OKOCO_LOAD(v1, p1 + (j)); \
-        OKOCO_LOAD(v2, p2 + (j)); OKOCO_LOAD(v3, p3 + (j));
-    #define OKOCO_DOTS(a0, a1, a2, a3) \
-        a0 = OKOCO_ADD(a0, OKOCO_MUL(v0, xv)); a1 = OKOCO_ADD(a1, OKOCO_MUL(v1, xv)); \
-        a2 = OKOCO_ADD(a2, OKOCO_MUL(v2, xv)); a3 = OKOCO_ADD(a3, OKOCO_MUL(v3, xv));
-    #define OKOCO_AXPYS(y) OKOCO_LOAD(yv, y); \
-        yv = OKOCO_ADD(yv, OKOCO_ADD(OKOCO_ADD(OKOCO_MUL(k0, v0), OKOCO_MUL(k1, v1)), \
-                                     OKOCO_ADD(OKOCO_MUL(k2, v2), OKOCO_MUL(k3, v3)))); \
-        OKOCO_STORE(y, yv);
-    #define OKOCO_DECLARE(p, c) \
-        const double *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3]; \
-        okoco_v4 k0 = OKOCO_SPLAT(c[0]), k1 = OKOCO_SPLAT(c[1]), k2 = OKOCO_SPLAT(c[2]), \
-                 k3 = OKOCO_SPLAT(c[3]), v0, v1, v2, v3, xv, yv; \
-        okoco_v4 a0 = OKOCO_SPLAT(0.0), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, \
-                 b2 = a0, b3 = a0; \
-        Py_ssize_t j;
-
-    /* d[i] += the sum of the lanes of a_i + b_i, as (0 + 2) + (1 + 3) */
-    OKOCO_INLINE void okoco_lanes(okoco_v4 a0, okoco_v4 a1, okoco_v4 a2, okoco_v4 a3,
-                                  okoco_v4 b0, okoco_v4 b1, okoco_v4 b2, okoco_v4 b3,
-                                  double* d) {
-        okoco_v4 acc[4];
-        double lane[4];
-        int i;
-        acc[0] = OKOCO_ADD(a0, b0); acc[1] = OKOCO_ADD(a1, b1);
-        acc[2] = OKOCO_ADD(a2, b2); acc[3] = OKOCO_ADD(a3, b3);
-        for (i = 0; i < 4; i++) {
-            OKOCO_STORE(lane, acc[i]);
-            d[i] += (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    /* One row p[0..n): its dot product with x in two four-lane sums (columns j mod 8, then
+       the last n mod 4 columns one by one), and, when y is not NULL, y[0..n) += c p (y apart
+       from p and x). The dot product's lanes are added as ((a + b)_0 + (a + b)_2) +
+       ((a + b)_1 + (a + b)_3), then the columns left. */
+    #define OKOCO_ROW_STEP(acc, j) \
+        OKOCO_LOAD(xv, x + (j)); OKOCO_LOAD(w, p + (j)); acc = OKOCO_ADD(acc, OKOCO_MUL(w, xv)); \
+        if (y) { OKOCO_LOAD(yv, y + (j)); yv = OKOCO_ADD(yv, OKOCO_MUL(k, w)); \
+                 OKOCO_STORE(y + (j), yv); }
+    OKOCO_INLINE double okoco_row_body(const double* p, Py_ssize_t n, const double* x,
+                                       double c, double* y) {
+        okoco_v4 a = OKOCO_SPLAT(0.0), b = a, k = OKOCO_SPLAT(c), xv, yv, w;
+        double lane[4], d;
+        Py_ssize_t j = 0;
+        for (; j + 8 <= n; j += 8) { OKOCO_ROW_STEP(a, j) OKOCO_ROW_STEP(b, j + 4) }
+        if (j + 4 <= n) { OKOCO_ROW_STEP(a, j) j += 4; }
+        a = OKOCO_ADD(a, b);
+        OKOCO_STORE(lane, a);
+        d = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+        for (; j < n; j++) {
+            d += p[j] * x[j];
+            if (y) y[j] += c * p[j];
         }
+        return d;
     }
 
-    /* d[i] += p[i][0..n) . x[0..n), i < 4, n a multiple of 4: two four-lane sums per row
-       (columns j mod 8: eight independent chains) */
-    OKOCO_INLINE void okoco_dots4_body(const double* const* p, Py_ssize_t n, const double* x,
-                                       double* d) {
-        static const double c[4] = {0.0, 0.0, 0.0, 0.0};
-        OKOCO_DECLARE(p, c)
-        (void)k0; (void)k1; (void)k2; (void)k3; (void)yv;
-        for (j = 0; j + 8 <= n; j += 8) {
-            OKOCO_LOAD(xv, x + j); OKOCO_ROWS(j) OKOCO_DOTS(a0, a1, a2, a3)
-            OKOCO_LOAD(xv, x + j + 4); OKOCO_ROWS(j + 4) OKOCO_DOTS(b0, b1, b2, b3)
+    /* y[0..n) += c p[0..n) (y apart from p) */
+    OKOCO_INLINE void okoco_axpy_body(const double* p, Py_ssize_t n, double c, double* y) {
+        okoco_v4 k = OKOCO_SPLAT(c), yv, w;
+        Py_ssize_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            OKOCO_LOAD(w, p + j);
+            OKOCO_LOAD(yv, y + j);
+            yv = OKOCO_ADD(yv, OKOCO_MUL(k, w));
+            OKOCO_STORE(y + j, yv);
         }
-        if (j < n) { OKOCO_LOAD(xv, x + j); OKOCO_ROWS(j) OKOCO_DOTS(a0, a1, a2, a3) }
-        okoco_lanes(a0, a1, a2, a3, b0, b1, b2, b3, d);
+        for (; j < n; j++) y[j] += c * p[j];
     }
 
     /* y[0..n) += c[0] p[0] + c[1] p[1] + c[2] p[2] + c[3] p[3], n a multiple of 4, y apart
        from the rows */
     OKOCO_INLINE void okoco_axpy4_body(const double* const* p, Py_ssize_t n, const double* c,
                                        double* y) {
-        OKOCO_DECLARE(p, c)
-        (void)xv; (void)a0; (void)a1; (void)a2; (void)a3; (void)b0; (void)b1; (void)b2; (void)b3;
-        for (j = 0; j < n; j += 4) { OKOCO_ROWS(j) OKOCO_AXPYS(y + j) }
-    }
-
-    /* both in one pass over the rows: d[i] += p[i] . x, y += sum_i c[i] p[i] (as above) */
-    OKOCO_INLINE void okoco_symv4_body(const double* const* p, Py_ssize_t n, const double* x,
-                                       double* d, const double* c, double* y) {
-        OKOCO_DECLARE(p, c)
-        for (j = 0; j + 8 <= n; j += 8) {
-            OKOCO_LOAD(xv, x + j); OKOCO_ROWS(j) OKOCO_DOTS(a0, a1, a2, a3) OKOCO_AXPYS(y + j)
-            OKOCO_LOAD(xv, x + j + 4); OKOCO_ROWS(j + 4) OKOCO_DOTS(b0, b1, b2, b3)
-            OKOCO_AXPYS(y + j + 4)
-        }
-        if (j < n) {
-            OKOCO_LOAD(xv, x + j); OKOCO_ROWS(j) OKOCO_DOTS(a0, a1, a2, a3) OKOCO_AXPYS(y + j)
-        }
-        okoco_lanes(a0, a1, a2, a3, b0, b1, b2, b3, d);
-    }
-
-    /* p[i][0..n) += c[i] x[0..n), i < 4, n a multiple of 4, x apart from the rows */
-    OKOCO_INLINE void okoco_rank4_body(double* const* p, Py_ssize_t n, const double* c,
-                                       const double* x) {
-        double *q0 = p[0], *q1 = p[1], *q2 = p[2], *q3 = p[3];
+        const double *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
         okoco_v4 k0 = OKOCO_SPLAT(c[0]), k1 = OKOCO_SPLAT(c[1]), k2 = OKOCO_SPLAT(c[2]),
-                 k3 = OKOCO_SPLAT(c[3]), xv, v0, v1, v2, v3;
+                 k3 = OKOCO_SPLAT(c[3]), v0, v1, v2, v3, yv;
         Py_ssize_t j;
         for (j = 0; j < n; j += 4) {
-            OKOCO_LOAD(xv, x + j);
-            OKOCO_LOAD(v0, q0 + j); OKOCO_LOAD(v1, q1 + j);
-            OKOCO_LOAD(v2, q2 + j); OKOCO_LOAD(v3, q3 + j);
-            v0 = OKOCO_ADD(v0, OKOCO_MUL(k0, xv)); v1 = OKOCO_ADD(v1, OKOCO_MUL(k1, xv));
-            v2 = OKOCO_ADD(v2, OKOCO_MUL(k2, xv)); v3 = OKOCO_ADD(v3, OKOCO_MUL(k3, xv));
-            OKOCO_STORE(q0 + j, v0); OKOCO_STORE(q1 + j, v1);
-            OKOCO_STORE(q2 + j, v2); OKOCO_STORE(q3 + j, v3);
+            OKOCO_LOAD(v0, p0 + j); OKOCO_LOAD(v1, p1 + j);
+            OKOCO_LOAD(v2, p2 + j); OKOCO_LOAD(v3, p3 + j);
+            OKOCO_LOAD(yv, y + j);
+            yv = OKOCO_ADD(yv, OKOCO_ADD(OKOCO_ADD(OKOCO_MUL(k0, v0), OKOCO_MUL(k1, v1)),
+                                         OKOCO_ADD(OKOCO_MUL(k2, v2), OKOCO_MUL(k3, v3))));
+            OKOCO_STORE(y + j, yv);
         }
     }
 
-    static void okoco_dots4_portable(const double* const* p, Py_ssize_t n, const double* x,
-                                     double* d) { okoco_dots4_body(p, n, x, d); }
-    static void okoco_axpy4_portable(const double* const* p, Py_ssize_t n, const double* c,
-                                     double* y) { okoco_axpy4_body(p, n, c, y); }
-    static void okoco_rank4_portable(double* const* p, Py_ssize_t n, const double* c,
-                                     const double* x) { okoco_rank4_body(p, n, c, x); }
-    static void okoco_symv4_portable(const double* const* p, Py_ssize_t n, const double* x,
-        double* d, const double* c, double* y) { okoco_symv4_body(p, n, x, d, c, y); }
-
+    /* each kernel twice: portable, and for AVX where the compiler can target it */
+    #define OKOCO_KERNELS(ISA, ATTR) \
+    ATTR static double okoco_row_##ISA(const double* p, Py_ssize_t n, const double* x, \
+                                       double c, double* y) { \
+        return okoco_row_body(p, n, x, c, y); } \
+    ATTR static void okoco_axpy_##ISA(const double* p, Py_ssize_t n, double c, double* y) { \
+        okoco_axpy_body(p, n, c, y); } \
+    ATTR static void okoco_axpy4_##ISA(const double* const* p, Py_ssize_t n, const double* c, \
+                                       double* y) { \
+        okoco_axpy4_body(p, n, c, y); }
+    OKOCO_KERNELS(portable, )
     #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    #define OKOCO_AVX __attribute__((target("avx")))
-    OKOCO_AVX static void okoco_dots4_avx(const double* const* p, Py_ssize_t n,
-        const double* x, double* d) { okoco_dots4_body(p, n, x, d); }
-    OKOCO_AVX static void okoco_axpy4_avx(const double* const* p, Py_ssize_t n,
-        const double* c, double* y) { okoco_axpy4_body(p, n, c, y); }
-    OKOCO_AVX static void okoco_rank4_avx(double* const* p, Py_ssize_t n, const double* c,
-        const double* x) { okoco_rank4_body(p, n, c, x); }
-    OKOCO_AVX static void okoco_symv4_avx(const double* const* p, Py_ssize_t n,
-        const double* x, double* d, const double* c, double* y) {
-        okoco_symv4_body(p, n, x, d, c, y); }
+    OKOCO_KERNELS(avx, __attribute__((target("avx"))))
     static int okoco_avx_available(void) {
         __builtin_cpu_init(); return __builtin_cpu_supports("avx"); }
     #else
-    #define okoco_dots4_avx okoco_dots4_portable
+    #define okoco_row_avx okoco_row_portable
+    #define okoco_axpy_avx okoco_axpy_portable
     #define okoco_axpy4_avx okoco_axpy4_portable
-    #define okoco_rank4_avx okoco_rank4_portable
-    #define okoco_symv4_avx okoco_symv4_portable
     static int okoco_avx_available(void) { return 0; }
     #endif
 
     static int okoco_use_avx = 0;
-    static void okoco_dots4(const double* const* p, Py_ssize_t n, const double* x, double* d) {
-        if (okoco_use_avx) okoco_dots4_avx(p, n, x, d); else okoco_dots4_portable(p, n, x, d); }
+    static double okoco_row(const double* p, Py_ssize_t n, const double* x, double c,
+                            double* y) {
+        return okoco_use_avx ? okoco_row_avx(p, n, x, c, y)
+                             : okoco_row_portable(p, n, x, c, y); }
+    static void okoco_axpy(const double* p, Py_ssize_t n, double c, double* y) {
+        if (okoco_use_avx) okoco_axpy_avx(p, n, c, y); else okoco_axpy_portable(p, n, c, y); }
     static void okoco_axpy4(const double* const* p, Py_ssize_t n, const double* c, double* y) {
         if (okoco_use_avx) okoco_axpy4_avx(p, n, c, y); else okoco_axpy4_portable(p, n, c, y); }
-    static void okoco_rank4(double* const* p, Py_ssize_t n, const double* c, const double* x) {
-        if (okoco_use_avx) okoco_rank4_avx(p, n, c, x); else okoco_rank4_portable(p, n, c, x); }
-    static void okoco_symv4(const double* const* p, Py_ssize_t n, const double* x, double* d,
-                            const double* c, double* y) {
-        if (okoco_use_avx) okoco_symv4_avx(p, n, x, d, c, y);
-        else okoco_symv4_portable(p, n, x, d, c, y); }
     """
     int avx_available "okoco_avx_available" () noexcept nogil
     int use_avx "okoco_use_avx"
-    void dots4 "okoco_dots4" (const double* const* p, Py_ssize_t n, const double* x,
-                              double* d) noexcept nogil
-    void axpy4 "okoco_axpy4" (const double* const* p, Py_ssize_t n, const double* c,
-                              double* y) noexcept nogil
-    void rank4 "okoco_rank4" (double* const* p, Py_ssize_t n, const double* c,
-                              const double* x) noexcept nogil
-    void symv4 "okoco_symv4" (const double* const* p, Py_ssize_t n, const double* x, double* d,
-                              const double* c, double* y) noexcept nogil
+    # row p[0..n) . x, and y[0..n) += c p when y is not NULL
+    double row_pass "okoco_row" (const double* p, Py_ssize_t n, const double* x, double c,
+                                 double* y) noexcept nogil
+    # y[0..n) += c p
+    void row_axpy "okoco_axpy" (const double* p, Py_ssize_t n, double c, double* y) noexcept nogil
+    # y[0..n) += sum_i c[i] p[i] over four rows, n a multiple of 4
+    void rows4_axpy "okoco_axpy4" (const double* const* p, Py_ssize_t n, const double* c,
+                                   double* y) noexcept nogil
 
 use_avx = avx_available()
 
@@ -242,24 +199,12 @@ cdef inline const double* row_of(const double* P, Py_ssize_t r) noexcept nogil:
 
 
 cdef void tp_half_solve(const double* L, int m, double* x) noexcept nogil:
-    """x <- L^{-1} x (forward substitution): x_r <- (x_r - L[r, :r] x[:r]) / L_rr, four rows
-    at a time."""
-    cdef Py_ssize_t r = 0, i, j
-    cdef double d[4]
-    cdef const double* rows[4]
-    while r + 4 <= m:
-        for i in range(4):
-            rows[i] = row_of(L, r + i)
-            d[i] = 0.0
-        dots4(rows, r, x, d)
-        for i in range(4):  # the block's own triangle
-            for j in range(i):
-                d[i] += rows[i][r + j] * x[r + j]
-            x[r + i] = (x[r + i] - d[i]) / rows[i][r + i]
-        r += 4
-    while r < m:
-        x[r] = (x[r] - dot(<int>r, row_of(L, r), x)) / row_of(L, r)[r]
-        r += 1
+    """x <- L^{-1} x (forward substitution): x_r <- (x_r - L[r, :r] x[:r]) / L_rr."""
+    cdef Py_ssize_t r
+    cdef const double* row
+    for r in range(m):
+        row = row_of(L, r)
+        x[r] = (x[r] - row_pass(row, r, x, 0.0, NULL)) / row[r]
 
 
 cdef void tp_back_solve(const double* L, int m, double* x) noexcept nogil:
@@ -271,7 +216,7 @@ cdef void tp_back_solve(const double* L, int m, double* x) noexcept nogil:
     while r % 4:
         r -= 1
         x[r] /= row_of(L, r)[r]
-        axpy(<int>r, -x[r], row_of(L, r), x)
+        row_axpy(row_of(L, r), r, -x[r], x)
     while r > 0:
         r -= 4
         for i in range(3, -1, -1):  # the block's own triangle, from its last row
@@ -280,7 +225,7 @@ cdef void tp_back_solve(const double* L, int m, double* x) noexcept nogil:
             for j in range(i):
                 x[r + j] -= x[r + i] * rows[i][r + j]
             c[i] = -x[r + i]
-        axpy4(rows, r, c, x)
+        rows4_axpy(rows, r, c, x)
 
 
 def half_solve(const double[::1] L, int m, double[::1] x):
@@ -537,13 +482,13 @@ def rescale(double[::1] L, double[::1] A, Py_ssize_t m, Py_ssize_t i, double fac
 # ---------------------------------------------------------------- symmetric matrices
 cdef void sym_matvec(const double* P, int m, bint dense, const double* v,
                      double* out) noexcept nogil:
-    """out = P v for a symmetric P: dense (m x m, one BLAS dgemv) or packed lower, four rows
-    at a time (each block's rows give the dot products of their entries and add their
-    columns' share into out; BLAS's dspmv would wake its thread pool from 100 rows)."""
+    """out = P v for a symmetric P: dense (m x m, one BLAS dgemv) or packed lower, row by row
+    in one pass each: out_r += P[r, :r] v[:r] + P_rr v_r and out[:r] += v_r P[r, :r] (BLAS's
+    dspmv would wake its thread pool from 100 rows)."""
     cdef int one = 1
-    cdef Py_ssize_t r = 0, i, j
-    cdef double zero = 0.0, unit = 1.0, p
-    cdef const double* rows[4]
+    cdef Py_ssize_t r
+    cdef double zero = 0.0, unit = 1.0
+    cdef const double* row
     if m <= 0:
         return
     if dense:
@@ -551,47 +496,23 @@ cdef void sym_matvec(const double* P, int m, bint dense, const double* v,
         dgemv(b"N", &m, &m, &unit, <double*>P, &m, <double*>v, &one, &zero, out, &one)
         return
     memset(out, 0, m * sizeof(double))
-    while r + 4 <= m:
-        for i in range(4):
-            rows[i] = row_of(P, r + i)
-        symv4(rows, r, v, &out[r], &v[r], out)
-        for i in range(4):  # the block's own triangle: P[r + i, r + j], j <= i
-            for j in range(i):
-                p = rows[i][r + j]
-                out[r + i] += p * v[r + j]
-                out[r + j] += p * v[r + i]
-            out[r + i] += rows[i][r + i] * v[r + i]
-        r += 4
-    while r < m:
-        out[r] += dot(<int>r + 1, row_of(P, r), v)
-        axpy(<int>r, v[r], row_of(P, r), out)
-        r += 1
+    for r in range(m):
+        row = row_of(P, r)
+        out[r] += row_pass(row, r, v, v[r], out) + row[r] * v[r]
 
 
 cdef void sym_rank_one(double* P, int m, bint dense, double alpha,
                        const double* x) noexcept nogil:
-    """P <- P + alpha x x^T (dense: both triangles, one dger; packed: row r += alpha x_r x[:r+1],
-    four rows at a time)."""
+    """P <- P + alpha x x^T (dense: both triangles, one dger; packed: row r += alpha x_r x[:r+1])."""
     cdef int one = 1
-    cdef Py_ssize_t r = 0, i, j
-    cdef double c[4]
-    cdef double* rows[4]
+    cdef Py_ssize_t r
     if m <= 0:
         return
     if dense:
         dger(&m, &m, &alpha, <double*>x, &one, <double*>x, &one, P, &m)
         return
-    while r + 4 <= m:
-        for i in range(4):
-            rows[i], c[i] = &P[start(r + i)], alpha * x[r + i]
-        rank4(rows, r, c, x)
-        for i in range(4):  # the block's own triangle
-            for j in range(r, r + i + 1):
-                rows[i][j] += c[i] * x[j]
-        r += 4
-    while r < m:
-        axpy(<int>r + 1, alpha * x[r], x, &P[start(r)])
-        r += 1
+    for r in range(m):
+        row_axpy(x, r + 1, alpha * x[r], &P[start(r)])
 
 
 def matvec(const double[::1] P, int m, bint dense, const double[::1] v, double[::1] out):

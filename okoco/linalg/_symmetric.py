@@ -20,9 +20,9 @@ class PackedSymmetric:
     it, and at most ``DENSE_MAX`` times). When the matrix outgrows ``DENSE_MAX`` it switches,
     once, to :class:`IncrementalCholesky`'s layout (row-major lower packed in a doubling
     buffer): bordering writes ``m + 1`` numbers at the end, and the product and the rank-one
-    update go row by row (a dot product and an ``axpy`` per row, which OpenBLAS never threads
-    at these lengths), with half the memory. The arithmetic runs in okoco's compiled core on
-    these buffers. KRLS keeps its ``P = (A^T A)^{-1}`` here.
+    update go four rows at a time through compiled kernels (no BLAS call per row, no thread
+    pool; ``okoco._core._linalg``), with half the memory. The arithmetic runs in okoco's
+    compiled core on these buffers. KRLS keeps its ``P = (A^T A)^{-1}`` here.
 
     Examples
     --------
