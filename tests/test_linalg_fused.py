@@ -1,7 +1,7 @@
-"""The packed primitives of okoco._core._linalg (four rows at a time, compiled portable and for
-AVX) against dense numpy references, at every order that leaves each remainder of the blocking
-(m % 4, columns % 8), in both layouts and on both instruction sets; and the two instruction
-sets give the same bits."""
+"""The packed primitives of okoco._core._linalg (compiled kernels by rows, four rows at a time
+for the back substitution; portable and AVX) against dense numpy references, at orders that
+leave every remainder of the kernels (a row's columns mod 8, the rows mod 4), in both layouts
+and on both instruction sets; and the two instruction sets give the same bits."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ class PackedSymmetric:
     it, and at most ``DENSE_MAX`` times). When the matrix outgrows ``DENSE_MAX`` it switches,
     once, to :class:`IncrementalCholesky`'s layout (row-major lower packed in a doubling
     buffer): bordering writes ``m + 1`` numbers at the end, and the product and the rank-one
-    update go four rows at a time through compiled kernels (no BLAS call per row, no thread
-    pool; ``okoco._core._linalg``), with half the memory. The arithmetic runs in okoco's
+    update go row by row through compiled kernels (one pass over each row, no BLAS call per
+    row, no thread pool; ``okoco._core._linalg``), with half the memory. The arithmetic runs in okoco's
     compiled core on these buffers. KRLS keeps its ``P = (A^T A)^{-1}`` here.
 
     Examples
