@@ -8,7 +8,10 @@ are the caller's promise. A failure is a status code, never an exception raised 
 from libc.math cimport isfinite, log, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove, memset
-from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dger, dsymv, dsyrk, dtpsv
+from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dger, dsymv, dsyrk
+
+from okoco._core._rows cimport (avx_available, avx_in_use, row_axpy, row_pass, rows4_axpy,
+                                use_avx)
 
 cdef inline Py_ssize_t start(Py_ssize_t r) noexcept nogil:
     return r * (r + 1) // 2
@@ -38,18 +41,51 @@ cdef void axpy(int n, double alpha, const double* x, double* y) noexcept nogil:
         i += part
 
 
+def kernels(str isa=None):
+    """The instruction set of the packed kernels (``"avx"`` or ``"portable"``, see
+    ``_rows.pxd``); ``isa`` sets it (``"avx"`` only where the processor has it), for tests
+    comparing the two."""
+    if isa is not None:
+        if isa not in ("avx", "portable"):
+            raise ValueError(f"isa must be 'avx' or 'portable', got {isa!r}")
+        if isa == "avx" and not avx_available():
+            raise ValueError("isa 'avx': this processor (or build) has no AVX")
+        use_avx(isa == "avx")
+    return "avx" if avx_in_use() else "portable"
+
+
+cdef inline const double* row_of(const double* P, Py_ssize_t r) noexcept nogil:
+    return P + start(r)
+
+
 cdef void tp_half_solve(const double* L, int m, double* x) noexcept nogil:
-    """x <- L^{-1} x: L^T is BLAS's column-major upper packed triangle, so solve L^T^T."""
-    cdef int one = 1
-    if m > 0:
-        dtpsv(b"U", b"T", b"N", &m, <double*>L, x, &one)
+    """x <- L^{-1} x (forward substitution): x_r <- (x_r - L[r, :r] x[:r]) / L_rr."""
+    cdef Py_ssize_t r
+    cdef const double* row
+    for r in range(m):
+        row = row_of(L, r)
+        x[r] = (x[r] - row_pass(row, r, x, 0.0, NULL)) / row[r]
 
 
 cdef void tp_back_solve(const double* L, int m, double* x) noexcept nogil:
-    """x <- L^{-T} x."""
-    cdef int one = 1
-    if m > 0:
-        dtpsv(b"U", b"N", b"N", &m, <double*>L, x, &one)
+    """x <- L^{-T} x (back substitution by rows of L): from the last row up, x_r <- x_r / L_rr,
+    then x[:r] -= x_r L[r, :r]; the last m % 4 rows one by one, then four rows at a time."""
+    cdef Py_ssize_t r = m, i, j
+    cdef double c[4]
+    cdef const double* rows[4]
+    while r % 4:
+        r -= 1
+        x[r] /= row_of(L, r)[r]
+        row_axpy(row_of(L, r), r, -x[r], x)
+    while r > 0:
+        r -= 4
+        for i in range(3, -1, -1):  # the block's own triangle, from its last row
+            rows[i] = row_of(L, r + i)
+            x[r + i] /= rows[i][r + i]
+            for j in range(i):
+                x[r + j] -= x[r + i] * rows[i][r + j]
+            c[i] = -x[r + i]
+        rows4_axpy(rows, r, c, x)
 
 
 def half_solve(const double[::1] L, int m, double[::1] x):
@@ -306,11 +342,13 @@ def rescale(double[::1] L, double[::1] A, Py_ssize_t m, Py_ssize_t i, double fac
 # ---------------------------------------------------------------- symmetric matrices
 cdef void sym_matvec(const double* P, int m, bint dense, const double* v,
                      double* out) noexcept nogil:
-    """out = P v for a symmetric P: dense (m x m) or packed lower. The packed product goes
-    row by row (a dot and an axpy per row, calls OpenBLAS never threads at these lengths),
-    where BLAS's dspmv would wake its thread pool from 100 rows."""
-    cdef int one = 1, r
+    """out = P v for a symmetric P: dense (m x m, one BLAS dgemv) or packed lower, row by row
+    in one pass each: out_r += P[r, :r] v[:r] + P_rr v_r and out[:r] += v_r P[r, :r] (BLAS's
+    dspmv would wake its thread pool from 100 rows)."""
+    cdef int one = 1
+    cdef Py_ssize_t r
     cdef double zero = 0.0, unit = 1.0
+    cdef const double* row
     if m <= 0:
         return
     if dense:
@@ -319,21 +357,23 @@ cdef void sym_matvec(const double* P, int m, bint dense, const double* v,
         return
     memset(out, 0, m * sizeof(double))
     for r in range(m):
-        out[r] += dot(r + 1, &P[start(r)], v)
-        axpy(r, v[r], &P[start(r)], out)
+        row = row_of(P, r)
+        out[r] += row_pass(row, r, v, v[r], out) + row[r] * v[r]
 
 
 cdef void sym_rank_one(double* P, int m, bint dense, double alpha,
                        const double* x) noexcept nogil:
-    """P <- P + alpha x x^T (dense: both triangles, one dger; packed: one axpy per row)."""
-    cdef int one = 1, r
+    """P <- P + alpha x x^T (dense: both triangles, one dger; packed: row r += alpha x_r
+    x[:r+1])."""
+    cdef int one = 1
+    cdef Py_ssize_t r
     if m <= 0:
         return
     if dense:
         dger(&m, &m, &alpha, <double*>x, &one, <double*>x, &one, P, &m)
         return
     for r in range(m):
-        axpy(r + 1, alpha * x[r], x, &P[start(r)])
+        row_axpy(x, r + 1, alpha * x[r], &P[start(r)])
 
 
 def matvec(const double[::1] P, int m, bint dense, const double[::1] v, double[::1] out):

@@ -10,8 +10,8 @@ from okoco.linalg._cholesky import IncrementalCholesky, _packed_len
 
 
 class PackedSymmetric:
-    """A growing symmetric ``(m, m)`` matrix updated in place by BLAS: dense while small, then
-    packed.
+    """A growing symmetric ``(m, m)`` matrix updated in place by compiled code: dense while
+    small, then packed.
 
     Up to ``DENSE_MAX`` rows the matrix is a full dense C-contiguous array: :meth:`matvec` is
     one BLAS ``dgemv`` and :meth:`rank_one` one ``dger`` on it, which OpenBLAS never hands to
@@ -20,9 +20,9 @@ class PackedSymmetric:
     it, and at most ``DENSE_MAX`` times). When the matrix outgrows ``DENSE_MAX`` it switches,
     once, to :class:`IncrementalCholesky`'s layout (row-major lower packed in a doubling
     buffer): bordering writes ``m + 1`` numbers at the end, and the product and the rank-one
-    update go row by row (a dot product and an ``axpy`` per row, which OpenBLAS never threads
-    at these lengths), with half the memory. The arithmetic runs in okoco's compiled core on
-    these buffers. KRLS keeps its ``P = (A^T A)^{-1}`` here.
+    update go row by row through compiled kernels (one pass over each row, no BLAS call per
+    row, no thread pool), with half the memory. The arithmetic runs in okoco's compiled core
+    (``okoco._core._linalg``) on these buffers. KRLS keeps its ``P = (A^T A)^{-1}`` here.
 
     Examples
     --------
