@@ -64,6 +64,7 @@ def test_the_point_store_lives_beside_the_linear_algebra():
     """Issue 41 Deliver 5: ``Rows`` (the point store) is a module of ``okoco.linalg``, not a
     part of the input boundary; its saved files keep their stable class name."""
     import okoco._input
+    import okoco.learners  # noqa: F401 - it registers the classes files name (Rows among them)
     from okoco import persistence
     from okoco.linalg import Rows
 

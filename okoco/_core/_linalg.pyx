@@ -10,7 +10,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove, memset
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dger, dsymv, dsyrk
 
-from okoco._core._rows cimport (avx_available, avx_in_use, row_axpy, row_pass, rows4_axpy,
+from okoco._core._packed cimport (avx_available, avx_in_use, row_axpy, row_pass, rows4_axpy,
                                 use_avx)
 
 cdef inline Py_ssize_t start(Py_ssize_t r) noexcept nogil:
@@ -43,7 +43,7 @@ cdef void axpy(int n, double alpha, const double* x, double* y) noexcept nogil:
 
 def kernels(str isa=None):
     """The instruction set of the packed kernels (``"avx"`` or ``"portable"``, see
-    ``_rows.pxd``); ``isa`` sets it (``"avx"`` only where the processor has it), for tests
+    ``_packed.pxd``); ``isa`` sets it (``"avx"`` only where the processor has it), for tests
     comparing the two."""
     if isa is not None:
         if isa not in ("avx", "portable"):
