@@ -285,13 +285,16 @@ def test_a_loss_is_saved_with_its_parameters(tmp_path):
     rebuilt by ``cls(**params)``: the loaded model's loss has the same ``delta`` and predicts
     and steps as the live one. (Before: "cannot save KONS.loss: ... carries extra
     attributes".)"""
-    model = KONS(kernel=Cauchy(), loss=Huber(delta=0.25))
+    loss = Huber()
+    loss.delta = np.float64(0.25)  # a numpy scalar is saved as the number it is
+    model = KONS(kernel=Cauchy(), loss=loss)
     fit_grid(model, 40)
     path = okoco.save(model, tmp_path / "model.npz")
     tree = persistence.read_metadata(path)["params"]["loss"]
     assert tree["__loss__"] == "tests.Huber" and tree["params"] == {"delta": 0.25}
     loaded = okoco.load(path)
     assert type(loaded.loss) is Huber and loaded.loss.delta == 0.25
+    assert type(tree["params"]["delta"]) is float
     rows = [{"x": g} for g in GRID]
     for m in (model, loaded):
         m.learn_one({"x": 0.3}, 2.0)  # |u| > delta: the parameter decides the step

@@ -206,16 +206,30 @@ def _same_factory(a, b) -> bool:
 
 def _loss_params(loss: Any, where: str) -> dict:
     """A registered loss's parameters, saved with its name so that ``cls(**params)`` rebuilds
-    it: its attributes, each a plain number, bool or string named by a parameter of its
-    constructor (a user's ``Huber(delta=2.0)`` keeps ``delta``); anything else is refused."""
-    params, names = vars(loss), _init_params(type(loss))
-    for name, value in params.items():
-        if name not in names or type(value) not in (int, float, bool, str):
+    it: its attributes, each a number (numpy's scalars as Python's), bool or string named by a
+    parameter of its constructor (a user's ``Huber(delta=2.0)`` keeps ``delta``); anything
+    else is refused."""
+    params, names = {}, _init_params(type(loss))
+    for name, value in vars(loss).items():
+        plain = _plain_scalar(value)
+        if name not in names or plain is None:
             raise TypeError(f"cannot save {where}: {loss!r} carries the attribute {name!r}, "
                             "which is not a number, bool or string parameter of its "
                             f"constructor (a loss is saved as its name and parameters: "
                             f"{type(loss).__name__}({', '.join(names)}))")
-    return dict(params)
+        params[name] = plain
+    return params
+
+
+def _plain_scalar(value: Any) -> bool | int | float | str | None:
+    """``value`` as a Python bool, int, float or str (numpy's scalars included), else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    return value if isinstance(value, str) else None
 
 
 def _unsupported(v: Any, where: str) -> str:
