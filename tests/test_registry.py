@@ -17,6 +17,7 @@ import shutil
 import numpy as np
 import pytest
 from test_persistence_declared import rewrite
+from test_user_protocols import Huber
 
 import okoco
 from okoco import experiment, kernels, losses, persistence
@@ -256,28 +257,8 @@ def test_a_learner_with_the_registered_kernel_and_loss_saves_and_loads(name, tmp
             m.learn_one({"x": 0.3}, 0.5)
 
 
-class Huber(losses.Loss, name="tests.Huber", cli_name="tests-huber"):
-    r"""Huber's loss with threshold ``delta``: :math:`u^2/2` for :math:`|u| \le \delta`, else
-    :math:`\delta(|u| - \delta/2)`, :math:`u = z - y` (a loss with a parameter)."""
-
-    def __init__(self, delta: float = 1.0):
-        self.delta = float(delta)
-
-    def value(self, y, z):
-        u = np.abs(np.asarray(z, dtype=float) - y)
-        return np.where(u <= self.delta, 0.5 * u * u, self.delta * (u - 0.5 * self.delta))
-
-    def derivative(self, y, z):
-        return np.clip(np.asarray(z, dtype=float) - y, -self.delta, self.delta)
-
-    def second_derivative(self, y, z):
-        return (np.abs(np.asarray(z, dtype=float) - y) <= self.delta).astype(float)
-
-    def curvature(self, C, y_max=None):
-        return 0.0
-
-    def lipschitz(self, C, y_max=None):
-        return self.delta
+class SavedHuber(Huber, name="tests.Huber", cli_name="tests-huber"):
+    """test_user_protocols' Huber loss (a parameter, ``delta``), registered so files name it."""
 
 
 def test_a_loss_is_saved_with_its_parameters(tmp_path):
@@ -285,7 +266,7 @@ def test_a_loss_is_saved_with_its_parameters(tmp_path):
     rebuilt by ``cls(**params)``: the loaded model's loss has the same ``delta`` and predicts
     and steps as the live one. (Before: "cannot save KONS.loss: ... carries extra
     attributes".)"""
-    loss = Huber()
+    loss = SavedHuber()
     loss.delta = np.float64(0.25)  # a numpy scalar is saved as the number it is
     model = KONS(kernel=Cauchy(), loss=loss)
     fit_grid(model, 40)
@@ -293,7 +274,7 @@ def test_a_loss_is_saved_with_its_parameters(tmp_path):
     tree = persistence.read_metadata(path)["params"]["loss"]
     assert tree["__loss__"] == "tests.Huber" and tree["params"] == {"delta": 0.25}
     loaded = okoco.load(path)
-    assert type(loaded.loss) is Huber and loaded.loss.delta == 0.25
+    assert type(loaded.loss) is SavedHuber and loaded.loss.delta == 0.25
     assert type(tree["params"]["delta"]) is float
     rows = [{"x": g} for g in GRID]
     for m in (model, loaded):
@@ -313,7 +294,7 @@ def test_a_loss_attribute_that_is_not_a_parameter_is_refused(tmp_path):
     with pytest.raises(TypeError, match="cannot save KONS.loss: .* carries the attribute "
                                         "'scale', which is not"):
         okoco.save(model, tmp_path / "model.npz")
-    huber = Huber()
+    huber = SavedHuber()
     huber.delta = np.array([1.0])
     with pytest.raises(TypeError, match="carries the attribute 'delta'"):
         okoco.save(KONS(kernel=Cauchy(), loss=huber), tmp_path / "model.npz")
@@ -323,7 +304,7 @@ def test_a_loss_attribute_that_is_not_a_parameter_is_refused(tmp_path):
 def test_a_file_whose_loss_parameters_are_wrong_is_refused(tmp_path):
     """Edited parameters the loss refuses, or that are not plain values, give one ValueError
     naming the loss."""
-    model = KONS(kernel=Cauchy(), loss=Huber(delta=0.5))
+    model = KONS(kernel=Cauchy(), loss=SavedHuber(delta=0.5))
     fit_grid(model, 5)
     path = okoco.save(model, tmp_path / "model.npz")
     for params, match in (({"width": 1.0}, "the loss tests.Huber refused its saved"),
