@@ -61,6 +61,7 @@ from okoco._blas import scipy_one_thread
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import KONS_EXPERTS, Auto
+from okoco.learners.base import memoised
 from okoco.learners.shared import ExpertRows, SharedPoints, StepShared
 from okoco.linalg import SlotInverse
 
@@ -188,13 +189,11 @@ class SharedSquaredAuto(ExpertMixture):
         """Every expert's analysis at ``v``, each distinct kernel's row computed once; kept
         for the current state (the points stored and the classes), so that a step after a
         prediction on the same row reuses them."""
-        cache, points = self._cache, self._points
-        if cache is not None and cache[0] == points.rows.n_added and np.array_equal(cache[1], v):
-            return cache[2]
-        shared = StepShared(v, points)
-        analyses = [expert.analyse(v, shared) for expert in self.experts]
-        self._cache = (points.rows.n_added, v.copy(), analyses)
-        return analyses
+        return memoised(self, self._points.rows.n_added, v, self._analyses_now)
+
+    def _analyses_now(self, v: np.ndarray) -> list:
+        shared = StepShared(v, self._points)
+        return [expert.analyse(v, shared) for expert in self.experts]
 
     def _preds(self, analyses: list[tuple]) -> list[np.ndarray]:
         return [expert.scores_of(a) for expert, a in zip(self.experts, analyses)]

@@ -46,7 +46,7 @@ from okoco._core import _multiclass
 from okoco.kernels import RBF, self_similarity
 from okoco.learners._codes import compiled_kernel
 from okoco.learners._rebuilt import window_matrix
-from okoco.learners.base import StepProtocol, overflow_message
+from okoco.learners.base import StepProtocol, memoised, overflow_message
 from okoco.learners.kons import (
     _MAX_D,
     _MIN_RIDGE_RATIO,
@@ -165,12 +165,7 @@ class SharedSquaredKONS(StepProtocol):
     def _analyse(self, v: np.ndarray):
         """:meth:`analyse`, kept for the current state, so that a step after a prediction on
         the same row reuses it. Callers run it in a one-thread BLAS scope."""
-        cache = self._cache
-        if cache is not None and cache[0] == self.n_seen and np.array_equal(cache[1], v):
-            return cache[2]
-        result = self.analyse(v)
-        self._cache = (self.n_seen, v.copy(), result)
-        return result
+        return memoised(self, self.n_seen, v, self.analyse)
 
     def analyse(self, v: np.ndarray, shared=None):
         """The step protocol's analysis (``okoco.learners.base.StepProtocol``; no change): the

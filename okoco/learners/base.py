@@ -132,6 +132,20 @@ class StepProtocol(abc.ABC):
         """The step's end: a window's oldest point leaves (a no-op for other experts)."""
 
 
+def memoised(owner, state, v: np.ndarray, compute):
+    """``compute(v)``, kept in ``owner._cache`` for the owner's ``state`` (a number that
+    changes with every step: the steps taken, the points stored) and the row ``v``, and reused
+    while both are the same (a ``learn_one`` after ``predict_one`` on the row). Rows are
+    compared by their bytes: equal bytes are equal floats (``-0.0`` against ``0.0`` only
+    computes again)."""
+    cache, key = owner._cache, v.tobytes()
+    if cache is not None and cache[0] == state and cache[1] == key:
+        return cache[2]
+    result = compute(v)
+    owner._cache = (state, key, result)
+    return result
+
+
 class KernelLearner(Locked, base.MiniBatchRegressor):
     """Base class of the okoco regressors (a river ``MiniBatchRegressor``).
 
@@ -431,14 +445,9 @@ class KernelLearner(Locked, base.MiniBatchRegressor):
         """``compute(v)``, reused when ``learn_one`` follows ``predict_one`` on the same row.
 
         Test-then-train calls both on each row; the expensive part (kernel row, solves) is the
-        same, so it is kept for the current state only (keyed by ``n_seen`` and the vector).
+        same, so it is kept for the current state only (keyed by ``n_seen``: :func:`memoised`).
         """
-        cache = self._cache
-        if cache is not None and cache[0] == self.n_seen and np.array_equal(cache[1], v):
-            return cache[2]
-        result = compute(v)
-        self._cache = (self.n_seen, v.copy(), result)
-        return result
+        return memoised(self, self.n_seen, v, compute)
 
     def save(self, path, *, compress: bool = False):
         """Save the learner to one ``.npz`` file (arrays + JSON, no pickle), atomically.
