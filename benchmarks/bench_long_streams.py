@@ -44,7 +44,7 @@ from river.datasets import synth
 
 import okoco
 from benchmarks.harness import as_user, status_kb
-from okoco.learners import CONKONS, KRLS, Auto
+from okoco.learners import CONKONS, KONS, KRLS, Auto, FunctionalGD, SketchedKONS
 
 
 def friedman_one(x: dict) -> float:
@@ -88,13 +88,13 @@ def stream(name: str, steps: int, seed: int):
 
 
 def learner(name: str, task: str, auto: dict | None = None):
-    """A learner at its defaults, as a user builds it for ``task`` (:func:`harness.as_user`;
-    ``Auto`` with the keyword arguments ``auto``, if given; river's linear models)."""
+    """A learner at its defaults for ``task`` as a user builds it (``harness.as_user``)."""
     if name == "lr" and task != "regression":
         return preprocessing.StandardScaler() | linear_model.LogisticRegression()
+    plain = {"conkons": CONKONS, "kons": KONS, "sketched": SketchedKONS, "fgd": FunctionalGD}
     factory = {"auto": lambda loss: Auto(loss=loss, **(auto or {})), "krls": lambda loss: KRLS(),
-               "conkons": lambda loss: CONKONS(loss=loss),
-               "lr": lambda loss: linear_model.LinearRegression()}[name]
+               "lr": lambda loss: linear_model.LinearRegression()}.get(
+                   name, lambda loss: plain[name](loss=loss))
     return as_user(factory, task, own_scaling=name == "auto")
 
 
@@ -155,7 +155,7 @@ def main(argv=None) -> None:
     parser.add_argument("--block", type=int, default=10_000)
     parser.add_argument("--seeds", default="0", help="comma-separated seeds")
     parser.add_argument("--learners", default="auto,krls,conkons",
-                        help="comma-separated: auto, krls, conkons, lr")
+                        help="comma-separated: auto, krls, conkons, kons, sketched, fgd, lr")
     parser.add_argument("--auto", default="", help="Auto's keyword arguments, comma-separated "
                         "NAME=VALUE (numbers), e.g. switch_rate=0.001")
     parser.add_argument("--dictionary", default="", help="Auto's DICTIONARY for this run, "
