@@ -47,7 +47,14 @@ class SketchedKONS(KONS):
     that the memory is about KONS's at the same window. Theorem 3's statement holds
     until the first removal; afterwards the window is a heuristic that bounds the cost and
     forgets (KORS's accuracy statement then holds for the points of the window at best: the
-    weights of the remaining atoms were drawn against points that have left).
+    weights of the remaining atoms were drawn against points that have left). On a long
+    stationary stream its error stops falling, as KONS's does (100,000 steps at the defaults,
+    seed 1, test-then-train, ``benchmarks/bench_long_streams.py``: river's Friedman #1 MAE
+    1.351 over steps 10,000-20,000 and 1.348 over the last 10,000, where :class:`CONKONS`,
+    bounded by a dictionary of the whole stream, went from 0.99 to 0.98 (its coins unseeded);
+    RandomRBF, ``d = 10``, two classes, error 0.056 and 0.065, against :class:`KRLS`'s 0.035
+    and 0.037). ``max_size=None`` is the
+    paper's learner, every point kept.
 
     Parameters
     ----------
