@@ -54,6 +54,8 @@ is then, class by class, the standalone KONS that learned the target 0 before :m
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from okoco import losses
@@ -61,7 +63,7 @@ from okoco._blas import scipy_one_thread
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import KONS_EXPERTS, Auto
-from okoco.learners.base import memoised
+from okoco.learners.base import memoised, take_steps
 from okoco.learners.shared import ExpertRows, SharedPoints, StepShared
 from okoco.linalg import SlotInverse
 
@@ -229,15 +231,10 @@ class SharedSquaredAuto(ExpertMixture):
         analyses = self._analyses(v)
         preds = self._preds(analyses)
         own = self._combine(preds)
-        steps = [expert.check(label, a) for expert, a in zip(experts, analyses)]
         y = np.full(self.n_classes, -1.0)
         y[label] = 1.0
         losses_now = np.array([float(((p - y) ** 2).sum()) for p in preds])
-        for expert, analysis, step in zip(experts, analyses, steps):
-            expert.apply(v, analysis, step)
-        self._points.append(v)
-        for expert in experts:  # each window forgets its oldest point, once v is stored
-            expert.forget()
+        take_steps(experts, v, analyses, repeat(label), lambda: self._points.append(v))
         self._cache = None
         self._record(losses_now, ((own - y) ** 2).sum())
         self.learned_classes = self.n_classes

@@ -74,6 +74,7 @@ target's units. The guarantee is then about the squared loss of the standardized
 from __future__ import annotations
 
 import math
+from itertools import repeat
 from numbers import Integral, Real
 
 import numpy as np
@@ -83,7 +84,7 @@ from okoco._blas import scipy_one_thread
 from okoco._dist import rescaled_gaussian
 from okoco._validation import Interval
 from okoco.learners._mixture import ExpertMixture
-from okoco.learners.base import KernelLearner, _is_regression
+from okoco.learners.base import KernelLearner, _is_regression, take_steps
 from okoco.learners.embedding import SharedEmbedding
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.ons import DictionaryExpert, LinearExpert
@@ -462,21 +463,23 @@ class Auto(ExpertMixture, KernelLearner):
         that joins adds a coordinate to every head, each having planned its step for both
         outcomes), the steps, a full dictionary's swap, the point stored and the windows'
         forgetting."""
-        experts = self.experts
         analyses, preds, own, shared = self._analyse(v)
-        steps = [expert.check(y, analysis) for expert, analysis in zip(experts, analyses)]
         losses = self._loss.value(y, np.array([*preds, own]))  # the experts', then Auto's
+        take_steps(self.experts, v, analyses, repeat(y), shared.store_point,
+                   checked=lambda: self._offer(v, shared), applied=lambda: self._swap(v, shared))
+        self._record(losses[:-1], losses[-1])
+
+    def _offer(self, v: np.ndarray, shared: StepShared) -> None:
+        """Each dictionary's KORS coin for ``v`` (a point that joins adds a coordinate to
+        every head on it, each having planned its step for both outcomes)."""
         for embedding, its in zip(self._embeddings, shared.embedded):
             embedding.offer(v, its)
-        for expert, analysis, step in zip(experts, analyses, steps):
-            expert.apply(v, analysis, step)
+
+    def _swap(self, v: np.ndarray, shared: StepShared) -> None:
+        """Each full dictionary's rule after the step (else it is frozen), for its heads."""
         for embedding, its, heads in zip(self._embeddings, shared.embedded, self._heads_on()):
-            if embedding.swap_margin is not None:  # (else a full dictionary is frozen)
-                embedding.swap_in(v, its, heads)  # a full dictionary's rule, for its heads
-        shared.store_point()
-        for expert in experts:
-            expert.forget()
-        self._record(losses[:-1], losses[-1])
+            if embedding.swap_margin is not None:
+                embedding.swap_in(v, its, heads)
 
     @classmethod
     def _unit_test_params(cls):

@@ -132,6 +132,26 @@ class StepProtocol(abc.ABC):
         """The step's end: a window's oldest point leaves (a no-op for other experts)."""
 
 
+def take_steps(experts, v: np.ndarray, analyses, targets, store, checked=None,
+               applied=None) -> None:
+    """One step of an owner's experts, in the protocol's order (:class:`StepProtocol`), the
+    one home of that order for ``Auto``, its multiclass form and ``MulticlassClassifier``:
+    every expert's step checked at its target (``targets``, one per expert) before any is
+    applied, so that a refusal raises with nothing changed; then ``checked()`` (``Auto``'s
+    dictionaries' coins), every step applied, ``applied()`` (a full dictionary's swap),
+    ``store()`` (the owner stores ``v`` in its shared points) and every expert's ``forget``."""
+    steps = [expert.check(y, analysis) for expert, y, analysis in zip(experts, targets, analyses)]
+    if checked is not None:
+        checked()
+    for expert, analysis, step in zip(experts, analyses, steps):
+        expert.apply(v, analysis, step)
+    if applied is not None:
+        applied()
+    store()
+    for expert in experts:
+        expert.forget()
+
+
 def memoised(owner, state, v: np.ndarray, compute):
     """``compute(v)``, kept in ``owner._cache`` for the owner's ``state`` (a number that
     changes with every step: the steps taken, the points stored) and the row ``v``, and reused

@@ -56,6 +56,7 @@ from okoco.learners._multiclass_auto import SharedSquaredAuto
 from okoco.learners._multiclass_auto import shares_preconditioner as _auto_shares
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import SharedPoints
+from okoco.learners.base import take_steps
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS
 from okoco.learners.shared import StepShared
@@ -373,14 +374,8 @@ class MulticlassClassifier(Locked, base.Wrapper, base.MiniBatchClassifier):
             first._fix_default_kernel(v.shape[0])
             for learner in learners[1:]:  # (none has learned: their stores are still empty)
                 learner.share_points(self._points, first._kernel)
-        analyses = self._analyses(v)
-        steps = [learner.check(1.0 if i == index else -1.0, analysis)
-                 for i, (learner, analysis) in enumerate(zip(learners, analyses))]
-        for learner, analysis, step in zip(learners, analyses, steps):
-            learner.apply(v, analysis, step)
-        self._points.append(v)
-        for learner in learners:  # each window forgets its oldest point, once v is stored
-            learner.forget()
+        codes = [1.0 if i == index else -1.0 for i in range(len(learners))]
+        take_steps(learners, v, self._analyses(v), codes, lambda: self._points.append(v))
         self._features.add(new)
 
     # -- mini-batches ---------------------------------------------------------------------
