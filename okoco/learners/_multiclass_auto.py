@@ -63,7 +63,7 @@ from okoco._blas import scipy_one_thread
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners._multiclass_shared import SharedSquaredKONS
 from okoco.learners.auto import KONS_EXPERTS, Auto
-from okoco.learners.base import memoised, take_steps
+from okoco.learners.base import Memo, take_steps
 from okoco.learners.shared import ExpertRows, SharedPoints, StepShared
 from okoco.linalg import SlotInverse
 
@@ -76,7 +76,7 @@ def shares_preconditioner(learner) -> bool:
     return type(learner) is Auto and isinstance(learner._loss, losses.Squared)
 
 
-class SharedSquaredAuto(ExpertMixture):
+class SharedSquaredAuto(Memo, ExpertMixture):
     r"""The class scores of ``Auto``'s multiclass form: one exponentially weighted mixture of
     multiclass KONS experts, each with one preconditioner for all its classes (see the
     module's docstring).
@@ -191,7 +191,7 @@ class SharedSquaredAuto(ExpertMixture):
         """Every expert's analysis at ``v``, each distinct kernel's row computed once; kept
         for the current state (the points stored and the classes), so that a step after a
         prediction on the same row reuses them."""
-        return memoised(self, self._points.rows.n_added, v, self._analyses_now)
+        return self._memoised(self._points.rows.n_added, v, self._analyses_now)
 
     def _analyses_now(self, v: np.ndarray) -> list:
         shared = StepShared(v, self._points)

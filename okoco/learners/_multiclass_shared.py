@@ -46,7 +46,7 @@ from okoco._core import _multiclass
 from okoco.kernels import RBF, self_similarity
 from okoco.learners._codes import compiled_kernel
 from okoco.learners._rebuilt import window_matrix
-from okoco.learners.base import StepProtocol, memoised, overflow_message
+from okoco.learners.base import Memo, StepProtocol, overflow_message
 from okoco.learners.kons import (
     _MAX_D,
     _MIN_RIDGE_RATIO,
@@ -69,7 +69,7 @@ def _grown(a: np.ndarray, rows: int) -> np.ndarray:
     return out
 
 
-class SharedSquaredKONS(StepProtocol):
+class SharedSquaredKONS(Memo, StepProtocol):
     r"""The scores of ``K`` one-vs-rest squared-loss KONS learners over one store of points and
     one preconditioner (see the module's docstring).
 
@@ -165,7 +165,7 @@ class SharedSquaredKONS(StepProtocol):
     def _analyse(self, v: np.ndarray):
         """:meth:`analyse`, kept for the current state, so that a step after a prediction on
         the same row reuses it. Callers run it in a one-thread BLAS scope."""
-        return memoised(self, self.n_seen, v, self.analyse)
+        return self._memoised(self.n_seen, v, self.analyse)
 
     def analyse(self, v: np.ndarray, shared=None):
         """The step protocol's analysis (``okoco.learners.base.StepProtocol``; no change): the

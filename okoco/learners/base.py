@@ -152,21 +152,27 @@ def take_steps(experts, v: np.ndarray, analyses, targets, store, checked=None,
         expert.forget()
 
 
-def memoised(owner, state, v: np.ndarray, compute):
-    """``compute(v)``, kept in ``owner._cache`` for the owner's ``state`` (a number that
-    changes with every step: the steps taken, the points stored) and the row ``v``, and reused
-    while both are the same (a ``learn_one`` after ``predict_one`` on the row). Rows are
-    compared by their bytes: equal bytes are equal floats (``-0.0`` against ``0.0`` only
-    computes again)."""
-    cache, key = owner._cache, v.tobytes()
-    if cache is not None and cache[0] == state and cache[1] == key:
-        return cache[2]
-    result = compute(v)
-    owner._cache = (state, key, result)
-    return result
+class Memo:
+    """A mixin: the analysis of the last row, kept for a ``learn_one`` after ``predict_one``
+    on the same row (test-then-train calls both on each row, and the expensive part, the kernel
+    rows and solves, is the same)."""
+
+    _cache = None
+
+    def _memoised(self, state, v: np.ndarray, compute):
+        """``compute(v)``, kept in ``_cache`` for the ``state`` (a number that changes with
+        every step: the steps taken, the points stored) and the row ``v``, and reused while
+        both are the same. Rows are compared by their bytes: equal bytes are equal floats
+        (``-0.0`` against ``0.0`` only computes again)."""
+        cache, key = self._cache, v.tobytes()
+        if cache is not None and cache[0] == state and cache[1] == key:
+            return cache[2]
+        result = compute(v)
+        self._cache = (state, key, result)
+        return result
 
 
-class KernelLearner(Locked, base.MiniBatchRegressor):
+class KernelLearner(Memo, Locked, base.MiniBatchRegressor):
     """Base class of the okoco regressors (a river ``MiniBatchRegressor``).
 
     A subclass's ``__init__`` assigns its parameters and calls :meth:`_setup`, which checks
@@ -465,9 +471,9 @@ class KernelLearner(Locked, base.MiniBatchRegressor):
         """``compute(v)``, reused when ``learn_one`` follows ``predict_one`` on the same row.
 
         Test-then-train calls both on each row; the expensive part (kernel row, solves) is the
-        same, so it is kept for the current state only (keyed by ``n_seen``: :func:`memoised`).
+        same, so it is kept for the current state only (keyed by ``n_seen``: :class:`Memo`).
         """
-        return memoised(self, self.n_seen, v, compute)
+        return self._memoised(self.n_seen, v, compute)
 
     def save(self, path, *, compress: bool = False):
         """Save the learner to one ``.npz`` file (arrays + JSON, no pickle), atomically.
