@@ -18,7 +18,7 @@ from numbers import Real
 
 import numpy as np
 
-from okoco._core import _ons, _swap
+from okoco._core import _heads, _ons, _swap
 from okoco._input import reserve
 from okoco._locking import Locked
 from okoco._validation import Interval, Options, check_params
@@ -75,8 +75,9 @@ class OnsHead:
         return state
 
     def _ons_predict(self, z: np.ndarray) -> float:
-        r""":math:`z^\top u` over the first ``len(z)`` coordinates (the unclipped prediction)."""
-        return float(z @ self._u[: z.shape[0]])
+        r""":math:`z^\top u` over the first ``len(z)`` coordinates (the unclipped prediction;
+        compiled, ``okoco._core._heads.predict``)."""
+        return _heads.predict(z, self._u)
 
     def _ons_direction(self, z: np.ndarray, hessian: bool) -> tuple[np.ndarray, float]:
         r"""``(A^{-1}z, s)``, :math:`s = \max(z^\top A^{-1} z, 0)`, over the head's current
@@ -269,11 +270,12 @@ class DictionaryExpert(_Expert):
         (``shared.embedded``, its owner's dictionaries in order; this head's is number
         ``dictionary``)."""
         embedded = shared.embedded[self.dictionary]
-        return self._analysis(embedded.h, embedded.residual, embedded)
+        h = embedded.h
+        return HeadAnalysis(h, _heads.predict(h, self._u), embedded.residual, embedded)
 
     def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
-        pivot = analysis.extra.pivot  # None: the row cannot join the dictionary
-        return (_NONE, False) if pivot is None else (np.array([pivot]), True)
+        embedded = analysis.extra  # its pivot None: the row cannot join the dictionary
+        return embedded.new, embedded.pivot is not None
 
     def _joined(self, analysis) -> int:
         return 1 if analysis.extra.joined else 0
@@ -327,14 +329,12 @@ class LinearExpert(_Expert):
         return f"LinearExpert(alpha={self.alpha:g}, eta={self.eta!r}, bound={self.bound!r})"
 
     def analyse(self, v: np.ndarray, shared=None) -> HeadAnalysis:
-        """The record of the row ``v``: its coordinates ``[1, x]`` (``shared`` unused)."""
-        z = np.concatenate([[1.0], v])
-        m = self._P.size
-        if z.shape[0] > m:  # features first seen now: new coordinates
-            known, new = z[:m], z[m:]
-        else:  # features absent from this row are 0
-            known, new = (z if z.shape[0] == m else np.pad(z, (0, m - z.shape[0]))), _NONE
-        return self._analysis(known, 0.0, new)
+        """The record of the row ``v``: its coordinates ``[1, x]`` (``shared`` unused) over
+        the head's, features absent from the row 0, and the features first seen now (new
+        coordinates), in one compiled call (``okoco._core._heads.linear_coordinates``)."""
+        known, new = _heads.linear_coordinates(v, self._P.size)
+        return HeadAnalysis(known, _heads.predict(known, self._u), 0.0,
+                            _NONE if new is None else new)
 
     def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
         return analysis.extra, False  # the features first seen now
