@@ -204,3 +204,16 @@ def test_one_dictionary_row_per_step_for_every_head(monkeypatch):
         model.predict_one(x)
         model.learn_one(x, target)
     assert sum(atoms is store for atoms in calls) == 40
+
+
+def test_the_compiled_per_step_calls_take_at_most_ten_arguments_and_read_no_private_attribute():
+    """Issue 41's measure (tests/test_core.py's) for the embedding's and the heads' calls."""
+    from pathlib import Path
+
+    from test_core import _compiled_signatures, _private_reads
+
+    core = Path(__file__).resolve().parents[1] / "okoco" / "_core"
+    for name in ("_embedding.pyx", "_heads.pyx"):
+        signatures = _compiled_signatures(core / name)
+        assert signatures and max(count for _, count in signatures) <= 10, signatures
+        assert _private_reads(core / name) == [], name

@@ -24,13 +24,10 @@ from okoco._locking import Locked
 from okoco._validation import Interval, Options, check_params
 from okoco.learners._codes import compiled_loss
 from okoco.learners.base import StepProtocol
-from okoco.learners.embedding import SharedEmbedding, step_message
+from okoco.learners.embedding import _NONE, SharedEmbedding, step_message
 from okoco.linalg import PackedSymmetric
 
 __all__ = ["OnsHead", "DictionaryExpert", "LinearExpert", "HeadAnalysis", "HeadStep"]
-
-_NONE = np.zeros(0)  # no new coordinate (read-only)
-_NONE.flags.writeable = False
 
 
 class OnsHead:
@@ -220,7 +217,9 @@ class _Expert(OnsHead, StepProtocol, Locked):
         return None if self.eta == "hessian" else float(self.eta)
 
     def _analysis(self, z: np.ndarray, residual: float, extra) -> HeadAnalysis:
-        return HeadAnalysis(z, self._ons_predict(z), residual, extra)
+        """The record of coordinates ``z``, with the prediction :math:`z^\top u` (compiled,
+        as :meth:`OnsHead._ons_predict`)."""
+        return HeadAnalysis(z, _heads.predict(z, self._u), residual, extra)
 
     def _direction_of(self, analysis) -> tuple[np.ndarray, float]:
         if analysis.direction is None:
@@ -270,8 +269,7 @@ class DictionaryExpert(_Expert):
         (``shared.embedded``, its owner's dictionaries in order; this head's is number
         ``dictionary``)."""
         embedded = shared.embedded[self.dictionary]
-        h = embedded.h
-        return HeadAnalysis(h, _heads.predict(h, self._u), embedded.residual, embedded)
+        return self._analysis(embedded.h, embedded.residual, embedded)
 
     def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
         embedded = analysis.extra  # its pivot None: the row cannot join the dictionary
@@ -333,8 +331,7 @@ class LinearExpert(_Expert):
         the head's, features absent from the row 0, and the features first seen now (new
         coordinates), in one compiled call (``okoco._core._heads.linear_coordinates``)."""
         known, new = _heads.linear_coordinates(v, self._P.size)
-        return HeadAnalysis(known, _heads.predict(known, self._u), 0.0,
-                            _NONE if new is None else new)
+        return self._analysis(known, 0.0, _NONE if new is None else new)
 
     def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
         return analysis.extra, False  # the features first seen now
