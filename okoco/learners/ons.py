@@ -213,14 +213,6 @@ class _Expert(OnsHead, StepProtocol, Locked):
     def _ons_loss(self):
         return self.loss
 
-    def _head_eta(self) -> float | None:
-        return None if self.eta == "hessian" else float(self.eta)
-
-    def _analysis(self, z: np.ndarray, residual: float, extra) -> HeadAnalysis:
-        """The record of coordinates ``z``, with the prediction :math:`z^\top u` (compiled,
-        as :meth:`OnsHead._ons_predict`)."""
-        return HeadAnalysis(z, _heads.predict(z, self._u), residual, extra)
-
     def _direction_of(self, analysis) -> tuple[np.ndarray, float]:
         if analysis.direction is None:
             analysis.direction = self._ons_direction(analysis.z, self.eta == "hessian")
@@ -235,8 +227,8 @@ class _Expert(OnsHead, StepProtocol, Locked):
         (and also without them if they may not join: an atom the dictionary may not take);
         ``ValueError`` if it would not be usable (nothing changed)."""
         new, optional = self._new_coordinates(analysis)
-        return HeadStep(self._ons_plan(y, analysis.z, analysis.ybar, self._head_eta(), new,
-                                       optional), y)
+        eta = None if self.eta == "hessian" else float(self.eta)
+        return HeadStep(self._ons_plan(y, analysis.z, analysis.ybar, eta, new, optional), y)
 
     def apply(self, v: np.ndarray, analysis, step: HeadStep) -> None:
         """The checked step, with its new coordinates grown first, counted (``n_seen``)."""
@@ -269,7 +261,8 @@ class DictionaryExpert(_Expert):
         (``shared.embedded``, its owner's dictionaries in order; this head's is number
         ``dictionary``)."""
         embedded = shared.embedded[self.dictionary]
-        return self._analysis(embedded.h, embedded.residual, embedded)
+        h = embedded.h  # (z.u compiled, as OnsHead._ons_predict)
+        return HeadAnalysis(h, _heads.predict(h, self._u), embedded.residual, embedded)
 
     def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
         embedded = analysis.extra  # its pivot None: the row cannot join the dictionary
@@ -331,7 +324,8 @@ class LinearExpert(_Expert):
         the head's, features absent from the row 0, and the features first seen now (new
         coordinates), in one compiled call (``okoco._core._heads.linear_coordinates``)."""
         known, new = _heads.linear_coordinates(v, self._P.size)
-        return self._analysis(known, 0.0, _NONE if new is None else new)
+        return HeadAnalysis(known, _heads.predict(known, self._u), 0.0,
+                            _NONE if new is None else new)
 
     def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
         return analysis.extra, False  # the features first seen now
