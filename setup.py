@@ -21,7 +21,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 MODULES = ["_linalg", "_slots", "_kernels", "_steps", "_krls", "_kons", "_kors", "_ons", "_pros",
-           "_multiclass", "_encode", "_loss", "_swap", "_mixture", "_embedding"]
+           "_multiclass", "_encode", "_loss", "_swap", "_mixture", "_embedding", "_heads"]
 
 # -g0: no debug information (Python's own flags add -g: eight modules of 1.2-1.7 MB each, a
 # fifth of that without it)

@@ -1,17 +1,36 @@
 r"""The per-step work of a shared Nyström embedding (``okoco.learners.embedding
-.SharedEmbedding``) besides the kernel row, compiled: a point's embedding
-:math:`h = L^{-1}k` with its residual :math:`k(x,x) - h^\top h` against the atoms, in one call,
-and the usage rule's step of a full dictionary (the atoms' discounted shares of the kernel
-rows, the discounted count and mean residual, and the least-used atom), in another.
+.SharedEmbedding``), compiled: a point's kernel row over the atoms, its embedding
+:math:`h = L^{-1}k`, its residual :math:`k(x,x) - h^\top h` against the atoms and the pivot it
+would take as an atom, in one call (:func:`analyse`; :func:`embed` from a row given); and the
+usage rule's step of a full dictionary (the atoms' discounted shares of the kernel rows, the
+discounted count and mean residual, and the least-used atom), in another.
 
 The swap itself (``O(m^2)`` rotations of the factor and of the heads) is ``okoco._core._swap``'s.
 """
 
-from libc.string cimport memcpy
+from libc.math cimport isfinite, sqrt
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
+from okoco._core._kernels cimport Kernel, kernel_row, make_kernel, self_similarity
 from okoco._core._linalg cimport dot, tp_half_solve
+
+# the kernel's exponents are raised as ``row_from_norms`` raises them (numpy's exp), at every
+# length: libm's exp may differ from numpy's in the last bit
+_np_exp = np.exp
+
+
+cdef double half_solve(const double* L, Py_ssize_t m, const double* k, double kappa,
+                       double* h) noexcept nogil:
+    """``h = L^{-1} k`` over ``m`` atoms (``L`` packed); returns the residual
+    ``kappa - h.h``."""
+    if m == 0:
+        return kappa
+    memcpy(h, k, m * sizeof(double))
+    tp_half_solve(L, <int>m, h)
+    return kappa - dot(<int>m, h, h)
 
 
 def embed(const double[::1] L, Py_ssize_t m, const double[::1] k, double kappa):
@@ -26,13 +45,71 @@ def embed(const double[::1] L, Py_ssize_t m, const double[::1] k, double kappa):
     h = np.empty(m)
     cdef double[::1] out = h
     with nogil:
-        if m:
-            memcpy(&out[0], &k[0], m * sizeof(double))
-            tp_half_solve(&L[0], <int>m, &out[0])
-            residual = kappa - dot(<int>m, &out[0], &out[0])
-        else:
-            residual = kappa
+        residual = half_solve(&L[0] if m else NULL, m, &k[0] if m else NULL, kappa,
+                              &out[0] if m else NULL)
     return h, residual
+
+
+def analyse(tuple spec, rows, factor, const double[:] v, Py_ssize_t max_size,
+            double span_tol):
+    r"""``(k, kappa, h, residual, pivot)`` of the row ``v`` over the atoms ``rows``
+    (``okoco.linalg.Rows``, with their squared norms) and the factor ``factor``
+    (``okoco.linalg.IncrementalCholesky``, :math:`L L^\top = K_{\mathcal I}`), ``O(md + m^2)``:
+    the kernel row ``k`` (the kernel ``spec``, ``okoco.learners._codes.compiled_kernel``; ``v``
+    and the rows zero-padded to the wider of the two, as ``Rows.kernel_row`` pads them, and an
+    exponent raised by numpy's ``exp``), ``kappa`` :math:`= k(x, x)`, :math:`h = L^{-1}k`, the
+    residual :math:`\kappa - h^\top h` and the pivot the point would take as an atom,
+    :math:`\sqrt{\max(r, \text{min\_pivot})}`, or ``None`` if it cannot join: the
+    dictionary holds ``max_size`` atoms (``-1``: no cap) or :math:`r \le` ``span_tol``
+    :math:`\kappa`.
+
+    Returns ``None`` (nothing computed; the caller takes the Python path, which words the
+    error) for a row wider than the rows' buffer or a kernel value that is not finite."""
+    cdef Kernel kern = make_kernel(spec)
+    cdef Py_ssize_t n = rows.n, d = rows.d, w = v.shape[0], m = factor.size, i
+    cdef Py_ssize_t width = d if d > w else w
+    cdef double kappa, residual, total = 0.0
+    cdef double* x
+    cdef const double[:, :] data
+    cdef const double[::1] sq, L
+    if n != m:
+        raise ValueError(f"analyse: {n} stored atoms for a factor of order {m}")
+    k_obj = np.empty(n)
+    h_obj = np.empty(n)
+    cdef double[::1] k = k_obj, h = h_obj
+    x = <double*>malloc((width + 1) * sizeof(double))
+    if x == NULL:
+        raise MemoryError()
+    try:
+        for i in range(w):
+            x[i] = v[i]
+        memset(x + w, 0, (width - w) * sizeof(double))
+        kappa = self_similarity(&kern, x, <int>width)
+        if n:
+            data = rows.data
+            if width > data.shape[1] or data.strides[1] != sizeof(double):
+                return None  # (a buffer narrower than the row, or of strided rows)
+            sq = rows.norms_buffer()
+            if kernel_row(&kern, &data[0, 0], data.strides[0] // sizeof(double), n,
+                          <int>width, &sq[0], x, <int>width, &k[0]):
+                _np_exp(k_obj, out=k_obj)
+    finally:
+        free(x)
+    if not kern.bounded:  # (a bounded kernel's values are in [0, 1])
+        for i in range(n):
+            total += k[i]
+        if not (isfinite(kappa) and isfinite(total)):
+            return None
+    L = factor.factor_storage()
+    if L.shape[0] < m * (m + 1) // 2:
+        raise ValueError(f"analyse: a factor of {L.shape[0]} numbers holds fewer than {m} rows")
+    with nogil:
+        residual = half_solve(&L[0] if m else NULL, m, &k[0] if m else NULL, kappa,
+                              &h[0] if m else NULL)
+    if (0 <= max_size <= m) or not residual > span_tol * kappa:
+        return k_obj, kappa, h_obj, residual, None
+    min_pivot = factor.min_pivot
+    return k_obj, kappa, h_obj, residual, sqrt(min_pivot if min_pivot > residual else residual)
 
 
 cdef double pairwise_sum(const double* a, Py_ssize_t n) noexcept nogil:

@@ -41,7 +41,8 @@ import numpy as np
 from okoco._blas import all_one_thread
 from okoco._core import _embedding, _pros
 from okoco.dictionary import KORS
-from okoco.kernels import finite_row, self_similarity
+from okoco.kernels import RBF, finite_row, self_similarity
+from okoco.learners._codes import compiled_kernel
 from okoco.learners._rebuilt import rebuild_kept_factor_matrix
 from okoco.learners.base import overflow_message
 from okoco.linalg import IncrementalCholesky, Rows
@@ -57,6 +58,19 @@ _SPAN_TOL = _pros.SPAN_TOLERANCE
 
 #: The rules of a full :class:`SharedEmbedding` (its ``swap_rule``).
 SWAP_RULES = ("residual", "usage")
+
+_NONE = np.zeros(0)  # no new coordinate (read-only)
+_NONE.flags.writeable = False
+
+
+def exact_row_spec(kernel) -> tuple | None:
+    """The compiled description of ``kernel`` (``okoco.learners._codes.compiled_kernel``) if
+    its compiled row over the atoms (``okoco._core._embedding.analyse``) is bit for bit its
+    ``row_from_norms`` with ``k(x, x)`` and the finiteness check of the Python path: the RBF
+    kernel (the same distances, scaling and numpy ``exp``; bounded: ``k(x, x) = 1``, every
+    value finite). ``None`` for any other kernel (the Laplacian's Python row takes libm's
+    ``exp``, the unbounded kernels' ``k(x, x)`` a different sum), which keeps the Python path."""
+    return compiled_kernel(kernel) if type(kernel) is RBF else None
 
 
 def step_message(y, gdot: float, yhat: float) -> str:
@@ -196,9 +210,11 @@ class SharedEmbedding(NystromEmbedding):
                     "_inverse_diagonal": "cache:None", "swap_rule": "opt str",
                     "usage_horizon": "opt int[1,]", "_usage": "opt array(*) float64 as usage",
                     "_usage_count": "opt float as usage_count",
-                    "_mean_residual": "opt float as mean_residual"}
+                    "_mean_residual": "opt float as mean_residual",
+                    "_row_spec": "cache:None"}
     # (a file saved before the usage rule: the residual rule, no usages yet)
     swap_rule, usage_horizon, _usage, _usage_count, _mean_residual = "residual", 500, None, 0.0, 0.0
+    _row_spec = None  # the kernel's compiled description for analyse (a cache; False: none)
 
     @property
     def _rebuilt_parts(self) -> dict:
@@ -240,8 +256,21 @@ class SharedEmbedding(NystromEmbedding):
         return self._embed.size
 
     def analyse(self, v: np.ndarray) -> Embedded:
-        """The embedding of ``v`` (no state change): its kernel row, then ``h`` and the
-        residual in one compiled call (``okoco._core._embedding.embed``)."""
+        """The embedding of ``v`` (no state change): for an RBF kernel its kernel row, ``h``,
+        the residual and the pivot in one compiled call (``okoco._core._embedding.analyse``,
+        the numbers of :meth:`_analyse_rows`); else :meth:`_analyse_rows`."""
+        spec = self._row_spec
+        if spec is None:  # (a cache: the kernel's compiled description, or False)
+            spec = self._row_spec = exact_row_spec(self._kernel) or False
+        parts = spec and _embedding.analyse(spec, self._store, self._embed, v,
+                                            -1 if self.max_size is None else self.max_size,
+                                            _SPAN_TOL)
+        return Embedded(*parts) if parts else self._analyse_rows(v)
+
+    def _analyse_rows(self, v: np.ndarray) -> Embedded:
+        """The embedding of ``v`` from the kernel's own row (:meth:`_kernel_row_of`, any
+        kernel), then ``h`` and the residual in one compiled call
+        (``okoco._core._embedding.embed``)."""
         k, kappa = self._kernel_row_of(v)
         h, residual = _embedding.embed(self._embed.factor_storage(), self.size, k, kappa)
         return Embedded(k, kappa, h, residual, self._join_pivot(kappa, residual))
@@ -271,11 +300,11 @@ class SharedEmbedding(NystromEmbedding):
         if nothing changed."""
         if self.swap_margin is None:
             return None
-        m = self.size
+        m = self._embed.size
         full = (self.max_size is not None and m >= self.max_size and not embedded.joined
                 and m >= 2)
         if self.swap_rule == "usage":
-            j = self._usage_rule(embedded, full)
+            j = self._usage_rule(embedded, full, m)
         else:
             j = self._least_distinct(embedded.residual) if full else None
         if j is None:
@@ -290,22 +319,23 @@ class SharedEmbedding(NystromEmbedding):
         j = int(np.argmin(r))
         return j if residual > self.swap_margin * r[j] else None
 
-    def _usage_rule(self, embedded: Embedded, full: bool) -> int | None:
+    def _usage_rule(self, embedded: Embedded, full: bool, m: int) -> int | None:
         r"""The usage rule after a step, ``O(m)``, compiled (``_embedding.usage_step``):
         each atom's discounted share :math:`U_j \leftarrow \gamma U_j + k_j / \sum_i k_i` of
         the point's kernel row, the discounted count :math:`N \leftarrow \gamma N + 1` and mean
         residual, with :math:`\gamma = 1 - 1/H` (``usage_horizon`` steps); an atom that joins
-        starts at an even share :math:`N/m`. Returns the atom to leave if the dictionary is
+        starts at an even share :math:`N/m` (``m`` the dictionary's atoms now, the point's row
+        ``embedded.k`` over those before it). Returns the atom to leave if the dictionary is
         ``full``: the least used, if its usage is below ``1 / swap_margin`` of an even share
         and the newcomer's residual exceeds the recent points' mean (else ``None``)."""
-        k = embedded.k
-        if self._usage is None or self._usage.shape[0] != k.shape[0]:  # (first use)
-            self._usage = np.full(k.shape[0], self._usage_count / max(k.shape[0], 1))
+        k, usage = embedded.k, self._usage
+        if usage is None or usage.shape[0] != k.shape[0]:  # (first use)
+            usage = self._usage = np.full(k.shape[0], self._usage_count / max(k.shape[0], 1))
         self._usage_count, self._mean_residual, j = _embedding.usage_step(
-            self._usage, k, embedded.residual, self._usage_count, self._mean_residual,
+            usage, k, embedded.residual, self._usage_count, self._mean_residual,
             self.usage_horizon, self.swap_margin if full else 0.0)
-        if self.size > self._usage.shape[0]:  # the point joined: an even share
-            self._usage = np.append(self._usage, self._usage_count / self.size)
+        if m > usage.shape[0]:  # the point joined: an even share
+            self._usage = np.append(usage, self._usage_count / m)
         return None if j < 0 else j
 
     def _replace(self, j: int, v: np.ndarray, embedded: Embedded, heads) -> None:
@@ -384,10 +414,12 @@ def rotate_coordinates(v: np.ndarray, j: int, rotations: list) -> None:
 class Embedded:
     """One point's embedding by a :class:`SharedEmbedding`: ``k``, ``kappa``, ``h``, its
     ``residual`` ``kappa - h.h`` against the atoms, the ``pivot`` it would take as an atom
-    (``None``: it cannot join) and whether it ``joined``."""
+    (``None``: it cannot join), the new coordinate of its heads' step ``new`` (``[pivot]``, or
+    none) and whether it ``joined``."""
 
-    __slots__ = ("k", "kappa", "h", "residual", "pivot", "joined")
+    __slots__ = ("k", "kappa", "h", "residual", "pivot", "new", "joined")
 
     def __init__(self, k, kappa, h, residual, pivot):
         self.k, self.kappa, self.h, self.residual = k, kappa, h, residual
         self.pivot, self.joined = pivot, False
+        self.new = _NONE if pivot is None else np.array([pivot])

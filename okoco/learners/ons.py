@@ -18,19 +18,16 @@ from numbers import Real
 
 import numpy as np
 
-from okoco._core import _ons, _swap
+from okoco._core import _heads, _ons, _swap
 from okoco._input import reserve
 from okoco._locking import Locked
 from okoco._validation import Interval, Options, check_params
 from okoco.learners._codes import compiled_loss
 from okoco.learners.base import StepProtocol
-from okoco.learners.embedding import SharedEmbedding, step_message
+from okoco.learners.embedding import _NONE, SharedEmbedding, step_message
 from okoco.linalg import PackedSymmetric
 
 __all__ = ["OnsHead", "DictionaryExpert", "LinearExpert", "HeadAnalysis", "HeadStep"]
-
-_NONE = np.zeros(0)  # no new coordinate (read-only)
-_NONE.flags.writeable = False
 
 
 class OnsHead:
@@ -75,8 +72,9 @@ class OnsHead:
         return state
 
     def _ons_predict(self, z: np.ndarray) -> float:
-        r""":math:`z^\top u` over the first ``len(z)`` coordinates (the unclipped prediction)."""
-        return float(z @ self._u[: z.shape[0]])
+        r""":math:`z^\top u` over the first ``len(z)`` coordinates (the unclipped prediction;
+        compiled, ``okoco._core._heads.predict``)."""
+        return _heads.predict(z, self._u)
 
     def _ons_direction(self, z: np.ndarray, hessian: bool) -> tuple[np.ndarray, float]:
         r"""``(A^{-1}z, s)``, :math:`s = \max(z^\top A^{-1} z, 0)`, over the head's current
@@ -215,12 +213,6 @@ class _Expert(OnsHead, StepProtocol, Locked):
     def _ons_loss(self):
         return self.loss
 
-    def _head_eta(self) -> float | None:
-        return None if self.eta == "hessian" else float(self.eta)
-
-    def _analysis(self, z: np.ndarray, residual: float, extra) -> HeadAnalysis:
-        return HeadAnalysis(z, self._ons_predict(z), residual, extra)
-
     def _direction_of(self, analysis) -> tuple[np.ndarray, float]:
         if analysis.direction is None:
             analysis.direction = self._ons_direction(analysis.z, self.eta == "hessian")
@@ -235,8 +227,8 @@ class _Expert(OnsHead, StepProtocol, Locked):
         (and also without them if they may not join: an atom the dictionary may not take);
         ``ValueError`` if it would not be usable (nothing changed)."""
         new, optional = self._new_coordinates(analysis)
-        return HeadStep(self._ons_plan(y, analysis.z, analysis.ybar, self._head_eta(), new,
-                                       optional), y)
+        eta = None if self.eta == "hessian" else float(self.eta)
+        return HeadStep(self._ons_plan(y, analysis.z, analysis.ybar, eta, new, optional), y)
 
     def apply(self, v: np.ndarray, analysis, step: HeadStep) -> None:
         """The checked step, with its new coordinates grown first, counted (``n_seen``)."""
@@ -269,11 +261,12 @@ class DictionaryExpert(_Expert):
         (``shared.embedded``, its owner's dictionaries in order; this head's is number
         ``dictionary``)."""
         embedded = shared.embedded[self.dictionary]
-        return self._analysis(embedded.h, embedded.residual, embedded)
+        h = embedded.h  # (z.u compiled, as OnsHead._ons_predict)
+        return HeadAnalysis(h, _heads.predict(h, self._u), embedded.residual, embedded)
 
     def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
-        pivot = analysis.extra.pivot  # None: the row cannot join the dictionary
-        return (_NONE, False) if pivot is None else (np.array([pivot]), True)
+        embedded = analysis.extra  # its pivot None: the row cannot join the dictionary
+        return embedded.new, embedded.pivot is not None
 
     def _joined(self, analysis) -> int:
         return 1 if analysis.extra.joined else 0
@@ -327,14 +320,12 @@ class LinearExpert(_Expert):
         return f"LinearExpert(alpha={self.alpha:g}, eta={self.eta!r}, bound={self.bound!r})"
 
     def analyse(self, v: np.ndarray, shared=None) -> HeadAnalysis:
-        """The record of the row ``v``: its coordinates ``[1, x]`` (``shared`` unused)."""
-        z = np.concatenate([[1.0], v])
-        m = self._P.size
-        if z.shape[0] > m:  # features first seen now: new coordinates
-            known, new = z[:m], z[m:]
-        else:  # features absent from this row are 0
-            known, new = (z if z.shape[0] == m else np.pad(z, (0, m - z.shape[0]))), _NONE
-        return self._analysis(known, 0.0, new)
+        """The record of the row ``v``: its coordinates ``[1, x]`` (``shared`` unused) over
+        the head's, features absent from the row 0, and the features first seen now (new
+        coordinates), in one compiled call (``okoco._core._heads.linear_coordinates``)."""
+        known, new = _heads.linear_coordinates(v, self._P.size)
+        return HeadAnalysis(known, _heads.predict(known, self._u), 0.0,
+                            _NONE if new is None else new)
 
     def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
         return analysis.extra, False  # the features first seen now
