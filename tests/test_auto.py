@@ -521,9 +521,9 @@ def test_the_dictionary_row_is_computed_once_per_step_for_every_head():
         model.learn_one(x, target)
     assert sum(isinstance(e, DictionaryExpert) and e.dictionary == 0
                for e in model.experts) == 2
-    store, calls = model._embeddings[0]._store, []
-    original = store.kernel_row
-    store.kernel_row = lambda kernel, v: calls.append(1) or original(kernel, v)
+    embedding, calls = model._embeddings[0], []
+    original = embedding.analyse  # (the row over the atoms is computed there, compiled)
+    embedding.analyse = lambda v: calls.append(1) or original(v)
     for x, target in rows[20:]:
         model.predict_one(x)
         model.learn_one(x, target)
