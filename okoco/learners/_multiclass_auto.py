@@ -62,8 +62,8 @@ from okoco import losses
 from okoco._blas import scipy_one_thread
 from okoco.learners._mixture import ExpertMixture
 from okoco.learners._multiclass_shared import SharedSquaredKONS
+from okoco.learners._protocol import Memo, take_steps
 from okoco.learners.auto import KONS_EXPERTS, Auto
-from okoco.learners.base import Memo, take_steps
 from okoco.learners.shared import ExpertRows, SharedPoints, StepShared
 from okoco.linalg import SlotInverse
 

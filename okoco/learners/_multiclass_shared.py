@@ -45,8 +45,9 @@ from okoco._blas import all_one_thread, scipy_one_thread
 from okoco._core import _multiclass
 from okoco.kernels import RBF, self_similarity
 from okoco.learners._codes import compiled_kernel
+from okoco.learners._protocol import Memo, StepProtocol
 from okoco.learners._rebuilt import window_matrix
-from okoco.learners.base import Memo, StepProtocol, overflow_message
+from okoco.learners.base import overflow_message
 from okoco.learners.kons import (
     _MAX_D,
     _MIN_RIDGE_RATIO,

@@ -84,7 +84,8 @@ from okoco._blas import scipy_one_thread
 from okoco._dist import rescaled_gaussian
 from okoco._validation import Interval
 from okoco.learners._mixture import ExpertMixture
-from okoco.learners.base import KernelLearner, _is_regression, take_steps
+from okoco.learners._protocol import take_steps
+from okoco.learners.base import KernelLearner, _is_regression
 from okoco.learners.embedding import SharedEmbedding
 from okoco.learners.kons import KONS, SketchedKONS
 from okoco.learners.ons import DictionaryExpert, LinearExpert

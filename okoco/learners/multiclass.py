@@ -55,8 +55,8 @@ from okoco._validation import Interval, Protocol, check_params
 from okoco.learners._multiclass_auto import SharedSquaredAuto
 from okoco.learners._multiclass_auto import shares_preconditioner as _auto_shares
 from okoco.learners._multiclass_shared import SharedSquaredKONS
+from okoco.learners._protocol import take_steps
 from okoco.learners.auto import SharedPoints
-from okoco.learners.base import take_steps
 from okoco.learners.fgd import FunctionalGD
 from okoco.learners.kons import KONS
 from okoco.learners.shared import StepShared
