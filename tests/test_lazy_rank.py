@@ -17,7 +17,7 @@ from test_embedding import step
 import okoco
 from okoco import kernels, losses
 from okoco._core import _linalg
-from okoco.learners import CONKONS, PROSNKONS, Auto
+from okoco.learners import CONKONS, KRLS, PROSNKONS, Auto
 from okoco.learners.embedding import SharedEmbedding
 from okoco.learners.ons import DictionaryExpert, LinearExpert
 from okoco.linalg import PackedSymmetric
@@ -123,8 +123,16 @@ def heads(model):
     return [model]
 
 
-def pending(head):
-    update = head._P._pending
+def matrices(model):
+    """``(matrix, weights)`` of each deferring step of a model: an ONS head's ``A^{-1}`` and
+    ``u``, KRLS's ``M`` and ``w``."""
+    if isinstance(model, KRLS):
+        return [(model._M, model._w)]
+    return [(head._P, head._u) for head in heads(model)]
+
+
+def pending(matrix):
+    update = matrix._pending
     return update is not None and update[0] != 0.0
 
 
@@ -132,6 +140,7 @@ LEARNERS = {
     "conkons": lambda: CONKONS(kernel=kernels.RBF(0.5), max_size=120, seed=0),  # packed at 120
     "pros": lambda: PROSNKONS(kernel=kernels.RBF(0.5), max_size=40, seed=1),
     "auto": lambda: Auto(),
+    "krls": lambda: KRLS(kernel=kernels.RBF(1.0), max_size=120),
 }
 
 
@@ -147,10 +156,10 @@ def test_a_step_leaves_its_update_pending_and_the_matrix_applies_it():
         head.apply(v, analysis, head.check(float(v.sum()), analysis))
         z = np.concatenate([[1.0], v])
         A += head._ons.weight * np.outer(z, z)  # (loss'' of the squared loss: a constant)
-        assert head._ons.deferred and pending(head)
+        assert head._ons.deferred and pending(head._P)
         raw = head._P.buffer.copy()
         np.testing.assert_allclose(head._P.matrix(), np.linalg.inv(A), rtol=1e-12, atol=1e-12)
-        assert not pending(head) and not np.array_equal(raw, head._P.buffer)
+        assert not pending(head._P) and not np.array_equal(raw, head._P.buffer)
 
 
 def run(model, X, y):
@@ -162,13 +171,11 @@ def run(model, X, y):
 
 
 def assert_twins(a, b, tolerance=1e-12):
-    """Same heads: A^{-1} (read through the matrix, its update applied) and u."""
-    for head_a, head_b in zip(heads(a), heads(b), strict=True):
-        np.testing.assert_allclose(head_b._P.matrix(), head_a._P.matrix(), rtol=tolerance,
-                                   atol=tolerance)
-        m = head_a._P.size
-        np.testing.assert_allclose(head_b._u[:m], head_a._u[:m], rtol=tolerance,
-                                   atol=tolerance)
+    """Same matrices (read through the matrix, its update applied) and weights."""
+    for (P_a, u_a), (P_b, u_b) in zip(matrices(a), matrices(b), strict=True):
+        np.testing.assert_allclose(P_b.matrix(), P_a.matrix(), rtol=tolerance, atol=tolerance)
+        m = P_a.size
+        np.testing.assert_allclose(u_b[:m], u_a[:m], rtol=tolerance, atol=tolerance)
 
 
 def through_pickle(model, tmp_path):
@@ -187,17 +194,17 @@ def through_file(model, tmp_path):
 @pytest.mark.parametrize("copied", [through_pickle, through_deepcopy, through_file])
 def test_a_copy_right_after_a_step_continues_as_its_untouched_twin(name, copied, tmp_path):
     """Pickled, deep-copied or saved and loaded right after a step (its update pending), a
-    model predicts and learns as its twin that was never copied, step for step: to 1e-12,
-    or for a file to okoco.load's 1e-9 (its factorizations are rebuilt: Auto's predictions
-    differ by 3e-11 from the twin's, on main as here); an update lost moves them by
-    1e-4 to 1e-2."""
+    model (an ONS head's A^{-1}, KRLS's M) predicts and learns as its twin that was never
+    copied, step for step: to 1e-12, or for a file to okoco.load's 1e-9 (its factorizations
+    are rebuilt: Auto's predictions differ by 3e-11 from the twin's, on main as here); an
+    update lost moves them by 1e-4 to 1e-2."""
     tolerance = 1e-9 if copied is through_file else 1e-12
     X, y = rows(400, 3, seed=3)
     twin, model = LEARNERS[name](), LEARNERS[name]()
     run(twin, X[:250], y[:250])
     run(model, X[:250], y[:250])
-    assert any(pending(h) for h in heads(model))
-    assert any(h._P.size > 90 for h in heads(model)) or name == "pros"  # packed too
+    assert any(pending(P) for P, _ in matrices(model))
+    assert any(P.size > 90 for P, _ in matrices(model)) or name == "pros"  # packed too
     model = copied(model, tmp_path)
     np.testing.assert_allclose(run(model, X[250:], y[250:]), run(twin, X[250:], y[250:]),
                                rtol=tolerance, atol=tolerance)
@@ -215,7 +222,7 @@ def test_growth_right_after_a_step_applies_the_update_first(n_features):
     for t, (v, target) in enumerate(data):
         for grow_first, head in zip((True, False), twins):
             if t == 6:  # the row with new features: grow the heads first
-                assert pending(head)
+                assert pending(head._P)
                 if grow_first:
                     head._P.flush()
                 head._ons_grow(3)
@@ -242,7 +249,7 @@ def test_a_swap_right_after_a_step_drops_from_the_updated_matrix():
             embedded = step(embedding, [head], v, float(np.sin(v[0])))
             if embedding.size < embedding.max_size or embedded.joined:
                 continue
-            assert pending(head)
+            assert pending(head._P)
             if flush_first:
                 head._P.flush()
             swaps += embedding.swap_in(v, embedded, [head]) is not None
