@@ -109,6 +109,18 @@ def test_both_instruction_sets_fuse_to_the_same_bits(dense):
         np.testing.assert_array_equal(out0, out1)
 
 
+@pytest.mark.parametrize("m", [0, 3, PackedSymmetric.DENSE_MAX + 5])  # dense, then packed
+def test_packed_symmetric_updates_and_multiplies_in_one_call(m):
+    S, rng = spd(m, seed=7), np.random.default_rng(8)
+    x, v = rng.standard_normal(m), rng.standard_normal(m)
+    P = PackedSymmetric.from_matrix(S)
+    out = P.update_matvec(0.3, x, v)
+    W = S + 0.3 * np.outer(x, x)
+    assert close(out, W @ v) and close(P.matrix(), W)
+    with pytest.raises(ValueError, match="v must have length"):
+        P.update_matvec(0.3, x, np.ones(m + 1))
+
+
 # ------------------------------------------------------------------ the deferred step
 def rows(n, d, seed):
     rng = np.random.default_rng(seed)

@@ -13,7 +13,7 @@ cdef enum:
 cdef class OnsState:
     cdef readonly object P_obj, u_obj  # the owners of the bound buffers
     cdef object P_buf, x_obj
-    cdef double[::1] P, u, x  # x: the step's A^{-1} z over the grown coordinates
+    cdef double[::1] P, u, x  # x: the step's A^{-1} z over the grown coordinates (not deferred)
     cdef object pz_obj, new_obj  # a planned step's A^{-1} z and new coordinates (plan)
     cdef double[::1] pz
     # [a, x]: the rank-one update of A^{-1} the last step left pending (a = 0: none), in the
