@@ -6,6 +6,11 @@ factor and of its weights, bound again after a point joins. A step returns a sta
 (``_steps.pxd``) and leaves its results in the state; a point that joins is taken by the
 learner's ALD in Python, then ``KRLSState.border`` gives KRLS's terms. A kernel without a
 compiled form feeds its column to the same step (``KRLSState.feed``).
+
+The step's update of ``M`` is deferred as the ONS head's (``okoco._core._ons``): left pending
+in ``M``'s buffer (``PackedSymmetric.pending_update``), applied fused with the next product
+``M h`` (``_linalg.sym_update_matvec``: one pass over ``M`` a step), and by ``M`` itself
+before anything else reads or changes it.
 """
 
 import numpy as np
@@ -14,7 +19,8 @@ from libc.math cimport isfinite, sqrt
 from libc.string cimport memcpy
 
 from okoco._core._kernels cimport make_kernel, self_similarity
-from okoco._core._linalg cimport axpy, dot, sym_matvec, sym_rank_one, tp_half_solve
+from okoco._core._linalg cimport (axpy, dot, sym_matvec, sym_rank_one, sym_update_matvec,
+                                  tp_half_solve)
 from okoco._core._losses cimport clip
 from okoco._core._steps cimport JOINS, NEGATIVE, NOISE, OK, OVERFLOW, StepCore
 
@@ -68,11 +74,13 @@ cdef class KRLSState(StepCore):
     row learned is kept as ``last_column()``, ``last_half()``, ``last_delta``.
 
     The learner binds its buffers (``bind_points``, ``bind_weights``), again after a point
-    joins (its ALD and ``M`` grow in Python, then ``border`` gives KRLS's terms).
+    joins (its ALD and ``M`` grow in Python, then ``border`` gives KRLS's terms). Bound to a
+    ``PackedSymmetric``'s storage, the steps' updates of ``M`` are deferred (``deferred``:
+    ``[a, x]`` in ``update``, the matrix's pending update).
     """
-    cdef object L_obj, w_obj, P_obj, h_obj, u_obj, last_obj
-    cdef double[::1] L, w, P, h, u, last_g, last_h
-    cdef readonly bint compiled, dense
+    cdef object L_obj, w_obj, P_obj, h_obj, u_obj, last_obj, update_obj
+    cdef double[::1] L, w, P, h, u, last_g, last_h, update
+    cdef readonly bint compiled, dense, deferred
     cdef bint check_values
     cdef readonly int status
     cdef double nu, noise_ratio, C, pending
@@ -108,8 +116,30 @@ cdef class KRLSState(StepCore):
         if w is not self.w_obj:
             self.w, self.w_obj = w, w
         if P is not self.P_obj:
+            owner = getattr(P, "owner", None)
+            self.deferred = owner is not None
+            if self.deferred:
+                self.update_obj = owner.pending_update()
+                self.update = self.update_obj
             self.P, self.P_obj = P, P
         self.dense = dense
+
+    cdef void product(self, int m) noexcept:
+        """``u = M h`` over the ``m`` atoms, the pending update of ``M`` applied on the way."""
+        if self.deferred and self.update[0] != 0.0:
+            sym_update_matvec(&self.P[0], m, self.dense, self.update[0], &self.update[1],
+                              &self.h[0], &self.u[0])
+            self.update[0] = 0.0
+        else:
+            sym_matvec(&self.P[0], m, self.dense, &self.h[0], &self.u[0])
+
+    cdef void rank_one(self, int m, double a) noexcept:
+        """``M <- M + a u u^T``, left pending when ``deferred``."""
+        if self.deferred:
+            memcpy(&self.update[1], &self.u[0], m * sizeof(double))
+            self.update[0] = a
+        else:
+            sym_rank_one(&self.P[0], m, self.dense, a, &self.u[0])
 
     cdef int analyse(self) noexcept:
         """``h``, ``delta`` and the prediction of the kept row from ``g`` and ``kxx``."""
@@ -178,7 +208,7 @@ cdef class KRLSState(StepCore):
         cdef double l = sqrt(pivot), hu
         if self.w.shape[0] <= m:
             raise ValueError(f"w has no room for atom {m}")
-        sym_matvec(&self.P[0], m, self.dense, &self.h[0], &self.u[0])
+        self.product(m)
         hu = dot(m, &self.h[0], &self.u[0])
         self.w[m] = self.error / l
         for j in range(m):
@@ -240,9 +270,9 @@ cdef int krls_step(KRLSState s, double y, double noise_sum) noexcept:
         return JOINS
     s.noise_sum = s.pending
     if m:
-        sym_matvec(&s.P[0], m, s.dense, &s.h[0], &s.u[0])
+        s.product(m)
         step = 1.0 / (1.0 + dot(m, &s.h[0], &s.u[0]))
-        sym_rank_one(&s.P[0], m, s.dense, -step, &s.u[0])
+        s.rank_one(m, -step)
         axpy(m, step * error, &s.u[0], &s.w[0])
     s.remember()
     s.seen = -1

@@ -9,6 +9,8 @@ cdef double tp_append(double* L, double* A, int m, const double* column, double 
                       bint solved, double min_pivot, int* clamped) noexcept nogil
 cdef void sym_matvec(const double* P, int m, bint dense, const double* v, double* out) noexcept nogil
 cdef void sym_rank_one(double* P, int m, bint dense, double alpha, const double* x) noexcept nogil
+cdef void sym_update_matvec(double* P, int m, bint dense, double alpha, const double* x,
+                           const double* v, double* out) noexcept nogil
 # the window's inverse (okoco.linalg.SlotInverse): P by a triangle of a row-major array with
 # rows of ld doubles, the lower one (upper=False: row r holds P[r, 0..r]) or the upper one
 # (upper=True: row r holds P[r, r..], the caller passing the array's data shifted by one column)

@@ -8,10 +8,10 @@ are the caller's promise. A failure is a status code, never an exception raised 
 from libc.math cimport isfinite, log, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove, memset
-from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dger, dsymv, dsyrk
+from scipy.linalg.cython_blas cimport daxpy, ddot, dsymv, dsyrk
 
-from okoco._core._packed cimport (avx_available, avx_in_use, row_axpy, row_pass, rows4_axpy,
-                                use_avx)
+from okoco._core._packed cimport (avx_available, avx_in_use, row_axpy, row_fused, row_pass,
+                                rows4_axpy, use_avx)
 
 cdef inline Py_ssize_t start(Py_ssize_t r) noexcept nogil:
     return r * (r + 1) // 2
@@ -342,18 +342,17 @@ def rescale(double[::1] L, double[::1] A, Py_ssize_t m, Py_ssize_t i, double fac
 # ---------------------------------------------------------------- symmetric matrices
 cdef void sym_matvec(const double* P, int m, bint dense, const double* v,
                      double* out) noexcept nogil:
-    """out = P v for a symmetric P: dense (m x m, one BLAS dgemv) or packed lower, row by row
-    in one pass each: out_r += P[r, :r] v[:r] + P_rr v_r and out[:r] += v_r P[r, :r] (BLAS's
-    dspmv would wake its thread pool from 100 rows)."""
-    cdef int one = 1
+    """out = P v for a symmetric P, row by row with the compiled kernels (no BLAS call: no
+    thread pool to wake, and the bits of ``sym_update_matvec``'s product): dense, out_r =
+    P[r, :] v; packed lower, one pass each: out_r += P[r, :r] v[:r] + P_rr v_r and
+    out[:r] += v_r P[r, :r] (BLAS's dspmv would wake its thread pool from 100 rows)."""
     cdef Py_ssize_t r
-    cdef double zero = 0.0, unit = 1.0
     cdef const double* row
     if m <= 0:
         return
     if dense:
-        # row-major (m x m) = column-major transpose; symmetric, so no transpose needed
-        dgemv(b"N", &m, &m, &unit, <double*>P, &m, <double*>v, &one, &zero, out, &one)
+        for r in range(m):
+            out[r] = row_pass(P + r * m, m, v, 0.0, NULL)
         return
     memset(out, 0, m * sizeof(double))
     for r in range(m):
@@ -363,17 +362,40 @@ cdef void sym_matvec(const double* P, int m, bint dense, const double* v,
 
 cdef void sym_rank_one(double* P, int m, bint dense, double alpha,
                        const double* x) noexcept nogil:
-    """P <- P + alpha x x^T (dense: both triangles, one dger; packed: row r += alpha x_r
-    x[:r+1])."""
-    cdef int one = 1
+    """P <- P + alpha x x^T, row r += (alpha x_r) x (dense: the whole row, both triangles;
+    packed: x[:r+1]): the update of ``sym_update_matvec`` to the bit, so that an update applied
+    alone or fused with a product leaves the same matrix."""
     cdef Py_ssize_t r
     if m <= 0:
         return
-    if dense:
-        dger(&m, &m, &alpha, <double*>x, &one, <double*>x, &one, P, &m)
-        return
     for r in range(m):
-        row_axpy(x, r + 1, alpha * x[r], &P[start(r)])
+        if dense:
+            row_axpy(x, m, alpha * x[r], &P[r * m])
+        else:
+            row_axpy(x, r + 1, alpha * x[r], &P[start(r)])
+
+
+cdef void sym_update_matvec(double* P, int m, bint dense, double alpha, const double* x,
+                           const double* v, double* out) noexcept nogil:
+    """P <- P + alpha x x^T, then out = P v, in one pass over P (each row updated, then read
+    while it is in cache): ``sym_rank_one`` then ``sym_matvec`` for half the memory traffic.
+    Row r's update and its part of the product fused: the same bits as the two calls, in both
+    layouts (dense: row r updated whole, both triangles, then out_r = P[r, :] v)."""
+    cdef Py_ssize_t r
+    cdef double* row
+    cdef double part
+    if m <= 0:
+        return
+    if dense:
+        for r in range(m):
+            out[r] = row_fused(P + r * m, m, x, alpha * x[r], v, 0.0, NULL)
+        return
+    memset(out, 0, m * sizeof(double))
+    for r in range(m):
+        row = P + start(r)
+        part = row_fused(row, r, x, alpha * x[r], v, v[r], out)
+        row[r] += alpha * x[r] * x[r]
+        out[r] += part + row[r] * v[r]
 
 
 def matvec(const double[::1] P, int m, bint dense, const double[::1] v, double[::1] out):
@@ -388,6 +410,14 @@ def sym_update(double[::1] P, int m, bint dense, double alpha, const double[::1]
     if m > 0:
         with nogil:
             sym_rank_one(&P[0], m, dense, alpha, &x[0])
+
+
+def update_matvec(double[::1] P, int m, bint dense, double alpha, const double[::1] x,
+                  const double[::1] v, double[::1] out):
+    """``P <- P + alpha x x^T``, then ``out <- P v``, in one pass over ``P``."""
+    if m > 0:
+        with nogil:
+            sym_update_matvec(&P[0], m, dense, alpha, &x[0], &v[0], &out[0])
 
 
 def inverse_update(double[::1] P, int m, bint dense, const double[::1] a, double[::1] Pa):

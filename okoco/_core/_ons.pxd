@@ -13,9 +13,14 @@ cdef enum:
 cdef class OnsState:
     cdef readonly object P_obj, u_obj  # the owners of the bound buffers
     cdef object P_buf, x_obj
-    cdef double[::1] P, u, x  # x: the step's A^{-1} z over the grown coordinates
+    cdef double[::1] P, u, x  # x: the step's A^{-1} z over the grown coordinates (not deferred)
     cdef object pz_obj, new_obj  # a planned step's A^{-1} z and new coordinates (plan)
     cdef double[::1] pz
+    # [a, x]: the rank-one update of A^{-1} the last step left pending (a = 0: none), in the
+    # bound matrix's own buffer (PackedSymmetric.pending_update); deferred: bound to one
+    cdef object pending_obj
+    cdef double[::1] pending
+    cdef readonly bint deferred
     cdef readonly double s  # a planned step's z^T A^{-1} z
     cdef readonly Py_ssize_t m
     cdef readonly bint dense, hessian
@@ -24,6 +29,7 @@ cdef class OnsState:
     cdef readonly double ybar, excess, yhat, gdot, weight, gained_dimension, gained_log_det, noise
 
     cdef double product(self, const double* z, double* out) noexcept nogil
+    cdef void apply_pending(self) noexcept nogil
     cdef int differentiate(self, double y, double ybar, double eta) noexcept nogil
     cdef int weigh(self, double ybar, double gdot, double weight) noexcept nogil
     cdef int admits(self, const double* Pz, double s, const double* new,

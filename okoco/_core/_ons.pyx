@@ -12,6 +12,13 @@ takes the same step).
     u <- u - h(ybar) Pz / s                  # oblique projection onto |z . u| <= C, A-norm
     q = w s;  A^{-1} <- A^{-1} - w Pz Pz^T / (1 + q);  u <- u - gdot Pz / (1 + q)
 
+The update of ``A^{-1}`` is deferred: the step leaves it pending in the matrix's buffer
+(``PackedSymmetric.pending_update``) and the next product applies it on its way (one pass
+over ``A^{-1}`` a step, reading and writing each row once, instead of a read for the product
+and a read and write for the update: ``_linalg.sym_update_matvec``, the same bits as the two
+passes in the packed layout). The matrix applies it before anything else reads or changes it
+(``PackedSymmetric.flush``), and so does :meth:`OnsState.flush`.
+
 The learner owns an ``OnsState``: views of its ``u`` (a buffer of at least ``m`` entries) and of
 ``A^{-1}``'s storage (``okoco.linalg.PackedSymmetric``: dense ``(m, m)`` row-major, or the
 packed lower triangle, row ``r`` at ``r (r + 1) / 2``), bound again after they grow (``bind``).
@@ -28,7 +35,7 @@ import numpy as np
 
 from libc.math cimport fabs, isfinite, log1p
 
-from okoco._core._linalg cimport dot, sym_matvec, sym_rank_one
+from okoco._core._linalg cimport dot, sym_matvec, sym_rank_one, sym_update_matvec
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
 
 # s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never
@@ -73,13 +80,21 @@ cdef class OnsState:
 
     def bind(self, P_obj, P_storage, Py_ssize_t m, bint dense, u):
         """Views of ``A^{-1}``'s flat storage (``P_obj`` the array that holds it; ``m``
-        coordinates) and of ``u`` (at least ``m`` entries)."""
+        coordinates) and of ``u`` (at least ``m`` entries). A storage that names its matrix
+        (``PackedSymmetric.storage``) gets the steps' updates deferred in it
+        (``deferred``); a bare array, at once."""
         if u.shape[0] < m:
             raise ValueError(f"u holds {u.shape[0]} entries for {m} coordinates")
+        owner = getattr(P_storage, "owner", None)
+        pending = None if owner is None else owner.pending_update()
         self.P_obj, self.P_buf, self.u_obj = P_obj, P_storage, u
         self.P = P_storage
         self.u = u
         self.m, self.dense = m, dense
+        self.deferred = pending is not None
+        if self.deferred:
+            self.pending_obj = pending
+            self.pending = pending
         if self.x_obj.shape[0] < m:
             self.x_obj = np.zeros(max(2 * self.x_obj.shape[0], m))
             self.x = self.x_obj
@@ -90,13 +105,25 @@ cdef class OnsState:
 
     # -- the step, for compiled loops --------------------------------------------------------
     cdef double product(self, const double* z, double* out) noexcept nogil:
-        """``out = A^{-1} z`` over the ``m`` coordinates, and ``s = max(z . A^{-1} z, 0)``."""
+        """``out = A^{-1} z`` over the ``m`` coordinates, and ``s = max(z . A^{-1} z, 0)``; the
+        pending update applied on the way."""
         cdef int m = <int>self.m
         if m == 0:
             return 0.0
-        sym_matvec(&self.P[0], m, self.dense, z, out)
+        if self.deferred and self.pending[0] != 0.0:
+            sym_update_matvec(&self.P[0], m, self.dense, self.pending[0], &self.pending[1], z,
+                              out)
+            self.pending[0] = 0.0
+        else:
+            sym_matvec(&self.P[0], m, self.dense, z, out)
         cdef double s = dot(m, z, out)
         return s if s > 0.0 else 0.0
+
+    cdef void apply_pending(self) noexcept nogil:
+        """Apply the pending update of ``A^{-1}`` alone, if any (:meth:`flush`)."""
+        if self.deferred and self.pending[0] != 0.0:
+            sym_rank_one(&self.P[0], <int>self.m, self.dense, self.pending[0], &self.pending[1])
+            self.pending[0] = 0.0
 
     cdef int differentiate(self, double y, double ybar, double eta) noexcept nogil:
         """``excess``, ``yhat`` and, for a compiled loss, ``gdot`` and ``weight`` (``eta``:
@@ -150,10 +177,15 @@ cdef class OnsState:
                      double y, double residual) noexcept nogil:
         """The checked step, the head grown by its ``n_new`` new coordinates first (``Pz``
         holds the ``m - n_new`` others): ``u`` moves and ``A^{-1}`` takes its rank-one
-        update (``O(m^2)``)."""
+        update (``O(m^2)``), deferred to the next product when ``deferred``."""
         cdef Py_ssize_t i, m = self.m, known = self.m - n_new
-        cdef double* x = &self.x[0]
+        cdef double* x
         cdef double q, c, error = y - self.yhat
+        if self.deferred:
+            self.apply_pending()  # (none, unless no product came since the last step)
+            x = &self.pending[1]
+        else:
+            x = &self.x[0]
         self.noise = error * error / spread(self.alpha, s, residual)  # (before the growth)
         for i in range(known):
             x[i] = Pz[i]
@@ -165,7 +197,9 @@ cdef class OnsState:
             c = self.excess / (s if s > MIN_S else MIN_S)
             for i in range(m):
                 self.u[i] -= c * x[i]
-        if m:
+        if m and self.deferred:
+            self.pending[0] = -self.weight / (1.0 + q)
+        elif m:
             sym_rank_one(&self.P[0], <int>m, self.dense, -self.weight / (1.0 + q), x)
         c = self.gdot / (1.0 + q)
         for i in range(m):
@@ -184,6 +218,11 @@ cdef class OnsState:
         if self.m:
             s = self.product(&z[0], &o[0])
         return out, s
+
+    def flush(self):
+        """Apply the pending update of ``A^{-1}`` alone, if any (its matrix's
+        ``PackedSymmetric.flush`` does the same)."""
+        self.apply_pending()
 
     def feed(self, double gdot, double second_derivative, double eta=0.0):
         """The status of the gradient from a loss without a compiled form: its derivative

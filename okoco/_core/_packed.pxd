@@ -1,8 +1,9 @@
 # The C kernels that read okoco._core._linalg's packed triangles (cimported there: their one
 # definition, as _leverage.pxd's), over four-lane vectors, with no BLAS call per row (no call
-# overhead, no thread pool to wake): the product P v, the rank-one update and the forward
-# substitution one row at a time (row r's dot product with v and its axpy into P v in one
-# pass), so that the triangle is read as one sequential stream; the back substitution, whose
+# overhead, no thread pool to wake): the product P v, the rank-one update, the two fused
+# (P <- P + a x x^T, then P v) and the forward substitution one row at a time (row r's dot
+# product with v and its axpy into P v in one pass), so that the triangle is read as one
+# sequential stream; the back substitution, whose
 # rows are read against the layout, four rows at a time (one pass adds the four rows into x).
 # Measured on an AMD EPYC at m = 500 (notes in the commits): reading four rows at a time is
 # faster when the triangle is in cache but up to 2x slower when it comes from memory (four
@@ -64,6 +65,35 @@ cdef extern from *:
         return d;
     }
 
+    /* The rank-one update of one row fused with its pass of a product: p[j] += k x[j] over
+       p[0..n) (written back), then okoco_row_body's dot product with v and axpy into y
+       (y apart from p, x and v), on the updated row. Each entry's update is the axpy's,
+       p + k x, and the rest is okoco_row_body's on its result: the same bits as
+       okoco_axpy_body(x, n, k, p) then okoco_row_body(p, n, v, c, y). */
+    #define OKOCO_FUSED_STEP(acc, j) \
+        OKOCO_LOAD(w, p + (j)); OKOCO_LOAD(xv, x + (j)); w = OKOCO_ADD(w, OKOCO_MUL(kx, xv)); \
+        OKOCO_STORE(p + (j), w); OKOCO_LOAD(vv, v + (j)); acc = OKOCO_ADD(acc, OKOCO_MUL(w, vv)); \
+        if (y) { OKOCO_LOAD(yv, y + (j)); yv = OKOCO_ADD(yv, OKOCO_MUL(kc, w)); \
+                 OKOCO_STORE(y + (j), yv); }
+    OKOCO_INLINE double okoco_fused_body(double* p, Py_ssize_t n, const double* x, double k,
+                                         const double* v, double c, double* y) {
+        okoco_v4 a = OKOCO_SPLAT(0.0), b = a, kx = OKOCO_SPLAT(k), kc = OKOCO_SPLAT(c), xv,
+                 vv, yv, w;
+        double lane[4], d;
+        Py_ssize_t j = 0;
+        for (; j + 8 <= n; j += 8) { OKOCO_FUSED_STEP(a, j) OKOCO_FUSED_STEP(b, j + 4) }
+        if (j + 4 <= n) { OKOCO_FUSED_STEP(a, j) j += 4; }
+        a = OKOCO_ADD(a, b);
+        OKOCO_STORE(lane, a);
+        d = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+        for (; j < n; j++) {
+            p[j] += k * x[j];
+            d += p[j] * v[j];
+            if (y) y[j] += c * p[j];
+        }
+        return d;
+    }
+
     /* y[0..n) += c p[0..n) (y apart from p) */
     OKOCO_INLINE void okoco_axpy_body(const double* p, Py_ssize_t n, double c, double* y) {
         okoco_v4 k = OKOCO_SPLAT(c), yv, w;
@@ -100,6 +130,9 @@ cdef extern from *:
     ATTR static double okoco_row_##ISA(const double* p, Py_ssize_t n, const double* x, \
                                        double c, double* y) { \
         return okoco_row_body(p, n, x, c, y); } \
+    ATTR static double okoco_fused_##ISA(double* p, Py_ssize_t n, const double* x, double k, \
+                                         const double* v, double c, double* y) { \
+        return okoco_fused_body(p, n, x, k, v, c, y); } \
     ATTR static void okoco_axpy_##ISA(const double* p, Py_ssize_t n, double c, double* y) { \
         okoco_axpy_body(p, n, c, y); } \
     ATTR static void okoco_axpy4_##ISA(const double* const* p, Py_ssize_t n, const double* c, \
@@ -112,6 +145,7 @@ cdef extern from *:
         __builtin_cpu_init(); return __builtin_cpu_supports("avx"); }
     #else
     #define okoco_row_avx okoco_row_portable
+    #define okoco_fused_avx okoco_fused_portable
     #define okoco_axpy_avx okoco_axpy_portable
     #define okoco_axpy4_avx okoco_axpy4_portable
     static int okoco_avx_available(void) { return 0; }
@@ -126,6 +160,10 @@ cdef extern from *:
                             double* y) {
         return okoco_avx() ? okoco_row_avx(p, n, x, c, y)
                              : okoco_row_portable(p, n, x, c, y); }
+    static double okoco_fused(double* p, Py_ssize_t n, const double* x, double k,
+                              const double* v, double c, double* y) {
+        return okoco_avx() ? okoco_fused_avx(p, n, x, k, v, c, y)
+                             : okoco_fused_portable(p, n, x, k, v, c, y); }
     static void okoco_axpy(const double* p, Py_ssize_t n, double c, double* y) {
         if (okoco_avx()) okoco_axpy_avx(p, n, c, y); else okoco_axpy_portable(p, n, c, y); }
     static void okoco_axpy4(const double* const* p, Py_ssize_t n, const double* c, double* y) {
@@ -138,6 +176,9 @@ cdef extern from *:
     # row p[0..n) . x, and y[0..n) += c p when y is not NULL
     double row_pass "okoco_row" (const double* p, Py_ssize_t n, const double* x, double c,
                                  double* y) noexcept nogil
+    # p[0..n) += k x, then the updated row's p . v, and y[0..n) += c p when y is not NULL
+    double row_fused "okoco_fused" (double* p, Py_ssize_t n, const double* x, double k,
+                                    const double* v, double c, double* y) noexcept nogil
     # y[0..n) += c p
     void row_axpy "okoco_axpy" (const double* p, Py_ssize_t n, double c, double* y) noexcept nogil
     # y[0..n) += sum_i c[i] p[i] over four rows, n a multiple of 4

@@ -9,13 +9,19 @@ from okoco._core import _linalg
 from okoco.linalg._cholesky import IncrementalCholesky, _packed_len
 
 
+class _Storage(np.ndarray):
+    """A view of a :class:`PackedSymmetric`'s flat storage that names it (``owner``): a
+    compiled step bound to the storage finds there the buffer of its pending update."""
+
+    owner = None
+
+
 class PackedSymmetric:
     """A growing symmetric ``(m, m)`` matrix updated in place by compiled code: dense while
     small, then packed.
 
-    Up to ``DENSE_MAX`` rows the matrix is a full dense C-contiguous array: :meth:`matvec` is
-    one BLAS ``dgemv`` and :meth:`rank_one` one ``dger`` on it, which OpenBLAS never hands to
-    its thread pool at these sizes (``m * m <= 8192``, its threshold for both). Bordering
+    Up to ``DENSE_MAX`` rows the matrix is a full dense C-contiguous array, whose rows
+    :meth:`matvec` and :meth:`rank_one` read whole (compiled kernels, no BLAS call). Bordering
     reallocates the ``(m + 1, m + 1)`` array (``O(m^2)``, like the append of the factor beside
     it, and at most ``DENSE_MAX`` times). When the matrix outgrows ``DENSE_MAX`` it switches,
     once, to :class:`IncrementalCholesky`'s layout (row-major lower packed in a doubling
@@ -23,6 +29,12 @@ class PackedSymmetric:
     update go row by row through compiled kernels (one pass over each row, no BLAS call per
     row, no thread pool), with half the memory. The arithmetic runs in okoco's compiled core
     (``okoco._core._linalg``) on these buffers. KRLS keeps its ``P = (A^T A)^{-1}`` here.
+
+    A compiled step may leave a rank-one update ``P <- P + a x x^T`` pending
+    (:meth:`pending_update`) and apply it fused with its next product (one pass over the
+    matrix instead of two): every method here applies it first (:meth:`flush`), and so do
+    pickling, copying and saving (``okoco.persistence`` calls ``_before_save``), so that no
+    reader sees the matrix without it; only :attr:`buffer` (the array's identity) does not.
 
     Examples
     --------
@@ -38,19 +50,22 @@ class PackedSymmetric:
     array([1.5, 1.5])
     """
 
-    #: Largest order kept dense (the saved layout depends on it): OpenBLAS runs ``dger`` and
-    #: ``dgemv`` on one thread up to
-    #: ``m * m = 8192`` elements (interface/ger.c, interface/gemv.c).
+    #: Largest order kept dense (the saved layout depends on it; chosen when the dense form
+    #: was one BLAS ``dger`` / ``dgemv``, which OpenBLAS runs on one thread up to
+    #: ``m * m = 8192`` elements).
     DENSE_MAX = 90
     # The dense matrix, or None once packed. A file saved before the dense form existed has no
     # such attribute: the class default makes it packed, as it was.
     _dense: np.ndarray | None = None
+    # [a, x_0 .. x_{m-1}]: the update P <- P + a x x^T left pending (a = 0: none), or None
+    _pending: np.ndarray | None = None
 
     #: Saved state (okoco.persistence): dense ``(m, m)`` up to DENSE_MAX, else packed.
     _saved_state = {"_cap": "int[0,] as capacity", "_m": "int[0,] as size",
                     "_buf": ("array(0) float64|array(capacity * (capacity + 1) // 2) float64"
                              " as packed"),
-                    "_dense": "array(size, size) float64|none as dense"}
+                    "_dense": "array(size, size) float64|none as dense",
+                    "_pending": "cache:None"}
 
     def __init__(self, capacity: int = 16):
         self._cap = int(capacity)
@@ -119,8 +134,39 @@ class PackedSymmetric:
     def _packed(self) -> np.ndarray:
         return self._buf[: _packed_len(self._m)]
 
+    def pending_update(self) -> np.ndarray:
+        """The buffer of a pending rank-one update, ``[a, x_0, .., x_{m-1}]`` (at least
+        ``m + 1`` entries): a compiled step that writes ``a != 0`` there leaves
+        ``P <- P + a x x^T`` to be applied later (by itself, fused with its next product, which
+        sets ``a`` back to 0, or by :meth:`flush`). A new buffer (the update so far applied)
+        when the order outgrew the last one."""
+        pending = self._pending
+        if pending is None or pending.shape[0] <= self._m:
+            self.flush()
+            size = 1 + max(self._m, 16, 0 if pending is None else 2 * (pending.shape[0] - 1))
+            pending = self._pending = np.zeros(size)
+        return pending
+
+    def flush(self) -> None:
+        """Apply the pending rank-one update, if any (:meth:`pending_update`)."""
+        pending = self._pending
+        if pending is not None and pending[0] != 0.0:
+            _linalg.sym_update(self._raw_storage(), self._m, self._dense is not None,
+                               float(pending[0]), pending[1 : self._m + 1])
+            pending[0] = 0.0
+
+    #: okoco.persistence's call before it reads the saved fields: the file holds the matrix
+    _before_save = flush
+
+    def __getstate__(self) -> dict:
+        self.flush()
+        state = self.__dict__.copy()
+        state.pop("_pending", None)  # (nothing pending: the pickle holds the matrix)
+        return state
+
     def append(self, column: np.ndarray, diagonal: float) -> None:
         """Border the matrix: ``P <- [[P, c], [c^T, d]]``."""
+        self.flush()
         m = self._m
         D = self._dense
         if D is not None:
@@ -150,6 +196,7 @@ class PackedSymmetric:
     def reserve(self, size: int) -> None:
         """Room for ``size`` rows in the packed buffer (no change while dense), so that a
         compiled loop can border the matrix in place."""
+        self.flush()
         if self._dense is None and size > self._cap:
             cap = max(2 * self._cap, size)
             grown = np.zeros(_packed_len(cap))
@@ -165,7 +212,14 @@ class PackedSymmetric:
     def storage(self) -> np.ndarray:
         """The flat buffer the compiled core works on in place: the dense matrix's data (row
         major), or the packed buffer (the lower triangle by rows, row ``r`` from
-        ``r (r + 1) / 2``); bound again after :meth:`append` or :meth:`reserve`."""
+        ``r (r + 1) / 2``); bound again after :meth:`append` or :meth:`reserve`. The pending
+        update applied; the view names this matrix (``owner``, see :meth:`pending_update`)."""
+        self.flush()
+        view = self._raw_storage().view(_Storage)
+        view.owner = self
+        return view
+
+    def _raw_storage(self) -> np.ndarray:
         D = self._dense
         if D is None:
             return self._buf
@@ -191,6 +245,24 @@ class PackedSymmetric:
         _linalg.sym_update(self.storage(), self._m, self._dense is not None, float(alpha),
                            self._operand(x, "x"))
 
+    def update_matvec(self, alpha: float, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``P <- P + alpha x x^T``, then ``P v`` (a new array), in one pass over ``P``: the
+        bits of :meth:`rank_one` then :meth:`matvec`, for half the memory traffic.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from okoco.linalg import PackedSymmetric
+        >>> P = PackedSymmetric.scaled_identity(2, 1.0)
+        >>> P.update_matvec(1.0, np.array([1.0, 1.0]), np.array([1.0, 0.0]))
+        array([2., 1.])
+        """
+        x, v = self._operand(x, "x"), self._operand(v, "v")
+        out = np.empty(self._m)
+        _linalg.update_matvec(self.storage(), self._m, self._dense is not None, float(alpha),
+                              x, v, out)
+        return out
+
     def inverse_update(self, a: np.ndarray) -> tuple[np.ndarray, float]:
         """``P <- (P^{-1} + a a^T)^{-1}`` by Sherman-Morrison; return ``(P a, s)`` (old ``P``).
 
@@ -214,6 +286,7 @@ class PackedSymmetric:
 
     def matrix(self) -> np.ndarray:
         """A dense copy of ``P``."""
+        self.flush()
         if self._dense is not None:
             return self._dense.copy()
         A = IncrementalCholesky._unpack(self._buf, self._m)
