@@ -127,9 +127,14 @@ class _Encoder:
 
         State the declaration does not name is a ``TypeError`` naming the attributes (a new
         attribute must be declared before it can be saved); river's classes (checkpoints
-        only) declare nothing and are saved attribute by attribute.
+        only) declare nothing and are saved attribute by attribute. A class with work left
+        pending in its buffers (``PackedSymmetric``'s deferred rank-one update) names the call
+        that does it, ``_before_save(obj)``, which runs first: the file holds the model.
         """
         cls = type(obj)
+        settle = getattr(cls, "_before_save", None)  # work left pending: done before it is read
+        if settle is not None:
+            settle(obj)
         declared = declared_state(cls)
         if declared is None:
             if _class_path(cls) in _OBJECTS:
