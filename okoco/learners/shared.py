@@ -24,12 +24,6 @@ _EMPTY = np.zeros(0)  # the row over no points (read-only)
 _EMPTY.flags.writeable = False
 
 
-def _key(v: np.ndarray) -> bytes:
-    """The memo's key of an input row: its bytes as float64 (one comparison of bytes, where
-    comparing the arrays cost a microsecond a step)."""
-    return np.ascontiguousarray(v, dtype=np.float64).tobytes()
-
-
 class SharedPoints:
     """The points several KONS experts store, held once, and their kernel rows at one input.
 
@@ -99,21 +93,23 @@ class SharedPoints:
         path (``StepShared.kernel_row``). The memo is kept while the points and the bytes of
         ``v`` are the same (equal bytes are equal rows; ``-0.0`` against ``0.0`` only computes
         again)."""
-        rows, at = self.rows, self._at
-        if at is None or at[0] != rows.n_added or at[1] != _key(v):
+        # the input's bytes as float64 (one comparison of bytes: comparing the arrays cost a
+        # microsecond a step)
+        rows, at, key = self.rows, self._at, np.ascontiguousarray(v, dtype=np.float64).tobytes()
+        if at is None or at[0] != rows.n_added or at[1] != key:
             if rows.n == 0:
                 return _EMPTY
-            self._move_to(v)
+            self._move_to(v, key)
         row = self._memo.get(id(kernel))  # (the hit without _row's frame)
         return self._row(kernel) if row is None else row
 
-    def _move_to(self, v: np.ndarray) -> None:
-        """Point the memo at the input ``v``."""
+    def _move_to(self, v: np.ndarray, key: bytes) -> None:
+        """Point the memo at the input ``v`` (whose bytes as float64 are ``key``)."""
         rows = self.rows
         self._forget()
         width = v.shape[0]  # padded as Rows.kernel_row pads
         Y = np.pad(v, (0, rows.d - width)) if width < rows.d else v.copy()
-        self._at = (rows.n_added, _key(v), rows.padded(width), Y[None, :])
+        self._at = (rows.n_added, key, rows.padded(width), Y[None, :])
 
     def _row(self, kernel) -> np.ndarray:
         """The kernel's row at the memo's input (read-only), computed once."""
