@@ -51,11 +51,8 @@ from okoco._core._kernels cimport kernel_exp, kernel_row, make_kernel, self_simi
 from okoco._core._linalg cimport axpy, dot, tp_back_solve, tp_half_solve
 from okoco._core._slots cimport SlotViews, append_views, remove_views, solve_views
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
-from okoco._core._steps cimport FORGOT_ATOM, NEED_ROOM, OK, SKIPPED, StepCore
-from okoco._core._records import Analysis, Step
-
-# The records made as tuples of their type (a named tuple's own __new__ is a Python frame)
-cdef object _new_record = tuple.__new__
+from okoco._core._steps cimport FORGOT_ATOM, NEED_ROOM, OK, SKIPPED, StepCore, new_record
+from okoco._core._records import Step
 
 #: Why ``KONSCore.check`` refused a step (the learner words each): the curvature step's weight
 #: (the loss's second derivative) is not a finite number >= 0; a value of the analysis is not
@@ -98,10 +95,6 @@ cdef class KONSCore(StepCore):
     cdef object fields_d, fields_c, fields_Kc, fields_z, atoms_obj
     cdef double[::1] fd, fc, fKc, fz
     cdef Py_ssize_t[::1] atoms
-    # the last analysis made here and views of its arrays k, e and h, for check and apply
-    # (taking a view of an array costs a few hundred nanoseconds: bind_analysis)
-    cdef object analysed
-    cdef const double[::1] ak, ae, ah
     #: results of the last ``check`` (for the wording of a refusal), ``apply`` and ``forget``
     cdef readonly double yhat, gdot, weight
     cdef readonly double tau, rg_term, log_det_term, row_norm
@@ -146,23 +139,6 @@ cdef class KONSCore(StepCore):
             self.fKc, self.fields_Kc = Kc, Kc
         if z is not self.fields_z:
             self.fz, self.fields_z = z, z
-        return 0
-
-    cdef object record(self, k_obj, double kappa, e_obj, h_obj, double ybar, double kc,
-                       double hh, const double[::1] k, const double[::1] e,
-                       const double[::1] h):
-        """The record ``Analysis(k, kappa, e, h, ybar, kc, hh)``, its arrays' views kept
-        (``k``, ``e``, ``h``: :meth:`bind_analysis`)."""
-        analysis = _new_record(Analysis, (k_obj, kappa, e_obj, h_obj, ybar, kc, hh))
-        self.analysed, self.ak, self.ae, self.ah = analysis, k, e, h
-        return analysis
-
-    cdef int bind_analysis(self, analysis) except -1:
-        """Views of ``analysis``'s arrays ``k``, ``e`` and ``h`` in ``ak``, ``ae``, ``ah``
-        (kept if it is the last one made here)."""
-        if analysis is not self.analysed:
-            self.ak, self.ae, self.ah = analysis.k, analysis.e, analysis.h
-            self.analysed = analysis
         return 0
 
     cdef int bind_atoms(self, selected) except -1:
@@ -239,7 +215,7 @@ cdef class KONSCore(StepCore):
                 for i in range(n):
                     w[i] = d[i] * Kc[i]
                 t = dot(<int>n, &h[0], w)
-        return self.record(k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh, k, e, h)
+        return self.analysis((k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh), k, e, h)
 
     cdef object analyse_factor(self, chol, double alpha, k_obj, double kappa, e_obj,
                               double kc, selected, whitened):
@@ -260,7 +236,7 @@ cdef class KONSCore(StepCore):
                 tp_half_solve(&L[0], <int>m, &h[0])
                 hh = dot(<int>m, &h[0], &h[0])
                 t = dot(<int>m, &h[0], &g[0])
-        return self.record(k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh, k_obj, e, h)
+        return self.analysis((k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh), k_obj, e, h)
 
     cdef int solve(self, window, double* e, double* h, Py_ssize_t n) except -1:
         """h <- P e over the first n slots of the caller's ring (SlotInverse.solve)."""
@@ -341,7 +317,7 @@ cdef class KONSCore(StepCore):
         if not isfinite(running + noise + (gdot * gdot + weight)
                         * s / (alpha + least_coin * weight * s)):
             return CHECK_TARGET
-        return _new_record(Step, (s, shift, yhat, gdot, weight, d_t, noise))
+        return new_record(Step, (s, shift, yhat, gdot, weight, d_t, noise))
 
     # -- the step ---------------------------------------------------------------------------
 
