@@ -51,8 +51,8 @@ from okoco._core._kernels cimport kernel_exp, kernel_row, make_kernel, self_simi
 from okoco._core._linalg cimport axpy, dot, tp_back_solve, tp_half_solve
 from okoco._core._slots cimport SlotViews, append_views, remove_views, solve_views
 from okoco._core._losses cimport clip_excess, derivative, second_derivative
-from okoco._core._steps cimport FORGOT_ATOM, NEED_ROOM, OK, SKIPPED, StepCore
-from okoco._core._records import Analysis, Step
+from okoco._core._steps cimport FORGOT_ATOM, NEED_ROOM, OK, SKIPPED, StepCore, new_record
+from okoco._core._records import Step
 
 #: Why ``KONSCore.check`` refused a step (the learner words each): the curvature step's weight
 #: (the loss's second derivative) is not a finite number >= 0; a value of the analysis is not
@@ -215,7 +215,7 @@ cdef class KONSCore(StepCore):
                 for i in range(n):
                     w[i] = d[i] * Kc[i]
                 t = dot(<int>n, &h[0], w)
-        return Analysis(k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh)
+        return self.analysis((k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh), k, e, h)
 
     cdef object analyse_factor(self, chol, double alpha, k_obj, double kappa, e_obj,
                               double kc, selected, whitened):
@@ -227,7 +227,7 @@ cdef class KONSCore(StepCore):
         if m != n:  # the atoms' entries (Sketched-KONS: the points its dictionary kept)
             e_obj = e_obj[selected[:m]]
         h_obj = np.array(e_obj)
-        cdef double[::1] h = h_obj, g = whitened
+        cdef double[::1] h = h_obj, g = whitened, e = e_obj
         cdef double[::1] L
         cdef double hh = 0.0, t = 0.0
         if m:
@@ -236,7 +236,7 @@ cdef class KONSCore(StepCore):
                 tp_half_solve(&L[0], <int>m, &h[0])
                 hh = dot(<int>m, &h[0], &h[0])
                 t = dot(<int>m, &h[0], &g[0])
-        return Analysis(k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh)
+        return self.analysis((k_obj, kappa, e_obj, h_obj, (kc - t) / alpha, kc, hh), k_obj, e, h)
 
     cdef int solve(self, window, double* e, double* h, Py_ssize_t n) except -1:
         """h <- P e over the first n slots of the caller's ring (SlotInverse.solve)."""
@@ -259,7 +259,8 @@ cdef class KONSCore(StepCore):
         ``least_coin`` the least coin a step can draw. For a loss without a compiled form the
         learner gives the loss's ``gdot`` (and ``weight``, its second derivative, for the
         curvature step) at ``yhat = ybar - h(ybar)``."""
-        cdef const double[::1] k = analysis.k, e = analysis.e
+        self.bind_analysis(analysis)
+        cdef const double[::1] k = self.ak, e = self.ae
         cdef double kappa = analysis.kappa, ybar = analysis.ybar, hh = analysis.hh
         cdef double excess, yhat, d_t, s, shift = 0.0, level, worst, total, noise
         cdef double ee = -1.0
@@ -316,7 +317,7 @@ cdef class KONSCore(StepCore):
         if not isfinite(running + noise + (gdot * gdot + weight)
                         * s / (alpha + least_coin * weight * s)):
             return CHECK_TARGET
-        return Step(s, shift, yhat, gdot, weight, d_t, noise)
+        return new_record(Step, (s, shift, yhat, gdot, weight, d_t, noise))
 
     # -- the step ---------------------------------------------------------------------------
 
@@ -329,7 +330,8 @@ cdef class KONSCore(StepCore):
         row and squared norm ``row_norm`` written into ``store``'s buffers if ``wrote_row``:
         the learner updates its counters), the new atom's slot last in ``selected``, and the
         statistics' terms in ``tau``, ``rg_term`` and ``log_det_term``."""
-        cdef const double[::1] k = analysis.k, e = analysis.e, h = analysis.h
+        self.bind_analysis(analysis)
+        cdef const double[::1] k = self.ak, e = self.ae, h = self.ah
         cdef double kappa = analysis.kappa, kc = analysis.kc
         cdef double sigma
         cdef double s = step.s, shift = step.shift, yhat = step.yhat, gdot = step.gdot

@@ -23,6 +23,8 @@ cdef class StepCore:
     cdef double[::1] sq, g
     cdef double* x                 # the last row analysed, zero-padded to x_width
     cdef Py_ssize_t x_len, x_width, x_cap, seen, n, d
+    cdef object analysed           # the last analysis record made (analysis), and views of
+    cdef const double[::1] ak, ae, ah  # its arrays k, e, h (bind_analysis)
 
     cdef int bind_buffers(self, object data, object sq, Py_ssize_t n, Py_ssize_t d) except -1
     cdef int column_room(self) except -1
@@ -31,3 +33,12 @@ cdef class StepCore:
     cdef int kernel_column(self) except -1
     cdef int take_column(self, const double[::1] g) except -1
     cdef double put_row(self, Py_ssize_t slot) noexcept
+    cdef object analysis(self, tuple fields, const double[::1] k, const double[::1] e,
+                         const double[::1] h)
+    cdef int bind_analysis(self, object analysis) except -1
+
+
+cdef inline object new_record(type kind, tuple fields):
+    """The named record ``kind(*fields)`` (okoco._core._records) as a tuple of its type: a named
+    tuple's own ``__new__`` is a Python frame."""
+    return tuple.__new__(kind, fields)

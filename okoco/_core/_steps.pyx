@@ -24,6 +24,7 @@ from libc.string cimport memcmp, memcpy, memset
 from okoco._core._kernels cimport kernel_exp, kernel_row, make_kernel, self_similarity
 from okoco._core._linalg cimport dot
 from okoco._core._losses cimport clip, clip_excess, derivative
+from okoco._core._records import Analysis
 
 #: statuses of the steps, for the learners
 STEP_OK, STEP_OVERFLOW, STEP_NEGATIVE, STEP_NOISE = OK, OVERFLOW, NEGATIVE, NOISE
@@ -32,9 +33,10 @@ STEP_NEED_ROOM, STEP_JOINS, STEP_SKIPPED, STEP_FORGOT_ATOM = NEED_ROOM, JOINS, S
 
 # ------------------------------------------------------------------------------ rows
 cdef class StepCore:
-    """Typed views of a learner's rows (points and their squared norms, the ``Rows`` buffers)
-    and the last row analysed (its attributes are declared in ``_steps.pxd``, for the step
-    objects of other modules). The learner binds the buffers and writes the counters back."""
+    """Typed views of a learner's rows (points and their squared norms, the ``Rows`` buffers),
+    the last row analysed and the arrays of the last analysis record made (its attributes are
+    declared in ``_steps.pxd``, for the step objects of other modules). The learner binds the
+    buffers and writes the counters back."""
 
     def __cinit__(self):
         self.x, self.x_cap, self.seen = NULL, 0, -1
@@ -131,6 +133,24 @@ cdef class StepCore:
             self.d = w
         self.seen = -1
         return norm
+
+    cdef object analysis(self, tuple fields, const double[::1] k, const double[::1] e,
+                         const double[::1] h):
+        """The record ``Analysis(*fields)`` (``okoco._core._records``: ``k``, ``kappa``, ``e``,
+        ``h``, ...), the views of its arrays ``k``, ``e``, ``h`` kept for the step's later
+        phases (:meth:`bind_analysis`)."""
+        analysis = new_record(Analysis, fields)
+        self.analysed, self.ak, self.ae, self.ah = analysis, k, e, h
+        return analysis
+
+    cdef int bind_analysis(self, object analysis) except -1:
+        """Views of the arrays ``k``, ``e``, ``h`` of ``analysis`` in ``ak``, ``ae``, ``ah``:
+        those kept if it is the last one made here (taking a view of an array costs a few
+        hundred nanoseconds; a step's check and apply read the analysis just made)."""
+        if analysis is not self.analysed:
+            self.ak, self.ae, self.ah = analysis.k, analysis.e, analysis.h
+            self.analysed = analysis
+        return 0
 
 
 # ------------------------------------------------------------------------------ FunctionalGD

@@ -284,8 +284,11 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, StepProtocol, KernelLearne
         the record ``okoco._core._records.Analysis``. Over points of its own, the kernel row
         is computed in the same compiled call; over points it shares (:meth:`share_points`),
         it is ``shared``'s (``okoco.learners.shared.StepShared``: once per distinct kernel)."""
-        if shared is not None and type(self._store) is not Rows:
-            return self._analyse_row(shared.kernel_row(self._kernel), shared.kappa(self._kernel))
+        if shared is not None and type(self._store) is not Rows:  # (_analyse_row, inlined)
+            kernel = self._kernel
+            return self._step_core().analyse_row(
+                self._store, self._preconditioner, self.alpha, shared.kernel_row(kernel),
+                shared.kappa(kernel), self._selected, self._whitened())
         if type(self._store) is Rows:
             core = self._step_core()
             if core.has_kernel:  # the kernel row too, in the same compiled call
@@ -360,17 +363,6 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, StepProtocol, KernelLearne
             self._learn_step(v, analysis, self.check(y, analysis))
             self.forget()
 
-    def forget(self) -> None:
-        """The step protocol's last phase: once more than ``max_size`` points are stored,
-        remove the oldest from :math:`A_t` and :math:`b_t`: its atom from the window's inverse
-        (a Schur complement, ``O(m^2)``; ``_forget_atom`` then) and its coefficient from the
-        running ``K c`` (one kernel row at it, ``O(m d)``), in one compiled call
-        (``okoco._core._kons``). The unbounded learner forgets nothing. Over shared points,
-        after the owner stored the step's point."""
-        if self.max_size is not None:
-            return self._forget_window_oldest()
-        self._settle()
-
     def _settle(self) -> None:
         """Make what waited for the step's end: a recomputation of a paired window inverse
         (``SlotInverse.settle``), once the step's points and atoms agree."""
@@ -428,12 +420,6 @@ class KONS(WindowPhases, SharesPoints, RebuiltOnLoad, StepProtocol, KernelLearne
         self._learn_step(v, analysis, step)
         self.n_seen += 1
         self._cache = None
-
-    def _learn_step(self, v: np.ndarray, analysis, step) -> None:
-        """:meth:`apply` but the count (``learn_one`` counts its steps itself)."""
-        z = self._coin(analysis.e, analysis.kappa, step.d_t)  # may refuse: before any change
-        self.noise_scale_sum += step.noise
-        self._apply_phase(v, analysis, step, z)
 
     def _make_room(self, v: np.ndarray, size: int) -> None:
         """Room for one more point over ``size`` slots of the ring, before the compiled step

@@ -18,19 +18,23 @@ from okoco._core._steps import STEP_FORGOT_ATOM, STEP_NEED_ROOM, STEP_OK, STEP_S
 
 class WindowPhases:
     """The Python side of the step, for :class:`okoco.learners.kons.KONS` (which defines
-    ``_step_core``, ``_preconditioner``, ``_make_room``, ``_forget_atom`` and the
-    statistics)."""
+    ``_step_core``, ``_preconditioner``, ``_coin``, ``_make_room``, ``_forget_atom``,
+    ``_settle`` and the statistics)."""
 
-    def _apply_phase(self, v: np.ndarray, analysis, step: tuple, z: int) -> None:
-        """Learn ``v`` (``KONSCore.apply``; once more after :meth:`_make_room` if a buffer
-        lacked room), then the store's counters and the running statistics."""
-        core, store, window = self._step_core(), self._store, self._preconditioner
-        status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha,
-                            self._g)
+    def _learn_step(self, v: np.ndarray, analysis, step) -> None:
+        """:meth:`apply` but the count (``learn_one`` counts its steps itself): the coin
+        (``_coin``, which may refuse: before any change), then ``KONSCore.apply`` (once more
+        after :meth:`_make_room` if a buffer lacked room), the store's counters and the running
+        statistics. One frame over the compiled call: the windowed experts' hot path."""
+        z = self._coin(analysis.e, analysis.kappa, step.d_t)
+        self.noise_scale_sum += step.noise
+        core, store, preconditioner = self._step_core(), self._store, self._preconditioner
+        status = core.apply(store, preconditioner, self._selected, v, analysis, step, z,
+                            self.alpha, self._g)
         if status == STEP_NEED_ROOM:
             self._make_room(v, core.needed)  # (a new array of the atoms' slots, maybe)
-            status = core.apply(store, window, self._selected, v, analysis, step, z, self.alpha,
-                            self._g)
+            status = core.apply(store, preconditioner, self._selected, v, analysis, step, z,
+                                self.alpha, self._g)
         if status == STEP_SKIPPED:
             return
         if status != STEP_OK:
@@ -43,13 +47,18 @@ class WindowPhases:
         if z:
             self.log_det += core.log_det_term
 
-    def _forget_window_oldest(self) -> None:
-        """The oldest point out of the window (``KONSCore.forget``), and its atom out of the
-        selection if it was one; then what waited for the step's end (``_settle``)."""
-        core = self._step_core()
-        status = core.forget(self._store, self._window, self._selected, self.max_size,
-                             self.alpha)
-        if status == STEP_FORGOT_ATOM:
-            self.log_det += core.log_det_term
-            self._forget_atom()
+    def forget(self) -> None:
+        """The step protocol's last phase: once more than ``max_size`` points are stored,
+        remove the oldest from :math:`A_t` and :math:`b_t`: its atom from the window's inverse
+        (a Schur complement, ``O(m^2)``; ``_forget_atom`` then, the selection following it)
+        and its coefficient from the running ``K c`` (one kernel row at it, ``O(m d)``), in one
+        compiled call (``KONSCore.forget``). The unbounded learner forgets nothing. Then what
+        waited for the step's end (``_settle``). Over shared points, after the owner stored
+        the step's point."""
+        if self.max_size is not None:
+            core = self._step_core()
+            if core.forget(self._store, self._window, self._selected, self.max_size,
+                           self.alpha) == STEP_FORGOT_ATOM:
+                self.log_det += core.log_det_term
+                self._forget_atom()
         self._settle()

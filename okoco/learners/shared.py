@@ -20,6 +20,9 @@ from okoco.linalg import Rows
 
 __all__ = ["SharedPoints", "ExpertRows", "SharesPoints", "StepShared"]
 
+_EMPTY = np.zeros(0)  # the row over no points (read-only)
+_EMPTY.flags.writeable = False
+
 
 class SharedPoints:
     """The points several KONS experts store, held once, and their kernel rows at one input.
@@ -57,7 +60,7 @@ class SharedPoints:
 
     def _forget(self) -> None:
         self._memo: dict = {}  # id(kernel) -> its row at the input of self._at (read-only)
-        self._at = None  # (n_added, input, padded points, padded input) the memo is for
+        self._at = None  # (n_added, input's key, padded points, padded input) the memo is for
         self._dists = None  # squared distances, shared by every RBF
 
     def __getstate__(self) -> dict:  # the memo is not state (and its keys are object ids)
@@ -78,31 +81,38 @@ class SharedPoints:
 
     def kernel_row(self, kernel, v: np.ndarray) -> np.ndarray:
         """``kernel(x_i, v)`` over the stored points (a new array), memoised per input."""
-        if self.rows.n == 0:
-            return np.zeros(0)
-        self._move_to(v)
-        return self._row(kernel).copy()
+        return self.row_view(kernel, v).copy()
 
     def kernel_rows(self, kernels, v: np.ndarray) -> list[np.ndarray]:
         """:meth:`kernel_row` of each kernel at ``v``, each distinct kernel's row computed
         once; the rows are read-only views of the memo (no copies)."""
-        if self.rows.n == 0:
-            return [np.zeros(0)] * len(kernels)
-        self._move_to(v)
-        return [self._row(kernel) for kernel in kernels]
+        return [self.row_view(kernel, v) for kernel in kernels]
 
-    def _move_to(self, v: np.ndarray) -> None:
-        """Point the memo at the input ``v`` (kept if it is already there)."""
-        at, rows = self._at, self.rows
-        if (at is not None and at[0] == rows.n_added and at[1].shape == v.shape
-                and (at[1] == v).all()):
-            return
+    def row_view(self, kernel, v: np.ndarray) -> np.ndarray:
+        """:meth:`kernel_row` as a read-only view of the memo (no copy): the experts' hot
+        path (``StepShared.kernel_row``). The memo is kept while the points and the bytes of
+        ``v`` are the same (equal bytes are equal rows; ``-0.0`` against ``0.0`` only computes
+        again)."""
+        # the input's bytes as float64 (one comparison of bytes: comparing the arrays cost a
+        # microsecond a step)
+        rows, at, key = self.rows, self._at, np.ascontiguousarray(v, dtype=np.float64).tobytes()
+        if at is None or at[0] != rows.n_added or at[1] != key:
+            if rows.n == 0:
+                return _EMPTY
+            self._move_to(v, key)
+        row = self._memo.get(id(kernel))  # (the hit without _row's frame)
+        return self._row(kernel) if row is None else row
+
+    def _move_to(self, v: np.ndarray, key: bytes) -> None:
+        """Point the memo at the input ``v`` (whose bytes as float64 are ``key``)."""
+        rows = self.rows
         self._forget()
         width = v.shape[0]  # padded as Rows.kernel_row pads
         Y = np.pad(v, (0, rows.d - width)) if width < rows.d else v.copy()
-        self._at = (rows.n_added, v.copy(), rows.padded(width), Y[None, :])
+        self._at = (rows.n_added, key, rows.padded(width), Y[None, :])
 
     def _row(self, kernel) -> np.ndarray:
+        """The kernel's row at the memo's input (read-only), computed once."""
         row = self._memo.get(id(kernel))
         if row is None:
             row = self._compute(kernel)
@@ -123,7 +133,8 @@ class SharedPoints:
             if self._dists is None:  # from the store's cached norms, as Rows.kernel_row does
                 sq, sq_max = self.rows.squared_norms()
                 self._dists = _kernels.sq_dist_row(X, sq, sq_max, Y[0])
-            return np.exp(self._dists * -kernel.gamma)
+            row = self._dists * -kernel.gamma
+            return np.exp(row, out=row)
         if kind is _kernels.Sum:
             return self._row(kernel.left) + self._row(kernel.right)
         if kind is _kernels.Product:
@@ -291,7 +302,7 @@ class StepShared:
     def kernel_row(self, kernel) -> np.ndarray:
         """``kernel(x_i, v)`` over the shared points (read-only; memoised per kernel object)."""
         self.reads_points = True
-        return self.points.kernel_rows((kernel,), self.v)[0]
+        return self.points.row_view(kernel, self.v)
 
     def kappa(self, kernel) -> float:
         """``kernel(v, v)``."""
