@@ -69,19 +69,18 @@ def test_a_row_wider_than_the_buffer_or_a_full_dictionary_keeps_the_python_numbe
     assert embedding.size == 6 and store.d == 3 and store.data.shape[1] == 4
     spec = exact_row_spec(embedding._kernel)
     within = rng.normal(size=4)  # wider than the atoms, within the buffer's spare column
-    assert _embedding.analyse(spec, store, embedding._embed, within, 6, 1e-10) is not None
+    assert _embedding.analyse(spec, store, embedding._embed, within) is not None
     _assert_same(embedding.analyse(within), embedding._analyse_rows(within))
     wide = rng.normal(size=5)
-    assert _embedding.analyse(spec, store, embedding._embed, wide, 6, 1e-10) is None
+    assert _embedding.analyse(spec, store, embedding._embed, wide) is None
     _assert_same(embedding.analyse(wide), embedding._analyse_rows(wide))
     v = rng.normal(size=2) * 3.0
     fast = embedding.analyse(v)
     _assert_same(fast, embedding._analyse_rows(v))
     assert fast.pivot is None and fast.new.shape == (0,) and fast.residual > 1e-6
     # below the cap the same point would join, its pivot sqrt(residual)
-    k, kappa, h, residual, pivot = _embedding.analyse(spec, embedding._store, embedding._embed,
-                                                      v, 7, 1e-10)
-    assert pivot == np.sqrt(residual) and residual == fast.residual
+    embedding.max_size = 7
+    assert embedding.analyse(v).pivot == np.sqrt(fast.residual)
 
 
 def test_the_compiled_analysis_of_an_empty_dictionary_and_bad_inputs():
@@ -93,7 +92,7 @@ def test_the_compiled_analysis_of_an_empty_dictionary_and_bad_inputs():
     spec = exact_row_spec(embedding._kernel)
     embedding._store.append(np.array([3.0, 3.0]))  # a store out of step with its factor
     with pytest.raises(ValueError, match="stored atoms for a factor of order"):
-        _embedding.analyse(spec, embedding._store, embedding._embed, np.ones(2), -1, 1e-10)
+        _embedding.analyse(spec, embedding._store, embedding._embed, np.ones(2))
 
 
 def test_only_the_rbf_takes_the_compiled_row_and_an_overflow_keeps_its_error():
@@ -110,9 +109,8 @@ def test_only_the_rbf_takes_the_compiled_row_and_an_overflow_keeps_its_error():
     assert np.array_equal(before, embedding._embed.factor_storage()) and embedding.size == 1
     spec = compiled_kernel(kernels.Linear())
     assert _embedding.analyse(spec, embedding._store, embedding._embed,
-                              np.array([1e308, 1e308]), -1, 1e-10) is None
-    ok = _embedding.analyse(spec, embedding._store, embedding._embed, np.array([2.0, 1.0]),
-                            -1, 1e-10)
+                              np.array([1e308, 1e308])) is None
+    ok = _embedding.analyse(spec, embedding._store, embedding._embed, np.array([2.0, 1.0]))
     assert ok[0][0] == 2.0 and ok[1] == 5.0
 
 

@@ -8,7 +8,7 @@ discounted count and mean residual, and the least-used atom), in another.
 The swap itself (``O(m^2)`` rotations of the factor and of the heads) is ``okoco._core._swap``'s.
 """
 
-from libc.math cimport isfinite, sqrt
+from libc.math cimport isfinite
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
@@ -50,18 +50,15 @@ def embed(const double[::1] L, Py_ssize_t m, const double[::1] k, double kappa):
     return h, residual
 
 
-def analyse(tuple spec, rows, factor, const double[:] v, Py_ssize_t max_size,
-            double span_tol):
-    r"""``(k, kappa, h, residual, pivot)`` of the row ``v`` over the atoms ``rows``
+def analyse(tuple spec, rows, factor, const double[:] v):
+    r"""``(k, kappa, h, residual)`` of the row ``v`` over the atoms ``rows``
     (``okoco.linalg.Rows``, with their squared norms) and the factor ``factor``
     (``okoco.linalg.IncrementalCholesky``, :math:`L L^\top = K_{\mathcal I}`), ``O(md + m^2)``:
     the kernel row ``k`` (the kernel ``spec``, ``okoco.learners._codes.compiled_kernel``; ``v``
     and the rows zero-padded to the wider of the two, as ``Rows.kernel_row`` pads them, and an
-    exponent raised by numpy's ``exp``), ``kappa`` :math:`= k(x, x)`, :math:`h = L^{-1}k`, the
-    residual :math:`\kappa - h^\top h` and the pivot the point would take as an atom,
-    :math:`\sqrt{\max(r, \text{min\_pivot})}`, or ``None`` if it cannot join: the
-    dictionary holds ``max_size`` atoms (``-1``: no cap) or :math:`r \le` ``span_tol``
-    :math:`\kappa`.
+    exponent raised by numpy's ``exp``), ``kappa`` :math:`= k(x, x)`, :math:`h = L^{-1}k` and
+    the residual :math:`\kappa - h^\top h` (the pivot the point would take as an atom is the
+    embedding's ``_join_pivot``, from the last two).
 
     Returns ``None`` (nothing computed; the caller takes the Python path, which words the
     error) for a row wider than the rows' buffer or a kernel value that is not finite."""
@@ -106,10 +103,7 @@ def analyse(tuple spec, rows, factor, const double[:] v, Py_ssize_t max_size,
     with nogil:
         residual = half_solve(&L[0] if m else NULL, m, &k[0] if m else NULL, kappa,
                               &h[0] if m else NULL)
-    if (0 <= max_size <= m) or not residual > span_tol * kappa:
-        return k_obj, kappa, h_obj, residual, None
-    min_pivot = factor.min_pivot
-    return k_obj, kappa, h_obj, residual, sqrt(min_pivot if min_pivot > residual else residual)
+    return k_obj, kappa, h_obj, residual
 
 
 cdef double pairwise_sum(const double* a, Py_ssize_t n) noexcept nogil:

@@ -256,16 +256,17 @@ class SharedEmbedding(NystromEmbedding):
         return self._embed.size
 
     def analyse(self, v: np.ndarray) -> Embedded:
-        """The embedding of ``v`` (no state change): for an RBF kernel its kernel row, ``h``,
-        the residual and the pivot in one compiled call (``okoco._core._embedding.analyse``,
-        the numbers of :meth:`_analyse_rows`); else :meth:`_analyse_rows`."""
+        """The embedding of ``v`` (no state change): for an RBF kernel its kernel row, ``h``
+        and the residual in one compiled call (``okoco._core._embedding.analyse``, the numbers
+        of :meth:`_analyse_rows`), and the pivot (:meth:`_join_pivot`); else
+        :meth:`_analyse_rows`."""
         spec = self._row_spec
         if spec is None:  # (a cache: the kernel's compiled description, or False)
             spec = self._row_spec = exact_row_spec(self._kernel) or False
-        parts = spec and _embedding.analyse(spec, self._store, self._embed, v,
-                                            -1 if self.max_size is None else self.max_size,
-                                            _SPAN_TOL)
-        return Embedded(*parts) if parts else self._analyse_rows(v)
+        parts = spec and _embedding.analyse(spec, self._store, self._embed, v)
+        if not parts:
+            return self._analyse_rows(v)
+        return Embedded(*parts, self._join_pivot(parts[1], parts[3]))
 
     def _analyse_rows(self, v: np.ndarray) -> Embedded:
         """The embedding of ``v`` from the kernel's own row (:meth:`_kernel_row_of`, any
