@@ -50,12 +50,14 @@ that they predict before the target is seen: the bounds hold against the bounded
 - two CON-KONS heads on shared KORS dictionaries (:class:`SharedEmbedding`, ``RBF(0.2/d)`` and
   ``RBF(3/d)``, KORS ridge 1, at most 500 atoms each, coins of ``seed=0``): the Online Newton
   Step with ridge 0.1 in the Nyström embedding :math:`z = L^{-1}k_{\mathcal I}(x)`
-  (:class:`DictionaryExpert`: ``CONKONS`` with those settings until the dictionary is full).
-  The atoms summarize the *whole* stream, so the error keeps falling on a long stationary
-  stream while memory and the step stay flat, :math:`O(m^2 + m d)`, :math:`m \le 500`, one
-  kernel row a step per dictionary. A full dictionary keeps covering the stream
-  (:data:`DICTIONARY`): a point above the recent mean residual replaces the atom the recent
-  points use least, once it is used below 1/30 of an even share (compiled, ~0.7 ms a swap);
+  (:class:`DictionaryExpert`: ``CONKONS`` with those settings until the dictionary is full). The
+  atoms summarize the *whole* stream, so the error keeps falling on a long stationary stream
+  while memory and the step stay flat, :math:`O(m^2 + m d)`, :math:`m \le 500`, one kernel row a
+  step per dictionary. The sharp head takes first-order steps (ridge 3, :data:`FULL_ALPHA`) once
+  its dictionary is full: the curvature it would keep accumulating shrinks its steps, which cost
+  it 11% on a covariate shift. A full dictionary keeps covering the stream (:data:`DICTIONARY`):
+  a point above the recent mean residual replaces the atom the recent points use least, once it
+  is used below 1/30 of an even share (compiled, ~0.7 ms a swap);
 - two linear experts on :math:`[1, x]` (:class:`LinearExpert`, :math:`O(d^2)`, projected onto
   :math:`|z^\top u| \le 10C`, :data:`LINEAR_BOUND`): the ONS (ridge 1, the curvature step)
   for a stationary linear concept, and gradient descent with the constant step 0.01 (river's
@@ -119,14 +121,21 @@ EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
 #: (``--stream friedman-shift``) 4.127 -> 3.683 and 4.122 -> 3.754, and left Friedman and
 #: RandomRBF as frozen (0.8753, 0.8738; 0.0539, 0.0364); the residual rule at 2 cost Friedman 2%.
 DICTIONARY = (1.0, 500, 30.0, "usage")
-#: Auto's default experts: ``("dictionary", c, alpha, eta)``, an ONS head with ridge ``alpha``
-#: on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`: CON-KONS's step,
-#: remembering the whole stream through its atoms); ``("linear", alpha, eta)``, the ONS on
+#: The sharp dictionary's head takes first-order steps with ridge 3 once its dictionary is full
+#: (:class:`DictionaryExpert`'s ``full_alpha``), chosen on long streams and the families
+#: (docs/defaults.md, "The sharp head once its dictionary is full"): ``friedman-shift`` 3.683 ->
+#: 3.292, RandomRBF 0.0539 -> 0.0537, Friedman equal, the families' geo-mean 1.006 / 1.002.
+FULL_ALPHA = 3.0
+#: Auto's default experts: ``("dictionary", c, alpha, eta[, full_alpha])``, an ONS head with
+#: ridge ``alpha`` on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`:
+#: CON-KONS's step, remembering the whole stream through its atoms; first-order steps with
+#: ridge ``full_alpha`` once the dictionary is full); ``("linear", alpha, eta)``, the ONS on
 #: ``[1, x]`` (:class:`LinearExpert`; ``eta=0``: gradient descent with the step ``1/alpha``);
 #: and forgetting KONS over short windows for drift (as above). Two scales: the smooth one led on
 #: river's Friedman; the sharp one replaced ``RBF(1/d)`` by the training families' score
 #: (``bench_defaults --auto-grid``); the constant step follows a drifting linear concept.
-DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"), ("dictionary", 3.0, 0.1, "hessian"),
+DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"),
+                   ("dictionary", 3.0, 0.1, "hessian", FULL_ALPHA),
                    ("linear", 1.0, "hessian"), ("linear", 100.0, 0.0), *KONS_EXPERTS[3:])
 #: The linear experts project onto :math:`|z^\top u| \le` ``LINEAR_BOUND * C`` (a bound of
 #: ``C`` capped a linear function's slope: :class:`LinearExpert`); predictions clip to ``C``.
@@ -355,10 +364,11 @@ class Auto(ExpertMixture, KernelLearner):
         experts = []
         for spec in grid:
             if spec[0] == "dictionary":
-                _, c, alpha, eta = spec
+                _, c, alpha, eta, *full = spec
                 index = self._dictionary(c, g)
                 experts.append(DictionaryExpert(self._embeddings[index], self._loss,
-                                                alpha=alpha, eta=eta, C=self.C))
+                                                alpha=alpha, eta=eta, C=self.C,
+                                                full_alpha=full[0] if full else None))
                 experts[-1].dictionary = index
                 continue
             if spec[0] == "linear":

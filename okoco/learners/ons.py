@@ -241,16 +241,45 @@ class _Expert(OnsHead, StepProtocol, Locked):
 
 class DictionaryExpert(_Expert):
     r"""An ONS head on ``Auto``'s :class:`SharedEmbedding` (CON-KONS's step, the embedding
-    shared): ridge ``alpha``, step ``eta``; it grows by a zero coordinate when an atom joins."""
+    shared): ridge ``alpha``, step ``eta``; it grows by a zero coordinate when an atom joins.
 
-    _saved_state = {"kernel": "kernel", "max_size": "int|none", "dictionary": "int[0,]"}
+    ``full_alpha`` (``None``: the ONS throughout): once the dictionary is full (``max_size``
+    atoms), the head takes first-order steps: from the next step :math:`A = ` ``full_alpha``
+    :math:`I` for good (``u`` kept, :math:`A^{-1}` reset, ``eta`` 0: the projected gradient
+    step :math:`u \leftarrow u - \ell'(\hat y)\,z/\alpha` after the projection onto
+    :math:`|z^\top u| \le C`, ``alpha`` then ``full_alpha``). The curvature a full
+    dictionary's head would keep accumulating makes its steps ever smaller, which a swap's new
+    coordinates or a covariate shift then cannot undo; the ONS's fast start is kept while the
+    dictionary fills (``Auto``'s sharp head, :data:`okoco.learners.auto.DEFAULT_EXPERTS`)."""
+
+    _parameter_constraints = {**_Expert._parameter_constraints,
+                              "eta": [Interval(Real, 0, None, closed="left"),
+                                      Options({"hessian"}, "a policy name")],
+                              "full_alpha": [None, Interval(Real, 0, None, closed="neither")]}
+    _saved_state = {"kernel": "kernel", "max_size": "int|none", "dictionary": "int[0,]",
+                    "full_alpha": "opt number|none"}
+    full_alpha = None  # (a file saved before format 12: the ONS throughout)
 
     def __init__(self, embedding: SharedEmbedding, loss, alpha: float = 0.1, eta="hessian",
-                 C: float = 3.0):
+                 C: float = 3.0, full_alpha: float | None = None):
+        self.full_alpha = full_alpha
         super().__init__(loss, alpha, eta, C)
         self.kernel = embedding._kernel  # for the leader's name
         self.max_size = embedding.max_size
         self.dictionary = 0  # which of its owner's dictionaries it is on
+
+    def get_params(self) -> dict:
+        return {**super().get_params(), "full_alpha": self.full_alpha}
+
+    def apply(self, v: np.ndarray, analysis, step: HeadStep) -> None:
+        """The checked step (:meth:`_Expert.apply`); then, with ``full_alpha``, the switch to
+        first-order steps once the dictionary is full."""
+        super().apply(v, analysis, step)
+        if (self.full_alpha is not None and self.eta != 0.0 and self.max_size is not None
+                and self._P.size >= self.max_size):
+            self.alpha, self.eta = float(self.full_alpha), 0.0
+            self._P = PackedSymmetric.scaled_identity(self._P.size, 1.0 / self.alpha)
+            self._ons = None  # (the compiled state is bound again to the new matrix)
 
     def describe(self) -> str:
         return (f"DictionaryExpert(kernel={self.kernel!r}, alpha={self.alpha:g}, "

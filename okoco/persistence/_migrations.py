@@ -44,6 +44,10 @@ Format history (what each version changed, and where it is migrated here):
 - 11: a registered loss is saved with its parameters (``"params"`` beside its name, when it has
   any: a user's ``Huber(delta=2.0)``), rebuilt by ``cls(**params)``; a reader of 10 would have
   dropped them. A version-10 file needs no migration: its losses have no parameters.
+- 12: an ``Auto``'s dictionary head may switch to first-order steps once its dictionary is
+  full (``DictionaryExpert.full_alpha``); a reader of 11 would drop the field and keep the ONS
+  after the fill. A version-11 file needs no migration: its heads have none (the ONS
+  throughout, as they were saved).
 """
 
 from __future__ import annotations
