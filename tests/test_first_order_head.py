@@ -80,7 +80,8 @@ def test_full_alpha_is_checked():
 
 def test_autos_sharp_head_switches_and_a_saved_auto_goes_on_identically(tmp_path, monkeypatch):
     """Only the sharp head (``DEFAULT_EXPERTS``' second) has ``full_alpha``; with dictionaries
-    of 12 atoms it switches once its dictionary fills, the smooth head stays the ONS, and a
+    of 12 atoms it switches once its dictionary is full and it took FULL_AFTER * 12 steps,
+    the smooth head stays the ONS, and a
     saved and loaded ``Auto`` predicts and learns on exactly as the original."""
     monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, 12, 30.0, "usage"))
     assert [spec[4:] for spec in auto_module.DEFAULT_EXPERTS if spec[0] == "dictionary"] == \
@@ -88,14 +89,14 @@ def test_autos_sharp_head_switches_and_a_saved_auto_goes_on_identically(tmp_path
     X, y = _stream(200, seed=1)
     rows = [({i: float(v) for i, v in enumerate(x)}, float(t)) for x, t in zip(X, y)]
     model = Auto()
-    for x, target in rows[:120]:
+    for x, target in rows[:150]:
         model.learn_one(x, target)
     smooth, sharp = model.experts[0], model.experts[1]
     assert sharp.dictionary_size == 12 and (sharp.eta, sharp.alpha) == (0.0, 3.0)
     assert smooth.eta == "hessian" and smooth.alpha == 0.1
     loaded = okoco.load(model.save(tmp_path / "auto.npz"))
     assert loaded.experts[1].full_alpha == 3.0 and loaded.experts[1].eta == 0.0
-    for x, target in rows[120:]:
+    for x, target in rows[150:]:
         assert loaded.predict_one(x) == pytest.approx(model.predict_one(x), rel=1e-9, abs=1e-9)
         model.learn_one(x, target)
         loaded.learn_one(x, target)

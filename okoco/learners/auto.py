@@ -54,10 +54,10 @@ that they predict before the target is seen: the bounds hold against the bounded
   atoms summarize the *whole* stream, so the error keeps falling on a long stationary stream
   while memory and the step stay flat, :math:`O(m^2 + m d)`, :math:`m \le 500`, one kernel row a
   step per dictionary. The sharp head takes first-order steps (ridge 3, :data:`FULL_ALPHA`) once
-  its dictionary is full: the curvature it would keep accumulating shrinks its steps, which cost
-  it 11% on a covariate shift. A full dictionary keeps covering the stream (:data:`DICTIONARY`):
-  a point above the recent mean residual replaces the atom the recent points use least, once it
-  is used below 1/30 of an even share (compiled, ~0.7 ms a swap);
+  its dictionary is full on a long stream: the curvature it would keep accumulating shrinks its
+  steps, which cost it 11% on a covariate shift. A full dictionary keeps covering the stream
+  (:data:`DICTIONARY`): a point above the recent mean residual replaces the atom the recent
+  points use least, once it is used below 1/30 of an even share (compiled, ~0.7 ms a swap);
 - two linear experts on :math:`[1, x]` (:class:`LinearExpert`, :math:`O(d^2)`, projected onto
   :math:`|z^\top u| \le 10C`, :data:`LINEAR_BOUND`): the ONS (ridge 1, the curvature step)
   for a stationary linear concept, and gradient descent with the constant step 0.01 (river's
@@ -122,9 +122,9 @@ EXPERTS = (KONS_EXPERTS[0], LONG_MEMORY, *KONS_EXPERTS[2:])
 #: RandomRBF as frozen (0.8753, 0.8738; 0.0539, 0.0364); the residual rule at 2 cost Friedman 2%.
 DICTIONARY = (1.0, 500, 30.0, "usage")
 #: The sharp dictionary's head takes first-order steps with ridge 3 once its dictionary is full
-#: (:class:`DictionaryExpert`'s ``full_alpha``), chosen on long streams and the families
-#: (docs/defaults.md, "The sharp head once its dictionary is full"): ``friedman-shift`` 3.683 ->
-#: 3.292, RandomRBF 0.0539 -> 0.0537, Friedman equal, the families' geo-mean 1.006 / 1.002.
+#: on a long stream (:class:`DictionaryExpert`'s ``full_alpha``, after ``FULL_AFTER`` times
+#: 500 steps), chosen on long streams, the families and the guides' datasets (docs/defaults.md,
+#: "The sharp head once its dictionary is full").
 FULL_ALPHA = 3.0
 #: Auto's default experts: ``("dictionary", c, alpha, eta[, full_alpha])``, an ONS head with
 #: ridge ``alpha`` on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`:

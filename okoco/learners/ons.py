@@ -29,6 +29,10 @@ from okoco.linalg import PackedSymmetric
 
 __all__ = ["OnsHead", "DictionaryExpert", "LinearExpert", "HeadAnalysis", "HeadStep"]
 
+#: A head with ``full_alpha`` switches to first-order steps once its dictionary is full and it
+#: has taken this many times ``max_size`` steps (:class:`DictionaryExpert`).
+FULL_AFTER = 10
+
 
 class OnsHead:
     r"""The Online Newton Step over explicit coordinates :math:`z` (a mixin; module docstring).
@@ -244,7 +248,10 @@ class DictionaryExpert(_Expert):
     shared): ridge ``alpha``, step ``eta``; it grows by a zero coordinate when an atom joins.
 
     ``full_alpha`` (``None``: the ONS throughout): once the dictionary is full (``max_size``
-    atoms), the head takes first-order steps: from the next step :math:`A = ` ``full_alpha``
+    atoms) and the head has taken :data:`FULL_AFTER` times ``max_size`` steps (a long stream:
+    on streams of a few thousand rows, ImageSegments' and digits', switching at the fill cost
+    Auto up to 1% of accuracy), the head takes first-order steps: from the next step
+    :math:`A = ` ``full_alpha``
     :math:`I` for good (``u`` kept, :math:`A^{-1}` reset, ``eta`` 0: the projected gradient
     step :math:`u \leftarrow u - \ell'(\hat y)\,z/\alpha` after the projection onto
     :math:`|z^\top u| \le C`, ``alpha`` then ``full_alpha``). The curvature a full
@@ -276,7 +283,8 @@ class DictionaryExpert(_Expert):
         first-order steps once the dictionary is full."""
         super().apply(v, analysis, step)
         if (self.full_alpha is not None and self.eta != 0.0 and self.max_size is not None
-                and self._P.size >= self.max_size):
+                and self._P.size >= self.max_size
+                and self.n_seen >= FULL_AFTER * self.max_size):
             self.alpha, self.eta = float(self.full_alpha), 0.0
             self._P = PackedSymmetric.scaled_identity(self._P.size, 1.0 / self.alpha)
             self._ons = None  # (the compiled state is bound again to the new matrix)
