@@ -251,13 +251,13 @@ class DictionaryExpert(_Expert):
     atoms) and the head has taken :data:`FULL_AFTER` times ``max_size`` steps (a long stream:
     on streams of a few thousand rows, ImageSegments' and digits', switching at the fill cost
     Auto up to 1% of accuracy), the head takes first-order steps: from the next step
-    :math:`A = ` ``full_alpha``
-    :math:`I` for good (``u`` kept, :math:`A^{-1}` reset, ``eta`` 0: the projected gradient
-    step :math:`u \leftarrow u - \ell'(\hat y)\,z/\alpha` after the projection onto
-    :math:`|z^\top u| \le C`, ``alpha`` then ``full_alpha``). The curvature a full
-    dictionary's head would keep accumulating makes its steps ever smaller, which a swap's new
-    coordinates or a covariate shift then cannot undo; the ONS's fast start is kept while the
-    dictionary fills (``Auto``'s sharp head, :data:`okoco.learners.auto.DEFAULT_EXPERTS`)."""
+    :math:`A = \alpha I` for good with :math:`\alpha` = ``full_alpha`` (``u`` kept,
+    :math:`A^{-1}` reset, ``eta`` 0: the projected gradient step :math:`u \leftarrow u -
+    \ell'(\hat y)\,z/\alpha` after the projection onto :math:`|z^\top u| \le C`). The
+    curvature a full dictionary's head would keep accumulating makes its steps ever smaller,
+    which a swap's new coordinates or a covariate shift then cannot undo; the ONS's fast start
+    is kept while the dictionary fills (``Auto``'s sharp head,
+    :data:`okoco.learners.auto.DEFAULT_EXPERTS`)."""
 
     _parameter_constraints = {**_Expert._parameter_constraints,
                               "eta": [Interval(Real, 0, None, closed="left"),
