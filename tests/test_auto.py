@@ -12,8 +12,7 @@ from okoco import datasets as okoco_datasets
 from okoco.cli import app
 from okoco.intervals import IntervalRegressor
 from okoco.learners import CONKONS, KONS, Auto
-from okoco.learners.auto import DEFAULT_EXPERTS, SharedPoints
-from okoco.learners.ons import DictionaryExpert
+from okoco.learners.auto import SharedPoints
 from okoco.linalg import Rows
 
 
@@ -507,27 +506,6 @@ def test_with_dist_mixes_the_experts_in_the_targets_units():
     assert dist.sigma == pytest.approx(auto.target_std * math.sqrt(mixture), rel=1e-9)
     bound = (0.9 + 0.02) / (0.02 * 400)
     assert abs(wrapper.coverage_seen - 0.9) <= bound
-
-
-def test_the_dictionary_row_is_computed_once_per_step_for_every_head():
-    """One kernel row over the dictionary's atoms per step (predict_one then learn_one on the
-    same row share it), whatever the number of heads on the dictionary."""
-    X, y = bounded_stream(n=60)
-    rows = list(zip(as_dicts(X), y))
-    model = Auto(scale_target=False)
-    two_heads = (*DEFAULT_EXPERTS, ("dictionary", 0.2, 1.0, "hessian"))
-    model._build_experts = lambda d: Auto._build_experts(model, d, two_heads)
-    for x, target in rows[:20]:
-        model.learn_one(x, target)
-    assert sum(isinstance(e, DictionaryExpert) and e.dictionary == 0
-               for e in model.experts) == 2
-    embedding, calls = model._embeddings[0], []
-    original = embedding.analyse  # (the row over the atoms is computed there, compiled)
-    embedding.analyse = lambda v: calls.append(1) or original(v)
-    for x, target in rows[20:]:
-        model.predict_one(x)
-        model.learn_one(x, target)
-    assert len(calls) == 40
 
 
 @pytest.mark.slow

@@ -173,9 +173,9 @@ def test_a_linear_heads_analysis_owns_its_coordinates():
 
 
 def test_one_dictionary_row_per_step_for_every_head(monkeypatch):
-    """tests/test_auto.py's measure, on the compiled row: one kernel row over the dictionary's
-    atoms per step (predict_one then learn_one on the same row share it), whatever the number
-    of heads on the dictionary, counting the compiled rows and the Python path's alike."""
+    """One kernel row over the dictionary's atoms per step (predict_one then learn_one on the
+    same row share it), whatever the number of heads on the dictionary, counting the compiled
+    rows and the Python path's alike."""
     from streams import as_dicts
 
     from okoco.learners import Auto

@@ -13,6 +13,7 @@ import pickle
 import numpy as np
 import pytest
 from test_embedding import step
+from test_linalg_fused import ISAS, SIZES, close, layout, spd
 
 import okoco
 from okoco import kernels, losses
@@ -21,39 +22,6 @@ from okoco.learners import CONKONS, KRLS, PROSNKONS, Auto
 from okoco.learners.embedding import SharedEmbedding
 from okoco.learners.ons import DictionaryExpert, LinearExpert
 from okoco.linalg import PackedSymmetric
-
-SIZES = [*range(10), 31, 64, 257]
-ISAS = ["portable", "avx"]
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    """Run the test on one instruction set of the kernels, then restore the default."""
-    default = _linalg.kernels()
-    if request.param == "avx" and default != "avx":
-        pytest.skip("no AVX on this processor")
-    _linalg.kernels(request.param)
-    yield request.param
-    _linalg.kernels(default)
-
-
-def spd(m, seed):
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((m, m))
-    return A @ A.T / max(m, 1) + np.eye(m)
-
-
-def layout(S, dense):
-    """S flattened dense, or its row-major lower packed buffer with spare room (NaN) after it."""
-    m = S.shape[0]
-    if dense:
-        return np.ascontiguousarray(S).reshape(-1).copy()
-    return np.concatenate([S[np.tril_indices(m)], np.full(m + 3, np.nan)])
-
-
-def close(got, want):
-    scale = max(np.abs(want).max(initial=0.0), 1.0)
-    return np.abs(got - want).max(initial=0.0) <= 1e-12 * scale
 
 
 def fused(m, dense, seed):
