@@ -191,7 +191,7 @@ def test_one_dictionary_row_per_step_for_every_head(monkeypatch):
     for x, target in rows[:20]:
         model.learn_one(x, target)
     assert sum(isinstance(e, DictionaryExpert) and e.dictionary == 0
-               for e in model.experts) == 2
+               for e in model.experts) == 3
     calls = []
     compiled, store = _embedding.analyse, model._embeddings[0]._store
     original = store.kernel_row

@@ -405,8 +405,8 @@ def test_memory_counts_the_rows_in_use_not_the_spare_capacity():
 
 
 def test_memory_reaches_the_experts_of_each_class():
-    """MulticlassClassifier(Auto): every class's Auto and every expert's window inverse is
-    counted (a depth limit once stopped at the experts and reported a few KiB)."""
+    """MulticlassClassifier(Auto): every class's Auto and every dictionary's factor is counted
+    (a depth limit once stopped at the experts and reported a few KiB)."""
     from okoco.learners import Auto, MulticlassClassifier
 
     rng = np.random.default_rng(0)
@@ -414,10 +414,10 @@ def test_memory_reaches_the_experts_of_each_class():
     data = [({"a": a, "b": b}, int(a > 0) + int(b > 0)) for a, b in X]
     model = MulticlassClassifier(Auto(loss=losses.Logistic()))
     r = replay(model, data, metrics=metrics.Accuracy())
-    inverses = sum(e._window.P.nbytes for learner in model.learners for e in learner.experts
-                   if getattr(e, "_window", None) is not None)  # the windowed (drift) experts
-    assert inverses > 0
-    assert len(model.learners) == 3 and inverses <= r.final["memory_bytes"]
+    factors = sum(e._embed._L.nbytes for learner in model.learners
+                  for e in learner._embeddings)  # each class's two dictionaries
+    assert factors > 0
+    assert len(model.learners) == 3 and factors <= r.final["memory_bytes"]
 
 
 def test_a_sketch_is_no_larger_than_exact_kons():

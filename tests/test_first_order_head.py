@@ -85,7 +85,7 @@ def test_autos_sharp_head_switches_and_a_saved_auto_goes_on_identically(tmp_path
     saved and loaded ``Auto`` predicts and learns on exactly as the original."""
     monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, 12, 30.0, "usage"))
     assert [spec[4:] for spec in auto_module.DEFAULT_EXPERTS if spec[0] == "dictionary"] == \
-        [(), (auto_module.FULL_ALPHA,)]
+        [(), (auto_module.FULL_ALPHA,), (), ()]
     X, y = _stream(200, seed=1)
     rows = [({i: float(v) for i, v in enumerate(x)}, float(t)) for x, t in zip(X, y)]
     model = Auto()
@@ -93,6 +93,7 @@ def test_autos_sharp_head_switches_and_a_saved_auto_goes_on_identically(tmp_path
         model.learn_one(x, target)
     smooth, sharp = model.experts[0], model.experts[1]
     assert sharp.dictionary_size == 12 and (sharp.eta, sharp.alpha) == (0.0, 3.0)
+    assert type(sharp._P).__name__ == "ScaledIdentity"  # I/3 held as its scalar
     assert smooth.eta == "hessian" and smooth.alpha == 0.1
     loaded = okoco.load(model.save(tmp_path / "auto.npz"))
     assert loaded.experts[1].full_alpha == 3.0 and loaded.experts[1].eta == 0.0

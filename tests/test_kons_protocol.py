@@ -288,4 +288,4 @@ def test_the_steps_records_are_named():
         auto.learn_one(x, y)
     analyses = auto._analyse(auto._features.encode(rows[0][0], arrays=False)[0])[0]
     heads = [a for a in analyses if isinstance(a, HeadAnalysis)]
-    assert len(heads) == 4 and all(a.z.shape[0] >= 3 for a in heads)
+    assert len(heads) == 6 and all(a.z.shape[0] >= 3 for a in heads)

@@ -142,7 +142,7 @@ def test_autos_heads_plan_a_users_loss_as_the_compiled_one():
         for model in models:
             model.learn_one(x, float(target))
     heads = [[e for e in model.experts if hasattr(e, "_ons_plan")] for model in models]
-    assert len(heads[0]) == 4 and heads[0][0]._P.size > 10  # atoms joined
+    assert len(heads[0]) == 6 and heads[0][0]._P.size > 10  # atoms joined
     for compiled, fed in zip(*heads):
         np.testing.assert_allclose(fed._u[: fed._P.size], compiled._u[: compiled._P.size],
                                    rtol=1e-12, atol=1e-12)

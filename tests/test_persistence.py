@@ -129,7 +129,7 @@ def test_metadata_documents_the_format(tmp_path):
     model.learn_one({"x": 1.0}, 0.5)
     path = model.save(tmp_path / "m.npz")
     meta = persistence.read_metadata(path)
-    assert meta["format"] == "okoco-model" and meta["format_version"] == 12
+    assert meta["format"] == "okoco-model" and meta["format_version"] == 13
     assert meta["okoco_version"] == okoco.__version__
     assert meta["class"] == "KONS"  # its stable name, not its module (format 10)
     assert meta["params"]["C"] == 2.5

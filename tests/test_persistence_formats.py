@@ -190,7 +190,7 @@ def test_a_file_holds_exactly_the_declared_public_field_names(path, tmp_path):
 
     model = TRAINED[path]
     meta = persistence.read_metadata(okoco.save(model, tmp_path / "m.npz"))
-    assert meta["format_version"] == persistence.FORMAT_VERSION == 12
+    assert meta["format_version"] == persistence.FORMAT_VERSION == 13
     # nested objects sit in the state or, when a parameter (BinaryClassifier's learner), there
     objects = [("state", path, set(meta["state"])), *_objects(meta["state"]),
                *_objects(meta["params"], "params")]

@@ -197,9 +197,12 @@ def test_auto_with_a_loss_with_no_compiled_form_matches_auto():
 
 
 def test_auto_computes_what_its_experts_compute_alone():
-    """``Auto``'s forgetting KONS (over its shared ring), its linear heads and its dictionary
-    heads (on shared embeddings), step by step against standalone learners: KONS and CON-KONS
-    by ``learn_one``, the linear heads by a protocol owner of their own."""
+    """``Auto``'s dictionary heads (on shared embeddings), its linear heads and its drift heads
+    (first-order, on the same embeddings), step by step against standalone learners: CON-KONS
+    by ``learn_one``, the linear heads by a protocol owner of their own, the drift heads by the
+    dense reference of ``test_auto`` (on CON-KONS twins' atoms)."""
+    from test_auto import DenseDriftHead
+
     X, y = rows(120, d=3, seed=4)
     auto = Auto(max_size=40, scale_target=False)
     auto.learn_one(dict(enumerate(X[0])), y[0])
@@ -208,10 +211,11 @@ def test_auto_computes_what_its_experts_compute_alone():
                      seed=0) for c in (0.2, 3.0)]
     heads = Owner([LinearExpert(losses.Squared(), alpha=1.0, C=3.0, bound=30.0),
                    LinearExpert(losses.Squared(), alpha=100.0, eta=0.0, C=3.0, bound=30.0)])
-    windows = [KONS(kernel=kernels.RBF(0.2 * g), alpha=0.1, max_size=20),
-               KONS(kernel=kernels.RBF(0.5 * g), alpha=0.03, max_size=8)]
+    windows = [DenseDriftHead(CONKONS(kernel=kernels.RBF(c * g), alpha=0.1, dictionary_alpha=1.0,
+                                      max_size=500, seed=0), c * g, losses.Squared(), 3.0, 3.0)
+               for c in (0.2, 3.0)]
     for learner in (*alone, *windows):
-        learner.learn_one(dict(enumerate(X[0])), y[0])
+        learner.learn_one(dict(enumerate(X[0])), y[0])  # (the drift heads' clipped: in [-C, C])
     heads.learn(X[0], y[0])
     for row, target in zip(X[1:], y[1:]):
         x = dict(enumerate(row))
@@ -220,7 +224,7 @@ def test_auto_computes_what_its_experts_compute_alone():
         own, _ = heads.analyse(row)
         expected = [alone[0]._predict_vec(row), alone[1]._predict_vec(row),
                     own[0].ybar, own[1].ybar,
-                    windows[0]._predict_vec(row), windows[1]._predict_vec(row)]
+                    windows[0].predict_one(x), windows[1].predict_one(x)]
         np.testing.assert_allclose(ybars, expected, rtol=1e-10, atol=1e-12)
         auto.learn_one(x, target)
         for learner in (*alone, *windows):

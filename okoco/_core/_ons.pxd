@@ -8,6 +8,7 @@ cdef enum:
     ONS_TOO_LARGE = 2        # the step would store non-finite numbers (u or A^{-1})
     ONS_NEGATIVE = 3         # the loss's second derivative is negative (or NaN)
     ONS_NEED_DERIVATIVE = 4  # a loss without a compiled form: feed its derivative (feed)
+    ONS_CURVED = 5           # a step that would update a scaled identity A^{-1} (weight != 0)
 
 
 cdef class OnsState:
@@ -24,6 +25,9 @@ cdef class OnsState:
     cdef readonly double s  # a planned step's z^T A^{-1} z
     cdef readonly Py_ssize_t m
     cdef readonly bint dense, hessian
+    # A^{-1} = scale I, held as the scalar alone (okoco.linalg.ScaledIdentity): P unread
+    cdef readonly bint scaled
+    cdef readonly double scale
     cdef readonly double alpha, bound
     cdef readonly int loss
     cdef readonly double ybar, excess, yhat, gdot, weight, gained_dimension, gained_log_det, noise

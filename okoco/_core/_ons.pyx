@@ -19,6 +19,12 @@ and a read and write for the update: ``_linalg.sym_update_matvec``, the same bit
 passes in the packed layout). The matrix applies it before anything else reads or changes it
 (``PackedSymmetric.flush``), and so does :meth:`OnsState.flush`.
 
+A head whose ``A^{-1}`` is a scaled identity :math:`cI` (``okoco.linalg.ScaledIdentity``: a
+first-order head, ``w = 0`` for good) binds the scalar alone (``bind_scaled``): the product
+is ``Pz = c z`` in ``O(m)`` (no matrix read: the bits of the matrix product, whose other
+terms are exact zeros), and the step writes no matrix. A step of weight ``w != 0`` on it is
+refused (``CURVED``): the learner turns the matrix into a full one first.
+
 The learner owns an ``OnsState``: views of its ``u`` (a buffer of at least ``m`` entries) and of
 ``A^{-1}``'s storage (``okoco.linalg.PackedSymmetric``: dense ``(m, m)`` row-major, or the
 packed lower triangle, row ``r`` at ``r (r + 1) / 2``), bound again after they grow (``bind``).
@@ -54,8 +60,8 @@ def predictive_spread(double alpha, double s, double residual):
     return spread(alpha, s, residual)
 
 
-OK, NOT_FINITE, TOO_LARGE, NEGATIVE, NEED_DERIVATIVE = (
-    ONS_OK, ONS_NOT_FINITE, ONS_TOO_LARGE, ONS_NEGATIVE, ONS_NEED_DERIVATIVE)
+OK, NOT_FINITE, TOO_LARGE, NEGATIVE, NEED_DERIVATIVE, CURVED = (
+    ONS_OK, ONS_NOT_FINITE, ONS_TOO_LARGE, ONS_NEGATIVE, ONS_NEED_DERIVATIVE, ONS_CURVED)
 
 
 cdef class OnsState:
@@ -83,18 +89,36 @@ cdef class OnsState:
         coordinates) and of ``u`` (at least ``m`` entries). A storage that names its matrix
         (``PackedSymmetric.storage``) gets the steps' updates deferred in it
         (``deferred``); a bare array, at once."""
-        if u.shape[0] < m:
-            raise ValueError(f"u holds {u.shape[0]} entries for {m} coordinates")
         owner = getattr(P_storage, "owner", None)
+        self._bind_point(u, m)
         pending = None if owner is None else owner.pending_update()
-        self.P_obj, self.P_buf, self.u_obj = P_obj, P_storage, u
+        self.P_obj, self.P_buf = P_obj, P_storage
         self.P = P_storage
-        self.u = u
-        self.m, self.dense = m, dense
+        self.dense, self.scaled, self.scale = dense, False, 0.0
         self.deferred = pending is not None
         if self.deferred:
             self.pending_obj = pending
             self.pending = pending
+
+    def bind_scaled(self, P_obj, double scale, Py_ssize_t m, u):
+        """``A^{-1} = scale I`` of order ``m`` (``P_obj`` the object that holds it,
+        ``okoco.linalg.ScaledIdentity``), no matrix bound, and a view of ``u`` (at least ``m``
+        entries)."""
+        if not (isfinite(scale) and scale > 0.0):
+            raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
+        self._bind_point(u, m)
+        self.P_obj, self.P_buf, self.P = P_obj, None, None
+        self.dense, self.scaled, self.scale = False, True, scale
+        self.deferred = False
+
+    def _bind_point(self, u, Py_ssize_t m):
+        """A view of ``u`` (at least ``m`` entries), the order ``m`` and room for the step's
+        ``A^{-1} z``."""
+        if u.shape[0] < m:
+            raise ValueError(f"u holds {u.shape[0]} entries for {m} coordinates")
+        self.u_obj = u
+        self.u = u
+        self.m = m
         if self.x_obj.shape[0] < m:
             self.x_obj = np.zeros(max(2 * self.x_obj.shape[0], m))
             self.x = self.x_obj
@@ -106,11 +130,14 @@ cdef class OnsState:
     # -- the step, for compiled loops --------------------------------------------------------
     cdef double product(self, const double* z, double* out) noexcept nogil:
         """``out = A^{-1} z`` over the ``m`` coordinates, and ``s = max(z . A^{-1} z, 0)``; the
-        pending update applied on the way."""
-        cdef int m = <int>self.m
+        pending update applied on the way (a scaled identity: ``out = c z``, ``O(m)``)."""
+        cdef int i, m = <int>self.m
         if m == 0:
             return 0.0
-        if self.deferred and self.pending[0] != 0.0:
+        if self.scaled:
+            for i in range(m):
+                out[i] = self.scale * z[i]
+        elif self.deferred and self.pending[0] != 0.0:
             sym_update_matvec(&self.P[0], m, self.dense, self.pending[0], &self.pending[1], z,
                               out)
             self.pending[0] = 0.0
@@ -140,12 +167,14 @@ cdef class OnsState:
 
     cdef int weigh(self, double ybar, double gdot, double weight) noexcept nogil:
         """The derivative ``gdot`` and the weight of :math:`zz^\\top`, and whether they are
-        usable."""
+        usable (on a scaled identity, only the weight 0)."""
         self.gdot, self.weight = gdot, weight
         if self.hessian and not weight >= 0.0:
             return ONS_NEGATIVE
         if not (isfinite(ybar) and isfinite(gdot) and isfinite(weight)):
             return ONS_NOT_FINITE
+        if self.scaled and weight != 0.0:
+            return ONS_CURVED
         return ONS_OK
 
     cdef int admits(self, const double* Pz, double s, const double* new,
@@ -177,7 +206,8 @@ cdef class OnsState:
                      double y, double residual) noexcept nogil:
         """The checked step, the head grown by its ``n_new`` new coordinates first (``Pz``
         holds the ``m - n_new`` others): ``u`` moves and ``A^{-1}`` takes its rank-one
-        update (``O(m^2)``), deferred to the next product when ``deferred``."""
+        update (``O(m^2)``), deferred to the next product when ``deferred``; a scaled identity
+        takes none (its weight is 0: ``weigh``)."""
         cdef Py_ssize_t i, m = self.m, known = self.m - n_new
         cdef double* x
         cdef double q, c, error = y - self.yhat
@@ -197,9 +227,11 @@ cdef class OnsState:
             c = self.excess / (s if s > MIN_S else MIN_S)
             for i in range(m):
                 self.u[i] -= c * x[i]
-        if m and self.deferred:
+        if m == 0 or self.scaled:
+            pass
+        elif self.deferred:
             self.pending[0] = -self.weight / (1.0 + q)
-        elif m:
+        else:
             sym_rank_one(&self.P[0], <int>m, self.dense, -self.weight / (1.0 + q), x)
         c = self.gdot / (1.0 + q)
         for i in range(m):

@@ -142,6 +142,15 @@ def _check(str name, Py_ssize_t have, Py_ssize_t m, Py_ssize_t j, Py_ssize_t nee
         raise ValueError(f"{name}: u has {u.shape[0]} entries, fewer than the order {m}")
 
 
+def vector_drop(Py_ssize_t m, Py_ssize_t j, const double[:, ::1] rotations, double[::1] u):
+    r"""Coordinate ``j`` leaves a head whose :math:`A^{-1}` is a scaled identity :math:`cI`
+    (``okoco.linalg.ScaledIdentity``), in place, ``O(m)``: :math:`u \leftarrow G^\top u` with
+    coordinate ``j`` dropped (the others move up; ``u[m-1] = 0``). The matrix needs nothing:
+    :math:`G^\top (cI) G = cI`, the Schur complement of an entry of :math:`cI` is
+    :math:`cI`, and the freed last coordinate starts at :math:`c`, exactly."""
+    _check("vector_drop", 0, m, j, 0, rotations, u)
+    with nogil:
+        drop_vector(&u[0], m, j, &rotations[0, 0] if m - j - 1 else NULL)
 def packed_drop(double[::1] P, Py_ssize_t m, Py_ssize_t j, const double[:, ::1] rotations,
                 double[::1] u):
     r"""Coordinate ``j`` leaves a head, in place, ``O(m^2)``: :math:`u \leftarrow G^\top u`

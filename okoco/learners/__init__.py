@@ -15,7 +15,7 @@ from okoco.learners.krls import KRLS
 from okoco.learners.multiclass import MulticlassClassifier
 from okoco.learners.ons import DictionaryExpert, LinearExpert
 from okoco.learners.pros import CONKONS, PROSNKONS
-from okoco.linalg import IncrementalCholesky, PackedSymmetric, Rows, SlotInverse
+from okoco.linalg import IncrementalCholesky, PackedSymmetric, Rows, ScaledIdentity, SlotInverse
 
 __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", "SketchedKONS",
            "KRLS", "PROSNKONS", "CONKONS", "MulticlassClassifier"]
@@ -23,6 +23,7 @@ __all__ = ["Auto", "KernelLearner", "BinaryClassifier", "FunctionalGD", "KONS", 
 # What okoco files may hold: the learners, and every part a learner is built from.
 persistence.register(KONS, SketchedKONS, FunctionalGD, KRLS, PROSNKONS, CONKONS, Auto,
                      BinaryClassifier, MulticlassClassifier, learner=True)
-persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric, SlotInverse,
-                     KORS, ALD, SharedPoints, ExpertRows, SharedSquaredKONS,
-                     SharedSquaredAuto, SharedEmbedding, DictionaryExpert, LinearExpert)
+persistence.register(FeatureMap, Rows, StepSize, IncrementalCholesky, PackedSymmetric,
+                     ScaledIdentity, SlotInverse, KORS, ALD, SharedPoints, ExpertRows,
+                     SharedSquaredKONS, SharedSquaredAuto, SharedEmbedding, DictionaryExpert,
+                     LinearExpert)

@@ -62,9 +62,9 @@ that they predict before the target is seen: the bounds hold against the bounded
   :math:`|z^\top u| \le 10C`, :data:`LINEAR_BOUND`): the ONS (ridge 1, the curvature step)
   for a stationary linear concept, and gradient descent with the constant step 0.01 (river's
   ``LogisticRegression`` step) for one that drifts;
-- two KONS over short windows for drift: ``RBF(0.2/d)``, ridge 0.1, over the last
-  ``max_size / 2`` points, ``RBF(0.5/d)``, ridge 0.03, over the last ``max_size / 5`` (one
-  shared ring of points, each kernel's row computed once a step, :class:`SharedPoints`).
+- a drift head on each dictionary: gradient descent with the constant step 1/3 (:data:`DRIFT_ALPHA`,
+  ``eta=0``, :math:`O(m)` a step), which forgets old gradients as a discount does, in place of
+  two KONS over short windows (:data:`KONS_EXPERTS`, on one ring of points, :class:`SharedPoints`).
 
 **Targets in their own units.** For regression ``Auto`` standardizes the targets online (as
 river's ``TargetStandardScaler``), trains and weighs its experts on them and predicts in the
@@ -104,9 +104,8 @@ DEFAULT_WINDOW = 400
 #: ``alpha`` and step ``eta`` over the newest ``share`` of the window (an expert with a share
 #: below 1 forgets faster; with no window, ``max_size=None``, only the experts of share 1 or more
 #: are built), or ``(c, alpha, eta, share, beta)``, a Sketched-KONS (KORS's ``beta``) over
-#: ``share`` times the window. ``"task"`` is the task's expert, :data:`TASK_EXPERTS`.
-#: The grid before the long-memory expert: ``MulticlassClassifier(Auto())``'s experts (their
-#: classes share one preconditioner, which a dictionary's sampled atoms would not).
+#: ``share`` times the window. ``"task"`` is the task's expert, :data:`TASK_EXPERTS`. The grid
+#: before the long-memory expert: ``MulticlassClassifier(Auto())``'s (one preconditioner).
 KONS_EXPERTS = ((0.2, 0.1, "hessian", 1.0), (0.5, 0.03, "hessian", 1.0),
                 (3.0, 0.1, "hessian", 1.0), (0.2, 0.1, "hessian", 0.5),
                 (0.5, 0.03, "hessian", 0.2))
@@ -126,17 +125,21 @@ DICTIONARY = (1.0, 500, 30.0, "usage")
 #: 500 steps), chosen on long streams, the families and the guides' datasets (docs/defaults.md,
 #: "The sharp head once its dictionary is full").
 FULL_ALPHA = 3.0
+#: The drift heads' ridge: first-order (``eta=0``, :math:`A = \alpha I`, the step
+#: :math:`1/\alpha`), one per dictionary, in place of two windowed KONS since issue 42's study
+#: (docs/defaults.md, "Drift heads on the shared dictionaries").
+DRIFT_ALPHA = 3.0
 #: Auto's default experts: ``("dictionary", c, alpha, eta[, full_alpha])``, an ONS head with
 #: ridge ``alpha`` on the shared dictionary of ``RBF(c/d)`` (:class:`DictionaryExpert`:
 #: CON-KONS's step, remembering the whole stream through its atoms; first-order steps with
-#: ridge ``full_alpha`` once the dictionary is full); ``("linear", alpha, eta)``, the ONS on
-#: ``[1, x]`` (:class:`LinearExpert`; ``eta=0``: gradient descent with the step ``1/alpha``);
-#: and forgetting KONS over short windows for drift (as above). Two scales: the smooth one led on
-#: river's Friedman; the sharp one replaced ``RBF(1/d)`` by the training families' score
-#: (``bench_defaults --auto-grid``); the constant step follows a drifting linear concept.
+#: ridge ``full_alpha`` once the dictionary is full; ``eta=0``: the constant step ``1/alpha``,
+#: for drift); ``("linear", alpha, eta)``, the ONS on ``[1, x]`` (:class:`LinearExpert`). The
+#: smooth scale led on river's Friedman; the sharp one replaced ``RBF(1/d)`` by the training
+#: families' score (``bench_defaults --auto-grid``).
 DEFAULT_EXPERTS = (("dictionary", 0.2, 0.1, "hessian"),
                    ("dictionary", 3.0, 0.1, "hessian", FULL_ALPHA),
-                   ("linear", 1.0, "hessian"), ("linear", 100.0, 0.0), *KONS_EXPERTS[3:])
+                   ("linear", 1.0, "hessian"), ("linear", 100.0, 0.0),
+                   ("dictionary", 0.2, DRIFT_ALPHA, 0.0), ("dictionary", 3.0, DRIFT_ALPHA, 0.0))
 #: The linear experts project onto :math:`|z^\top u| \le` ``LINEAR_BOUND * C`` (a bound of
 #: ``C`` capped a linear function's slope: :class:`LinearExpert`); predictions clip to ``C``.
 LINEAR_BOUND = 10.0
@@ -175,8 +178,8 @@ class Auto(ExpertMixture, KernelLearner):
 
     The experts are built at the first learn, when ``d`` is known (:data:`DEFAULT_EXPERTS`,
     module docstring): CON-KONS heads on two shared dictionaries (the whole stream), the ONS on
-    ``[1, x]`` with the curvature step and with a constant step, and two KONS over short
-    windows (drift), each computing exactly what the standalone learner does (tests compare
+    ``[1, x]`` with the curvature step and with a constant step, and a constant-step head on
+    each dictionary (drift), each computing exactly what the standalone learner does (tests compare
     them step by step), chosen on long streams (``benchmarks/bench_long_streams.py``,
     docs/guide/auto.md), TrumpApproval and FriedmanDrift. Inputs should be standardized
     (river's ``StandardScaler``); regression targets need not be (``scale_target``).
@@ -196,10 +199,10 @@ class Auto(ExpertMixture, KernelLearner):
         default 0.99 (a memory of about 100 steps) was checked on the defaults table and beyond
         (``docs/guide/auto.md``). Not in the guarantee.
     max_size
-        The forgetting experts keep the last ``max_size / 2`` and ``max_size / 5`` points (at
-        least 5), ``O(max_size^2)`` each. ``None``: no forgetting expert, no cap on the
-        dictionary (CON-KONS of the theorem, :math:`O(m^2)` a step, :math:`m` growing like the
-        effective dimension: for short streams). Chosen by measurement (docs/defaults.md).
+        A number: the dictionaries hold at most 500 atoms (:data:`DICTIONARY`), and a grid's
+        windowed KONS keep the last ``max_size / 2`` and ``max_size / 5`` points (at least 5).
+        ``None``: no cap on the dictionaries (CON-KONS of the theorem, :math:`O(m^2)` a step,
+        :math:`m` growing like the effective dimension: for short streams), no windowed KONS.
     scale_target
         Regression only: standardize the targets online inside and predict in their units
         (default). ``False`` learns the targets as given (then standardize them yourself:
@@ -244,7 +247,7 @@ class Auto(ExpertMixture, KernelLearner):
     >>> evaluate.progressive_val_score(datasets.TrumpApproval().take(200), model, metrics.MAE())
     MAE: ...
     >>> print(model["Auto"].leader)
-    KONS(kernel=..., alpha=..., eta=..., max_size=...)
+    DictionaryExpert(kernel=RBF(...), alpha=3, eta=0.0, max_size=500)
     """
 
     _parameter_constraints = {"switch_rate": [Interval(Real, 0, 1, closed="left")],

@@ -25,7 +25,7 @@ from okoco._validation import Interval, Options, check_params
 from okoco.learners._codes import compiled_loss
 from okoco.learners.base import StepProtocol
 from okoco.learners.embedding import _NONE, SharedEmbedding, step_message
-from okoco.linalg import PackedSymmetric
+from okoco.linalg import PackedSymmetric, ScaledIdentity
 
 __all__ = ["OnsHead", "DictionaryExpert", "LinearExpert", "HeadAnalysis", "HeadStep"]
 
@@ -40,7 +40,9 @@ class OnsHead:
     Its object holds ``alpha`` (:math:`A = \alpha I` on every new coordinate), ``C`` (the
     bound :math:`|z^\top u| \le C` it projects onto, unless the class names another in
     ``_ons_bound``), ``_u`` (the ONS point before the projection, in a doubling buffer), ``_P``
-    (:math:`A^{-1}`, ``PackedSymmetric``), the running ``online_effective_dimension``,
+    (:math:`A^{-1}`: a ``PackedSymmetric``, or a ``ScaledIdentity`` :math:`I/\alpha` while the
+    steps have no curvature, ``eta = 0``: first-order steps, ``O(m)`` each and no ``m x m``
+    storage), the running ``online_effective_dimension``,
     ``log_det`` and ``noise_scale_sum``, and ``_ons``, the compiled state over ``_u`` and
     ``_P`` (a cache, bound again when they grow or are replaced).
     """
@@ -63,13 +65,17 @@ class OnsHead:
         return state
 
     def _ons_state(self, hessian: bool) -> _ons.OnsState:
-        """The compiled state over ``_u`` and ``_P``, bound again after either grew."""
+        """The compiled state over ``_u`` and ``_P``, bound again after either grew or was
+        replaced."""
         state, P, u = self._ons, self._P, self._u
         if state is None:
             code = compiled_loss(self._ons_loss)
             state = self._ons = _ons.OnsState(float(self.alpha), float(self._ons_bound),
                                               -1 if code is None else code, hessian)
-        if state.u_obj is not u or state.m != P.size or state.P_obj is not P.buffer:
+        if type(P) is ScaledIdentity:
+            if state.u_obj is not u or state.m != P.size or state.P_obj is not P:
+                state.bind_scaled(P, P.scale, P.size, u)
+        elif state.u_obj is not u or state.m != P.size or state.P_obj is not P.buffer:
             state.bind(P.buffer, P.storage(), P.size, P.is_dense, u)
         if state.hessian != hessian:
             state.retune(float(self.alpha), float(self._ons_bound), state.loss, hessian)
@@ -100,6 +106,7 @@ class OnsHead:
         r"""The gradient, :math:`A^{-1}z` and the check, in the state (``OnsState.plan``), for
         the step with the new coordinates ``new`` (and also without them if ``optional``: an
         atom that may not join); raises ``ValueError`` if it would not be usable."""
+        self._ons_inverse(curved=eta != 0.0)
         state = self._ons_state(eta is None)
         status = state.plan(z, y, ybar, eta or 0.0, new, optional)
         if status == _ons.NEED_DERIVATIVE:  # a loss without a compiled form feeds the step
@@ -134,9 +141,13 @@ class OnsHead:
         :math:`A^{-1}`'s entry ``j``); the others move up one place and the last coordinate
         starts as a new one does (``u`` 0, :math:`A^{-1}` :math:`1/\alpha` there, 0 off the
         diagonal). The order stays ``m``."""
-        m = self._P.size
-        storage = self._P.storage()
-        if self._P.is_dense:
+        P = self._ons_inverse(curved=False)
+        m = P.size
+        if type(P) is ScaledIdentity:  # G^T (cI) G = cI, its Schur complements cI: u alone
+            _swap.vector_drop(m, j, rotations, self._u)
+            return
+        storage = P.storage()
+        if P.is_dense:
             _swap.dense_drop(storage, m, j, rotations, self._u)
             storage[m * m - 1] = 1.0 / self.alpha
         else:
@@ -145,12 +156,22 @@ class OnsHead:
 
     def _ons_grow(self, n: int) -> None:
         r"""``n`` new coordinates: ``u`` 0 and :math:`A^{-1} = 1/\alpha` on them."""
-        P = self._P
+        P = self._ons_inverse(curved=False)
         for _ in range(n):
             m = P.size
             P.append(np.zeros(m), 1.0 / self.alpha)
             self._u = reserve(self._u, m + 1)
             self._u[m] = 0.0
+
+    def _ons_inverse(self, curved: bool) -> PackedSymmetric | ScaledIdentity:
+        r"""``_P``, made a full ``PackedSymmetric`` first if it is a ``ScaledIdentity`` that
+        what comes would not keep one: a step that updates :math:`A^{-1}` (``curved``: ``eta``
+        "hessian" or positive) or new coordinates at a :math:`1/\alpha` other than its
+        scalar. The matrix is the same either way."""
+        P = self._P
+        if type(P) is ScaledIdentity and (curved or P.scale != 1.0 / self.alpha):
+            P = self._P = P.full()
+        return P
 
     def _ons_variance(self, s: float, residual: float, n_seen: int) -> float:
         r""":math:`\hat\tau^2(\alpha s + r + \alpha/2)`, with :math:`s = z^\top A^{-1}z`, the
@@ -194,7 +215,7 @@ class _Expert(OnsHead, StepProtocol, Locked):
                               "C": [Interval(Real, 0, None, closed="neither")]}
     _saved_state = {"alpha": "number", "eta": "str|number", "C": "number", "loss": "loss",
                     "n_seen": "int[0,]", "_u": "array(>=ons_inverse.size) float64 as ons_point",
-                    "_P": "obj:PackedSymmetric as ons_inverse",
+                    "_P": "obj:PackedSymmetric,ScaledIdentity as ons_inverse",
                     "online_effective_dimension": "float", "log_det": "float",
                     "noise_scale_sum": "float", "_lock": "cache:lock", "_ons": "cache:None"}
 
@@ -207,11 +228,19 @@ class _Expert(OnsHead, StepProtocol, Locked):
         self._lock = threading.Lock()
         self.n_seen = 0
         self._u = np.zeros(16)
-        self._P = PackedSymmetric()
+        # A^{-1}: with eta 0 it stays I / alpha for ever, held as its scalar
+        self._P = ScaledIdentity(0, 1.0 / alpha) if eta == 0.0 else PackedSymmetric()
         self.online_effective_dimension = self.log_det = self.noise_scale_sum = 0.0
 
     def get_params(self) -> dict:
         return {"loss": self.loss, "alpha": self.alpha, "eta": self.eta, "C": self.C}
+
+    def _rebuild(self, charge) -> None:
+        r"""After a load (``okoco.persistence``'s hook): a head without curvature (``eta``
+        0) holds :math:`A^{-1} = I/\alpha` as its scalar, also from a file of format 12,
+        which held it as a matrix (the same one, to the rounding its swaps left there)."""
+        if self.eta == 0.0 and type(self._P) is not ScaledIdentity:
+            self._P = ScaledIdentity(self._P.size, 1.0 / self.alpha)
 
     @property
     def _ons_loss(self):
@@ -286,7 +315,7 @@ class DictionaryExpert(_Expert):
                 and self._P.size >= self.max_size
                 and self.n_seen >= FULL_AFTER * self.max_size):
             self.alpha, self.eta = float(self.full_alpha), 0.0
-            self._P = PackedSymmetric.scaled_identity(self._P.size, 1.0 / self.alpha)
+            self._P = ScaledIdentity(self._P.size, 1.0 / self.alpha)  # (no m x m matrix)
             self._ons = None  # (the compiled state is bound again to the new matrix)
 
     def describe(self) -> str:
@@ -373,3 +402,4 @@ class LinearExpert(_Expert):
     @property
     def dictionary_size(self) -> int:
         return self._P.size
+

@@ -54,20 +54,23 @@ import inspect
 
 from okoco.linalg._cholesky import IncrementalCholesky, cholesky_rank_one
 from okoco.linalg._rows import Rows
+from okoco.linalg._scaled import ScaledIdentity
 from okoco.linalg._symmetric import PackedSymmetric
 from okoco.linalg._window import SlotInverse
 
-__all__ = ["IncrementalCholesky", "PackedSymmetric", "Rows", "SlotInverse", "cholesky_rank_one"]
+__all__ = ["IncrementalCholesky", "PackedSymmetric", "Rows", "ScaledIdentity", "SlotInverse",
+           "cholesky_rank_one"]
 
 # The public path of each name is okoco.linalg (saved files and pickles name the class by it;
 # the modules of this package are an implementation detail).
-for _public in (IncrementalCholesky, PackedSymmetric, Rows, SlotInverse, cholesky_rank_one):
+for _public in (IncrementalCholesky, PackedSymmetric, Rows, ScaledIdentity, SlotInverse,
+                cholesky_rank_one):
     _public.__module__ = __name__
 del _public
 # doctest finds the classes here, but not their methods' examples (the methods' globals are
 # their module's): listed for it
 __test__ = {f"{cls.__name__}.{name}": getattr(cls, name)
-            for cls in (IncrementalCholesky, PackedSymmetric, Rows, SlotInverse)
+            for cls in (IncrementalCholesky, PackedSymmetric, Rows, ScaledIdentity, SlotInverse)
             for name in vars(cls)
             if not name.startswith("_") and inspect.isroutine(getattr(cls, name))
             and ">>>" in (getattr(cls, name).__doc__ or "")}

@@ -12,8 +12,8 @@ from okoco._version import __version__
 
 FORMAT_NAME = "okoco-model"
 CHECKPOINT_FORMAT_NAME = "okoco-replay-checkpoint"
-FORMAT_VERSION = 12
-SUPPORTED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+FORMAT_VERSION = 13
+SUPPORTED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 #: The first version that names fields by their public names (see _migrations).
 PUBLIC_NAMES_VERSION = 5
 META_KEY = "__okoco__"

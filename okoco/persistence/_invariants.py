@@ -288,6 +288,19 @@ def _heads_on(experts: list, embeddings: list | None) -> bool:
     return True
 
 
+def _widest(objects: list | None) -> int:
+    """The most columns in use of the objects' stored points (``store``: a shared dictionary's
+    atoms; 0 for none)."""
+    return max([_width(_field(o, "store")) for o in objects or []], default=0)
+
+
+def _linear_features(experts: list) -> int:
+    """The most features an ONS head on ``[1, x]`` (one with an ``ons_inverse`` and no
+    ``dictionary``) holds a coordinate for: its order less the intercept (0 for none)."""
+    return max([_field(_field(e, "ons_inverse"), "size") - 1 for e in experts
+                if _declares(e, "ons_inverse") and not _declares(e, "dictionary")], default=0)
+
+
 def _zero_features(values: Any) -> dict:
     """The features a river ``OneHotEncoder`` outputs as 0 before it sets a sample's to 1:
     ``"<column>_<category>"`` for each category seen."""
@@ -316,6 +329,7 @@ _FUNCTIONS = {"len": _length, "shape": _shape, "within": _within, "distinct": _d
               "zero_beyond": _zero_beyond, "sorted": _sorted, "width": _width,
               "ring": _ring, "largest": _largest, "holds_last": _holds_last,
               "windowed": _windowed, "heads_on": _heads_on, "zero_features": _zero_features,
+              "widest": _widest, "linear_features": _linear_features,
               "hash_seed": _hash_seed}
 
 
@@ -415,7 +429,9 @@ MODEL_INVARIANTS: dict[str, tuple[str, ...]] = {
     "FunctionalGD": ("store.d <= len(features.columns)",),
     "KRLS": ("store.d <= len(features.columns)",),
     "PROSNKONS": ("store.d <= len(features.columns)",),
-    "Auto": ("width(points) <= len(features.columns)",),
+    # (the window's points, the dictionaries' atoms, the linear heads' coordinates)
+    "Auto": ("max(width(points), widest(get(self, '_embeddings')), linear_features(experts))"
+             " <= len(features.columns)",),
     "MulticlassClassifier": (
         "max(width(points), width(get(shared, 'points'))) <= len(features.columns)",),
 }

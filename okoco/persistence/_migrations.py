@@ -48,6 +48,11 @@ Format history (what each version changed, and where it is migrated here):
   full (``DictionaryExpert.full_alpha``); a reader of 11 would drop the field and keep the ONS
   after the fill. A version-11 file needs no migration: its heads have none (the ONS
   throughout, as they were saved).
+- 13: an ONS head without curvature (``eta`` 0: ``Auto``'s drift heads and constant-step linear
+  head, its sharp head once switched) holds :math:`A^{-1} = I/\alpha` as a
+  ``ScaledIdentity`` (``size``, ``scale``), not as a matrix; a reader of 12 would not know the
+  class. A version-12 file needs no migration: on load its ``eta`` 0 heads take the scalar form
+  (``okoco.learners.ons._Expert._rebuild``), bit for bit the same steps.
 """
 
 from __future__ import annotations
