@@ -598,3 +598,20 @@ def test_with_dist_refuses_a_variance_that_overflows_in_the_targets_units():
     assert np.isfinite(model.predict_one(far))
     with pytest.raises(ValueError, match="predictive variance"):
         model.predict_one(far, with_dist=True)
+
+
+@pytest.mark.parametrize("kept", ["DictionaryExpert", "LinearExpert"])
+def test_a_model_whose_feature_map_lost_a_column_is_refused(kept):
+    """Auto's file invariant: every column its dictionaries' atoms or its linear heads hold is
+    a feature it knows (the windows' ring said so once; the default grid keeps no window).
+    Either kind of expert alone tells."""
+    from okoco.persistence._invariants import check_model
+
+    model = Auto()
+    for x, target in zip(as_dicts(np.random.default_rng(0).normal(size=(30, 3))), range(30)):
+        model.learn_one(x, float(target % 3))
+    check_model(model, "state")
+    model.experts = [e for e in model.experts if type(e).__name__ == kept]
+    model._features.columns = {"x0": 0, "x1": 1}
+    with pytest.raises(ValueError, match="features.columns"):
+        check_model(model, "state")

@@ -430,7 +430,7 @@ MODEL_INVARIANTS: dict[str, tuple[str, ...]] = {
     "KRLS": ("store.d <= len(features.columns)",),
     "PROSNKONS": ("store.d <= len(features.columns)",),
     # (the window's points, the dictionaries' atoms, the linear heads' coordinates)
-    "Auto": ("max(width(points), widest(get(self, '_embeddings')), linear_features(experts))"
+    "Auto": ("max(width(points), widest(get(self, 'embeddings')), linear_features(experts))"
              " <= len(features.columns)",),
     "MulticlassClassifier": (
         "max(width(points), width(get(shared, 'points'))) <= len(features.columns)",),
