@@ -211,11 +211,11 @@ def test_auto_computes_what_its_experts_compute_alone():
                      seed=0) for c in (0.2, 3.0)]
     heads = Owner([LinearExpert(losses.Squared(), alpha=1.0, C=3.0, bound=30.0),
                    LinearExpert(losses.Squared(), alpha=100.0, eta=0.0, C=3.0, bound=30.0)])
-    windows = [DenseDriftHead(CONKONS(kernel=kernels.RBF(c * g), alpha=0.1, dictionary_alpha=1.0,
+    drift = [DenseDriftHead(CONKONS(kernel=kernels.RBF(c * g), alpha=0.1, dictionary_alpha=1.0,
                                       max_size=500, seed=0), c * g, losses.Squared(), 3.0, 3.0)
                for c in (0.2, 3.0)]
-    for learner in (*alone, *windows):
-        learner.learn_one(dict(enumerate(X[0])), y[0])  # (the drift heads' clipped: in [-C, C])
+    for learner in (*alone, *drift):
+        learner.learn_one(dict(enumerate(X[0])), y[0])
     heads.learn(X[0], y[0])
     for row, target in zip(X[1:], y[1:]):
         x = dict(enumerate(row))
@@ -224,10 +224,10 @@ def test_auto_computes_what_its_experts_compute_alone():
         own, _ = heads.analyse(row)
         expected = [alone[0]._predict_vec(row), alone[1]._predict_vec(row),
                     own[0].ybar, own[1].ybar,
-                    windows[0].predict_one(x), windows[1].predict_one(x)]
+                    drift[0].predict_one(x), drift[1].predict_one(x)]  # (clipped: inside C here)
         np.testing.assert_allclose(ybars, expected, rtol=1e-10, atol=1e-12)
         auto.learn_one(x, target)
-        for learner in (*alone, *windows):
+        for learner in (*alone, *drift):
             learner.learn_one(x, target)
         heads.learn(row, target)
 
