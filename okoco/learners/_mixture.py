@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from okoco._core import _loss
 from okoco._core._mixture import Mixture
+from okoco.learners._codes import compiled_loss
 
 __all__: list[str] = []
 
@@ -96,6 +98,16 @@ class ExpertMixture:
         """The share of the way to the fast average whose worst-case excess loss ``worst``
         (over the targets the guarantee covers) the slack affords, in ``[0, 1]``."""
         return self._state().spend(self, worst)
+
+    def _loss_values(self, y, predictions) -> np.ndarray:
+        """The owner's loss (``_loss``) at the target ``y`` (a real, or one a prediction) for
+        each of the ``predictions`` (a list or tuple of floats): a new array. okoco's own
+        losses are evaluated by one compiled call (``okoco._core._loss.values``, the code of
+        their ``value``, so the same bits), any other by its ``value``."""
+        code = compiled_loss(self._loss)
+        if code is None:
+            return self._loss.value(y, np.array(predictions))
+        return _loss.values(code, y, predictions)
 
     def _record(self, expert_losses: np.ndarray, own_loss: float) -> None:
         """Add a step's losses: each expert's (cumulative and discounted) and the mixture's
