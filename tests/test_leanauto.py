@@ -78,3 +78,59 @@ def test_mixture_loss_values_take_the_python_path_for_a_users_loss():
     assert got.tolist() == [0.5, 2.0]
     model = Auto()
     assert model._loss_values(0.5, [0.0, 1.5]).tolist() == [0.25, 1.0]
+
+
+def _trained_auto(loss, steps: int = 60) -> Auto:
+    rng = np.random.default_rng(5)
+    model = Auto(loss=loss)
+    for x in rng.normal(size=(steps, 3)):
+        target = float(np.sin(x[0]) + x[1] * x[2])
+        model.learn_one({"a": x[0], "b": x[1], "c": x[2]},
+                        target if loss is None else (1 if target > 0 else -1))
+    return model
+
+
+def _share_before(model, ends, safe, fast) -> float:
+    """Auto._share as main computed it (loss.value on arrays, Python's max, _spend)."""
+    values = model._loss.value(ends, np.array([fast, fast, safe, safe]))
+    with np.errstate(invalid="ignore"):  # (inf - inf: NaN, as the compiled path gives)
+        return model._spend(float(max(values[0] - values[2], values[1] - values[3])))
+
+
+@pytest.mark.parametrize("loss", [None, Logistic(), SquaredHinge()], ids=repr)
+def test_compiled_share_equals_mains_share(loss):
+    """The share from the compiled losses (``Mixture.share_at``) equals main's path bit for
+    bit, at Auto's target ends and at others, with a slack (a trained model) and without
+    (a negative slack counts as none), for finite and non-finite averages."""
+    rng = np.random.default_rng(2)
+    trained = _trained_auto(loss)
+    broke = _trained_auto(loss)
+    broke.cumulative_loss = broke.cumulative_loss + 1e6  # no slack left
+    broke._mixture = None
+    averages = [*EDGES, *rng.normal(scale=2.0, size=30).tolist()]
+    ends_list = [trained._target_ends, np.array([-1.0, 2.0, 0.5, -3.0]),
+                 np.array([0.0, np.inf, -np.inf, np.nan])]
+    for model in (trained, broke):
+        assert model.slack > 0 if model is trained else model.slack < 0
+        for ends in ends_list:
+            for safe, fast in zip(averages, rng.permutation(averages)):
+                got = model._share_at_ends(ends, float(safe), float(fast))
+                want = _share_before(model, ends, float(safe), float(fast))
+                assert _bits(got) == _bits(want), (ends, safe, fast, got, want)
+    with pytest.raises(ValueError, match="3 target ends, not 4"):
+        trained._share_at_ends(np.zeros(3), 0.0, 1.0)
+
+
+def test_share_of_a_users_loss_takes_its_values():
+    """A user's loss: the share from its own values (``Mixture.share_of``), as main's."""
+
+    class Doubled(Squared):
+        def value(self, y, z):
+            return 2.0 * super().value(y, z)
+
+    model = _trained_auto(Doubled())
+    for safe, fast in [(0.0, 0.5), (1.0, -2.0), (0.3, 0.3), (np.nan, 0.0)]:
+        assert _bits(model._share_at_ends(model._target_ends, safe, fast)) == \
+            _bits(_share_before(model, model._target_ends, safe, fast))
+    with pytest.raises(ValueError, match="5 losses, not 4"):
+        model._state().share_of(model, np.zeros(5))

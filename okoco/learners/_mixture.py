@@ -109,6 +109,17 @@ class ExpertMixture:
             return self._loss.value(y, np.array(predictions))
         return _loss.values(code, y, predictions)
 
+    def _share_at_ends(self, ends: np.ndarray, safe: float, fast: float) -> float:
+        r"""The share of the way from the guaranteed average ``safe`` toward ``fast`` whose
+        worst excess loss over the target ends ``ends`` (four: those for ``fast``, ``fast``,
+        ``safe``, ``safe``), :math:`\max(\ell(e_0, \tilde y) - \ell(e_2, \bar y),
+        \ell(e_1, \tilde y) - \ell(e_3, \bar y))`, the slack affords (compiled,
+        ``Mixture.share_of``; for okoco's own losses with their values, ``Mixture.share_at``)."""
+        code, state = compiled_loss(self._loss), self._state()
+        if code is not None:
+            return state.share_at(self, code, ends, safe, fast)
+        return state.share_of(self, self._loss_values(ends, (fast, fast, safe, safe)))
+
     def _record(self, expert_losses: np.ndarray, own_loss: float) -> None:
         """Add a step's losses: each expert's (cumulative and discounted) and the mixture's
         (and with ``switch_rate`` fixed share's step), in place."""

@@ -410,8 +410,7 @@ class Auto(ExpertMixture, KernelLearner):
     def _share(self, safe: float, fast: float) -> float:
         """How far from the guaranteed average ``safe`` toward ``fast`` the slack allows (the
         worst case over the ends of the target range of loss(y, fast) - loss(y, safe))."""
-        values = self._loss_values(self._target_ends, (fast, fast, safe, safe))
-        return self._spend(float(max(values[0] - values[2], values[1] - values[3])))
+        return self._share_at_ends(self._target_ends, safe, fast)
 
     def _analyse(self, v: np.ndarray):
         """:meth:`_analyse_now`, kept for a ``learn_one`` after ``predict_one`` on the row."""
