@@ -54,7 +54,7 @@ def test_compiled_values_equal_the_loss_value(loss):
     array."""
     rng = np.random.default_rng(0)
     zs = [*EDGES, *rng.normal(scale=4.0, size=40).tolist()]
-    for y in [*EDGES, 1, -1, *rng.normal(size=5).tolist()]:
+    for y in [*EDGES, 1, -1, np.float64(0.25), np.array(-0.5), *rng.normal(size=5).tolist()]:
         got = _loss.values(loss._code, y, zs)
         assert np.array_equal(_bits(got), _bits(loss.value(y, np.array(zs))))
         assert _loss.values(loss._code, y, []).shape == (0,)
