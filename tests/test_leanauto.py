@@ -134,3 +134,15 @@ def test_share_of_a_users_loss_takes_its_values():
             _bits(_share_before(model, model._target_ends, safe, fast))
     with pytest.raises(ValueError, match="5 losses, not 4"):
         model._state().share_of(model, np.zeros(5))
+
+
+@pytest.mark.parametrize("target", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_target_is_refused_as_before(target):
+    """The lean step refuses a non-finite target as main did: ValueError, nothing changed."""
+    model = _trained_auto(None)
+    x = {"a": 0.1, "b": -0.4, "c": 1.2}
+    before = (model.cumulative_losses.copy(), model.cumulative_loss, model.predict_one(x))
+    with pytest.raises(ValueError):
+        model.learn_one(x, target)
+    assert np.array_equal(model.cumulative_losses, before[0])
+    assert (model.cumulative_loss, model.predict_one(x)) == before[1:]
