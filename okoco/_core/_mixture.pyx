@@ -1,7 +1,8 @@
 r"""The per-step work of the experts' mixture (``okoco.learners._mixture.ExpertMixture``),
 compiled: the weights at the guaranteed rate and at the fast rate, the slack :math:`\Phi - A`,
 the two weighted averages of the experts' predictions, the share :math:`\lambda` the slack
-affords, and the record of a step's losses with fixed share's step.
+affords (from the worst excess loss, or from the loss at the ends of the target range: okoco's
+compiled losses, ``_losses.pxd``), and the record of a step's losses with fixed share's step.
 
 :class:`Mixture` is a typed state over its owner's saved attributes (the owner is passed to
 each call, so no reference cycle): the arrays ``cumulative_losses``, ``recent_losses`` and

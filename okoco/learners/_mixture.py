@@ -7,8 +7,10 @@ The mixin gives the weights at both rates, the slack :math:`\Phi - A`
 (:mod:`okoco.learners.auto`), the prediction :math:`\bar y + \lambda(\tilde y - \bar y)` for
 predictions that are floats (``Auto``) or arrays (a score a class: the multiclass form), the
 leading expert and its window. The owner says how far the slack lets the prediction move
-(``_share``: the worst case of its own loss) through :meth:`_spend`, and adds each step's
-losses with :meth:`_record`. The per-step work (weights, slack, averages, share, record) is
+(``_share``: the worst case of its own loss) through :meth:`_spend` (or
+:meth:`_share_at_ends`, that worst case over the ends of the target range, with the losses
+evaluated in the same compiled call), and adds each step's losses (:meth:`_loss_values`) with
+:meth:`_record`. The per-step work (weights, slack, averages, share, record) is
 compiled, one call each, on a typed state kept in the ``_mixture`` cache
 (``okoco._core._mixture.Mixture``, whose docstring has the formulas): the owner's loss arrays
 are the state's own, updated in place.
