@@ -46,6 +46,29 @@ def evaluate(int loss, int order, y, z):
     return out[()]
 
 
+def values(int loss, y, zs):
+    """The loss coded ``loss`` at the target ``y`` (a real, a 0-d array, or a float64 vector
+    as long as ``zs``) for each prediction of the sequence ``zs`` (reals): a new array, ``evaluate(loss,
+    VALUE, y, np.array(zs))`` term for term (the same ``_at``), without its conversions (a
+    mixture's step: a handful of predictions)."""
+    cdef Py_ssize_t i, n = len(zs)
+    cdef double target
+    cdef const double[::1] targets
+    out = np.empty(n)
+    cdef double[::1] result = out
+    if isinstance(y, np.ndarray) and y.ndim:
+        targets = y
+        if targets.shape[0] != n:
+            raise ValueError(f"values: {targets.shape[0]} targets for {n} predictions")
+        for i in range(n):
+            result[i] = _at(loss, _VALUE, targets[i], zs[i])
+    else:
+        target = y
+        for i in range(n):
+            result[i] = _at(loss, _VALUE, target, zs[i])
+    return out
+
+
 cdef void _against_scalar(int loss, int order, double scalar, const double[::1] values,
                           double[::1] out, bint values_are_targets) noexcept:
     cdef Py_ssize_t i

@@ -1,7 +1,8 @@
 r"""The per-step work of the experts' mixture (``okoco.learners._mixture.ExpertMixture``),
 compiled: the weights at the guaranteed rate and at the fast rate, the slack :math:`\Phi - A`,
 the two weighted averages of the experts' predictions, the share :math:`\lambda` the slack
-affords, and the record of a step's losses with fixed share's step.
+affords (from the worst excess loss, or from the loss at the ends of the target range: okoco's
+compiled losses, ``_losses.pxd``), and the record of a step's losses with fixed share's step.
 
 :class:`Mixture` is a typed state over its owner's saved attributes (the owner is passed to
 each call, so no reference cycle): the arrays ``cumulative_losses``, ``recent_losses`` and
@@ -32,6 +33,8 @@ bits: results agree to about 1e-15 relative).
 from libc.math cimport exp, log, log1p, M_LN2
 
 import numpy as np
+
+from okoco._core._losses cimport value
 
 
 cdef inline double _logaddexp(double x, double y) noexcept nogil:
@@ -189,6 +192,33 @@ cdef class Mixture:
         self._refresh(owner)
         slack = self.slack if self.slack > 0.0 else 0.0
         return 1.0 if worst <= slack else slack / worst
+
+    def share_of(self, owner, const double[::1] values):
+        """The share of the way from the guaranteed average toward the fast one that the
+        slack affords (:meth:`spend`) given the losses ``values`` :math:`=
+        [\ell(e_0, \tilde y), \ell(e_1, \tilde y), \ell(e_2, \bar y), \ell(e_3, \bar y)]` at
+        the ends :math:`e` of the target range (``Auto._share``): the worst excess
+        :math:`\max(v_0 - v_2, v_1 - v_3)` (Python's ``max``: the first unless the second
+        is larger)."""
+        if values.shape[0] != 4:
+            raise ValueError(f"share_of: {values.shape[0]} losses, not 4")
+        return self._share(owner, values[0], values[1], values[2], values[3])
+
+    def share_at(self, owner, int loss, const double[::1] ends, double safe, double fast):
+        """:meth:`share_of` the losses of the loss coded ``loss`` (``_losses.pxd``, as
+        ``okoco._core._loss.evaluate`` computes them) at the four target ``ends`` for the
+        predictions ``fast``, ``fast``, ``safe``, ``safe``."""
+        if ends.shape[0] != 4:
+            raise ValueError(f"share_at: {ends.shape[0]} target ends, not 4")
+        return self._share(owner, value(loss, ends[0], fast), value(loss, ends[1], fast),
+                           value(loss, ends[2], safe), value(loss, ends[3], safe))
+
+    cdef double _share(self, owner, double fast_low, double fast_high, double safe_low,
+                       double safe_high) except? -1.0:
+        cdef double worst = fast_low - safe_low, other = fast_high - safe_high
+        if other > worst:
+            worst = other
+        return self.spend(owner, worst)
 
     def record(self, owner, const double[::1] losses, double own):
         """Add a step's losses: the experts' ``losses`` (cumulative and discounted: the

@@ -7,8 +7,10 @@ The mixin gives the weights at both rates, the slack :math:`\Phi - A`
 (:mod:`okoco.learners.auto`), the prediction :math:`\bar y + \lambda(\tilde y - \bar y)` for
 predictions that are floats (``Auto``) or arrays (a score a class: the multiclass form), the
 leading expert and its window. The owner says how far the slack lets the prediction move
-(``_share``: the worst case of its own loss) through :meth:`_spend`, and adds each step's
-losses with :meth:`_record`. The per-step work (weights, slack, averages, share, record) is
+(``_share``: the worst case of its own loss) through :meth:`_spend` (or
+:meth:`_share_at_ends`, that worst case over the ends of the target range, with the losses
+evaluated in the same compiled call), and adds each step's losses (:meth:`_loss_values`) with
+:meth:`_record`. The per-step work (weights, slack, averages, share, record) is
 compiled, one call each, on a typed state kept in the ``_mixture`` cache
 (``okoco._core._mixture.Mixture``, whose docstring has the formulas): the owner's loss arrays
 are the state's own, updated in place.
@@ -34,7 +36,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from okoco._core import _loss
 from okoco._core._mixture import Mixture
+from okoco.learners._codes import compiled_loss
 
 __all__: list[str] = []
 
@@ -96,6 +100,27 @@ class ExpertMixture:
         """The share of the way to the fast average whose worst-case excess loss ``worst``
         (over the targets the guarantee covers) the slack affords, in ``[0, 1]``."""
         return self._state().spend(self, worst)
+
+    def _loss_values(self, y, predictions) -> np.ndarray:
+        """The owner's loss (``_loss``) at the target ``y`` (a real, or one a prediction) for
+        each of the ``predictions`` (a list or tuple of floats): a new array. okoco's own
+        losses are evaluated by one compiled call (``okoco._core._loss.values``, the code of
+        their ``value``, so the same bits), any other by its ``value``."""
+        code = compiled_loss(self._loss)
+        if code is None:
+            return self._loss.value(y, np.array(predictions))
+        return _loss.values(code, y, predictions)
+
+    def _share_at_ends(self, ends: np.ndarray, safe: float, fast: float) -> float:
+        r"""The share of the way from the guaranteed average ``safe`` toward ``fast`` whose
+        worst excess loss over the target ends ``ends`` (four: those for ``fast``, ``fast``,
+        ``safe``, ``safe``), :math:`\max(\ell(e_0, \tilde y) - \ell(e_2, \bar y),
+        \ell(e_1, \tilde y) - \ell(e_3, \bar y))`, the slack affords (compiled,
+        ``Mixture.share_of``; for okoco's own losses with their values, ``Mixture.share_at``)."""
+        code, state = compiled_loss(self._loss), self._state()
+        if code is not None:
+            return state.share_at(self, code, ends, safe, fast)
+        return state.share_of(self, self._loss_values(ends, (fast, fast, safe, safe)))
 
     def _record(self, expert_losses: np.ndarray, own_loss: float) -> None:
         """Add a step's losses: each expert's (cumulative and discounted) and the mixture's

@@ -410,8 +410,7 @@ class Auto(ExpertMixture, KernelLearner):
     def _share(self, safe: float, fast: float) -> float:
         """How far from the guaranteed average ``safe`` toward ``fast`` the slack allows (the
         worst case over the ends of the target range of loss(y, fast) - loss(y, safe))."""
-        values = self._loss.value(self._target_ends, np.array([fast, fast, safe, safe]))
-        return self._spend(float(max(values[0] - values[2], values[1] - values[3])))
+        return self._share_at_ends(self._target_ends, safe, fast)
 
     def _analyse(self, v: np.ndarray):
         """:meth:`_analyse_now`, kept for a ``learn_one`` after ``predict_one`` on the row."""
@@ -478,7 +477,7 @@ class Auto(ExpertMixture, KernelLearner):
         outcomes), the steps, a full dictionary's swap, the point stored and the windows'
         forgetting."""
         analyses, preds, own, shared = self._analyse(v)
-        losses = self._loss.value(y, np.array([*preds, own]))  # the experts', then Auto's
+        losses = self._loss_values(y, [*preds, own])  # the experts', then Auto's
         take_steps(self.experts, v, analyses, repeat(y), shared.store_point,
                    checked=lambda: self._offer(v, shared), applied=lambda: self._swap(v, shared))
         self._record(losses[:-1], losses[-1])
