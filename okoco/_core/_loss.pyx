@@ -48,9 +48,9 @@ def evaluate(int loss, int order, y, z):
 
 def values(int loss, y, zs):
     """The loss coded ``loss`` at the target ``y`` (a real, a 0-d array, or a float64 vector
-    as long as ``zs``) for each prediction of the sequence ``zs`` (reals): a new array, ``evaluate(loss,
-    VALUE, y, np.array(zs))`` term for term (the same ``_at``), without its conversions (a
-    mixture's step: a handful of predictions)."""
+    as long as ``zs``) for each prediction of the sequence ``zs`` (reals): a new array,
+    ``evaluate(loss, VALUE, y, np.array(zs))`` term for term (the same ``_at``), without its
+    conversions (a mixture's step: a handful of predictions)."""
     cdef Py_ssize_t i, n = len(zs)
     cdef double target
     cdef const double[::1] targets
