@@ -11,6 +11,7 @@ import pickle
 import numpy as np
 import pytest
 from test_embedding import step, swap_against_dense
+from test_persistence_rebuild import _dicts
 
 import okoco
 import okoco.learners.auto as auto_module
@@ -308,18 +309,8 @@ def test_a_saved_auto_holds_the_order_and_scalar_and_goes_on_identically(tmp_pat
     assert type(sharp._P) is ScaledIdentity and type(linear._P) is ScaledIdentity
     path = model.save(tmp_path / "auto.npz")
     assert persistence.read_metadata(path)["format_version"] == 13
-    held = []
-
-    def find(tree):
-        if isinstance(tree, dict):
-            if tree.get("__obj__") == "ScaledIdentity":
-                held.append(tree["attrs"])
-            for value in tree.values():
-                find(value)
-        elif isinstance(tree, list):
-            for value in tree:
-                find(value)
-    find(persistence.read_metadata(path))
+    held = [node["attrs"] for node in _dicts(persistence.read_metadata(path))
+            if node.get("__obj__") == "ScaledIdentity"]
     assert sorted(held, key=lambda a: a["size"]) == [
         {"size": 4, "scale": 1 / 100.0}] + [{"size": 12, "scale": 1 / 3.0}] * 3
     loaded = okoco.load(path)

@@ -151,6 +151,8 @@ def vector_drop(Py_ssize_t m, Py_ssize_t j, const double[:, ::1] rotations, doub
     _check("vector_drop", 0, m, j, 0, rotations, u)
     with nogil:
         drop_vector(&u[0], m, j, &rotations[0, 0] if m - j - 1 else NULL)
+
+
 def packed_drop(double[::1] P, Py_ssize_t m, Py_ssize_t j, const double[:, ::1] rotations,
                 double[::1] u):
     r"""Coordinate ``j`` leaves a head, in place, ``O(m^2)``: :math:`u \leftarrow G^\top u`

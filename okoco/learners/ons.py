@@ -106,7 +106,16 @@ class OnsHead:
         r"""The gradient, :math:`A^{-1}z` and the check, in the state (``OnsState.plan``), for
         the step with the new coordinates ``new`` (and also without them if ``optional``: an
         atom that may not join); raises ``ValueError`` if it would not be usable."""
-        self._ons_inverse(curved=eta != 0.0)
+        state, status = self._ons_planned(y, z, ybar, eta, new, optional)
+        if status == _ons.CURVED:  # a curved step on the scalar I/alpha: the full matrix first
+            self._P = self._P.full()
+            state, status = self._ons_planned(y, z, ybar, eta, new, optional)
+        if status:
+            raise ValueError(self._ons_refusal(state, y, status))
+        return state
+
+    def _ons_planned(self, y, z, ybar, eta, new, optional) -> tuple[_ons.OnsState, int]:
+        """The compiled state with the step planned (:meth:`_ons_plan`) and its status."""
         state = self._ons_state(eta is None)
         status = state.plan(z, y, ybar, eta or 0.0, new, optional)
         if status == _ons.NEED_DERIVATIVE:  # a loss without a compiled form feeds the step
@@ -115,9 +124,7 @@ class OnsHead:
             status = state.feed(float(loss.derivative(y, yhat)), second, eta or 0.0)
             if not status:
                 status = state.prepare(z, new, optional)
-        if status:
-            raise ValueError(self._ons_refusal(state, y, status))
-        return state
+        return state, status
 
     def _ons_commit(self, state, y: float, residual: float, n_new: int) -> None:
         """The planned step (:meth:`_ons_plan`), with its ``n_new`` new coordinates (0, or all
@@ -141,7 +148,7 @@ class OnsHead:
         :math:`A^{-1}`'s entry ``j``); the others move up one place and the last coordinate
         starts as a new one does (``u`` 0, :math:`A^{-1}` :math:`1/\alpha` there, 0 off the
         diagonal). The order stays ``m``."""
-        P = self._ons_inverse(curved=False)
+        P = self._ons_inverse()
         m = P.size
         if type(P) is ScaledIdentity:  # G^T (cI) G = cI, its Schur complements cI: u alone
             _swap.vector_drop(m, j, rotations, self._u)
@@ -156,20 +163,20 @@ class OnsHead:
 
     def _ons_grow(self, n: int) -> None:
         r"""``n`` new coordinates: ``u`` 0 and :math:`A^{-1} = 1/\alpha` on them."""
-        P = self._ons_inverse(curved=False)
+        P = self._ons_inverse()
         for _ in range(n):
             m = P.size
             P.append(np.zeros(m), 1.0 / self.alpha)
             self._u = reserve(self._u, m + 1)
             self._u[m] = 0.0
 
-    def _ons_inverse(self, curved: bool) -> PackedSymmetric | ScaledIdentity:
-        r"""``_P``, made a full ``PackedSymmetric`` first if it is a ``ScaledIdentity`` that
-        what comes would not keep one: a step that updates :math:`A^{-1}` (``curved``: ``eta``
-        "hessian" or positive) or new coordinates at a :math:`1/\alpha` other than its
-        scalar. The matrix is the same either way."""
+    def _ons_inverse(self) -> PackedSymmetric | ScaledIdentity:
+        r"""``_P``, made a full ``PackedSymmetric`` first if it is a ``ScaledIdentity`` whose
+        scalar is not the :math:`1/\alpha` a new or freed coordinate takes (``alpha`` changed
+        since). The matrix is the same either way; a curved step (``eta`` "hessian" or
+        positive) turns it full in :meth:`_ons_plan`, on the compiled step's ``CURVED``."""
         P = self._P
-        if type(P) is ScaledIdentity and (curved or P.scale != 1.0 / self.alpha):
+        if type(P) is ScaledIdentity and P.scale != 1.0 / self.alpha:
             P = self._P = P.full()
         return P
 
@@ -402,4 +409,3 @@ class LinearExpert(_Expert):
     @property
     def dictionary_size(self) -> int:
         return self._P.size
-
