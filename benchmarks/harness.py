@@ -97,13 +97,18 @@ def busy_process():
 # -- test-then-train --------------------------------------------------------------------------
 
 
-def as_user(factory: Callable, task: str, own_scaling: bool = False):
-    """``factory(loss)`` as a user runs it: ``StandardScaler`` in front; regression targets
-    through ``TargetStandardScaler`` (unless the learner scales them itself, ``own_scaling``)
-    and ``factory(None)``; binary labels through ``BinaryClassifier(factory(Logistic()))``."""
-    from river import preprocessing
+def as_user(factory: Callable, task: str, own_scaling: bool = False, scaler: str = "okoco"):
+    """``factory(loss)`` as a user runs it (the README): okoco's ``StandardScaler`` in front
+    (which learns each row as it was predicted; ``scaler="river"``: river's, which rescales it
+    between the prediction and the learning); regression targets through
+    ``TargetStandardScaler`` (unless the learner scales them itself, ``own_scaling``) and
+    ``factory(None)``; binary labels through ``BinaryClassifier(factory(Logistic()))``."""
+    import importlib
 
     from okoco import BinaryClassifier, losses
+
+    preprocessing = importlib.import_module({"okoco": "okoco.preprocessing",
+                                             "river": "river.preprocessing"}[scaler])
 
     if task == "regression":
         model = preprocessing.StandardScaler() | factory(None)

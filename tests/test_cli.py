@@ -14,6 +14,7 @@ from river import evaluate as river_evaluate
 from river import metrics, preprocessing
 from typer.testing import CliRunner
 
+from okoco import preprocessing as okp
 from okoco.cli import app, learner_registry, parse_value
 from okoco.learners import KONS, Auto
 
@@ -47,7 +48,7 @@ def test_quick_start_default_replay_is_auto_as_in_python():
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     # Auto standardizes the targets itself: the CLI does not wrap it in TargetStandardScaler
-    model = preprocessing.StandardScaler() | Auto()
+    model = okp.StandardScaler() | Auto()
     expected = river_evaluate.progressive_val_score(river_datasets.TrumpApproval(), model,
                                                     metrics.MAE()).get()
     assert summary["learner"] == "auto" and summary["metrics"]["MAE"] == expected
@@ -56,7 +57,7 @@ def test_quick_start_default_replay_is_auto_as_in_python():
 
 def test_exact_kons_still_matches_river():
     result = run("replay", "trump-approval", "-l", "kons", "-n", "300", "--json")
-    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | KONS(C=3.0))
+    model = preprocessing.TargetStandardScaler(okp.StandardScaler() | KONS(C=3.0))
     expected = river_evaluate.progressive_val_score(
         river_datasets.TrumpApproval().take(300), model, metrics.MAE()).get()
     assert json.loads(result.stdout)["metrics"]["MAE"] == expected
@@ -721,9 +722,9 @@ def test_compare_interval_ranks_by_interval_score(tmp_path):
 
 
 def test_compare_prints_a_count_without_decimals():
-    """A dictionary of 5 atoms is "5", not "5.000" (a size read as a measurement)."""
+    """A dictionary of 8 atoms is "8", not "8.000" (a size read as a measurement)."""
     result = run("compare", "sinc", "-l", "krls", "-d", "n=400")
     assert result.exit_code == 0, result.stderr
     header, row = result.stdout.splitlines()[:2]
     cells = dict(zip(re.split(r"\s{2,}", header.strip()), re.split(r"\s{2,}", row.strip())))
-    assert cells["dictionary"] == "5"
+    assert cells["dictionary"] == "8"

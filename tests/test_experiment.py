@@ -12,6 +12,7 @@ from river import evaluate as river_evaluate
 from river import metrics, preprocessing
 from typer.testing import CliRunner
 
+from okoco import preprocessing as okp
 from okoco.cli import app
 from okoco.experiment import Checkpoint, RunSpec, UserError, resolve, run
 from okoco.learners import KONS
@@ -36,7 +37,8 @@ def test_a_run_spec_is_frozen_and_checked_by_the_house_validator():
 def test_run_is_what_the_cli_runs_and_what_river_computes():
     spec = RunSpec("trump-approval", "kons", max_samples=300)
     result = run(spec)
-    model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | KONS(C=3.0))
+    # river's evaluation of the pipeline the CLI builds (okoco's feature scaler)
+    model = preprocessing.TargetStandardScaler(okp.StandardScaler() | KONS(C=3.0))
     expected = river_evaluate.progressive_val_score(
         river_datasets.TrumpApproval().take(300), model, metrics.MAE()).get()
     assert result.final["MAE"] == expected

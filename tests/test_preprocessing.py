@@ -9,7 +9,7 @@ import pytest
 from river import compose, linear_model, preprocessing
 
 from okoco import preprocessing as okp
-from okoco.learners import KONS, KRLS
+from okoco.learners import KONS, KRLS, Auto
 
 
 def _stream(seed: int, n: int = 300):
@@ -38,11 +38,14 @@ def test_standard_scaler_matches_river(seed, with_std):
     ours, theirs = okp.StandardScaler(with_std=with_std), preprocessing.StandardScaler(
         with_std=with_std)
     for t, (x, _) in enumerate(_stream(seed)):
+        before = theirs.transform_one(x)  # river's scaling of the row before it is learned
         if t % 3 == 0:  # transform before learning too (predict-then-learn order)
-            _close(ours.transform_one(x), theirs.transform_one(x))
+            _close(ours.transform_one(x), before)
         ours.learn_one(x)
         theirs.learn_one(x)
-        _close(ours.transform_one(x), theirs.transform_one(x))
+        _close(ours.transform_one(x), before)  # the row just learned: as it was predicted
+        if t % 2:  # any later transform: river's, with the statistics that include the row
+            _close(ours.transform_one(x), theirs.transform_one(x))
         assert ours.counts == theirs.counts
     unseen = {"const": 2.5, "new": 1.0}
     assert ours.transform_one(unseen) == theirs.transform_one(unseen)
@@ -54,9 +57,11 @@ def test_standard_scaler_is_exactly_rivers_arithmetic(with_std):
     ours = okp.StandardScaler(with_std=with_std)
     theirs = preprocessing.StandardScaler(with_std=with_std)
     for x, _ in _stream(5, 100):
-        assert ours.transform_one(x) == theirs.transform_one(x)  # bit for bit
+        before = theirs.transform_one(x)
+        assert ours.transform_one(x) == before  # bit for bit
         ours.learn_one(x)
         theirs.learn_one(x)
+        assert ours.transform_one(x) == before
         assert ours.transform_one(x) == theirs.transform_one(x)
     # the statistics too, and the features each has, in the same order
     for name in ("counts", "means", "vars"):
@@ -69,14 +74,70 @@ def test_standard_scaler_against_explicit_formula():
     scaler = okp.StandardScaler()
     for i, v in enumerate(values):
         scaler.learn_one({"v": float(v)})
-        seen = values[: i + 1]
+        before, seen = values[:i], values[: i + 1]
+        # the row just learned, by the rows before it; then by the rows up to it
+        expected = (v - before.mean()) / before.std() if i > 1 else 0.0
+        assert scaler.transform_one({"v": float(v)})["v"] == pytest.approx(expected, abs=1e-12)
         expected = (v - seen.mean()) / seen.std() if i else 0.0
         assert scaler.transform_one({"v": float(v)})["v"] == pytest.approx(expected, abs=1e-12)
 
 
+def test_only_the_row_just_learned_keeps_its_scaling():
+    ours, theirs = okp.StandardScaler(), preprocessing.StandardScaler()
+    for x in ({"a": 1.0, "b": 2.0}, {"a": 4.0, "b": -1.0}, {"a": 0.5, "b": 3.0}):
+        ours.learn_one(x)
+        theirs.learn_one(x)
+    row = {"a": 2.0, "b": 7.0}
+    before = theirs.transform_one(row)
+    theirs.learn_one(row)
+    for other in ({"a": 2.0, "b": 7.5}, {"a": 2.0}, {"a": 2.0, "b": 7.0, "c": 0.0}):
+        ours.learn_one(row)
+        assert ours.transform_one(other) == theirs.transform_one(other)  # not the row
+        assert ours.transform_one(row) == theirs.transform_one(row)  # one transform only
+        ours = okp.StandardScaler()
+        for x in ({"a": 1.0, "b": 2.0}, {"a": 4.0, "b": -1.0}, {"a": 0.5, "b": 3.0}):
+            ours.learn_one(x)
+    ours.learn_one(row)
+    row["b"] = 8.0  # the caller's dict changed after learning: scaled as it is now
+    assert ours.transform_one(row) == theirs.transform_one(row)
+    row["b"] = 7.0
+    ours.learn_one({"a": 9.0})
+    assert ours.transform_one({"a": 9.0}) != before
+
+
+def test_a_pipeline_learns_the_rows_it_predicted():
+    """Behind okoco's scaler a learner learns each row as it predicted it (river's scaler by
+    the statistics before the row, by hand), bit for bit, and computes its analysis once a
+    step; behind river's scaler twice."""
+    def counted(pipeline):
+        learner = pipeline.steps[list(pipeline.steps)[-1]]
+        calls, compute = [], learner._analyse_now
+        learner._analyse_now = lambda v: calls.append(1) or compute(v)
+        return calls
+
+    ours = okp.StandardScaler() | Auto()
+    river_scaled = preprocessing.StandardScaler() | Auto()
+    scaler, by_hand = preprocessing.StandardScaler(), Auto()
+    ours_calls, river_calls = counted(ours), counted(river_scaled)
+    steps = 0
+    for x, y in _stream(7, 120):
+        x = {k: float(v) for k, v in x.items()}
+        scaled = scaler.transform_one(x)
+        assert ours.predict_one(x) == by_hand.predict_one(scaled)
+        river_scaled.predict_one(x)
+        scaler.learn_one(x)
+        ours.learn_one(x, y)
+        by_hand.learn_one(scaled, y)
+        river_scaled.learn_one(x, y)
+        steps += 1
+    # one analysis a step (the first prediction, before any expert exists, needs none)
+    assert len(ours_calls) == steps
+    assert len(river_calls) == 2 * steps - 1
+
+
 def test_target_standard_scaler_matches_river_in_a_pipeline():
     ours = okp.TargetStandardScaler(okp.StandardScaler() | KONS(C=3.0))
-    theirs = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | KONS(C=3.0))
+    theirs = preprocessing.TargetStandardScaler(okp.StandardScaler() | KONS(C=3.0))
     # before anything is learned (zero variance) both give the regressor's raw prediction
     assert ours.predict_one({"a": 1.0}) == theirs.predict_one({"a": 1.0})
     for x, y in _stream(4, 150):
