@@ -99,8 +99,8 @@ def busy_process():
 
 def as_user(factory: Callable, task: str, own_scaling: bool = False, scaler: str = "okoco"):
     """``factory(loss)`` as a user runs it (the README): okoco's ``StandardScaler`` in front
-    (which learns each row as it was predicted; ``scaler="river"``: river's, which rescales it
-    between the prediction and the learning); regression targets through
+    (which predicts each row as it is learned; ``scaler="river"``: river's, which predicts it
+    by the statistics before it); regression targets through
     ``TargetStandardScaler`` (unless the learner scales them itself, ``own_scaling``) and
     ``factory(None)``; binary labels through ``BinaryClassifier(factory(Logistic()))``."""
     import importlib

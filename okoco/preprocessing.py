@@ -21,7 +21,7 @@ Examples
 >>> for i in range(20):
 ...     model.learn_one({"x": i / 2, "z": 100.0 + i}, 50.0 + i % 4)
 >>> round(model.predict_one({"x": 3.0, "z": 106.0}), 2)
-51.7
+51.19
 """
 
 from __future__ import annotations
@@ -57,15 +57,14 @@ class StandardScaler(Locked, base.Transformer):
     each has its own count. The same statistics as river's ``preprocessing.StandardScaler``,
     the same operations in the same order.
 
-    **A row is learned as it was predicted.** A pipeline's ``learn_one(x, y)`` makes the scaler
-    learn ``x`` and then transforms it for the next step. River's scaler transforms it with the
-    statistics that now include ``x``, so the learner learns a row a little different from the
-    one it predicted, and a kernel learner computes its kernel rows and solves twice a step
-    (about 1.45 times ``Auto``'s cost behind a pipeline, ``docs/defaults.md``). This scaler
-    transforms the row it has just learned as before learning it (the first transform after
-    ``learn_one`` of an equal row): in test-then-train every row is scaled once, by the
-    statistics of the rows before it, and the learner reuses its prediction's work. Every other
-    transform is river's.
+    **A row is predicted as it is learned.** A row is scaled by the statistics that include it:
+    after ``learn_one(x)`` they do, and before it (a prediction) ``x`` is counted in as
+    ``learn_one`` would count it, with the same operations, without changing anything. So a
+    pipeline's learner learns the very row it predicted, and the row river's scaler gives it
+    to learn (whose prediction river makes with the statistics before the row): a kernel
+    learner reuses its prediction's kernel rows and solves instead of computing them twice a
+    step (``docs/defaults.md``), and learns what it would learn behind river's scaler. The
+    statistics are river's; the transform of the row learned last is river's.
     Calls take a lock, one at a time, as the learners' do: threads may share a scaler, and
     ``okoco.save`` of a pipeline holding it writes a whole snapshot.
 
@@ -92,10 +91,8 @@ class StandardScaler(Locked, base.Transformer):
     ...     scaler.learn_one(x)
     ...     print(predicted, scaler.transform_one(x) == predicted)
     {'a': 0.0} True
-    {'a': 0.0, 'b': 0.0} True
-    {'a': 3.0, 'b': 0.0} True
-    >>> scaler.transform_one({"a": 5.0})  # any other transform: the statistics so far
-    {'a': 1.224744871391589}
+    {'a': 1.0, 'b': 0.0} True
+    {'a': 1.224744871391589, 'b': 0.0} True
     """
 
     _river_class = "river.preprocessing.scale.StandardScaler"
@@ -109,11 +106,11 @@ class StandardScaler(Locked, base.Transformer):
         self.means: collections.defaultdict = collections.defaultdict(float)
         self.vars: collections.defaultdict = collections.defaultdict(float)
         self._lock = threading.Lock()
-        self._learned = None  # (the row learned last, as it was scaled before), for one transform
+        self._learned = None  # the row learned last (the statistics include it)
 
     @one_at_a_time
     def learn_one(self, x: dict) -> None:
-        self._learned = (dict(x), self._scaled(x))
+        self._learned = dict(x)
         # river's updates, mean += (x - mean) / n and var += ((x - old mean) * (x - new mean)
         # - var) / n, the same operations in the same order (the same bits), each statistic
         # read and written once per feature: a replay runs this on every sample
@@ -132,18 +129,25 @@ class StandardScaler(Locked, base.Transformer):
 
     @one_at_a_time
     def transform_one(self, x: dict) -> dict:
-        learned, self._learned = self._learned, None
-        if learned is not None and learned[0] == x:
-            return learned[1]  # the row just learned, as it was predicted
-        return self._scaled(x)
-
-    def _scaled(self, x: dict) -> dict:
-        """``x`` scaled by the statistics so far."""
-        means = self.means
-        if not self.with_std:
-            return {i: xi - means[i] for i, xi in x.items()}
-        vars_ = self.vars
-        return {i: (xi - means[i]) / v**0.5 if (v := vars_[i]) else 0.0 for i, xi in x.items()}
+        means, vars_ = self.means, self.vars
+        if x == self._learned:  # the statistics include the row: river's transform
+            if not self.with_std:
+                return {i: xi - means[i] for i, xi in x.items()}
+            return {i: (xi - means[i]) / v**0.5 if (v := vars_[i]) else 0.0
+                    for i, xi in x.items()}
+        # the row counted in as learn_one counts it (the same operations), nothing changed
+        counts, out = self.counts, {}
+        for i, xi in x.items():
+            n = counts.get(i, 0) + 1
+            old_mean = means.get(i, 0.0)
+            mean = old_mean + (xi - old_mean) / n
+            if not self.with_std:
+                out[i] = xi - mean
+                continue
+            var = vars_.get(i, 0.0)
+            v = var + ((xi - old_mean) * (xi - mean) - var) / n
+            out[i] = (xi - mean) / v**0.5 if v else 0.0
+        return out
 
     @classmethod
     def _state_from_river(cls, state: dict) -> dict:

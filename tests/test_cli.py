@@ -722,9 +722,9 @@ def test_compare_interval_ranks_by_interval_score(tmp_path):
 
 
 def test_compare_prints_a_count_without_decimals():
-    """A dictionary of 8 atoms is "8", not "8.000" (a size read as a measurement)."""
+    """A dictionary of 5 atoms is "5", not "5.000" (a size read as a measurement)."""
     result = run("compare", "sinc", "-l", "krls", "-d", "n=400")
     assert result.exit_code == 0, result.stderr
     header, row = result.stdout.splitlines()[:2]
     cells = dict(zip(re.split(r"\s{2,}", header.strip()), re.split(r"\s{2,}", row.strip())))
-    assert cells["dictionary"] == "8"
+    assert cells["dictionary"] == "5"

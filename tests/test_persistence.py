@@ -419,19 +419,22 @@ def test_interrupted_replay_resumes_to_the_uninterrupted_result(tmp_path, name):
 
 
 class _RiverUntil(okp.StandardScaler):
-    """okoco's scaler transforming as river's does (the row just learned by the statistics that
-    include it) for its first ``until`` learns: the run of a checkpoint written with river's
-    scaler after ``until`` rows and resumed into okoco's."""
+    """okoco's scaler predicting as river's does (a row by the statistics before it) until it
+    has learned ``until`` rows: the run of a checkpoint written with river's scaler after
+    ``until`` rows and resumed into okoco's."""
 
     def __init__(self, until: int) -> None:
         super().__init__()
-        self._until, self._learns = until, 0
+        self._until = until
 
-    def learn_one(self, x: dict) -> None:
-        super().learn_one(x)
-        self._learns += 1
-        if self._learns <= self._until:
-            self._learned = None
+    def transform_one(self, x: dict) -> dict:
+        if self._rows() >= self._until:
+            return super().transform_one(x)
+        return {i: (xi - self.means[i]) / v**0.5 if (v := self.vars[i]) else 0.0
+                for i, xi in x.items()}
+
+    def _rows(self) -> int:
+        return max(self.counts.values(), default=0)
 
 
 def _with_scaler(model, scaler):

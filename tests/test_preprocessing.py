@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -32,23 +33,27 @@ def _close(a: dict, b: dict) -> None:
         assert a[k] == pytest.approx(b[k], rel=1e-12, abs=1e-12), k
 
 
+def _learned(scaler, x: dict) -> dict:
+    """river's scaling of ``x`` once ``scaler`` (river's) has learned it."""
+    scaler.learn_one(x)
+    return scaler.transform_one(x)
+
+
 @pytest.mark.parametrize("with_std", [True, False])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_standard_scaler_matches_river(seed, with_std):
     ours, theirs = okp.StandardScaler(with_std=with_std), preprocessing.StandardScaler(
         with_std=with_std)
     for t, (x, _) in enumerate(_stream(seed)):
-        before = theirs.transform_one(x)  # river's scaling of the row before it is learned
-        if t % 3 == 0:  # transform before learning too (predict-then-learn order)
-            _close(ours.transform_one(x), before)
+        predicted = ours.transform_one(x) if t % 3 == 0 else None  # predict-then-learn too
+        as_learned = _learned(theirs, x)
+        if predicted is not None:  # the row counted in: as river scales it once learned
+            _close(predicted, as_learned)
         ours.learn_one(x)
-        theirs.learn_one(x)
-        _close(ours.transform_one(x), before)  # the row just learned: as it was predicted
-        if t % 2:  # any later transform: river's, with the statistics that include the row
-            _close(ours.transform_one(x), theirs.transform_one(x))
+        _close(ours.transform_one(x), as_learned)
         assert ours.counts == theirs.counts
     unseen = {"const": 2.5, "new": 1.0}
-    assert ours.transform_one(unseen) == theirs.transform_one(unseen)
+    _close(ours.transform_one(unseen), _learned(copy.deepcopy(theirs), unseen))
     assert ours.transform_one(unseen)["const"] == 0.0
 
 
@@ -57,12 +62,11 @@ def test_standard_scaler_is_exactly_rivers_arithmetic(with_std):
     ours = okp.StandardScaler(with_std=with_std)
     theirs = preprocessing.StandardScaler(with_std=with_std)
     for x, _ in _stream(5, 100):
-        before = theirs.transform_one(x)
-        assert ours.transform_one(x) == before  # bit for bit
+        predicted = ours.transform_one(x)
+        as_learned = _learned(theirs, x)
+        assert predicted == as_learned  # bit for bit
         ours.learn_one(x)
-        theirs.learn_one(x)
-        assert ours.transform_one(x) == before
-        assert ours.transform_one(x) == theirs.transform_one(x)
+        assert ours.transform_one(x) == as_learned
     # the statistics too, and the features each has, in the same order
     for name in ("counts", "means", "vars"):
         assert list(getattr(ours, name).items()) == list(getattr(theirs, name).items()), name
@@ -73,59 +77,64 @@ def test_standard_scaler_against_explicit_formula():
     values = rng.normal(2.0, 5.0, size=50)
     scaler = okp.StandardScaler()
     for i, v in enumerate(values):
-        scaler.learn_one({"v": float(v)})
-        before, seen = values[:i], values[: i + 1]
-        # the row just learned, by the rows before it; then by the rows up to it
-        expected = (v - before.mean()) / before.std() if i > 1 else 0.0
-        assert scaler.transform_one({"v": float(v)})["v"] == pytest.approx(expected, abs=1e-12)
+        seen = values[: i + 1]  # the row's statistics include it, before and after learning it
         expected = (v - seen.mean()) / seen.std() if i else 0.0
         assert scaler.transform_one({"v": float(v)})["v"] == pytest.approx(expected, abs=1e-12)
+        scaler.learn_one({"v": float(v)})
+        assert scaler.transform_one({"v": float(v)})["v"] == pytest.approx(expected, abs=1e-12)
+    # a row not learned is counted in once: the statistics of the learned rows and it
+    row = 40.0
+    seen = np.append(values, row)
+    assert scaler.transform_one({"v": row})["v"] == pytest.approx(
+        (row - seen.mean()) / seen.std(), abs=1e-12)
 
 
-def test_only_the_row_just_learned_keeps_its_scaling():
+def test_a_transform_changes_nothing():
+    scaler = okp.StandardScaler()
+    for x, _ in _stream(6, 60):
+        scaler.learn_one(x)
+    state = copy.deepcopy((scaler.counts, scaler.means, scaler.vars))
+    for x, _ in _stream(8, 30):
+        scaler.transform_one({**x, "never": 1.0})
+    assert (scaler.counts, scaler.means, scaler.vars) == state
+    assert "never" not in scaler.means and "never" not in scaler.vars
+
+
+def test_only_the_row_learned_last_is_scaled_by_the_statistics_as_they_are():
     ours, theirs = okp.StandardScaler(), preprocessing.StandardScaler()
     for x in ({"a": 1.0, "b": 2.0}, {"a": 4.0, "b": -1.0}, {"a": 0.5, "b": 3.0}):
         ours.learn_one(x)
         theirs.learn_one(x)
     row = {"a": 2.0, "b": 7.0}
-    before = theirs.transform_one(row)
-    theirs.learn_one(row)
-    for other in ({"a": 2.0, "b": 7.5}, {"a": 2.0}, {"a": 2.0, "b": 7.0, "c": 0.0}):
-        ours.learn_one(row)
-        assert ours.transform_one(other) == theirs.transform_one(other)  # not the row
-        assert ours.transform_one(row) == theirs.transform_one(row)  # one transform only
-        ours = okp.StandardScaler()
-        for x in ({"a": 1.0, "b": 2.0}, {"a": 4.0, "b": -1.0}, {"a": 0.5, "b": 3.0}):
-            ours.learn_one(x)
     ours.learn_one(row)
-    row["b"] = 8.0  # the caller's dict changed after learning: scaled as it is now
+    theirs.learn_one(row)
     assert ours.transform_one(row) == theirs.transform_one(row)
-    row["b"] = 7.0
-    ours.learn_one({"a": 9.0})
-    assert ours.transform_one({"a": 9.0}) != before
+    assert ours.transform_one(dict(row)) == theirs.transform_one(row)  # equal rows are the row
+    for other in ({"a": 2.0, "b": 7.5}, {"a": 2.0}, {"a": 2.0, "b": 7.0, "c": 0.0}):
+        assert ours.transform_one(other) == _learned(copy.deepcopy(theirs), other)
+    row["b"] = 8.0  # the caller's dict changed after learning: another row
+    assert ours.transform_one(row) == _learned(copy.deepcopy(theirs), row)
 
 
 def test_a_pipeline_learns_the_rows_it_predicted():
-    """Behind okoco's scaler a learner learns each row as it predicted it (river's scaler by
-    the statistics before the row, by hand), bit for bit, and computes its analysis once a
-    step; behind river's scaler twice."""
+    """Behind okoco's scaler a learner predicts each row as it then learns it, learns exactly
+    what it learns behind river's scaler, and computes its analysis once a step (twice behind
+    river's, whose prediction is of the row scaled without it)."""
     def counted(pipeline):
         learner = pipeline.steps[list(pipeline.steps)[-1]]
         calls, compute = [], learner._analyse_now
         learner._analyse_now = lambda v: calls.append(1) or compute(v)
-        return calls
+        return learner, calls
 
-    ours = okp.StandardScaler() | Auto()
-    river_scaled = preprocessing.StandardScaler() | Auto()
+    ours, river_scaled = okp.StandardScaler() | Auto(), preprocessing.StandardScaler() | Auto()
     scaler, by_hand = preprocessing.StandardScaler(), Auto()
-    ours_calls, river_calls = counted(ours), counted(river_scaled)
+    (ours_auto, ours_calls), (river_auto, river_calls) = counted(ours), counted(river_scaled)
     steps = 0
     for x, y in _stream(7, 120):
         x = {k: float(v) for k, v in x.items()}
-        scaled = scaler.transform_one(x)
+        scaled = _learned(scaler, x)
         assert ours.predict_one(x) == by_hand.predict_one(scaled)
         river_scaled.predict_one(x)
-        scaler.learn_one(x)
         ours.learn_one(x, y)
         by_hand.learn_one(scaled, y)
         river_scaled.learn_one(x, y)
@@ -133,6 +142,9 @@ def test_a_pipeline_learns_the_rows_it_predicted():
     # one analysis a step (the first prediction, before any expert exists, needs none)
     assert len(ours_calls) == steps
     assert len(river_calls) == 2 * steps - 1
+    assert list(ours_auto.cumulative_losses) == list(river_auto.cumulative_losses)
+    probe = {k: 0.5 for k in scaler.means}
+    assert ours_auto.predict_one(probe) == river_auto.predict_one(probe)
 
 
 def test_target_standard_scaler_matches_river_in_a_pipeline():

@@ -183,16 +183,16 @@ def test_a_pipelines_learner_is_saved_whole_amid_threads(tmp_path):
     files, errors = [], []
     for k in range(THREADS):  # every feature known first: the scaler's mappings keep their keys
         x, y = row(k, STEPS)
-        log.append((scaler.transform_one(x), y))  # the row is learned as scaled before it
         pipeline.learn_one(x, y)
+        log.append((scaler.transform_one(x), y))
 
     def work(k: int) -> None:
         try:
             for i in range(STEPS):
                 x, y = row(k, i)
                 with guard:
-                    log.append((scaler.transform_one(x), y))  # what the learner is given
                     pipeline.learn_one(x, y)
+                    log.append((scaler.transform_one(x), y))  # what the learner was given
                     pipeline.predict_one(x)
                 if i % SAVE_EVERY == SAVE_EVERY - 1:
                     files.append(okoco.save(pipeline, tmp_path / f"p{k}-{i}.npz"))
