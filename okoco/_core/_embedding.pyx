@@ -1,25 +1,81 @@
 r"""The per-step work of a shared Nyström embedding (``okoco.learners.embedding
 .SharedEmbedding``), compiled: a point's kernel row over the atoms, its embedding
 :math:`h = L^{-1}k`, its residual :math:`k(x,x) - h^\top h` against the atoms and the pivot it
-would take as an atom, in one call (:func:`analyse`; :func:`embed` from a row given); and the
-usage rule's step of a full dictionary (the atoms' discounted shares of the kernel rows, the
-discounted count and mean residual, and the least-used atom), in another.
+would take as an atom, in one call (:func:`analyse`, into the step's record :class:`Embedded`;
+:func:`embed` from a row given); and the usage rule's step of a full dictionary (the atoms'
+discounted shares of the kernel rows, the discounted count and mean residual, and the
+least-used atom), in another.
 
 The swap itself (``O(m^2)`` rotations of the factor and of the heads) is ``okoco._core._swap``'s.
 """
 
-from libc.math cimport isfinite
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.math cimport isfinite, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 import numpy as np
 
-from okoco._core._kernels cimport Kernel, kernel_row, make_kernel, self_similarity
+from okoco._core._kernels cimport Kernel, kernel_row, make_kernel, numpy_exp, self_similarity
 from okoco._core._linalg cimport dot, tp_half_solve
+from okoco._core._pros import SPAN_TOLERANCE
 
-# the kernel's exponents are raised as ``row_from_norms`` raises them (numpy's exp), at every
-# length: libm's exp may differ from numpy's in the last bit
-_np_exp = np.exp
+_np_empty = np.empty
+
+# A point whose residual k(x, x) - h.h is below this fraction of k(x, x) lies in the span of the
+# dictionary to working precision: it is not offered to KORS, since as an atom it would only add
+# a coordinate made of rounding noise (amplified by 1 / pivot) to every embedding (the compiled
+# loops' value, okoco._core._pros).
+cdef double SPAN_TOL = SPAN_TOLERANCE
+
+#: No new coordinate (read-only): the ``new`` of a point that cannot join.
+NO_COORDINATE = np.zeros(0)
+NO_COORDINATE.flags.writeable = False
+
+
+cdef class Embedded:
+    """One point's embedding by a dictionary (``okoco.learners.embedding.SharedEmbedding``):
+    its kernel row ``k`` over the atoms, ``kappa`` :math:`= k(x, x)`, ``h`` :math:`= L^{-1}k`,
+    its ``residual`` ``kappa - h.h`` against the atoms, the ``pivot`` it would take as an atom
+    (``None``: it cannot join, :func:`join_pivot`), the new coordinate of its heads' step
+    ``new`` (``[pivot]``, or none: :data:`NO_COORDINATE`) and whether it ``joined`` (set by the
+    dictionary's coin). Each record owns its arrays (a caller may keep it from ``predict_one``
+    to ``learn_one``)."""
+
+    cdef public object k, h, pivot, new
+    cdef public double kappa, residual
+    cdef public bint joined
+
+    def __init__(self, k, double kappa, h, double residual, pivot):
+        self.k, self.kappa, self.h, self.residual = k, kappa, h, residual
+        self.pivot, self.joined, self.new = pivot, False, new_coordinate(pivot)
+
+
+cdef object new_coordinate(object pivot):
+    """The new coordinate of a point's heads' step: ``[pivot]``, or none for no pivot."""
+    return NO_COORDINATE if pivot is None else np.array([pivot])
+
+
+cpdef object join_pivot(Py_ssize_t m, object cap, double kappa, double residual,
+                        double min_pivot):
+    r"""The pivot a point would take as the atom after ``m`` (its coordinate in its own
+    embedding), :math:`\sqrt{\max(r, \text{min\_pivot})}` from its ``residual`` :math:`r =
+    \kappa - h^\top h`, or ``None`` if it cannot join: the dictionary is full (``cap`` its
+    ``max_size``, ``None`` for none) or :math:`r \le 10^{-10} \kappa` (the point lies in its
+    span to working precision: as an atom it would only add a coordinate of rounding noise)."""
+    if (cap is not None and m >= <Py_ssize_t>cap) or not residual > SPAN_TOL * kappa:
+        return None
+    return sqrt(min_pivot if min_pivot > residual else residual)
+
+
+cdef double* data_of(object array) except NULL:
+    """The data of a contiguous float64 array this module made (``np.empty``): valid while the
+    caller holds the array."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(array, &view, PyBUF_SIMPLE)
+    cdef double* data = <double*>view.buf
+    PyBuffer_Release(&view)
+    return data
 
 
 cdef double half_solve(const double* L, Py_ssize_t m, const double* k, double kappa,
@@ -50,15 +106,16 @@ def embed(const double[::1] L, Py_ssize_t m, const double[::1] k, double kappa):
     return h, residual
 
 
-def analyse(tuple spec, rows, factor, const double[:] v):
+def analyse(tuple spec, rows, factor, const double[:] v, cap=False):
     r"""``(k, kappa, h, residual)`` of the row ``v`` over the atoms ``rows``
     (``okoco.linalg.Rows``, with their squared norms) and the factor ``factor``
     (``okoco.linalg.IncrementalCholesky``, :math:`L L^\top = K_{\mathcal I}`), ``O(md + m^2)``:
     the kernel row ``k`` (the kernel ``spec``, ``okoco.learners._codes.compiled_kernel``; ``v``
     and the rows zero-padded to the wider of the two, as ``Rows.kernel_row`` pads them, and an
     exponent raised by numpy's ``exp``), ``kappa`` :math:`= k(x, x)`, :math:`h = L^{-1}k` and
-    the residual :math:`\kappa - h^\top h` (the pivot the point would take as an atom is the
-    embedding's ``_join_pivot``, from the last two).
+    the residual :math:`\kappa - h^\top h`. With ``cap`` (the dictionary's ``max_size``,
+    ``None`` for none), the step's record :class:`Embedded` instead, with the pivot the point
+    would take as an atom (:func:`join_pivot`, the factor's ``min_pivot``).
 
     Returns ``None`` (nothing computed; the caller takes the Python path, which words the
     error) for a row wider than the rows' buffer or a kernel value that is not finite."""
@@ -67,13 +124,17 @@ def analyse(tuple spec, rows, factor, const double[:] v):
     cdef Py_ssize_t width = d if d > w else w
     cdef double kappa, residual, total = 0.0
     cdef double* x
+    cdef double* k = NULL
+    cdef double* h = NULL
     cdef const double[:, :] data
     cdef const double[::1] sq, L
+    cdef Embedded record
     if n != m:
         raise ValueError(f"analyse: {n} stored atoms for a factor of order {m}")
-    k_obj = np.empty(n)
-    h_obj = np.empty(n)
-    cdef double[::1] k = k_obj, h = h_obj
+    k_obj = _np_empty(n)
+    h_obj = _np_empty(n)
+    if n:
+        k, h = data_of(k_obj), data_of(h_obj)
     x = <double*>malloc((width + 1) * sizeof(double))
     if x == NULL:
         raise MemoryError()
@@ -88,8 +149,10 @@ def analyse(tuple spec, rows, factor, const double[:] v):
                 return None  # (a buffer narrower than the row, or of strided rows)
             sq = rows.norms_buffer()
             if kernel_row(&kern, &data[0, 0], data.strides[0] // sizeof(double), n,
-                          <int>width, &sq[0], x, <int>width, &k[0]):
-                _np_exp(k_obj, out=k_obj)
+                          <int>width, &sq[0], x, <int>width, k):
+                # (numpy's exp at every length, as ``row_from_norms``: libm's may differ from
+                # it in the last bit)
+                numpy_exp(k_obj, k, n)
     finally:
         free(x)
     if not kern.bounded:  # (a bounded kernel's values are in [0, 1])
@@ -101,9 +164,14 @@ def analyse(tuple spec, rows, factor, const double[:] v):
     if L.shape[0] < m * (m + 1) // 2:
         raise ValueError(f"analyse: a factor of {L.shape[0]} numbers holds fewer than {m} rows")
     with nogil:
-        residual = half_solve(&L[0] if m else NULL, m, &k[0] if m else NULL, kappa,
-                              &h[0] if m else NULL)
-    return k_obj, kappa, h_obj, residual
+        residual = half_solve(&L[0] if m else NULL, m, k, kappa, h)
+    if cap is False:
+        return k_obj, kappa, h_obj, residual
+    record = Embedded.__new__(Embedded)
+    record.k, record.kappa, record.h, record.residual = k_obj, kappa, h_obj, residual
+    record.pivot = join_pivot(m, cap, kappa, residual, factor.min_pivot)
+    record.new = new_coordinate(record.pivot)
+    return record
 
 
 cdef double pairwise_sum(const double* a, Py_ssize_t n) noexcept nogil:
