@@ -146,6 +146,11 @@ def test_the_record_refuses_what_the_tuple_refuses_and_keeps_its_arrays():
     a.h[:] = 0.0
     assert _bits(b.h) == _bits(embedding.analyse(v).h)
     assert _embedding.analyse(spec, embedding._store, embedding._embed, np.ones(9), None) is None
+    strided = np.array([[0.3, 7.0], [-0.2, 7.0], [0.1, 7.0]])[:, 0]  # a row of any stride
+    _assert_same_record(embedding.analyse(strided), embedding.analyse(v))
+    for bad in (v.astype(np.float32), np.ones((1, 3)), [0.3, -0.2, 0.1]):
+        with pytest.raises((ValueError, TypeError)):
+            embedding.analyse(bad)
     assert type(embedding._analyse_rows(v)) is _embedding.Embedded
     embedding._store.append(np.ones(3))
     with pytest.raises(ValueError, match="stored atoms for a factor of order"):

@@ -9,7 +9,8 @@ least-used atom), in another.
 The swap itself (``O(m^2)`` rotations of the factor and of the heads) is ``okoco._core._swap``'s.
 """
 
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport (PyBUF_RECORDS_RO, PyBUF_SIMPLE, PyBuffer_Release,
+                              PyObject_GetBuffer)
 from libc.math cimport isfinite, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
@@ -106,7 +107,7 @@ def embed(const double[::1] L, Py_ssize_t m, const double[::1] k, double kappa):
     return h, residual
 
 
-def analyse(tuple spec, rows, factor, const double[:] v, cap=False):
+def analyse(tuple spec, rows, factor, v, cap=False):
     r"""``(k, kappa, h, residual)`` of the row ``v`` over the atoms ``rows``
     (``okoco.linalg.Rows``, with their squared norms) and the factor ``factor``
     (``okoco.linalg.IncrementalCholesky``, :math:`L L^\top = K_{\mathcal I}`), ``O(md + m^2)``:
@@ -120,14 +121,10 @@ def analyse(tuple spec, rows, factor, const double[:] v, cap=False):
     Returns ``None`` (nothing computed; the caller takes the Python path, which words the
     error) for a row wider than the rows' buffer or a kernel value that is not finite."""
     cdef Kernel kern = make_kernel(spec)
-    cdef Py_ssize_t n = rows.n, d = rows.d, w = v.shape[0], m = factor.size, i
-    cdef Py_ssize_t width = d if d > w else w
-    cdef double kappa, residual, total = 0.0
-    cdef double* x
+    cdef Py_ssize_t n = rows.n, m = factor.size
+    cdef double kappa, residual
     cdef double* k = NULL
     cdef double* h = NULL
-    cdef const double[:, :] data
-    cdef const double[::1] sq, L
     cdef Embedded record
     if n != m:
         raise ValueError(f"analyse: {n} stored atoms for a factor of order {m}")
@@ -135,36 +132,9 @@ def analyse(tuple spec, rows, factor, const double[:] v, cap=False):
     h_obj = _np_empty(n)
     if n:
         k, h = data_of(k_obj), data_of(h_obj)
-    x = <double*>malloc((width + 1) * sizeof(double))
-    if x == NULL:
-        raise MemoryError()
-    try:
-        for i in range(w):
-            x[i] = v[i]
-        memset(x + w, 0, (width - w) * sizeof(double))
-        kappa = self_similarity(&kern, x, <int>width)
-        if n:
-            data = rows.data
-            if width > data.shape[1] or data.strides[1] != sizeof(double):
-                return None  # (a buffer narrower than the row, or of strided rows)
-            sq = rows.norms_buffer()
-            if kernel_row(&kern, &data[0, 0], data.strides[0] // sizeof(double), n,
-                          <int>width, &sq[0], x, <int>width, k):
-                # (numpy's exp at every length, as ``row_from_norms``: libm's may differ from
-                # it in the last bit)
-                numpy_exp(k_obj, k, n)
-    finally:
-        free(x)
-    if not kern.bounded:  # (a bounded kernel's values are in [0, 1])
-        for i in range(n):
-            total += k[i]
-        if not (isfinite(kappa) and isfinite(total)):
-            return None
-    L = factor.factor_storage()
-    if L.shape[0] < m * (m + 1) // 2:
-        raise ValueError(f"analyse: a factor of {L.shape[0]} numbers holds fewer than {m} rows")
-    with nogil:
-        residual = half_solve(&L[0] if m else NULL, m, k, kappa, h)
+    if not kernel_row_of(&kern, rows, v, k_obj, k, &kappa):
+        return None
+    residual = solve_against(factor, m, k, kappa, h)
     if cap is False:
         return k_obj, kappa, h_obj, residual
     record = Embedded.__new__(Embedded)
@@ -172,6 +142,87 @@ def analyse(tuple spec, rows, factor, const double[:] v, cap=False):
     record.pivot = join_pivot(m, cap, kappa, residual, factor.min_pivot)
     record.new = new_coordinate(record.pivot)
     return record
+
+
+cdef bint kernel_row_of(const Kernel* kern, rows, v, k_obj, double* k,
+                        double* kappa) except -1:
+    """The kernel row of ``v`` over the ``rows.n`` atoms into ``k`` (the data of ``k_obj``)
+    and ``k(v, v)`` into ``kappa`` (:func:`analyse`); False (nothing computed) for a row
+    wider than the rows' buffer or a value that is not finite."""
+    cdef Py_buffer vb, db, sb
+    cdef Py_ssize_t n = rows.n, d = rows.d, w, width, i
+    cdef double total = 0.0
+    cdef double* x
+    acquire(v, &vb, 1)
+    w = vb.shape[0]
+    width = d if d > w else w
+    x = <double*>malloc((width + 1) * sizeof(double))
+    if x == NULL:
+        PyBuffer_Release(&vb)
+        raise MemoryError()
+    for i in range(w):
+        x[i] = (<const double*>(<const char*>vb.buf + i * vb.strides[0]))[0]
+    PyBuffer_Release(&vb)
+    memset(x + w, 0, (width - w) * sizeof(double))
+    kappa[0] = self_similarity(kern, x, <int>width)
+    try:
+        if n:
+            acquire(rows.data, &db, 2)
+            try:
+                if width > db.shape[1] or db.strides[1] != sizeof(double):
+                    return False  # (a buffer narrower than the row, or of strided rows)
+                acquire(rows.norms_buffer(), &sb, 1)
+                try:
+                    if sb.shape[0] < n or sb.strides[0] != sizeof(double):
+                        raise ValueError("analyse: the rows' squared norms are not n numbers "
+                                         "in a row")
+                    if kernel_row(kern, <const double*>db.buf, db.strides[0] // sizeof(double),
+                                  n, <int>width, <const double*>sb.buf, x, <int>width, k):
+                        # (numpy's exp at every length, as ``row_from_norms``: libm's may
+                        # differ from it in the last bit)
+                        numpy_exp(k_obj, k, n)
+                finally:
+                    PyBuffer_Release(&sb)
+            finally:
+                PyBuffer_Release(&db)
+    finally:
+        free(x)
+    if not kern.bounded:  # (a bounded kernel's values are in [0, 1])
+        for i in range(n):
+            total += k[i]
+        if not (isfinite(kappa[0]) and isfinite(total)):
+            return False
+    return True
+
+
+cdef double solve_against(factor, Py_ssize_t m, const double* k, double kappa,
+                          double* h) except? -1.0:
+    """``h = L^{-1} k`` over the ``m`` rows of ``factor``'s packed ``L``; returns the residual
+    ``kappa - h.h`` (:func:`half_solve`)."""
+    cdef Py_buffer lb
+    cdef double residual
+    acquire(factor.factor_storage(), &lb, 1)
+    try:
+        if lb.shape[0] < m * (m + 1) // 2 or (m and lb.strides[0] != sizeof(double)):
+            raise ValueError(f"analyse: a factor of {lb.shape[0]} numbers holds fewer than "
+                             f"{m} rows")
+        with nogil:
+            residual = half_solve(<const double*>lb.buf, m, k, kappa, h)
+    finally:
+        PyBuffer_Release(&lb)
+    return residual
+
+
+cdef int acquire(obj, Py_buffer* view, int ndim) except -1:
+    """``view`` of ``obj``: a float64 buffer of ``ndim`` dimensions with its strides (a typed
+    memoryview's checks, without its object); the caller releases it."""
+    PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO)
+    if (view.ndim != ndim or view.itemsize != sizeof(double) or view.format == NULL
+            or view.format[0] != b'd' or view.format[1] != 0):
+        PyBuffer_Release(view)
+        raise ValueError(f"analyse: a {ndim}-d float64 array expected, got "
+                         f"{type(obj).__name__}")
+    return 0
 
 
 cdef double pairwise_sum(const double* a, Py_ssize_t n) noexcept nogil:
