@@ -174,6 +174,24 @@ def test_a_non_finite_row_keeps_the_python_paths_numbers_and_errors():
     assert _bits(before) == _bits(linear._embed.factor_storage()) and linear.size == 1
 
 
+def test_the_usage_step_refuses_a_strided_read_only_or_other_typed_buffer():
+    """The usage step reads its buffers without memoryview objects: a strided, read-only or
+    float32 usage (or row) is refused as a typed memoryview refused it, and changes nothing."""
+    usage = np.arange(8.0)
+    strided, read_only = usage[::2], np.ones(4)
+    read_only.flags.writeable = False
+    for bad_usage, row in ((strided, np.ones(4)), (read_only, np.ones(4)),
+                           (np.ones(4, dtype=np.float32), np.ones(4)),
+                           (np.ones(4), np.ones(8)[::2]), (np.ones(4), np.ones(4, np.float32))):
+        before = np.array(bad_usage, copy=True)
+        with pytest.raises((ValueError, BufferError)):
+            _embedding.usage_step(bad_usage, row, 0.5, 1.0, 0.0, 10.0, 2.0)
+        assert _bits(before) == _bits(np.asarray(bad_usage, dtype=float))
+    empty = np.zeros(0)
+    assert _embedding.usage_step(empty, np.zeros(0), 0.5, 1.0, 0.25, 10.0, 2.0) == (
+        0.9 * 1.0 + 1.0, 0.25 + (0.5 - 0.25) / 1.9, -1)
+
+
 @pytest.mark.parametrize("path", EXP_PATHS)
 @pytest.mark.parametrize("gamma", [0.05, 3.0, 400.0])  # up to exponents past exp's underflow
 def test_numpys_exp_by_its_loop_gives_np_exp_bits(path, gamma):

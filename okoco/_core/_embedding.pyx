@@ -9,8 +9,8 @@ least-used atom), in another.
 The swap itself (``O(m^2)`` rotations of the factor and of the heads) is ``okoco._core._swap``'s.
 """
 
-from cpython.buffer cimport (PyBUF_RECORDS_RO, PyBUF_SIMPLE, PyBuffer_Release,
-                              PyObject_GetBuffer)
+from cpython.buffer cimport (PyBUF_RECORDS, PyBUF_RECORDS_RO, PyBUF_SIMPLE,
+                              PyBuffer_Release, PyObject_GetBuffer)
 from libc.math cimport isfinite, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
@@ -67,6 +67,9 @@ cpdef object join_pivot(Py_ssize_t m, object cap, double kappa, double residual,
     if (cap is not None and m >= <Py_ssize_t>cap) or not residual > SPAN_TOL * kappa:
         return None
     return sqrt(min_pivot if min_pivot > residual else residual)
+
+
+cdef double EMPTY = 0.0  # the data of an empty buffer without any
 
 
 cdef double* data_of(object array) except NULL:
@@ -213,16 +216,25 @@ cdef double solve_against(factor, Py_ssize_t m, const double* k, double kappa,
     return residual
 
 
-cdef int acquire(obj, Py_buffer* view, int ndim) except -1:
+cdef int acquire(obj, Py_buffer* view, int ndim, bint writable=False) except -1:
     """``view`` of ``obj``: a float64 buffer of ``ndim`` dimensions with its strides (a typed
     memoryview's checks, without its object); the caller releases it."""
-    PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO)
+    PyObject_GetBuffer(obj, view, PyBUF_RECORDS if writable else PyBUF_RECORDS_RO)
     if (view.ndim != ndim or view.itemsize != sizeof(double) or view.format == NULL
             or view.format[0] != b'd' or view.format[1] != 0):
         PyBuffer_Release(view)
-        raise ValueError(f"analyse: a {ndim}-d float64 array expected, got "
-                         f"{type(obj).__name__}")
+        raise ValueError(f"a {ndim}-d float64 array expected, got {type(obj).__name__}")
     return 0
+
+
+cdef double* acquire_row(obj, Py_buffer* view, bint writable) except NULL:
+    """:func:`acquire` of a contiguous float64 vector; returns its data (the caller releases
+    ``view``)."""
+    acquire(obj, view, 1, writable)
+    if view.shape[0] > 1 and view.strides[0] != sizeof(double):
+        PyBuffer_Release(view)
+        raise ValueError("a contiguous float64 vector expected, got a strided one")
+    return <double*>view.buf if view.buf != NULL else <double*>&EMPTY
 
 
 cdef double pairwise_sum(const double* a, Py_ssize_t n) noexcept nogil:
@@ -253,8 +265,8 @@ cdef double pairwise_sum(const double* a, Py_ssize_t n) noexcept nogil:
     return pairwise_sum(a, half) + pairwise_sum(a + half, n - half)
 
 
-def usage_step(double[::1] usage, const double[::1] k, double residual, double count,
-               double mean, double horizon, double margin):
+def usage_step(usage, k, double residual, double count, double mean, double horizon,
+               double margin):
     r"""The usage rule's step (``SharedEmbedding.swap_in``), in place, ``O(m)``: each atom's
     discounted share of the point's kernel row ``k``, :math:`U_j \leftarrow \gamma U_j + k_j /
     \sum_i k_i` (no share for a zero row), the discounted count :math:`N \leftarrow \gamma N +
@@ -265,27 +277,46 @@ def usage_step(double[::1] usage, const double[::1] k, double residual, double c
 
     Returns ``(N, r_bar, j)``, ``j = -1`` for none. ``usage`` and ``k`` have the ``m`` atoms'
     entries (a refused call changes nothing)."""
-    cdef Py_ssize_t m = usage.shape[0], i, j = -1
-    cdef double decay, total
-    if k.shape[0] != m:
-        raise ValueError(f"usage_step: a kernel row of {k.shape[0]} entries for {m} atoms")
-    if not horizon >= 1.0:
-        raise ValueError(f"usage_step: horizon must be at least 1, not {horizon!r}")
-    decay = 1.0 - 1.0 / horizon
-    with nogil:
-        for i in range(m):
-            usage[i] = usage[i] * decay
-        total = 0.0 + pairwise_sum(&k[0], m) if m else 0.0
-        if total > 0.0:
-            for i in range(m):
-                usage[i] = usage[i] + k[i] / total
-        count = decay * count + 1.0
-        mean = mean + (residual - mean) / (count if count < horizon else horizon)
-        if margin > 0.0 and m > 0:
-            j = 0
-            for i in range(1, m):
-                if usage[i] < usage[j]:
-                    j = i
-            if not (usage[j] < count / (margin * m) and residual > mean):
-                j = -1
+    cdef Py_buffer ub, kb
+    cdef double* u = acquire_row(usage, &ub, True)
+    cdef const double* row
+    cdef Py_ssize_t m = ub.shape[0], j
+    try:
+        row = acquire_row(k, &kb, False)
+        try:
+            if kb.shape[0] != m:
+                raise ValueError(f"usage_step: a kernel row of {kb.shape[0]} entries for {m} "
+                                 "atoms")
+            if not horizon >= 1.0:
+                raise ValueError(f"usage_step: horizon must be at least 1, not {horizon!r}")
+            with nogil:
+                j = usage_update(u, row, m, residual, &count, &mean, horizon, margin)
+        finally:
+            PyBuffer_Release(&kb)
+    finally:
+        PyBuffer_Release(&ub)
     return count, mean, j
+
+
+cdef Py_ssize_t usage_update(double* usage, const double* k, Py_ssize_t m, double residual,
+                             double* count, double* mean, double horizon,
+                             double margin) noexcept nogil:
+    """:func:`usage_step`'s arithmetic on checked buffers; returns ``j``."""
+    cdef Py_ssize_t i, j = -1
+    cdef double decay = 1.0 - 1.0 / horizon, total
+    for i in range(m):
+        usage[i] = usage[i] * decay
+    total = 0.0 + pairwise_sum(k, m) if m else 0.0
+    if total > 0.0:
+        for i in range(m):
+            usage[i] = usage[i] + k[i] / total
+    count[0] = decay * count[0] + 1.0
+    mean[0] = mean[0] + (residual - mean[0]) / (count[0] if count[0] < horizon else horizon)
+    if margin > 0.0 and m > 0:
+        j = 0
+        for i in range(1, m):
+            if usage[i] < usage[j]:
+                j = i
+        if not (usage[j] < count[0] / (margin * m) and residual > mean[0]):
+            j = -1
+    return j
