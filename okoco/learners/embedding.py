@@ -131,7 +131,7 @@ class NystromEmbedding:
         (:func:`exact_row_spec`), else ``False``; kept with the kernel it describes
         (``_row_spec``: a learner sets its default kernel at its first step)."""
         kept = self._row_spec
-        if type(kept) is not tuple or kept[0] is not self._kernel:  # (a pickle's spec too)
+        if type(kept) is not tuple or kept[0] is not self._kernel:  # (or an older bare spec)
             kept = self._row_spec = (self._kernel, exact_row_spec(self._kernel) or False)
         return kept[1]
 
