@@ -162,9 +162,10 @@ _np_exp = np.exp
 
 # numpy's exp of float64 called without its ufunc machinery (about a microsecond a call: the
 # arguments' parsing, the loop's lookup, the error state), through its own inner loop: the
-# loop the ufunc holds for ``d -> d`` (the leading fields of numpy's PyUFuncObject, unchanged
-# since numpy 1.0), used only if it gives np.exp's bits on a check at import (values across
-# exp's range and every tail length of its vector loop); else np.exp itself.
+# loop the ufunc holds for ``d -> d`` (the leading fields of numpy's PyUFuncObject, public and
+# unchanged from numpy 1.0 to 2.x; another major version keeps np.exp), used only if it gives
+# np.exp's bits on a check at import (values across exp's range and every tail length of its
+# vector loop); else np.exp itself.
 cdef extern from *:
     """
     typedef void (*okoco_loop)(char**, const Py_ssize_t*, const Py_ssize_t*, void*);
@@ -204,6 +205,8 @@ cdef void find_exp_loop():
     global exp_loop, exp_data, found_loop
     cdef okoco_ufunc_head* ufunc = <okoco_ufunc_head*><PyObject*>_np_exp
     cdef int i, length, double_type = np.dtype(np.float64).num
+    if np.__version__.split(".")[0] not in ("1", "2"):  # (the head as numpy 1 and 2 lay it)
+        return
     if type(_np_exp) is not np.ufunc or ufunc.nin != 1 or ufunc.nout != 1:
         return
     for i in range(ufunc.ntypes):
