@@ -14,4 +14,5 @@ cdef Kernel make_kernel(tuple spec) except *
 cdef bint kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t n, int d,
                      const double* sq, const double* x, int w, double* out) noexcept nogil
 cdef int kernel_exp(object buffer, double* v, Py_ssize_t n) except -1
+cdef int numpy_exp(object buffer, double* v, Py_ssize_t n) except -1
 cdef double self_similarity(const Kernel* k, const double* x, int w) noexcept nogil

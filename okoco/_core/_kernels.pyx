@@ -9,6 +9,8 @@ scope.
 
 import numpy as np
 
+from cpython.object cimport PyObject
+
 from libc.math cimport exp, fabs, pow
 from scipy.linalg.cython_blas cimport ddot, dgemv
 
@@ -153,10 +155,102 @@ cdef Kernel make_kernel(tuple spec) except *:
     return k
 
 
-# From this many values numpy's vectorized exp (its own SIMD loops), called with the GIL, is
-# faster than a call of libm's exp per value.
+# From this many values numpy's vectorized exp (its own SIMD loops) is faster than a call of
+# libm's exp per value.
 cdef Py_ssize_t NUMPY_EXP = 64
 _np_exp = np.exp
+
+# numpy's exp of float64 called without its ufunc machinery (about a microsecond a call: the
+# arguments' parsing, the loop's lookup, the error state), through its own inner loop: the
+# loop the ufunc holds for ``d -> d`` (the leading fields of numpy's PyUFuncObject, public and
+# unchanged from numpy 1.0 to 2.x; another major version keeps np.exp), used only if it gives
+# np.exp's bits on a check at import (values across exp's range and every tail length of its
+# vector loop); else np.exp itself.
+cdef extern from *:
+    """
+    typedef void (*okoco_loop)(char**, const Py_ssize_t*, const Py_ssize_t*, void*);
+    typedef struct {
+        PyObject_HEAD
+        int nin, nout, nargs, identity;
+        okoco_loop* functions;
+        void* const* data;
+        int ntypes, reserved1;
+        const char* name;
+        const char* types;
+    } okoco_ufunc_head;
+    """
+    ctypedef void (*okoco_loop)(char**, const Py_ssize_t*, const Py_ssize_t*, void*) noexcept nogil
+    ctypedef struct okoco_ufunc_head:
+        int nin, nout, ntypes
+        okoco_loop* functions
+        void** data
+        const char* types
+
+cdef okoco_loop found_loop = NULL  # numpy's loop, once it passed the check
+cdef okoco_loop exp_loop = NULL    # the loop in use (NULL: np.exp)
+cdef void* exp_data = NULL
+
+
+cdef void loop_exp(double* v, Py_ssize_t n) noexcept nogil:
+    """v <- exp(v) by numpy's float64 loop (exp_loop set)."""
+    cdef char* args[2]
+    cdef Py_ssize_t steps[2]
+    args[0] = args[1] = <char*>v
+    steps[0] = steps[1] = sizeof(double)
+    exp_loop(args, &n, steps, exp_data)
+
+
+cdef void find_exp_loop():
+    """Set exp_loop to numpy's float64 exp loop if it gives np.exp's bits (see above)."""
+    global exp_loop, exp_data, found_loop
+    cdef okoco_ufunc_head* ufunc = <okoco_ufunc_head*><PyObject*>_np_exp
+    cdef int i, length, double_type = np.dtype(np.float64).num
+    if np.__version__.split(".")[0] not in ("1", "2"):  # (the head as numpy 1 and 2 lay it)
+        return
+    if type(_np_exp) is not np.ufunc or ufunc.nin != 1 or ufunc.nout != 1:
+        return
+    for i in range(ufunc.ntypes):
+        if ufunc.types[2 * i] == double_type and ufunc.types[2 * i + 1] == double_type:
+            exp_loop, exp_data = ufunc.functions[i], ufunc.data[i]
+            break
+    if exp_loop == NULL:
+        return
+    values = np.concatenate([np.linspace(-760.0, 30.0, 20011), -np.logspace(-20, 2.5, 4001),
+                             [0.0, -0.0, -1e-300, -708.5, -745.2, -746.0, -np.inf]])
+    if not same_exp(values):
+        exp_loop = NULL
+        return
+    for i in range(4):  # every tail length of a vector loop, from values across the range
+        for length in range(1, 41):
+            if not same_exp(values[500 * length + i:500 * length + i + length]):
+                exp_loop = NULL
+                return
+
+
+cdef bint same_exp(values):
+    """Whether loop_exp gives np.exp's bits over ``values``."""
+    cdef double[::1] got = values.copy()
+    loop_exp(&got[0], got.shape[0])
+    return np.asarray(got).tobytes() == _np_exp(values).tobytes()
+
+
+find_exp_loop()
+found_loop = exp_loop
+
+
+def exp_path(str path=None) -> str:
+    """How the compiled steps raise numpy's exp: ``"loop"`` (its float64 inner loop, checked
+    at import) or ``"ufunc"`` (np.exp itself); ``path`` sets it (``"loop"`` only where the
+    check found it), for tests comparing the two."""
+    global exp_loop
+    if path is not None:
+        if path not in ("loop", "ufunc"):
+            raise ValueError(f"path must be 'loop' or 'ufunc', got {path!r}")
+        if path == "loop" and found_loop == NULL:
+            raise ValueError("path 'loop': numpy's float64 exp loop was not found (or gave "
+                             "other bits than np.exp)")
+        exp_loop = found_loop if path == "loop" else NULL
+    return "loop" if exp_loop != NULL else "ufunc"
 
 
 cdef bint kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t n, int d,
@@ -195,14 +289,26 @@ cdef bint kernel_row(const Kernel* k, const double* X, Py_ssize_t ld, Py_ssize_t
 
 
 cdef int kernel_exp(object buffer, double* v, Py_ssize_t n) except -1:
-    """v <- exp(v) for the first n values of the numpy array buffer (whose data v is)."""
+    """v <- exp(v) for the first n values of the numpy array buffer (whose data v is):
+    numpy's exp from NUMPY_EXP values (numpy_exp), libm's below."""
     cdef Py_ssize_t i
     if n >= NUMPY_EXP:
-        part = buffer[:n]
-        _np_exp(part, out=part)
+        numpy_exp(buffer, v, n)
     else:
         for i in range(n):
             v[i] = exp(v[i])
+    return 0
+
+
+cdef int numpy_exp(object buffer, double* v, Py_ssize_t n) except -1:
+    """v <- np.exp(v), bit for bit, for the first n values of the float64 array buffer (whose
+    data v is): numpy's own loop (exp_loop), else the ufunc."""
+    if exp_loop != NULL:
+        if n > 0:
+            loop_exp(v, n)
+    else:
+        part = buffer[:n]
+        _np_exp(part, out=part)
     return 0
 
 

@@ -39,7 +39,8 @@ import math
 import numpy as np
 
 from okoco._blas import all_one_thread
-from okoco._core import _embedding, _pros
+from okoco._core import _embedding
+from okoco._core._embedding import Embedded
 from okoco.dictionary import KORS
 from okoco.kernels import RBF, finite_row, self_similarity
 from okoco.learners._codes import compiled_kernel
@@ -50,17 +51,10 @@ from okoco.linalg import IncrementalCholesky, Rows
 __all__ = ["NystromEmbedding", "SharedEmbedding", "Embedded", "drop_rotations",
            "rotate_coordinates"]
 
-# A point whose residual k(x, x) - h.h is below this fraction of k(x, x) lies in the span of the
-# dictionary to working precision: it is not offered to KORS, since as an atom it would only add
-# a coordinate made of rounding noise (amplified by 1 / pivot) to every embedding (one value,
-# which the compiled loop uses too).
-_SPAN_TOL = _pros.SPAN_TOLERANCE
-
 #: The rules of a full :class:`SharedEmbedding` (its ``swap_rule``).
 SWAP_RULES = ("residual", "usage")
 
-_NONE = np.zeros(0)  # no new coordinate (read-only)
-_NONE.flags.writeable = False
+_NONE = _embedding.NO_COORDINATE  # no new coordinate (read-only)
 
 
 def exact_row_spec(kernel) -> tuple | None:
@@ -91,6 +85,8 @@ class NystromEmbedding:
     # the embedding's factor (the factor stays: the heads' coordinates are L's), and KORS's
     # factor and matrix, whose atoms are the store's.
     _rebuilt_parts = {"embedding": ("matrix",), "kors.cholesky": None}
+    _saved_state = {"_row_spec": "cache:None"}
+    _row_spec = None  # (kernel, its compiled description or False) for analyse (a cache)
 
     def _rebuild(self, charge) -> None:
         r"""After a load, the embedding's matrix :math:`K_{\mathcal I}` from the atoms
@@ -120,9 +116,24 @@ class NystromEmbedding:
         chol.rebuild_factor(charge)
 
     def _embedding_of(self, v: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
-        """``(k, kappa, h)``: the kernel row over the atoms, ``k(v, v)`` and ``L^{-1} k``."""
+        """``(k, kappa, h)``: the kernel row over the atoms, ``k(v, v)`` and ``L^{-1} k``, for
+        an RBF kernel in one compiled call (``okoco._core._embedding.analyse``, the same
+        numbers), else from the kernel's own row (:meth:`_kernel_row_of`)."""
+        spec = self._row_spec_of()
+        parts = spec and _embedding.analyse(spec, self._store, self._embed, v)
+        if parts:
+            return parts[:3]
         k, kappa = self._kernel_row_of(v)
         return k, kappa, self._embed.half_solve(k)
+
+    def _row_spec_of(self) -> tuple | bool:
+        """The kernel's compiled description if its compiled row is its own bit for bit
+        (:func:`exact_row_spec`), else ``False``; kept with the kernel it describes
+        (``_row_spec``: a learner sets its default kernel at its first step)."""
+        kept = self._row_spec
+        if type(kept) is not tuple or kept[0] is not self._kernel:  # (or an older bare spec)
+            kept = self._row_spec = (self._kernel, exact_row_spec(self._kernel) or False)
+        return kept[1]
 
     def _kernel_row_of(self, v: np.ndarray) -> tuple[np.ndarray, float]:
         """``(k, kappa)``: the kernel row over the atoms and ``k(v, v)``, checked finite."""
@@ -137,11 +148,10 @@ class NystromEmbedding:
     def _join_pivot(self, kappa: float, residual: float) -> float | None:
         """The pivot the point would take as an atom (its coordinate in its own embedding),
         from its ``residual`` ``k(x, x) - h.h`` against the atoms, or ``None`` if it cannot
-        join: the dictionary is full, or the point lies in its span to working precision."""
-        full = self.max_size is not None and self._embed.size >= self.max_size
-        if full or not residual > _SPAN_TOL * kappa:
-            return None
-        return math.sqrt(max(residual, self._embed.min_pivot))
+        join: the dictionary is full, or the point lies in its span to working precision
+        (``okoco._core._embedding.join_pivot``)."""
+        return _embedding.join_pivot(self._embed.size, self.max_size, kappa, residual,
+                                     self._embed.min_pivot)
 
     def _offer(self, v: np.ndarray, k: np.ndarray, kappa: float, h: np.ndarray) -> bool:
         """KORS's coin for a point that can join (:meth:`_join_pivot`); if it lands, the point
@@ -210,11 +220,9 @@ class SharedEmbedding(NystromEmbedding):
                     "_inverse_diagonal": "cache:None", "swap_rule": "opt str",
                     "usage_horizon": "opt int[1,]", "_usage": "opt array(*) float64 as usage",
                     "_usage_count": "opt float as usage_count",
-                    "_mean_residual": "opt float as mean_residual",
-                    "_row_spec": "cache:None"}
+                    "_mean_residual": "opt float as mean_residual"}
     # (a file saved before the usage rule: the residual rule, no usages yet)
     swap_rule, usage_horizon, _usage, _usage_count, _mean_residual = "residual", 500, None, 0.0, 0.0
-    _row_spec = None  # the kernel's compiled description for analyse (a cache; False: none)
 
     @property
     def _rebuilt_parts(self) -> dict:
@@ -256,17 +264,13 @@ class SharedEmbedding(NystromEmbedding):
         return self._embed.size
 
     def analyse(self, v: np.ndarray) -> Embedded:
-        """The embedding of ``v`` (no state change): for an RBF kernel its kernel row, ``h``
-        and the residual in one compiled call (``okoco._core._embedding.analyse``, the numbers
-        of :meth:`_analyse_rows`), and the pivot (:meth:`_join_pivot`); else
+        """The embedding of ``v`` (no state change): for an RBF kernel its record (kernel row,
+        ``h``, the residual and the pivot) in one compiled call
+        (``okoco._core._embedding.analyse``, the numbers of :meth:`_analyse_rows`); else
         :meth:`_analyse_rows`."""
-        spec = self._row_spec
-        if spec is None:  # (a cache: the kernel's compiled description, or False)
-            spec = self._row_spec = exact_row_spec(self._kernel) or False
-        parts = spec and _embedding.analyse(spec, self._store, self._embed, v)
-        if not parts:
-            return self._analyse_rows(v)
-        return Embedded(*parts, self._join_pivot(parts[1], parts[3]))
+        spec = self._row_spec_of()
+        embedded = spec and _embedding.analyse(spec, self._store, self._embed, v, self.max_size)
+        return embedded or self._analyse_rows(v)
 
     def _analyse_rows(self, v: np.ndarray) -> Embedded:
         """The embedding of ``v`` from the kernel's own row (:meth:`_kernel_row_of`, any
@@ -410,17 +414,3 @@ def rotate_coordinates(v: np.ndarray, j: int, rotations: list) -> None:
         first, other = v[j].copy(), v[j + 1 + i].copy()
         v[j] = c * first - s * other
         v[j + 1 + i] = s * first + c * other
-
-
-class Embedded:
-    """One point's embedding by a :class:`SharedEmbedding`: ``k``, ``kappa``, ``h``, its
-    ``residual`` ``kappa - h.h`` against the atoms, the ``pivot`` it would take as an atom
-    (``None``: it cannot join), the new coordinate of its heads' step ``new`` (``[pivot]``, or
-    none) and whether it ``joined``."""
-
-    __slots__ = ("k", "kappa", "h", "residual", "pivot", "new", "joined")
-
-    def __init__(self, k, kappa, h, residual, pivot):
-        self.k, self.kappa, self.h, self.residual = k, kappa, h, residual
-        self.pivot, self.joined = pivot, False
-        self.new = _NONE if pivot is None else np.array([pivot])
