@@ -244,3 +244,26 @@ def test_a_head_step_is_a_named_pair_and_an_analysis_names_its_new_coordinates()
         embedding.offer(v, embedded)
         head.apply(v, analysis, step)
     assert analysis.optional is False and analysis.new.shape == (0,)  # a repeat cannot join
+
+
+def test_a_plan_keeps_its_own_new_coordinates_and_commits_no_stale_ones():
+    """The compiled state keeps a view of a plan's new coordinates only when there are some (an
+    empty array, most steps', takes none): a plan with a new coordinate then one without it
+    commits none (asking for one is refused, as it was, before anything changes); the view of
+    the first plan is no longer read."""
+    head = LinearExpert(Squared(), alpha=1.0, eta="hessian", bound=30.0)
+    _linear_steps(head, np.random.default_rng(4), 5)
+    state = head._ons_state(True)
+    z = head.analyse(np.array([0.5, -1.0, 2.0])).z
+    assert state.plan(z, 0.3, float(z @ head._u[: z.shape[0]]), 0.0, np.array([0.5]),
+                      True) == _ons.OK
+    assert state.plan(z, 0.3, float(z @ head._u[: z.shape[0]]), 0.0, np.zeros(0),
+                      False) == _ons.OK
+    before = (head._u.copy(), head._P.matrix())
+    with pytest.raises(ValueError, match="1 new coordinates, 0 planned"):
+        state.commit(0.3, 0.0, 1)
+    _assert_same_bits(head._u, before[0])
+    _assert_same_bits(head._P.matrix(), before[1])
+    assert state.prepare(z, np.array([0.25, 0.5]), False) == _ons.OK  # from Python (feed's)
+    with pytest.raises(ValueError, match="1 new coordinates, 2 planned"):
+        state.commit(0.3, 0.0, 1)
