@@ -15,8 +15,9 @@ cdef class OnsState:
     cdef readonly object P_obj, u_obj  # the owners of the bound buffers
     cdef object P_buf, x_obj
     cdef double[::1] P, u, x  # x: the step's A^{-1} z over the grown coordinates (not deferred)
-    cdef object pz_obj, new_obj  # a planned step's A^{-1} z and new coordinates (plan)
+    cdef object pz_obj  # a planned step's A^{-1} z (plan)
     cdef double[::1] pz
+    cdef const double[::1] new_values  # a planned step's new coordinates (plan)
     # [a, x]: the rank-one update of A^{-1} the last step left pending (a = 0: none), in the
     # bound matrix's own buffer (PackedSymmetric.pending_update); deferred: bound to one
     cdef object pending_obj
@@ -40,3 +41,4 @@ cdef class OnsState:
                     Py_ssize_t n_new) noexcept nogil
     cdef void take(self, const double* Pz, double s, const double* new, Py_ssize_t n_new,
                      double y, double residual) noexcept nogil
+    cdef int _prepare(self, const double[::1] z, new, bint optional) except -1

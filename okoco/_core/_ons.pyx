@@ -47,6 +47,8 @@ from okoco._core._losses cimport clip_excess, derivative, second_derivative
 # s = z^T A^{-1} z is floored before it divides the projection (a zero embedding never
 # projects)
 cdef double MIN_S = 1e-300
+# no new coordinate: the view a step without any keeps (no buffer acquired each step)
+cdef const double[::1] NO_NEW = np.zeros(0)
 
 cdef inline double spread(double alpha, double s, double residual) noexcept nogil:
     """The spread of a prediction before the noise scale, alpha s + r + alpha / 2 (``s =
@@ -82,7 +84,7 @@ cdef class OnsState:
         self.x = self.x_obj
         self.pz_obj = np.zeros(16)
         self.pz = self.pz_obj
-        self.new_obj = np.zeros(0)
+        self.new_values = NO_NEW
 
     def bind(self, P_obj, P_storage, Py_ssize_t m, bint dense, u):
         """Views of ``A^{-1}``'s flat storage (``P_obj`` the array that holds it; ``m``
@@ -269,22 +271,29 @@ cdef class OnsState:
         cdef int status = self.differentiate(y, ybar, eta)
         if status != ONS_OK:
             return status
-        return self.prepare(z, new, optional)
+        return self._prepare(z, new, optional)
 
     def prepare(self, const double[::1] z, new, bint optional):
         """The status of the step with the gradient in place: ``A^{-1} z`` and ``s`` kept for
         :meth:`commit`, and the check with the new coordinates ``new`` (an array, kept),
         and also without them if they are ``optional`` (an atom that may not join)."""
+        return self._prepare(z, new, optional)
+
+    cdef int _prepare(self, const double[::1] z, new, bint optional) except -1:
+        """:meth:`prepare`, also :meth:`plan`'s (``z`` passed on as the view it is; an empty
+        ``new``, most steps', takes no view of its own)."""
         cdef Py_ssize_t m = self.m
-        cdef const double[::1] values = new
+        cdef const double[::1] values = NO_NEW
         cdef int status
+        if len(new):
+            values = new
         if z.shape[0] != m:
             raise ValueError(f"z has {z.shape[0]} coordinates, the head {m}")
         if self.pz_obj.shape[0] < m:
             self.pz_obj = np.zeros(max(2 * self.pz_obj.shape[0], m))
             self.pz = self.pz_obj
         self.s = self.product(&z[0], &self.pz[0]) if m else 0.0
-        self.new_obj = new
+        self.new_values = values
         if optional or values.shape[0] == 0:
             status = self.admits(&self.pz[0], self.s, NULL, 0)
             if status != ONS_OK or values.shape[0] == 0:
@@ -294,7 +303,7 @@ cdef class OnsState:
     def commit(self, double y, double residual, Py_ssize_t n_new):
         """Take the planned step with the first ``n_new`` of its new coordinates (0 or all of
         them), the head already grown by them."""
-        cdef const double[::1] values = self.new_obj
+        cdef const double[::1] values = self.new_values
         if n_new and n_new != values.shape[0] or self.pz_obj.shape[0] < self.m - n_new:
             raise ValueError(f"{n_new} new coordinates, {values.shape[0]} planned")
         self.take(&self.pz[0], self.s, &values[0] if n_new else NULL, n_new, y, residual)

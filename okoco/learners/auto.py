@@ -413,8 +413,8 @@ class Auto(ExpertMixture, KernelLearner):
         return self._share_at_ends(self._target_ends, safe, fast)
 
     def _analyse(self, v: np.ndarray):
-        """:meth:`_analyse_now`, kept for a ``learn_one`` after ``predict_one`` on the row."""
-        return self._cached(v, self._analyse_now)
+        """:meth:`_analyse_now`, kept for a ``learn_one`` after ``predict_one`` (``_cached``)."""
+        return self._memoised(self.n_seen, v, self._analyse_now)
 
     def _analyse_now(self, v: np.ndarray):
         """``(analyses, clipped predictions, Auto's prediction, the step's StepShared)``: the

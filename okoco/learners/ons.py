@@ -13,8 +13,8 @@ errors. ``Auto``'s experts are heads: :class:`DictionaryExpert` on a shared
 from __future__ import annotations
 
 import threading
-from collections import namedtuple
 from numbers import Real
+from operator import itemgetter
 
 import numpy as np
 
@@ -106,25 +106,25 @@ class OnsHead:
         r"""The gradient, :math:`A^{-1}z` and the check, in the state (``OnsState.plan``), for
         the step with the new coordinates ``new`` (and also without them if ``optional``: an
         atom that may not join); raises ``ValueError`` if it would not be usable."""
-        state, status = self._ons_planned(y, z, ybar, eta, new, optional)
+        state = self._ons_state(eta is None)
+        status = state.plan(z, y, ybar, eta or 0.0, new, optional)
+        if status == _ons.NEED_DERIVATIVE:  # a loss without a compiled form feeds the step
+            status = self._ons_feed(state, y, z, eta, new, optional)
         if status == _ons.CURVED:  # a curved step on the scalar I/alpha: the full matrix first
             self._P = self._P.full()
-            state, status = self._ons_planned(y, z, ybar, eta, new, optional)
+            return self._ons_plan(y, z, ybar, eta, new, optional)
         if status:
             raise ValueError(self._ons_refusal(state, y, status))
         return state
 
-    def _ons_planned(self, y, z, ybar, eta, new, optional) -> tuple[_ons.OnsState, int]:
-        """The compiled state with the step planned (:meth:`_ons_plan`) and its status."""
-        state = self._ons_state(eta is None)
-        status = state.plan(z, y, ybar, eta or 0.0, new, optional)
-        if status == _ons.NEED_DERIVATIVE:  # a loss without a compiled form feeds the step
-            loss, yhat = self._ons_loss, state.yhat
-            second = float(loss.second_derivative(y, yhat)) if eta is None else 0.0
-            status = state.feed(float(loss.derivative(y, yhat)), second, eta or 0.0)
-            if not status:
-                status = state.prepare(z, new, optional)
-        return state, status
+    def _ons_feed(self, state, y: float, z: np.ndarray, eta: float | None, new: np.ndarray,
+                  optional: bool) -> int:
+        """The status of a step whose loss has no compiled form (``NEED_DERIVATIVE``): its
+        derivatives at ``yhat`` fed to the state, then the step prepared."""
+        loss, yhat = self._ons_loss, state.yhat
+        second = float(loss.second_derivative(y, yhat)) if eta is None else 0.0
+        status = state.feed(float(loss.derivative(y, yhat)), second, eta or 0.0)
+        return status or state.prepare(z, new, optional)
 
     def _ons_commit(self, state, y: float, residual: float, n_new: int) -> None:
         """The planned step (:meth:`_ons_plan`), with its ``n_new`` new coordinates (0, or all
@@ -192,19 +192,28 @@ class OnsHead:
 class HeadAnalysis:
     """An ONS head's record of one row (``Auto``'s heads): its coordinates ``z``, the unclipped
     prediction ``ybar``, the residual ``k(x, x) - z.z`` (0 for explicit features), ``extra``
-    (a dictionary head's ``Embedded``; a linear head's new coordinates) and ``direction``,
-    ``(A^{-1} z, s)`` once the variance asked for it."""
+    (a dictionary head's ``Embedded``; a linear head's new coordinates), the coordinates
+    ``new`` a step may add and whether they are ``optional`` (an atom the dictionary may not
+    take), and ``direction``, ``(A^{-1} z, s)`` once the variance asked for it."""
 
-    __slots__ = ("z", "ybar", "residual", "extra", "direction")
+    __slots__ = ("z", "ybar", "residual", "extra", "new", "optional", "direction")
 
-    def __init__(self, z: np.ndarray, ybar: float, residual: float, extra):
+    def __init__(self, z: np.ndarray, ybar: float, residual: float, extra, new: np.ndarray,
+                 optional: bool):
         self.z, self.ybar, self.residual, self.extra = z, ybar, residual, extra
-        self.direction = None
+        self.new, self.optional, self.direction = new, optional, None
 
 
-#: An ONS head's checked step (the step protocol's ``check``): the compiled state holding the
-#: planned step (``okoco._core._ons.OnsState``) and the target it was planned for.
-HeadStep = namedtuple("HeadStep", "state y", module=__name__)
+class HeadStep(tuple):
+    """An ONS head's checked step (the step protocol's ``check``), a named pair built from a
+    tuple, ``HeadStep((state, y))`` (no Python-level constructor: a namedtuple's costs twice
+    as much): the compiled state holding the planned step (``okoco._core._ons.OnsState``)
+    and the target it was planned for."""
+
+    __slots__ = ()
+    _fields = ("state", "y")
+    state = property(itemgetter(0), doc="The compiled state holding the planned step.")
+    y = property(itemgetter(1), doc="The target the step was planned for.")
 
 
 class _Expert(OnsHead, StepProtocol, Locked):
@@ -212,9 +221,9 @@ class _Expert(OnsHead, StepProtocol, Locked):
     number), the bound ``C`` (its owner clips the predictions to it), a lock of its own (as
     every learner has), and the step protocol (``okoco.learners.base.StepProtocol``):
     :meth:`check` (before anything changes), :meth:`apply` and :meth:`forget` (nothing: a
-    head keeps no point). A subclass defines ``analyse``, ``_new_coordinates(analysis)`` (the
-    coordinates a step may add, and whether they may not join) and ``_joined(analysis)`` (how
-    many of them joined: 0, or all)."""
+    head keeps no point). A subclass defines ``analyse`` (a :class:`HeadAnalysis`, with the
+    coordinates a step may add) and ``_joined(analysis)`` (how many of them joined: 0, or
+    all)."""
 
     _parameter_constraints = {"alpha": [Interval(Real, 0, None, closed="neither")],
                               "eta": [Interval(Real, 0, None, closed="neither"),
@@ -266,9 +275,9 @@ class _Expert(OnsHead, StepProtocol, Locked):
         """The step at the target ``y`` (:meth:`OnsHead._ons_plan`), with the new coordinates
         (and also without them if they may not join: an atom the dictionary may not take);
         ``ValueError`` if it would not be usable (nothing changed)."""
-        new, optional = self._new_coordinates(analysis)
         eta = None if self.eta == "hessian" else float(self.eta)
-        return HeadStep(self._ons_plan(y, analysis.z, analysis.ybar, eta, new, optional), y)
+        return HeadStep((self._ons_plan(y, analysis.z, analysis.ybar, eta, analysis.new,
+                                        analysis.optional), y))
 
     def apply(self, v: np.ndarray, analysis, step: HeadStep) -> None:
         """The checked step, with its new coordinates grown first, counted (``n_seen``)."""
@@ -335,11 +344,9 @@ class DictionaryExpert(_Expert):
         ``dictionary``)."""
         embedded = shared.embedded[self.dictionary]
         h = embedded.h  # (z.u compiled, as OnsHead._ons_predict)
-        return HeadAnalysis(h, _heads.predict(h, self._u), embedded.residual, embedded)
-
-    def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
-        embedded = analysis.extra  # its pivot None: the row cannot join the dictionary
-        return embedded.new, embedded.pivot is not None
+        # its pivot None: the row cannot join the dictionary (no optional coordinate)
+        return HeadAnalysis(h, _heads.predict(h, self._u), embedded.residual, embedded,
+                            embedded.new, embedded.pivot is not None)
 
     def _joined(self, analysis) -> int:
         return 1 if analysis.extra.joined else 0
@@ -397,11 +404,8 @@ class LinearExpert(_Expert):
         the head's, features absent from the row 0, and the features first seen now (new
         coordinates), in one compiled call (``okoco._core._heads.linear_coordinates``)."""
         known, new = _heads.linear_coordinates(v, self._P.size)
-        return HeadAnalysis(known, _heads.predict(known, self._u), 0.0,
-                            _NONE if new is None else new)
-
-    def _new_coordinates(self, analysis) -> tuple[np.ndarray, bool]:
-        return analysis.extra, False  # the features first seen now
+        new = _NONE if new is None else new  # the features first seen now
+        return HeadAnalysis(known, _heads.predict(known, self._u), 0.0, new, new, False)
 
     def _joined(self, analysis) -> int:
         return analysis.extra.shape[0]
