@@ -22,6 +22,7 @@ from test_dictionary import nystrom_dense, psi_error, weights_vector
 from typer.testing import CliRunner
 
 from okoco import datasets
+from okoco import preprocessing as okp
 from okoco.cli import app
 from okoco.dictionary import SQUEAK, effective_dimension
 from okoco.distributed import grid, merge_tree, nystrom_krr
@@ -73,7 +74,7 @@ def test_grid_on_cluster_equals_serial_and_river(client):
     assert dask.n_workers == 2 and "2 workers" in repr(dask)
     # an independent reference: the model the grid promises, built by hand, through river
     ref = preprocessing.TargetStandardScaler(
-        preprocessing.StandardScaler() | KONS(C=3.0, alpha=1.0))
+        okp.StandardScaler() | KONS(C=3.0, alpha=1.0))  # the CLI's scaler
     expected = river_evaluate.progressive_val_score(datasets.load("sinc", n=120, seed=1), ref,
                                                     metrics.MAE()).get()
     assert dask.records[3]["metrics"] == {"MAE": expected}

@@ -96,7 +96,8 @@ def build_model(name: str, task: str, *, loss: str | None, kernel: Any, C: float
     """The model the CLI replays: ``TargetStandardScaler(StandardScaler() | learner)``.
 
     Each wrapper is optional (``scale_target``, ``scale``). The scalers are okoco's
-    (:mod:`okoco.preprocessing`: river's numbers, without importing ``river.preprocessing``).
+    (:mod:`okoco.preprocessing`: river's statistics, without importing ``river.preprocessing``;
+    a row is predicted as it is learned, one analysis a step).
     With ``text_columns`` (a text column's name and its number of distinct values, as
     :func:`okoco.datasets.load_csv` gives them in ``info["text_columns"]``), the first step is
     :func:`okoco.preprocessing.encode_text` instead of the scaler: river's ``OneHotEncoder``
