@@ -1,11 +1,10 @@
 """Long streams: error per block of steps, CPU per step and memory, test-then-train, defaults.
 
 Every learner is replayed as a user runs it with no tuning (public API only): features
-standardized online (okoco's ``StandardScaler``; river's before river's LogisticRegression),
-raw regression targets for ``Auto`` (it standardizes them inside) and a
-``TargetStandardScaler`` around the other regressors, binary tasks through
-:class:`okoco.BinaryClassifier` with the logistic loss (KRLS with its own squared
-loss). Streams (river ``datasets.synth``):
+standardized online (okoco's ``StandardScaler``; ``--scaler river``: river's; river's for LR), raw
+regression targets for ``Auto`` (it standardizes them inside) and a ``TargetStandardScaler``
+around the other regressors, binary tasks through :class:`okoco.BinaryClassifier` with the
+logistic loss (KRLS with its own squared loss). Streams (river ``datasets.synth``):
 
 - ``friedman``: ``Friedman(seed=s)``, d = 10, noise N(0, 1) (Bayes MAE 0.80), stationary;
 - ``rbf``: ``RandomRBF(seed_model=s, seed_sample=s, n_classes=2, n_features=10,
@@ -89,8 +88,7 @@ def stream(name: str, steps: int, seed: int):
 
 
 def learner(name: str, task: str, auto: dict | None = None, scaler: str = "okoco"):
-    """A learner at its defaults for ``task`` as a user builds it (``harness.as_user``, with
-    okoco's or river's feature ``scaler``)."""
+    """A learner at its defaults for ``task`` as a user builds it (``harness.as_user``)."""
     if name == "lr" and task != "regression":
         return preprocessing.StandardScaler() | linear_model.LogisticRegression()
     plain = {"conkons": CONKONS, "kons": KONS, "sketched": SketchedKONS, "fgd": FunctionalGD}
@@ -162,8 +160,7 @@ def main(argv=None) -> None:
                         "NAME=VALUE (numbers), e.g. switch_rate=0.001")
     parser.add_argument("--dictionary", default="", help="Auto's DICTIONARY for this run, "
                         "ALPHA,SIZE,MARGIN[,RULE] (MARGIN none: frozen), e.g. 1,500,10,usage")
-    parser.add_argument("--scaler", default="okoco", choices=["okoco", "river"],
-                        help="the okoco learners' feature scaler (river's LR keeps river's)")
+    parser.add_argument("--scaler", default="okoco", choices=["okoco", "river"])
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     parser.add_argument("--progress", action="store_true", help="print every block as it ends")
     args = parser.parse_args(argv)
@@ -177,9 +174,8 @@ def main(argv=None) -> None:
     results = {}
     for seed in (int(s) for s in args.seeds.split(",")):
         for name in args.learners.split(","):
-            rows = stream(args.stream, args.steps, seed)
-            out = replay(learner(name, task, auto, args.scaler), task, rows, args.block,
-                         args.progress)
+            out = replay(learner(name, task, auto, args.scaler), task,
+                         stream(args.stream, args.steps, seed), args.block, args.progress)
             out["load_end"] = os.getloadavg()[0]
             results[f"{name}/{seed}"] = out
             blocks = " ".join(f"{b:.4f}" for b in out["blocks"])

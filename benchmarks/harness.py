@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import multiprocessing
 import os
 import platform
@@ -98,18 +99,11 @@ def busy_process():
 
 
 def as_user(factory: Callable, task: str, own_scaling: bool = False, scaler: str = "okoco"):
-    """``factory(loss)`` as a user runs it (the README): okoco's ``StandardScaler`` in front
-    (which predicts each row as it is learned; ``scaler="river"``: river's, which predicts it
-    by the statistics before it); regression targets through
-    ``TargetStandardScaler`` (unless the learner scales them itself, ``own_scaling``) and
-    ``factory(None)``; binary labels through ``BinaryClassifier(factory(Logistic()))``."""
-    import importlib
-
+    """``factory(loss)`` as a user runs it (the README): ``scaler``'s ``StandardScaler`` in front
+    (okoco or river); regression targets through ``TargetStandardScaler`` (unless the learner
+    scales them itself, ``own_scaling``), binary labels through ``BinaryClassifier``."""
     from okoco import BinaryClassifier, losses
-
-    preprocessing = importlib.import_module({"okoco": "okoco.preprocessing",
-                                             "river": "river.preprocessing"}[scaler])
-
+    preprocessing = importlib.import_module(f"{scaler}.preprocessing")
     if task == "regression":
         model = preprocessing.StandardScaler() | factory(None)
         return model if own_scaling else preprocessing.TargetStandardScaler(model)

@@ -254,7 +254,9 @@ def test_version_4_names_are_not_read_from_a_version_5_file(tmp_path, version):
 def test_a_format_4_replay_checkpoint_resumes_as_saved():
     """A checkpoint of format 4 (``tests/data/make_format_checkpoint.py``: a river pipeline of
     okoco's scalers around a windowed KONS, okoco's MAE and R2) restores into a fresh,
-    identically built run through the old field names: same predictions, same metrics."""
+    identically built run through the old field names: same metrics, and the same predictions
+    of the probes scaled as the scaler then scaled them (by the statistics as they are; it now
+    counts a row it predicts in)."""
     from okoco import metrics, preprocessing
     from okoco.learners import KONS
 
@@ -269,5 +271,11 @@ def test_a_format_4_replay_checkpoint_resumes_as_saved():
     progress = persistence.load_checkpoint(path, model, metric_list)
     assert progress == {"t": 40}
     assert [m.get() for m in metric_list] == reference["metrics"]
-    assert [model.predict_one(x) for x in reference["probes"]] == pytest.approx(
+    scaler, rest = model["StandardScaler"], model["TargetStandardScaler"]
+
+    def as_then(x: dict) -> dict:
+        return {i: (xi - scaler.means[i]) / v**0.5 if (v := scaler.vars[i]) else 0.0
+                for i, xi in x.items()}
+
+    assert [rest.predict_one(as_then(x)) for x in reference["probes"]] == pytest.approx(
         reference["predictions"], rel=1e-12, abs=1e-12)

@@ -131,17 +131,18 @@ def test_interval_width_of_large_targets_past_the_warm_up(tmp_path):
 
 def test_text_column_is_encoded_as_river_would(tmp_path):
     """Before: an error, or -d non_numeric=drop (MAE 2.7x river's). The default run equals
-    river's OneHotEncoder + StandardScaler feeding the same Auto (the issue's measure: within
-    5%; it is the same pipeline, so equal to rounding)."""
+    river's OneHotEncoder + okoco's StandardScaler (the CLI's) feeding the same Auto (the
+    issue's measure: within 5%; it is the same pipeline, so equal to rounding)."""
     from river import compose, evaluate, metrics, preprocessing
 
     from okoco import datasets
     from okoco.learners import Auto
+    from okoco.preprocessing import StandardScaler
 
     path = houses(tmp_path / "houses.csv", n=300)
     ours = json.loads(run("replay", path, "-t", "price", "--json").stdout)["metrics"]["MAE"]
     reference = ((compose.Select("city") | preprocessing.OneHotEncoder())
-                 + (compose.Discard("city") | preprocessing.StandardScaler())) | Auto()
+                 + (compose.Discard("city") | StandardScaler())) | Auto()
     data = datasets.load_csv(path, target="price", non_numeric="encode")
     river_mae = evaluate.progressive_val_score(data, reference, metrics.MAE()).get()
     assert ours == pytest.approx(river_mae, rel=1e-9)
