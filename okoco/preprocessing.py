@@ -2,8 +2,8 @@
 
 :class:`StandardScaler` and :class:`TargetStandardScaler` keep exactly the running statistics
 river's ``preprocessing.StandardScaler`` and ``preprocessing.TargetStandardScaler`` keep (the
-same order of floating-point operations; the feature scaler transforms a row it has just learned
-as it was predicted: :class:`StandardScaler`) and follow the same river protocols: a
+same order of floating-point operations; the feature scaler predicts a row as it is learned:
+:class:`StandardScaler`) and follow the same river protocols: a
 ``base.Transformer`` that goes into pipelines with ``|``, and a target-transforming ``Wrapper``
 around a regressor. They exist because importing ``river.preprocessing`` costs about
 a second (it pulls in scipy.stats, scikit-learn and pandas through river's trees and datasets),
@@ -45,6 +45,14 @@ MAX_ONE_HOT = 64
 
 #: The buckets a hashed text column is folded into (:func:`encode_text`).
 HASHED_FEATURES = 64
+
+
+def _counted(n: int, mean: float, var: float, xi: float) -> tuple[float, float]:
+    """A feature's running mean and population variance once ``xi`` is counted as its ``n``-th
+    value: river's updates, ``mean += (x - mean) / n`` and ``var += ((x - old mean) * (x - new
+    mean) - var) / n``, the same operations in the same order (the same bits)."""
+    new_mean = mean + (xi - mean) / n
+    return new_mean, var + ((xi - mean) * (xi - new_mean) - var) / n
 
 
 class StandardScaler(Locked, base.Transformer):
@@ -111,42 +119,27 @@ class StandardScaler(Locked, base.Transformer):
     @one_at_a_time
     def learn_one(self, x: dict) -> None:
         self._learned = dict(x)
-        # river's updates, mean += (x - mean) / n and var += ((x - old mean) * (x - new mean)
-        # - var) / n, the same operations in the same order (the same bits), each statistic
-        # read and written once per feature: a replay runs this on every sample
-        counts, means, vars_ = self.counts, self.means, self.vars
-        if not self.with_std:
-            for i, xi in x.items():
-                counts[i] = n = counts[i] + 1
-                means[i] += (xi - means[i]) / n
-            return
-        for i, xi in x.items():
+        counts, means, vars_, with_std = self.counts, self.means, self.vars, self.with_std
+        for i, xi in x.items():  # each statistic read and written once: a replay runs this
             counts[i] = n = counts[i] + 1
-            old_mean = means[i]
-            means[i] = mean = old_mean + (xi - old_mean) / n
-            var = vars_[i]
-            vars_[i] = var + ((xi - old_mean) * (xi - mean) - var) / n
+            means[i], var = _counted(n, means[i], vars_.get(i, 0.0), xi)
+            if with_std:
+                vars_[i] = var
 
     @one_at_a_time
     def transform_one(self, x: dict) -> dict:
-        means, vars_ = self.means, self.vars
-        if x == self._learned:  # the statistics include the row: river's transform
-            if not self.with_std:
-                return {i: xi - means[i] for i, xi in x.items()}
-            return {i: (xi - means[i]) / v**0.5 if (v := vars_[i]) else 0.0
-                    for i, xi in x.items()}
-        # the row counted in as learn_one counts it (the same operations), nothing changed
-        counts, out = self.counts, {}
+        counts, means, vars_, with_std = self.counts, self.means, self.vars, self.with_std
+        learned, out = x == self._learned, {}
         for i, xi in x.items():
-            n = counts.get(i, 0) + 1
-            old_mean = means.get(i, 0.0)
-            mean = old_mean + (xi - old_mean) / n
-            if not self.with_std:
+            if learned:  # the statistics include the row
+                mean, var = means[i], vars_.get(i, 0.0)
+            else:  # the row counted in as learn_one counts it, nothing changed
+                mean, var = _counted(counts.get(i, 0) + 1, means.get(i, 0.0),
+                                     vars_.get(i, 0.0), xi)
+            if not with_std:
                 out[i] = xi - mean
-                continue
-            var = vars_.get(i, 0.0)
-            v = var + ((xi - old_mean) * (xi - mean) - var) / n
-            out[i] = (xi - mean) / v**0.5 if v else 0.0
+            else:
+                out[i] = (xi - mean) / var**0.5 if var else 0.0
         return out
 
     @classmethod
