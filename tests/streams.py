@@ -10,6 +10,17 @@ def as_dicts(X):
     return [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
 
 
+def shifted_friedman(n, seed=3):
+    """Friedman's #1 inputs as dicts, shifted half-way (full dictionaries swap), its noisy
+    targets and labels (above the targets' median)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 10))
+    X[n // 2 :, :5] += 1.5
+    y = (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3]
+         + 5 * X[:, 4] + rng.normal(size=n))
+    return as_dicts(X), y, [bool(t > np.median(y)) for t in y]
+
+
 def run(model, X, y, path="one"):
     """Test-then-train over the rows of ``X``: the predictions made before each update, one
     row at a time (``path="one"``, as dicts) or by ``predict_learn_many`` (``"array"``)."""

@@ -4,6 +4,7 @@ loss's ``value`` (as before the lean entries)."""
 
 import numpy as np
 import pytest
+from streams import shifted_friedman
 
 import okoco.learners.auto as auto_module
 from okoco._core import _loss
@@ -27,18 +28,6 @@ class _ValueAuto(Auto):
         return self._spend(float(max(values[0] - values[2], values[1] - values[3])))
 
 
-def _rows(seed=3, n=STEPS):
-    """Friedman's #1 inputs as dicts (shifted half-way: full dictionaries swap), its noisy
-    targets and labels."""
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(n, 10))
-    X[n // 2 :, :5] += 1.5
-    y = (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3]
-         + 5 * X[:, 4] + rng.normal(size=n))
-    labels = [bool(t > np.median(y)) for t in y]
-    return [{f"x{i}": float(v) for i, v in enumerate(x)} for x in X], y, labels
-
-
 @pytest.mark.parametrize("kind", ["auto", "binary"])
 def test_auto_equals_its_value_path_bit_for_bit(kind, monkeypatch):
     """2,000 steps of Auto (squared) and of BinaryClassifier(Auto(Logistic())) through a
@@ -46,7 +35,7 @@ def test_auto_equals_its_value_path_bit_for_bit(kind, monkeypatch):
     prediction equals, bit for bit, that of the same model taking its losses and share by the
     loss's ``value`` (on this machine: no stored bits of another's BLAS)."""
     monkeypatch.setattr(auto_module, "DICTIONARY", DICTIONARY)
-    xs, y, labels = _rows()
+    xs, y, labels = shifted_friedman(STEPS)
     if kind == "auto":
         models, targets = [Auto(), _ValueAuto()], [float(t) for t in y]
     else:

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from streams import shifted_friedman
 
 import okoco.learners.auto as auto_module
 from okoco import kernels
@@ -246,16 +247,6 @@ def test_conkons_embedding_is_the_kernels_own_row_and_solve():
 
 # -- whole runs -----------------------------------------------------------------------------
 
-def _rows(n, seed=3):
-    """Friedman's #1 inputs as dicts (shifted half-way: full dictionaries swap) and targets."""
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(n, 10))
-    X[n // 2:, :5] += 1.5
-    y = (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3]
-         + 5 * X[:, 4] + rng.normal(size=n))
-    return [{f"x{i}": float(v) for i, v in enumerate(x)} for x in X], y
-
-
 def _run(model, xs, targets, kind):
     out = []
     for x, target in zip(xs, targets):
@@ -284,7 +275,7 @@ def test_auto_equals_its_twin_on_the_python_dictionary_path(kind, monkeypatch):
     a twin whose dictionaries take the Python path (the kernel's own row, np.exp, Python's
     pivot and record)."""
     monkeypatch.setattr(auto_module, "DICTIONARY", (1.0, 70, 3.0, "usage"))
-    xs, y = _rows(1500)
+    xs, y, _ = shifted_friedman(1500)
     targets = [float(t) for t in y] if kind == "auto" else [bool(t > np.median(y)) for t in y]
     make = (Auto if kind == "auto" else lambda: BinaryClassifier(Auto(loss=Logistic())))
     lean = make()
@@ -308,7 +299,7 @@ def test_conkons_equals_its_twin_on_the_python_path(max_size):
     twin taking the Python embedding (the kernel's own row and half_solve); and the compiled
     loop (predict_learn_many, whose rows raise numpy's exp by its loop) equals the same loop
     raising it by np.exp."""
-    xs, y = _rows(900, seed=4)
+    xs, y, _ = shifted_friedman(900, seed=4)
     lean = CONKONS(dictionary_alpha=0.02, max_size=max_size, seed=0)
     twin = _ReferenceCONKONS(dictionary_alpha=0.02, max_size=max_size, seed=0)
     targets = np.tanh((y - y.mean()) / y.std())

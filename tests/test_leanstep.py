@@ -10,6 +10,7 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
+from streams import shifted_friedman
 
 import okoco.learners.auto as auto_module
 from okoco._core import _ons
@@ -79,18 +80,6 @@ def _reference_path(monkeypatch):
     monkeypatch.setattr(_Expert, "apply", _apply)
 
 
-def _rows(seed=3, n=STEPS):
-    """Friedman's #1 inputs as dicts (shifted half-way: full dictionaries swap), its noisy
-    targets and labels."""
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(n, 10))
-    X[n // 2 :, :5] += 1.5
-    y = (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3]
-         + 5 * X[:, 4] + rng.normal(size=n))
-    labels = [bool(t > np.median(y)) for t in y]
-    return [{f"x{i}": float(v) for i, v in enumerate(x)} for x in X], y, labels
-
-
 class _PlainSquared(Squared):
     """The squared loss without a compiled form (a subclass): the heads feed its derivatives
     (``NEED_DERIVATIVE``)."""
@@ -138,7 +127,7 @@ def test_whole_runs_equal_the_path_replaced_bit_for_bit(case, monkeypatch):
     bit for bit, those of the same run through the replaced path."""
     monkeypatch.setattr(auto_module, "DICTIONARY", DICTIONARY)
     make, kind = CASES[case]
-    xs, y, labels = _rows()
+    xs, y, labels = shifted_friedman(STEPS)
     targets = [float(t) / 10 for t in y] if case == "conkons" else (
         labels if kind == "classification" else [float(t) for t in y])
     lean, lean_preds = _run(make, kind, xs, targets)

@@ -48,13 +48,13 @@ cdef class Embedded:
     cdef public bint joined
 
     def __init__(self, k, double kappa, h, double residual, pivot):
+        self.fill(k, kappa, h, residual, pivot)
+
+    cdef fill(self, k, double kappa, h, double residual, pivot):
+        """The record's fields (``joined`` False; ``new`` from ``pivot``)."""
         self.k, self.kappa, self.h, self.residual = k, kappa, h, residual
-        self.pivot, self.joined, self.new = pivot, False, new_coordinate(pivot)
-
-
-cdef object new_coordinate(object pivot):
-    """The new coordinate of a point's heads' step: ``[pivot]``, or none for no pivot."""
-    return NO_COORDINATE if pivot is None else np.array([pivot])
+        self.pivot, self.joined = pivot, False
+        self.new = NO_COORDINATE if pivot is None else np.array([pivot])
 
 
 cpdef object join_pivot(Py_ssize_t m, object cap, double kappa, double residual,
@@ -140,10 +140,9 @@ def analyse(tuple spec, rows, factor, v, cap=False):
     residual = solve_against(factor, m, k, kappa, h)
     if cap is False:
         return k_obj, kappa, h_obj, residual
-    record = Embedded.__new__(Embedded)
-    record.k, record.kappa, record.h, record.residual = k_obj, kappa, h_obj, residual
-    record.pivot = join_pivot(m, cap, kappa, residual, factor.min_pivot)
-    record.new = new_coordinate(record.pivot)
+    record = Embedded.__new__(Embedded)  # (no Python-level __init__ call)
+    record.fill(k_obj, kappa, h_obj, residual, join_pivot(m, cap, kappa, residual,
+                                                           factor.min_pivot))
     return record
 
 
